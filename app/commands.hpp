@@ -1,0 +1,11 @@
+// The subcommands of the `tinescope` tool, one file each.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tinescope::app {
+
+// Adds `dump` to the tool; the callback runs it and sets *exit_code.
+void add_dump_command(CLI::App& app, int* exit_code);
+
+}  // namespace tinescope::app

@@ -1,0 +1,90 @@
+// Writing the trace format: a file header, and chunks built event by event.
+// Used by the recorder's collector and by importers that convert other formats.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tinescope/format.hpp"
+
+namespace tinescope::format {
+
+struct HeaderInfo {
+  ClockSection clock{};
+  std::string host;
+  uint32_t pid = 0;
+  std::string process_name;
+  std::vector<std::string> cmdline;
+  std::string recorder = "tinescope";
+  const Schema* schema = &builtin_schema();
+};
+std::string build_file_header(const HeaderInfo& info);
+
+// One feedlet's chunk under construction. Events are encoded straight into
+// the payload buffer:  p = begin(type, ts); p = put_...(p, field); end(p).
+class ChunkBuilder {
+ public:
+  static constexpr size_t kTargetRaw = 64 * 1024;  // cut a chunk at about this size
+  static constexpr size_t kMaxEventBytes = 4096;   // room begin() guarantees
+
+  ChunkBuilder() : buf_(kTargetRaw + kMaxEventBytes) {}
+
+  uint32_t feedlet = 0;
+  uint64_t sequence = 0;        // of the next chunk
+  uint64_t pending_drops = 0;   // goes into the next chunk's header
+  uint64_t opened_at_ns = 0;    // when its first event arrived (for the latency bound)
+
+  bool empty() const { return events_ == 0; }
+  bool full() const { return size_ >= kTargetRaw; }
+  size_t size() const { return size_; }
+  uint32_t events() const { return events_; }
+  uint64_t last_ts() const { return last_ts_; }
+
+  // Starts an event with room for `extra` bytes of fields beyond kMaxEventBytes.
+  // A timestamp earlier than the feedlet's last one is raised to it: a feedlet
+  // is time-monotone by definition.
+  uint8_t* begin(uint16_t type, uint64_t ts, size_t extra = 0) {
+    if (size_ + kMaxEventBytes + extra > buf_.size()) buf_.resize(size_ + kMaxEventBytes + extra);
+    if (ts < last_ts_) ts = last_ts_;
+    if (events_ == 0) first_ts_ = ts;
+    uint8_t* p = put_varint(buf_.data() + size_, type);
+    p = put_varint(p, ts - (events_ == 0 ? first_ts_ : last_ts_));
+    last_ts_ = ts;
+    return p;
+  }
+  void end(uint8_t* p) {
+    size_ = size_t(p - buf_.data());
+    ++events_;
+  }
+
+  static uint8_t* put_u64(uint8_t* p, uint64_t v) { return put_varint(p, v); }
+  static uint8_t* put_i64(uint8_t* p, int64_t v) { return put_varint(p, zigzag(v)); }
+  static uint8_t* put_f64(uint8_t* p, double v) {
+    std::memcpy(p, &v, 8);
+    return p + 8;
+  }
+  static uint8_t* put_bytes(uint8_t* p, const void* data, size_t n) {
+    p = put_varint(p, n);
+    std::memcpy(p, data, n);
+    return p + n;
+  }
+  uint8_t* put_delta(uint8_t* p, uint64_t v) {
+    p = put_varint(p, zigzag(int64_t(v - prev_delta_)));
+    prev_delta_ = v;
+    return p;
+  }
+
+  // Writes the finished chunk (header, lz4 payload, trailer) into `frame`
+  // and starts the next one.
+  void finish(uint16_t flags, std::vector<uint8_t>& frame);
+
+ private:
+  std::vector<uint8_t> buf_;
+  size_t size_ = 0;
+  uint32_t events_ = 0;
+  uint64_t first_ts_ = 0, last_ts_ = 0;
+  uint64_t prev_delta_ = 0;
+};
+
+}  // namespace tinescope::format

@@ -1,0 +1,443 @@
+#include "tinescope/trace_reader.hpp"
+
+#include <fcntl.h>
+#include <lz4.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace tinescope::trace {
+
+using namespace format;
+
+// ------------------------------------------------------------------ clock
+
+void ClockMap::reset(double ticks_per_ns, uint64_t ref_ticks, uint64_t ref_ns) {
+  nominal_ = ticks_per_ns > 0 ? ticks_per_ns : 1.0;
+  points_.clear();
+  points_.emplace_back(ref_ticks, ref_ns);
+}
+
+void ClockMap::add_point(uint64_t ticks, uint64_t ns) {
+  if (!points_.empty() && (ticks <= points_.back().first || ns < points_.back().second)) return;
+  points_.emplace_back(ticks, ns);
+  // The nominal rate becomes the average over everything seen: far more
+  // precise than the short measurement at start.
+  const auto& [t0, n0] = points_.front();
+  if (ns - n0 >= 10'000'000) nominal_ = double(ticks - t0) / double(ns - n0);
+}
+
+int64_t ClockMap::to_ns(uint64_t ticks) const {
+  if (points_.empty()) return int64_t(double(ticks) / nominal_);
+  auto it = std::upper_bound(points_.begin(), points_.end(), ticks,
+                             [](uint64_t t, const std::pair<uint64_t, uint64_t>& p) { return t < p.first; });
+  if (it != points_.begin() && it != points_.end()) {  // inside a segment: interpolate
+    const auto& [t0, n0] = *(it - 1);
+    const auto& [t1, n1] = *it;
+    return int64_t(n0) + int64_t(double(ticks - t0) * double(n1 - n0) / double(t1 - t0));
+  }
+  const auto& [t, n] = it == points_.begin() ? points_.front() : points_.back();
+  return int64_t(n) + int64_t((double(ticks) - double(t)) / nominal_);
+}
+
+// ---------------------------------------------------------------- catalog
+
+void Catalog::apply(const Event& e) {
+  switch (e.type) {
+    case kStringDef: {
+      uint64_t id = e.u[0];
+      if (id == 0 || id > strings.size() + (1u << 20)) return;  // nonsense id: ignore, don't allocate
+      if (id >= strings.size()) strings.resize(id + 1, "<unknown name>");
+      strings[id] = std::string(e.bytes[1]);
+      break;
+    }
+    case kTypeDef: {
+      EventTypeDef def;
+      const uint8_t* p = reinterpret_cast<const uint8_t*>(e.bytes[1].data());
+      if (decode_schema_entry(p, p + e.bytes[1].size(), def) && def.code == e.u[0] &&
+          def.code >= kFirstUserType)
+        schema.add(std::move(def));
+      break;
+    }
+    case kCalibration: clock.add_point(e.ts, e.u[0]); break;
+    case kFeedletInfo: {
+      FeedletInfo& f = feedlets[uint32_t(e.u[0])];
+      f.tid = e.u[1];
+      if (f.name.empty()) f.name = std::string(string(e.u[2]));
+      break;
+    }
+    case kFunctionDef: function_address[uint32_t(e.u[0])] = e.u[1]; break;
+    case kThreadName: feedlets[e.feedlet].name = std::string(string(e.u[0])); break;
+    case kProcessName: process_name = std::string(string(e.u[0])); break;
+    default: break;
+  }
+}
+
+// ----------------------------------------------------------------- events
+
+bool decode_events(const uint8_t* raw, size_t n, const ChunkHeader& h, const Schema& schema,
+                   const std::function<void(const Event&)>& emit, std::string& why) {
+  const uint8_t* p = raw;
+  const uint8_t* const end = raw + n;
+  Event e;
+  e.feedlet = h.feedlet;
+  uint64_t ts = h.first_ts, prev_delta = 0, count = 0;
+  auto fail = [&](const std::string& what) {
+    why = what + " at payload offset " + std::to_string(p - raw) + " (event " + std::to_string(count) + ")";
+    return false;
+  };
+  while (p < end) {
+    uint64_t type, delta;
+    if (!get_varint(p, end, type) || !get_varint(p, end, delta)) return fail("truncated event");
+    const EventTypeDef* def = type <= kMaxEventType ? schema.find(uint16_t(type)) : nullptr;
+    if (!def) return fail("event type " + std::to_string(type) + " not in the schema");
+    ts += delta;
+    e.type = uint16_t(type);
+    e.ts = ts;
+    e.field_count = uint8_t(def->fields.size());
+    for (size_t k = 0; k < def->fields.size(); ++k) {
+      uint64_t v;
+      switch (def->fields[k].type) {
+        case FieldType::U64:
+        case FieldType::String:
+          if (!get_varint(p, end, v)) return fail("truncated field");
+          e.u[k] = v;
+          break;
+        case FieldType::I64:
+          if (!get_varint(p, end, v)) return fail("truncated field");
+          e.u[k] = uint64_t(unzigzag(v));
+          break;
+        case FieldType::DeltaU64:
+          if (!get_varint(p, end, v)) return fail("truncated field");
+          prev_delta += uint64_t(unzigzag(v));
+          e.u[k] = prev_delta;
+          break;
+        case FieldType::F64:
+          if (end - p < 8) return fail("truncated field");
+          std::memcpy(&e.u[k], p, 8);
+          p += 8;
+          break;
+        case FieldType::Bytes:
+          if (!get_varint(p, end, v) || v > uint64_t(end - p)) return fail("truncated bytes field");
+          e.bytes[k] = std::string_view(reinterpret_cast<const char*>(p), size_t(v));
+          e.u[k] = v;
+          p += v;
+          break;
+      }
+    }
+    ++count;
+    emit(e);
+  }
+  if (count != h.event_count)
+    return fail("chunk header says " + std::to_string(h.event_count) + " events, payload holds");
+  return true;
+}
+
+// ----------------------------------------------------------------- parser
+
+Parser::Parser(Visitor& visitor, ReaderOptions options) : v_(visitor), opt_(options) {}
+
+static bool is_marker_prefix(const uint8_t* p, size_t avail) {
+  return std::memcmp(p, kChunkBegin, std::min<size_t>(avail, 8)) == 0;
+}
+
+Parser::Try Parser::try_chunk(const uint8_t* p, size_t avail, size_t& total, std::string& why) const {
+  if (avail < 8) {
+    if (is_marker_prefix(p, avail)) return Try::Incomplete;
+    why = "bytes that are not a chunk";
+    return Try::Invalid;
+  }
+  if (std::memcmp(p, kChunkBegin, 8) != 0) {
+    why = "bytes that are not a chunk";
+    return Try::Invalid;
+  }
+  if (avail < sizeof(ChunkHeader)) return Try::Incomplete;
+  ChunkHeader h;
+  std::memcpy(&h, p, sizeof h);
+  if (header_check(h) != h.header_check) {
+    why = "damaged chunk header";
+    return Try::Invalid;
+  }
+  if (h.header_size < sizeof(ChunkHeader) || h.header_size > 4096 || h.stored_size > kMaxChunkPayload ||
+      h.raw_size > kMaxChunkPayload || (!(h.flags & kChunkLz4) && h.stored_size != h.raw_size) ||
+      h.last_ts < h.first_ts) {
+    why = "chunk header with impossible sizes";
+    return Try::Invalid;
+  }
+  total = size_t(h.header_size) + h.stored_size + kChunkTrailer;
+  if (avail < total) return Try::Incomplete;
+  const uint8_t* trailer = p + h.header_size + h.stored_size;
+  if (std::memcmp(trailer + 8, kChunkEnd, 8) != 0) {
+    why = "chunk without its end marker";
+    return Try::Invalid;
+  }
+  if (checksum(p + 8, h.header_size - 8 + h.stored_size) != load_le<uint64_t>(trailer)) {
+    why = "chunk checksum mismatch";
+    return Try::Invalid;
+  }
+  return Try::Valid;
+}
+
+static size_t find_marker(const uint8_t* data, size_t n, size_t from) {
+  while (from < n) {
+    const void* hit = std::memchr(data + from, kChunkBegin[0], n - from);
+    if (!hit) return SIZE_MAX;
+    size_t at = size_t(static_cast<const uint8_t*>(hit) - data);
+    if (is_marker_prefix(data + at, n - at)) return at;
+    from = at + 1;
+  }
+  return SIZE_MAX;
+}
+
+void Parser::damage(uint64_t offset, uint64_t length, std::string reason) {
+  if (length == 0) return;
+  if (pending_damage_.length && pending_damage_.offset + pending_damage_.length == offset) {
+    pending_damage_.length += length;
+    return;
+  }
+  if (pending_damage_.length) v_.on_damage(pending_damage_);
+  pending_damage_ = Damage{offset, length, std::move(reason)};
+}
+
+bool Parser::parse_header(const uint8_t* data, size_t n, bool eof, size_t& consumed) {
+  consumed = 0;
+  auto damaged = [&](const std::string& why) {
+    // Keep going with this reader's own schema: chunks are self-delimiting.
+    header_ = Header{};
+    header_.intact = false;
+    header_.schema = builtin_schema();
+    catalog_.schema = header_.schema;
+    catalog_.clock.reset(1.0, 0, 0);
+    header_done_ = true;
+    pending_reason_ = "file header damaged: " + why;
+    v_.on_header(header_);
+    return true;
+  };
+  if (n < kFileHeaderFixed) {
+    if (!eof) return false;
+    if (n == 0) return damaged("empty");
+    return damaged("truncated");
+  }
+  if (std::memcmp(data, kFileMagic, 8) != 0) return damaged("no tinescope magic at offset 0");
+  Header h;
+  h.major = load_le<uint16_t>(data + 8);
+  h.minor = load_le<uint16_t>(data + 10);
+  if (h.major > kMajorVersion) {
+    error_ = "trace format version " + std::to_string(h.major) + "." + std::to_string(h.minor) +
+             " is newer than this reader (" + std::to_string(kMajorVersion) + "." +
+             std::to_string(kMinorVersion) + "); use a newer tinescope";
+    return false;
+  }
+  h.size = load_le<uint32_t>(data + 12);
+  if (h.size < kFileHeaderFixed + 8 || h.size > kMaxFileHeader) return damaged("impossible header size");
+  if (n < h.size) {
+    if (!eof) return false;
+    return damaged("truncated");
+  }
+  if (checksum(data, h.size - 8) != load_le<uint64_t>(data + h.size - 8)) return damaged("checksum mismatch");
+  const uint8_t* p = data + kFileHeaderFixed;
+  const uint8_t* end = data + h.size - 8;
+  bool have_schema = false;
+  while (end - p >= 6) {
+    uint16_t tag = load_le<uint16_t>(p);
+    uint32_t len = load_le<uint32_t>(p + 2);
+    p += 6;
+    if (len > uint64_t(end - p)) return damaged("section runs past the header");
+    std::string_view body(reinterpret_cast<const char*>(p), len);
+    switch (Section(tag)) {
+      case Section::Clock:
+        if (len >= sizeof(ClockSection)) std::memcpy(&h.clock, p, sizeof(ClockSection));
+        break;
+      case Section::Host: h.host = body; break;
+      case Section::Process:
+        if (len >= 4) {
+          h.pid = load_le<uint32_t>(p);
+          h.process_name = body.substr(4);
+        }
+        break;
+      case Section::CmdLine:
+        for (size_t i = 0; i < body.size();) {
+          size_t z = body.find('\0', i);
+          if (z == std::string_view::npos) z = body.size();
+          h.cmdline.emplace_back(body.substr(i, z - i));
+          i = z + 1;
+        }
+        break;
+      case Section::Schema:
+        if (!decode_schema(p, len, h.schema)) return damaged("malformed schema");
+        have_schema = true;
+        break;
+      case Section::Recorder: h.recorder = body; break;
+      default: break;  // a newer writer's section: skip
+    }
+    p += len;
+  }
+  if (!have_schema) return damaged("no schema");
+  header_ = std::move(h);
+  header_done_ = true;
+  catalog_.schema = header_.schema;
+  catalog_.process_name = header_.process_name;
+  catalog_.clock.reset(header_.clock.ticks_per_ns, header_.clock.ref_ticks, header_.clock.ref_mono_ns);
+  consumed = header_.size;
+  v_.on_header(header_);
+  return true;
+}
+
+void Parser::deliver_chunk(const uint8_t* p, uint64_t offset, size_t total) {
+  ChunkInfo info;
+  info.offset = offset;
+  info.size = total;
+  std::memcpy(&info.header, p, sizeof(ChunkHeader));
+  const ChunkHeader& h = info.header;
+
+  auto it = next_seq_.find(h.feedlet);
+  uint64_t expected = it != next_seq_.end() ? it->second : (opt_.sequence_from_zero ? 0 : h.sequence);
+  if (h.sequence < expected) {
+    damage(offset, total, "chunk repeated or out of order (feedlet " + std::to_string(h.feedlet) + " sequence " +
+                              std::to_string(h.sequence) + ")");
+    return;
+  }
+  if (pending_damage_.length) {
+    v_.on_damage(pending_damage_);
+    pending_damage_ = {};
+  }
+  if (h.sequence > expected) v_.on_loss(Loss{h.feedlet, expected, h.sequence - expected});
+  next_seq_[h.feedlet] = h.sequence + 1;
+  ++chunks_;
+  v_.on_chunk(info);
+
+  const bool metadata = h.feedlet == kMetadataFeedlet;
+  if (!metadata && !opt_.decode_data) return;
+  const uint8_t* payload = p + h.header_size;
+  const uint8_t* raw = payload;
+  if (h.flags & kChunkLz4) {
+    raw_.resize(h.raw_size);
+    int got = LZ4_decompress_safe(reinterpret_cast<const char*>(payload), reinterpret_cast<char*>(raw_.data()),
+                                  int(h.stored_size), int(h.raw_size));
+    if (got != int(h.raw_size)) {
+      damage(offset, total, "chunk payload does not decompress");
+      return;
+    }
+    raw = raw_.data();
+  }
+  std::string why;
+  bool ok = decode_events(raw, h.raw_size, h, catalog_.schema, [&](const Event& e) {
+    if (metadata || e.type == kThreadName || e.type == kProcessName) catalog_.apply(e);
+    ++events_;
+    v_.on_event(e);
+  }, why);
+  if (!ok) damage(offset, total, "undecodable chunk: " + why);
+}
+
+size_t Parser::parse(const uint8_t* data, size_t n, uint64_t base, bool eof) {
+  if (!error_.empty()) return n;
+  size_t pos = 0;
+  if (!header_done_) {
+    if (!parse_header(data, n, eof, pos)) return error_.empty() ? 0 : n;
+  }
+  while (pos < n) {
+    size_t total = 0;
+    std::string why;
+    Try t = try_chunk(data + pos, n - pos, total, why);
+    if (t == Try::Valid) {
+      deliver_chunk(data + pos, base + pos, total);
+      pos += total;
+      continue;
+    }
+    if (t == Try::Incomplete) {
+      if (!eof) break;
+      why = "truncated chunk (the trace ends inside it)";
+    }
+    if (!pending_reason_.empty()) why = std::move(pending_reason_), pending_reason_.clear();
+    // Damage from pos to the next place where a chunk can start.
+    size_t q = pos + 1;
+    bool wait = false;
+    for (;;) {
+      q = find_marker(data, n, q);
+      if (q == SIZE_MAX) {
+        q = n;
+        if (!eof) {  // the last 7 bytes may hold the start of a marker
+          q = n >= 7 ? std::max(pos, n - 7) : pos;
+          wait = true;
+        }
+        break;
+      }
+      size_t t2;
+      std::string w2;
+      Try next = try_chunk(data + q, n - q, t2, w2);
+      if (next == Try::Valid || (next == Try::Incomplete && !eof)) break;
+      ++q;
+    }
+    damage(base + pos, q - pos, why);
+    pos = q;
+    if (wait) break;
+  }
+  if (eof && pending_damage_.length) {
+    v_.on_damage(pending_damage_);
+    pending_damage_ = {};
+  }
+  return pos;
+}
+
+// ------------------------------------------------------------ file, stream
+
+bool read_file(const std::string& path, Visitor& visitor, std::string& error, ReaderOptions options) {
+  Parser parser(visitor, options);
+  return read_file(path, parser, error);
+}
+
+bool read_file(const std::string& path, Parser& parser, std::string& error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = path + ": " + std::strerror(errno);
+    return false;
+  }
+  struct stat st{};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    error = path + ": not a regular file";
+    ::close(fd);
+    return false;
+  }
+  if (st.st_size == 0) {
+    error = path + ": empty file, not a tinescope trace";
+    ::close(fd);
+    return false;
+  }
+  void* map = mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) {
+    error = path + ": cannot map: " + std::strerror(errno);
+    return false;
+  }
+  madvise(map, size_t(st.st_size), MADV_SEQUENTIAL);
+  parser.parse(static_cast<const uint8_t*>(map), size_t(st.st_size), 0, true);
+  munmap(map, size_t(st.st_size));
+  if (!parser.error().empty()) {
+    error = path + ": " + parser.error();
+    return false;
+  }
+  if (!parser.header().intact && parser.chunks() == 0) {
+    error = path + ": not a tinescope trace (no file header and no intact chunk)";
+    return false;
+  }
+  return true;
+}
+
+void StreamReader::feed(const void* data, size_t n) {
+  const uint8_t* bytes = static_cast<const uint8_t*>(data);
+  buf_.insert(buf_.end(), bytes, bytes + n);
+  size_t used = parser_.parse(buf_.data(), buf_.size(), base_, false);
+  buf_.erase(buf_.begin(), buf_.begin() + long(used));
+  base_ += used;
+}
+
+void StreamReader::close() {
+  size_t used = parser_.parse(buf_.data(), buf_.size(), base_, true);
+  base_ += used;
+  buf_.clear();
+}
+
+}  // namespace tinescope::trace

@@ -1,0 +1,27 @@
+// What the application threads and the collector share: the list of thread
+// buffers and the user-defined event types.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "thread_buffer.hpp"
+#include "tinescope/format.hpp"
+
+namespace tinescope::rec {
+
+struct Registry {
+  // Push-only list (new buffers go to the front with a CAS); buffers are
+  // never freed, a Free one is taken again by the next new thread.
+  std::atomic<ThreadBuffer*> buffers{nullptr};
+
+  std::mutex types_mutex;                        // set-up path only
+  std::vector<format::EventTypeDef> user_types;  // code = kFirstUserType + index
+  std::atomic<uint32_t> types_count{0};          // published size of user_types
+  uint8_t field_counts[format::kMaxEventType + 1 - format::kFirstUserType] = {};  // read without the lock
+};
+
+Registry& registry();
+
+}  // namespace tinescope::rec

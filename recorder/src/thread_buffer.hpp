@@ -1,0 +1,63 @@
+// A thread's feedlet buffer: a single-producer single-consumer byte ring.
+//
+// The application thread (producer) appends raw records and publishes its
+// head with a release store; the collector (consumer) reads records up to
+// head and publishes its tail. Neither ever waits for the other: a producer
+// that finds no room drops the record and counts it.
+//
+// A record never wraps: the ring has kMaxRecordBytes of slack after its end,
+// and a record that starts near the end runs on into the slack. Positions are
+// virtual (they only grow); offset = position & mask. The consumer reads the
+// record from the same contiguous bytes, so neither side handles wrap-around.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "raw_record.hpp"
+
+namespace tinescope::rec {
+
+enum class BufferState : int { Active, Exited, Free };
+
+struct ThreadBuffer {
+  // --- producer-private (one cache line, touched on every event)
+  uint64_t head_local = 0;
+  uint64_t tail_cache = 0;
+  uint64_t capacity = 0;
+  uint64_t mask = 0;
+  uint8_t* data = nullptr;
+  uint64_t dropped = 0;           // cumulative, this buffer's life
+  uint64_t dropped_reported = 0;  // cumulative count in the last drop record
+  uint64_t message_counter = 0;
+
+  // --- shared
+  alignas(64) std::atomic<uint64_t> head{0};
+  alignas(64) std::atomic<uint64_t> tail{0};
+  alignas(64) std::atomic<uint64_t> dropped_total{0};  // written by producer only
+  std::atomic<BufferState> state{BufferState::Active};
+  std::atomic<uint64_t> generation{0};  // +1 each time a thread takes the buffer
+  uint32_t feedlet_hint = 0;            // feedlet number used in message ids
+  uint32_t tid = 0;
+  ThreadBuffer* next = nullptr;         // registry list, push-only
+
+  // Room for `bytes` at the head, or nullptr. Never blocks.
+  inline uint8_t* reserve(uint64_t bytes) {
+    uint64_t h = head_local;
+    if (__builtin_expect(h + bytes - tail_cache > capacity, 0)) {
+      tail_cache = tail.load(std::memory_order_acquire);
+      if (h + bytes - tail_cache > capacity) return nullptr;
+    }
+    return data + (h & mask);
+  }
+  inline void commit(uint64_t bytes) {
+    head_local += bytes;
+    head.store(head_local, std::memory_order_release);
+  }
+  inline void count_drop() {
+    ++dropped;
+    dropped_total.store(dropped, std::memory_order_relaxed);
+  }
+};
+
+}  // namespace tinescope::rec
