@@ -112,6 +112,7 @@ struct Rec {
 // recorded (off, or dropped and counted).
 inline Rec begin_record(uint64_t category, uint32_t kind, uint32_t words, uint64_t low) {
   if (!(g_mask.load(std::memory_order_relaxed) & category)) return {nullptr, nullptr};
+  const uint64_t ts = read_ticks();  // before a first event's registration, which takes a while
   ThreadBuffer* b = tl_buf;
   if (__builtin_expect(!b, 0)) {
     b = register_thread();
@@ -125,7 +126,7 @@ inline Rec begin_record(uint64_t category, uint32_t kind, uint32_t words, uint64
       b->count_drop();
       return {b, nullptr};
     }
-    d[0] = read_ticks();
+    d[0] = ts;
     d[1] = raw_word1(kRawDrop, 3, 0);
     d[2] = b->dropped;
     b->commit(24);
@@ -136,7 +137,7 @@ inline Rec begin_record(uint64_t category, uint32_t kind, uint32_t words, uint64
     b->count_drop();
     return {b, nullptr};
   }
-  w[0] = read_ticks();
+  w[0] = ts;
   w[1] = raw_word1(kind, words, low);
   return {b, w};
 }

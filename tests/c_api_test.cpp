@@ -1,0 +1,41 @@
+#include "trace_helpers.hpp"
+
+extern "C" int tinescope_c_api_record(const char* path);
+
+namespace tinescope::test {
+namespace {
+
+using namespace format;
+
+TEST(CApi, RecordsFromC99) {
+  const std::string path = temp_path("c-api");
+  unlink(path.c_str());
+  ASSERT_EQ(tinescope_c_api_record(path.c_str()), 0);
+  Collected c = read_trace(path);
+  std::vector<uint16_t> types;
+  for (const OwnedEvent& o : c.events)
+    if (o.e.feedlet != kMetadataFeedlet) types.push_back(o.e.type);
+  ASSERT_EQ(types.size(), 13u);
+  EXPECT_EQ(types[0], kThreadName);
+  EXPECT_EQ(types[1], kIntervalBegin);
+  EXPECT_EQ(types[12], kIntervalEnd);
+  auto counters = c.of_type(kCounterInt);
+  ASSERT_EQ(counters.size(), 1u);
+  EXPECT_EQ(counters[0]->e.i(1), 42);
+  auto sends = c.of_type(kMessageSend);
+  ASSERT_EQ(sends.size(), 1u);
+  EXPECT_EQ(sends[0]->bytes[3], "abc");
+  const EventTypeDef* def = nullptr;
+  for (uint16_t code = kFirstUserType; code <= kMaxEventType && !def; ++code)
+    if (const EventTypeDef* d = c.catalog.schema.find(code); d && d->name == "c.user") def = d;
+  ASSERT_NE(def, nullptr);
+  auto users = c.of_type(def->code);
+  ASSERT_EQ(users.size(), 1u);
+  EXPECT_EQ(users[0]->e.u[0], 4096u);
+  EXPECT_DOUBLE_EQ(users[0]->e.f(1), 0.25);
+  EXPECT_EQ(c.catalog.feedlets.at(users[0]->e.feedlet).name, "c-thread");
+  unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace tinescope::test

@@ -1,0 +1,369 @@
+// Every event kind, recorded by real threads, read back from a file and from
+// live feeds over a Unix and a TCP socket.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "tinescope/tinescope.hpp"
+#include "trace_helpers.hpp"
+
+namespace tinescope::test {
+namespace {
+
+using namespace format;
+
+struct Emitted {
+  uint64_t tid;
+  uint64_t message_id;
+};
+
+uint32_t g_user_type = 0;
+
+// The same sequence of every kind from each thread; `k` makes values differ.
+Emitted emit_all_kinds(int k) {
+  Emitted out{uint64_t(syscall(SYS_gettid)), 0};
+  std::string tname = "thread." + std::to_string(k);
+  ts::thread_name(tname.c_str());
+  {
+    TS_SCOPE("outer");
+    TS_SCOPE("inner");
+  }
+  ts::complete("complete", 1234);
+  ts::instant("instant");
+  ts::counter("counter.int", int64_t(-5 - k));
+  ts::counter("counter.float", 2.5 * (k + 1));
+  uint64_t id = ts::message_id();
+  out.message_id = id;
+  ts::send(id, 7, 100 + uint64_t(k), "hello", 5);
+  ts::recv(id, 7, 100 + uint64_t(k), nullptr, 0);
+  ts::cpu_name(uint32_t(k), "cpu-name");
+  ts::metadata("key", "value");
+  ts::sched(TS_TASK_ARRIVE, "task", 0, 3);
+  ts::sched(TS_JOB_ARRIVE, "task", 11, 3);
+  ts::sched(TS_JOB_START, "task", 11, 3);
+  ts::sched(TS_JOB_PREEMPT, "task", 11, 3);
+  ts::sched(TS_JOB_RESUME, "task", 11, 2);
+  ts::sched(TS_JOB_BLOCK, "task", 11, 2);
+  ts::sched(TS_JOB_COMPLETE, "task", 11, 2);
+  ts::lock(TS_LOCK_CONTEND, "mutex", 99);
+  ts::lock(TS_LOCK_ACQUIRE, "mutex", 99);
+  ts::lock(TS_LOCK_RELEASE, "mutex", 99);
+  ts_clock_sync_send(555, 2);
+  ts_clock_sync_recv(556, 2);
+  ts_func_enter(reinterpret_cast<void*>(&emit_all_kinds));
+  ts_func_exit(reinterpret_cast<void*>(&emit_all_kinds));
+  ts::event(g_user_type, uint64_t(k), -3.25, "user-name", int64_t(-7));
+  return out;
+}
+
+constexpr uint16_t kExpectedTypes[] = {
+    kThreadName,   kIntervalBegin, kIntervalBegin, kIntervalEnd,  kIntervalEnd,  kIntervalComplete,
+    kInstant,      kCounterInt,    kCounterFloat,  kMessageSend,  kMessageRecv,  kCpuName,
+    kMetadata,     kTaskArrive,    kJobArrive,     kJobStart,     kJobPreempt,   kJobResume,
+    kJobBlock,     kJobComplete,   kLockContend,   kLockAcquire,  kLockRelease,  kClockSyncSend,
+    kClockSyncRecv, kFuncEnter,    kFuncExit,      kFirstUserType};
+
+void check_feedlet(const Collected& c, uint32_t feedlet, int k, const Emitted& em) {
+  std::vector<const OwnedEvent*> evs;
+  for (const OwnedEvent& o : c.events)
+    if (o.e.feedlet == feedlet) evs.push_back(&o);
+  ASSERT_EQ(evs.size(), std::size(kExpectedTypes)) << "feedlet " << feedlet;
+  for (size_t i = 0; i < evs.size(); ++i) {
+    uint16_t want = kExpectedTypes[i] == kFirstUserType ? uint16_t(g_user_type) : kExpectedTypes[i];
+    EXPECT_EQ(evs[i]->e.type, want) << "event " << i;
+    if (i) {
+      EXPECT_GE(evs[i]->e.ts, evs[i - 1]->e.ts) << "feedlet must be time-monotone";
+    }
+  }
+  auto ev = [&](size_t i) -> const trace::Event& { return evs[i]->e; };
+  EXPECT_EQ(c.name(ev(0).u[0]), "thread." + std::to_string(k));
+  EXPECT_EQ(c.name(ev(1).u[0]), "outer");
+  EXPECT_EQ(c.name(ev(2).u[0]), "inner");
+  EXPECT_EQ(c.name(ev(3).u[0]), "inner");
+  EXPECT_EQ(c.name(ev(4).u[0]), "outer");
+  EXPECT_EQ(c.name(ev(5).u[0]), "complete");
+  EXPECT_EQ(ev(5).u[1], 1234u);
+  EXPECT_EQ(c.name(ev(6).u[0]), "instant");
+  EXPECT_EQ(c.name(ev(7).u[0]), "counter.int");
+  EXPECT_EQ(ev(7).i(1), -5 - k);
+  EXPECT_EQ(c.name(ev(8).u[0]), "counter.float");
+  EXPECT_DOUBLE_EQ(ev(8).f(1), 2.5 * (k + 1));
+  for (size_t i : {9, 10}) {
+    EXPECT_EQ(ev(i).u[0], em.message_id);
+    EXPECT_EQ(ev(i).u[1], 7u);
+    EXPECT_EQ(ev(i).u[2], 100u + uint64_t(k));
+  }
+  EXPECT_EQ(evs[9]->bytes[3], "hello");
+  EXPECT_EQ(evs[10]->bytes[3], "");
+  EXPECT_EQ(ev(11).u[0], uint64_t(k));
+  EXPECT_EQ(c.name(ev(11).u[1]), "cpu-name");
+  EXPECT_EQ(c.name(ev(12).u[0]), "key");
+  EXPECT_EQ(c.name(ev(12).u[1]), "value");
+  EXPECT_EQ(c.name(ev(13).u[0]), "task");
+  EXPECT_EQ(ev(13).u[1], 3u);
+  for (size_t i = 14; i <= 19; ++i) {
+    EXPECT_EQ(c.name(ev(i).u[0]), "task");
+    EXPECT_EQ(ev(i).u[1], 11u);
+    EXPECT_EQ(ev(i).u[2], i <= 16 ? 3u : 2u);
+  }
+  for (size_t i = 20; i <= 22; ++i) {
+    EXPECT_EQ(c.name(ev(i).u[0]), "mutex");
+    EXPECT_EQ(ev(i).u[1], 99u);
+  }
+  EXPECT_EQ(ev(23).u[0], 555u);
+  EXPECT_EQ(ev(23).u[1], 2u);
+  EXPECT_EQ(ev(24).u[0], 556u);
+  for (size_t i : {25, 26}) {
+    auto addr = c.catalog.function_address.find(uint32_t(ev(i).u[0]));
+    ASSERT_NE(addr, c.catalog.function_address.end());
+    EXPECT_EQ(addr->second, reinterpret_cast<uint64_t>(&emit_all_kinds));
+  }
+  const trace::Event& user = ev(27);
+  ASSERT_EQ(user.field_count, 4);
+  EXPECT_EQ(user.u[0], uint64_t(k));
+  EXPECT_DOUBLE_EQ(user.f(1), -3.25);
+  EXPECT_EQ(c.name(user.u[2]), "user-name");
+  EXPECT_EQ(user.i(3), -7);
+  const EventTypeDef* def = c.catalog.schema.find(uint16_t(g_user_type));
+  ASSERT_NE(def, nullptr);
+  EXPECT_EQ(def->name, "roundtrip.user");
+  ASSERT_EQ(def->fields.size(), 4u);
+  EXPECT_EQ(def->fields[1].name, "value");
+  EXPECT_EQ(def->fields[1].type, FieldType::F64);
+}
+
+void define_user_type() {
+  const ts_field fields[] = {
+      {"k", TS_FIELD_U64}, {"value", TS_FIELD_F64}, {"label", TS_FIELD_STRING}, {"delta", TS_FIELD_I64}};
+  g_user_type = ts_define_event_type("roundtrip.user", fields, 4);
+  ASSERT_GE(g_user_type, 64u);
+  EXPECT_EQ(ts_define_event_type("roundtrip.user", fields, 4), g_user_type) << "same definition, same code";
+  EXPECT_EQ(ts_define_event_type("roundtrip.user", fields, 3), 0u) << "name taken by another definition";
+  EXPECT_EQ(ts_define_event_type("interval_begin", fields, 1), 0u) << "built-in names are taken";
+}
+
+std::vector<Emitted> emit_from_threads(int n) {
+  std::vector<Emitted> out(size_t(n), Emitted{});
+  std::vector<std::thread> threads;
+  for (int k = 0; k < n; ++k) threads.emplace_back([k, &out] { out[size_t(k)] = emit_all_kinds(k); });
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+void check_all(const Collected& c, const std::vector<Emitted>& em) {
+  EXPECT_TRUE(c.damage.empty());
+  EXPECT_TRUE(c.losses.empty());
+  EXPECT_EQ(c.dropped, 0u);
+  for (size_t k = 0; k < em.size(); ++k) {
+    uint32_t f = c.feedlet_of_tid(em[k].tid);
+    ASSERT_NE(f, UINT32_MAX) << "no feedlet for thread " << k;
+    check_feedlet(c, f, int(k), em[k]);
+  }
+  // Message ids are unique per thread without shared atomics.
+  for (size_t a = 0; a < em.size(); ++a)
+    for (size_t b = a + 1; b < em.size(); ++b) EXPECT_NE(em[a].message_id, em[b].message_id);
+}
+
+TEST(RecorderRoundTrip, EveryEventKindThroughAFile) {
+  define_user_type();
+  const std::string path = temp_path("roundtrip");
+  unlink(path.c_str());
+  ts_config cfg{};
+  cfg.file_path = path.c_str();
+  ASSERT_EQ(ts_start(&cfg), 0) << ts_last_error();
+  std::vector<Emitted> em = emit_from_threads(3);
+  ts_stop();
+  Collected c = read_trace(path);
+  EXPECT_TRUE(c.header.intact);
+  EXPECT_EQ(c.header.major, kMajorVersion);
+  EXPECT_EQ(c.header.pid, uint32_t(getpid()));
+  EXPECT_FALSE(c.header.cmdline.empty());
+  EXPECT_GT(c.header.clock.ticks_per_ns, 0.0);
+  check_all(c, em);
+  ts_stats st{};
+  ts_get_stats(&st);
+  uint64_t data_events = 0;
+  for (const OwnedEvent& o : c.events) data_events += o.e.feedlet != kMetadataFeedlet;
+  EXPECT_EQ(st.events_dropped, 0u);
+  EXPECT_GE(st.events_recorded, data_events);
+  unlink(path.c_str());
+}
+
+TEST(RecorderRoundTrip, RefusesToOverwriteAnExistingFile) {
+  const std::string path = temp_path("exists");
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs("precious user data", f);
+  std::fclose(f);
+  ts_config cfg{};
+  cfg.file_path = path.c_str();
+  EXPECT_NE(ts_start(&cfg), 0);
+  EXPECT_NE(std::string(ts_last_error()).find("refusing to overwrite"), std::string::npos) << ts_last_error();
+  EXPECT_EQ(slurp(path), "precious user data");
+  cfg.overwrite = 1;
+  ASSERT_EQ(ts_start(&cfg), 0) << ts_last_error();
+  ts_stop();
+  EXPECT_TRUE(read_trace(path).header.intact);
+  unlink(path.c_str());
+}
+
+int connect_to(const std::string& address, int port) {
+  if (address.rfind("unix:", 0) == 0) {
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::strcpy(sa.sun_path, address.c_str() + 5);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) return -1;
+    return fd;
+  }
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(uint16_t(port));
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) return -1;
+  return fd;
+}
+
+// Records to a file and a live feed at once; a client reads the feed. Both
+// must hold the same events.
+void live_roundtrip(const std::string& address) {
+  const std::string path = temp_path("live");
+  unlink(path.c_str());
+  ts_config cfg{};
+  cfg.file_path = path.c_str();
+  cfg.live_address = address.c_str();
+  ASSERT_EQ(ts_start(&cfg), 0) << ts_last_error();
+  int fd = connect_to(address, ts_live_port());
+  ASSERT_GE(fd, 0) << "cannot connect to " << address;
+  for (int i = 0; i < 2000; ++i) {  // wait until the collector has accepted us
+    ts_stats st{};
+    ts_get_stats(&st);
+    if (st.live_clients == 1) break;
+    usleep(1000);
+  }
+  Collected live;
+  std::thread reader([&] {
+    trace::StreamReader stream(live, {.sequence_from_zero = true});
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0) stream.feed(buf, size_t(n));
+    stream.close();
+    live.catalog = stream.parser().catalog();
+    live.header = stream.parser().header();
+  });
+  std::vector<Emitted> em = emit_from_threads(3);
+  ts_stop();  // closes the feed: the reader sees EOF
+  reader.join();
+  ::close(fd);
+  EXPECT_TRUE(live.header.intact);
+  check_all(live, em);
+  Collected file = read_trace(path);
+  ASSERT_EQ(file.events.size(), live.events.size());
+  for (size_t i = 0; i < file.events.size(); ++i) {
+    EXPECT_EQ(file.events[i].e.type, live.events[i].e.type);
+    EXPECT_EQ(file.events[i].e.ts, live.events[i].e.ts);
+  }
+  unlink(path.c_str());
+}
+
+TEST(RecorderRoundTrip, EveryEventKindThroughAUnixSocket) {
+  define_user_type();
+  live_roundtrip("unix:" + ::testing::TempDir() + "/ts-live." + std::to_string(getpid()) + ".sock");
+}
+
+TEST(RecorderRoundTrip, EveryEventKindThroughTcp) {
+  define_user_type();
+  live_roundtrip("tcp:127.0.0.1:0");
+}
+
+TEST(RecorderRoundTrip, EnableDisableAndCategories) {
+  const std::string path = temp_path("categories");
+  unlink(path.c_str());
+  ts_config cfg{};
+  cfg.file_path = path.c_str();
+  cfg.categories = 0x1 | 0x4;
+  ASSERT_EQ(ts_start(&cfg), 0) << ts_last_error();
+  std::thread([] {
+    ts_instant_c(1, "cat1");
+    ts_instant_c(2, "cat2-off");
+    ts_instant_c(4, "cat4");
+    ts_set_enabled(0);
+    ts_instant("while-disabled");
+    ts_set_enabled(1);
+    ts_set_categories(0x2);
+    ts_instant_c(1, "cat1-now-off");
+    ts_instant_c(2, "cat2-now-on");
+  }).join();
+  ts_stop();
+  Collected c = read_trace(path);
+  std::vector<std::string> names;
+  for (const OwnedEvent* o : c.of_type(kInstant)) names.push_back(c.name(o->e.u[0]));
+  EXPECT_EQ(names, (std::vector<std::string>{"cat1", "cat4", "cat2-now-on"}));
+  ts_set_categories(~0ull);
+  unlink(path.c_str());
+}
+
+TEST(RecorderRoundTrip, ManyShortThreadsAreFlushedAtExitAndBuffersReused) {
+  const std::string path = temp_path("short-threads");
+  unlink(path.c_str());
+  ts_config cfg{};
+  cfg.file_path = path.c_str();
+  ASSERT_EQ(ts_start(&cfg), 0) << ts_last_error();
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 8; ++i)
+      threads.emplace_back([] {
+        for (int j = 0; j < 100; ++j) ts::instant("short");
+      });
+    for (auto& t : threads) t.join();
+    usleep(2000);
+  }
+  ts_stop();
+  Collected c = read_trace(path);
+  EXPECT_EQ(c.of_type(kInstant).size(), 20u * 8 * 100);
+  uint64_t ends = 0;
+  for (const trace::ChunkInfo& ch : c.chunks) ends += (ch.header.flags & kChunkFeedletEnd) != 0;
+  EXPECT_GE(ends, 160u) << "every exited thread's feedlet is closed";
+  EXPECT_TRUE(c.damage.empty());
+  unlink(path.c_str());
+}
+
+TEST(RecorderRoundTrip, TicksMapToMonotonicNanoseconds) {
+  for (const char* clock : {"tsc", "monotonic"}) {
+    setenv("TINESCOPE_CLOCK", clock, 1);
+    const std::string path = temp_path(std::string("clock-") + clock);
+    unlink(path.c_str());
+    ts_config cfg{};
+    cfg.file_path = path.c_str();
+    ASSERT_EQ(ts_start(&cfg), 0) << ts_last_error();
+    std::vector<uint64_t> truth;
+    for (int i = 0; i < 5; ++i) {
+      timespec t;
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      truth.push_back(uint64_t(t.tv_sec) * 1000000000u + uint64_t(t.tv_nsec));
+      ts::instant("tick");
+      usleep(100000);
+    }
+    ts_stop();
+    unsetenv("TINESCOPE_CLOCK");
+    Collected c = read_trace(path);
+    auto ticks = c.of_type(kInstant);
+    ASSERT_EQ(ticks.size(), truth.size());
+    EXPECT_EQ(c.header.clock.source,
+              uint8_t(std::string(clock) == "tsc" ? ClockSource::Tsc : ClockSource::Monotonic));
+    for (size_t i = 0; i < truth.size(); ++i) {
+      int64_t ns = c.catalog.clock.to_ns(ticks[i]->e.ts);
+      EXPECT_NEAR(double(ns), double(truth[i]), 200e3) << clock << " event " << i;  // within 200 us
+    }
+    unlink(path.c_str());
+  }
+}
+
+}  // namespace
+}  // namespace tinescope::test

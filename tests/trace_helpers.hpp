@@ -1,0 +1,95 @@
+// Reading a whole trace into memory, for tests.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tinescope/trace_reader.hpp"
+
+namespace tinescope::test {
+
+struct OwnedEvent {
+  trace::Event e;
+  std::vector<std::string> bytes;  // copies of the Bytes fields
+};
+
+struct Collected : trace::Visitor {
+  trace::Header header;
+  std::vector<trace::ChunkInfo> chunks;
+  std::vector<OwnedEvent> events;  // every event, metadata included
+  std::vector<trace::Damage> damage;
+  std::vector<trace::Loss> losses;
+  trace::Catalog catalog;  // copied at the end
+  uint64_t dropped = 0;
+
+  void on_header(const trace::Header& h) override { header = h; }
+  void on_chunk(const trace::ChunkInfo& c) override {
+    chunks.push_back(c);
+    dropped += c.header.dropped_before;
+  }
+  void on_event(const trace::Event& e) override {
+    OwnedEvent o{e, {}};
+    for (size_t k = 0; k < e.field_count; ++k) o.bytes.emplace_back(e.bytes[k]);
+    for (size_t k = 0; k < e.field_count; ++k) o.e.bytes[k] = {};
+    events.push_back(std::move(o));
+  }
+  void on_damage(const trace::Damage& d) override { damage.push_back(d); }
+  void on_loss(const trace::Loss& l) override { losses.push_back(l); }
+
+  // Data events (not the metadata feedlet) of one type.
+  std::vector<const OwnedEvent*> of_type(uint16_t type) const {
+    std::vector<const OwnedEvent*> out;
+    for (const OwnedEvent& o : events)
+      if (o.e.type == type && o.e.feedlet != format::kMetadataFeedlet) out.push_back(&o);
+    return out;
+  }
+  std::string name(uint64_t id) const { return std::string(catalog.string(id)); }
+  // The feedlet whose OS thread id is `tid`.
+  uint32_t feedlet_of_tid(uint64_t tid) const {
+    for (auto& [f, info] : catalog.feedlets)
+      if (info.tid == tid) return f;
+    return UINT32_MAX;
+  }
+};
+
+inline Collected read_trace(const std::string& path, bool expect_ok = true) {
+  Collected c;
+  trace::Parser parser(c);
+  std::string error;
+  bool ok = trace::read_file(path, parser, error);
+  if (expect_ok) {
+    EXPECT_TRUE(ok) << error;
+  }
+  c.catalog = parser.catalog();
+  return c;
+}
+
+inline Collected read_bytes(const std::string& bytes, trace::ReaderOptions opt = {}) {
+  Collected c;
+  trace::Parser parser(c, opt);
+  parser.parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, true);
+  c.catalog = parser.catalog();
+  return c;
+}
+
+inline std::string temp_path(const std::string& name) {
+  std::string dir = ::testing::TempDir();
+  return dir + "/" + name + "." + std::to_string(getpid()) + ".tine";
+}
+
+inline std::string slurp(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  std::string s;
+  if (!f) return s;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  std::fclose(f);
+  return s;
+}
+
+}  // namespace tinescope::test
