@@ -79,7 +79,7 @@ void Catalog::apply(const Event& e) {
 // ----------------------------------------------------------------- events
 
 bool decode_events(const uint8_t* raw, size_t n, const ChunkHeader& h, const Schema& schema,
-                   const std::function<void(const Event&)>& emit, std::string& why) {
+                   const std::function<void(const Event&)>& emit, std::string& why, uint64_t& skipped) {
   const uint8_t* p = raw;
   const uint8_t* const end = raw + n;
   Event e;
@@ -93,6 +93,19 @@ bool decode_events(const uint8_t* raw, size_t n, const ChunkHeader& h, const Sch
     uint64_t type, delta;
     if (!get_varint(p, end, type) || !get_varint(p, end, delta)) return fail("truncated event");
     const EventTypeDef* def = type <= kMaxEventType ? schema.find(uint16_t(type)) : nullptr;
+    const uint8_t* fields_end = end;
+    if (self_sized(uint32_t(type))) {
+      uint64_t len;
+      if (!get_varint(p, end, len) || len > uint64_t(end - p)) return fail("truncated event");
+      fields_end = p + len;
+      if (!def) {  // its definition is lost or newer than this reader: skip it
+        p = fields_end;
+        ts += delta;
+        ++count;
+        ++skipped;
+        continue;
+      }
+    }
     if (!def) return fail("event type " + std::to_string(type) + " not in the schema");
     ts += delta;
     e.type = uint16_t(type);
@@ -103,31 +116,32 @@ bool decode_events(const uint8_t* raw, size_t n, const ChunkHeader& h, const Sch
       switch (def->fields[k].type) {
         case FieldType::U64:
         case FieldType::String:
-          if (!get_varint(p, end, v)) return fail("truncated field");
+          if (!get_varint(p, fields_end, v)) return fail("truncated field");
           e.u[k] = v;
           break;
         case FieldType::I64:
-          if (!get_varint(p, end, v)) return fail("truncated field");
+          if (!get_varint(p, fields_end, v)) return fail("truncated field");
           e.u[k] = uint64_t(unzigzag(v));
           break;
         case FieldType::DeltaU64:
-          if (!get_varint(p, end, v)) return fail("truncated field");
+          if (!get_varint(p, fields_end, v)) return fail("truncated field");
           prev_delta += uint64_t(unzigzag(v));
           e.u[k] = prev_delta;
           break;
         case FieldType::F64:
-          if (end - p < 8) return fail("truncated field");
+          if (fields_end - p < 8) return fail("truncated field");
           std::memcpy(&e.u[k], p, 8);
           p += 8;
           break;
         case FieldType::Bytes:
-          if (!get_varint(p, end, v) || v > uint64_t(end - p)) return fail("truncated bytes field");
+          if (!get_varint(p, fields_end, v) || v > uint64_t(fields_end - p)) return fail("truncated bytes field");
           e.bytes[k] = std::string_view(reinterpret_cast<const char*>(p), size_t(v));
           e.u[k] = v;
           p += v;
           break;
       }
     }
+    if (self_sized(uint32_t(type))) p = fields_end;  // fields a newer writer added
     ++count;
     emit(e);
   }
@@ -328,7 +342,7 @@ void Parser::deliver_chunk(const uint8_t* p, uint64_t offset, size_t total) {
     if (metadata || e.type == kThreadName || e.type == kProcessName) catalog_.apply(e);
     ++events_;
     v_.on_event(e);
-  }, why);
+  }, why, skipped_);
   if (!ok) damage(offset, total, "undecodable chunk: " + why);
 }
 

@@ -342,14 +342,17 @@ void Collector::encode(Feedlet& f, const uint64_t* rec) {
         slots[i] = def.fields[i].type == FieldType::String
                        ? name_id(reinterpret_cast<const char*>(rec[2 + i]))
                        : rec[2 + i];
-      p = c.begin(uint16_t(kind), ts);
+      uint8_t fields[kMaxFields * kMaxVarint];
+      uint8_t* q = fields;
       for (size_t i = 0; i < def.fields.size(); ++i) {
         switch (def.fields[i].type) {
-          case FieldType::I64: p = ChunkBuilder::put_i64(p, int64_t(slots[i])); break;
-          case FieldType::F64: std::memcpy(p, &slots[i], 8); p += 8; break;
-          default: p = ChunkBuilder::put_u64(p, slots[i]); break;
+          case FieldType::I64: q = ChunkBuilder::put_i64(q, int64_t(slots[i])); break;
+          case FieldType::F64: std::memcpy(q, &slots[i], 8); q += 8; break;
+          default: q = ChunkBuilder::put_u64(q, slots[i]); break;
         }
       }
+      p = c.begin(uint16_t(kind), ts);
+      p = ChunkBuilder::put_bytes(p, fields, size_t(q - fields));  // self-sized, see format.hpp
       break;
     }
   }

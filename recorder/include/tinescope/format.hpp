@@ -109,7 +109,11 @@ constexpr uint32_t kMetadataFeedlet = 0;
 // Payload: events back to back, each
 //   varint type, varint (timestamp - previous timestamp in this chunk), fields.
 // The first event's delta is from the chunk's first timestamp. How the fields
-// of a type are encoded comes from the schema, so a reader can skip any type.
+// of a type are encoded comes from the schema. Types from kFirstUserType up
+// (user-defined, or added by a later version) are self-sized: their fields
+// are preceded by a varint byte count, so a reader that lacks their
+// definition (a lost metadata chunk, an older reader) skips them, and a
+// reader that knows fewer fields than were written ignores the rest.
 enum class FieldType : char {
   U64 = 'u',       // varint
   I64 = 'i',       // zigzag varint
@@ -156,6 +160,8 @@ enum EventType : uint16_t {
   kFirstUserType = 64,
   kMaxEventType = 255,
 };
+
+inline bool self_sized(uint32_t type) { return type >= kFirstUserType; }
 
 struct FieldDef {
   FieldType type;

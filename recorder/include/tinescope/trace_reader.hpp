@@ -136,6 +136,8 @@ class Parser {
 
   uint64_t chunks() const { return chunks_; }
   uint64_t events() const { return events_; }
+  // Events skipped because their type's definition is missing (lost metadata).
+  uint64_t skipped_events() const { return skipped_; }
 
  private:
   enum class Try { Valid, Invalid, Incomplete };
@@ -154,13 +156,14 @@ class Parser {
   std::vector<uint8_t> raw_;  // decompressed payload
   Damage pending_damage_;     // merged with adjacent damage before it is reported
   std::string pending_reason_;  // why the first damage happened, when known early
-  uint64_t chunks_ = 0, events_ = 0;
+  uint64_t chunks_ = 0, events_ = 0, skipped_ = 0;
 };
 
 // Decodes the events of one chunk's raw payload. Returns false (with a
-// reason) if the payload is not what its schema and header say.
+// reason) if the payload is not what its schema and header say. Self-sized
+// events of unknown types are skipped and counted in `skipped`.
 bool decode_events(const uint8_t* raw, size_t n, const format::ChunkHeader& h, const format::Schema& schema,
-                   const std::function<void(const Event&)>& emit, std::string& why);
+                   const std::function<void(const Event&)>& emit, std::string& why, uint64_t& skipped);
 
 // Reads a whole file (memory-mapped). Returns false with a message naming the
 // file if it cannot be opened or read at all; damage is reported, not fatal.
