@@ -63,7 +63,16 @@ void audio_thread() {
   const uint64_t start = now_ns();
   uint64_t next_interrupt = start + 50'000'000;
   for (uint64_t n = 0; !g_stop.load(std::memory_order_relaxed); ++n) {
-    spin_until(start + uint64_t(double(n) * period_ns));
+    // Late by more than a period (preempted, or the interrupt ran long):
+    // the missed samples are lost, as in a real audio underrun; the
+    // schedule stays on its 22.05 kHz grid instead of bursting to catch up.
+    uint64_t due = start + uint64_t(double(n) * period_ns);
+    if (now_ns() > due + uint64_t(period_ns)) {
+      n = uint64_t(double(now_ns() - start) / period_ns) + 1;
+      due = start + uint64_t(double(n) * period_ns);
+      ts::instant("audio.underrun");
+    }
+    spin_until(due);
     if (now_ns() >= next_interrupt) {
       // The OS takes the CPU for ~300 us to resynchronise the cycle counter.
       TS_SCOPE("interrupt");
