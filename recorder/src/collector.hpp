@@ -46,6 +46,7 @@ class Collector {
     uint64_t generation = 0;
     uint64_t pos = 0;            // read position in the ring
     uint64_t drops_seen = 0;     // cumulative drop count already accounted
+    uint64_t waiting_since_ns = 0;  // when data first waited below the batch size
   };
 
   void run();
