@@ -2,13 +2,13 @@
 
 #include <cxxabi.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <unistd.h>
 
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 
 #include "raw_record.hpp"
 #include "registry.hpp"
@@ -31,9 +31,17 @@ Collector::Collector(CollectorOptions options) : opt_(std::move(options)) {
 
 Collector::~Collector() { stop(); }
 
+// A small /proc file, or "" if it cannot be read (a thread that has exited
+// is gone from /proc/self/task: reading its comm fails with ESRCH).
 static std::string read_file_string(const char* path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  std::string out;
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, size_t(n));
+  ::close(fd);
+  return out;
 }
 
 std::string Collector::header_bytes() const {
