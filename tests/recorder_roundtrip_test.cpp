@@ -277,6 +277,33 @@ TEST(RecorderRoundTrip, EveryEventKindThroughAUnixSocket) {
   live_roundtrip("unix:" + ::testing::TempDir() + "/ts-live." + std::to_string(getpid()) + ".sock");
 }
 
+TEST(RecorderRoundTrip, StaleUnixSocketIsReplacedButOtherFilesAreNot) {
+  const std::string sock = ::testing::TempDir() + "/ts-stale." + std::to_string(getpid()) + ".sock";
+  unlink(sock.c_str());
+  {  // a socket whose process is gone: bound, never listening, closed
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::strcpy(sa.sun_path, sock.c_str());
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+    close(fd);
+  }
+  const std::string address = "unix:" + sock;
+  ts_config cfg{};
+  cfg.live_address = address.c_str();
+  ASSERT_EQ(ts_start(&cfg), 0) << ts_last_error();
+  ts_stop();
+  const std::string file = temp_path("not-a-socket");
+  FILE* f = std::fopen(file.c_str(), "w");
+  std::fputs("user data", f);
+  std::fclose(f);
+  const std::string bad = "unix:" + file;
+  cfg.live_address = bad.c_str();
+  EXPECT_NE(ts_start(&cfg), 0);
+  EXPECT_EQ(slurp(file), "user data");
+  unlink(file.c_str());
+}
+
 TEST(RecorderRoundTrip, EveryEventKindThroughTcp) {
   define_user_type();
   live_roundtrip("tcp:127.0.0.1:0");

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -77,7 +78,21 @@ bool LiveServer::listen(const std::string& address, std::string& error) {
     std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
     fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0) return fail("socket");
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) return fail("bind");
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+      // A socket left behind by a process that died: nobody answers on it,
+      // so it may go. Anything else at that path is not ours to remove.
+      struct stat st{};
+      int probe = errno == EADDRINUSE && lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)
+                      ? ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)
+                      : -1;
+      bool stale = probe >= 0 && ::connect(probe, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 &&
+                   errno == ECONNREFUSED;
+      if (probe >= 0) ::close(probe);
+      errno = EADDRINUSE;
+      if (!stale || ::unlink(path.c_str()) != 0 ||
+          ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
+        return fail("bind");
+    }
     unix_path_ = path;
   } else if (address.rfind("tcp:", 0) == 0) {
     std::string rest = address.substr(4);
