@@ -140,9 +140,7 @@ TEST_F(DemoWorkload, DumpShowsHeaderFeedletsAndEvents) {
 TEST_F(DemoWorkload, DumpReportsDamageAndRejectsNonTraces) {
   std::string bytes = slurp(*path_);
   const std::string cut = temp_path("cut");
-  FILE* f = std::fopen(cut.c_str(), "wb");
-  std::fwrite(bytes.data(), 1, bytes.size() / 2, f);
-  std::fclose(f);
+  write_file(cut, bytes.substr(0, bytes.size() / 2));
   int status;
   std::string out = run(bin("app/tinescope") + " dump --summary " + cut, &status);
   EXPECT_EQ(status, 0);

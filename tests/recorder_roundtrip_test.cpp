@@ -197,9 +197,7 @@ TEST(RecorderRoundTrip, EveryEventKindThroughAFile) {
 
 TEST(RecorderRoundTrip, RefusesToOverwriteAnExistingFile) {
   const std::string path = temp_path("exists");
-  FILE* f = std::fopen(path.c_str(), "w");
-  std::fputs("precious user data", f);
-  std::fclose(f);
+  write_file(path, "precious user data");
   ts_config cfg{};
   cfg.file_path = path.c_str();
   EXPECT_NE(ts_start(&cfg), 0);
@@ -294,9 +292,7 @@ TEST(RecorderRoundTrip, StaleUnixSocketIsReplacedButOtherFilesAreNot) {
   ASSERT_EQ(ts_start(&cfg), 0) << ts_last_error();
   ts_stop();
   const std::string file = temp_path("not-a-socket");
-  FILE* f = std::fopen(file.c_str(), "w");
-  std::fputs("user data", f);
-  std::fclose(f);
+  write_file(file, "user data");
   const std::string bad = "unix:" + file;
   cfg.live_address = bad.c_str();
   EXPECT_NE(ts_start(&cfg), 0);

@@ -181,9 +181,7 @@ TEST_F(TraceDamage, GarbageIsNotATrace) {
   std::string garbage(100000, '\0');
   for (char& c : garbage) c = char(rng());
   const std::string path = temp_path("garbage");
-  FILE* f = std::fopen(path.c_str(), "wb");
-  std::fwrite(garbage.data(), 1, garbage.size(), f);
-  std::fclose(f);
+  write_file(path, garbage);
   Collected c;
   std::string error;
   EXPECT_FALSE(trace::read_file(path, c, error));

@@ -79,9 +79,7 @@ TEST(TraceFormat, NewerMajorVersionIsRejectedWithAClearMessage) {
   ChunkBuilder b;
   b.feedlet = 1;
   bytes += instants(b, 100, 3);
-  FILE* f = std::fopen(path.c_str(), "wb");
-  std::fwrite(bytes.data(), 1, bytes.size(), f);
-  std::fclose(f);
+  write_file(path, bytes);
   Collected c;
   std::string error;
   EXPECT_FALSE(trace::read_file(path, c, error));

@@ -92,4 +92,11 @@ inline std::string slurp(const std::string& path) {
   return s;
 }
 
+inline void write_file(const std::string& path, const std::string& bytes) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr) << path;
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+}
+
 }  // namespace tinescope::test
