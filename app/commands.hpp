@@ -7,5 +7,7 @@ namespace tinescope::app {
 
 // Adds `dump` to the tool; the callback runs it and sets *exit_code.
 void add_dump_command(CLI::App& app, int* exit_code);
+// `index`, `info` and `stats`.
+void add_index_commands(CLI::App& app, int* exit_code);
 
 }  // namespace tinescope::app

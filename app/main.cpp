@@ -7,6 +7,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   tinescope::app::add_dump_command(app, &exit_code);
+  tinescope::app::add_index_commands(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

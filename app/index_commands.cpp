@@ -1,0 +1,170 @@
+// `tinescope index TRACE` (with a progress bar), `tinescope info TRACE` and
+// `tinescope stats TRACE [--json]`: building the index and what it knows.
+#include <unistd.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "tinescope/trace_index.hpp"
+
+namespace tinescope::app {
+namespace {
+
+using index::TraceIndex;
+
+struct ProgressBar {
+  bool tty = isatty(2);
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), last{};
+  void operator()(const index::Progress& p) {
+    auto now = std::chrono::steady_clock::now();
+    if (now - last < std::chrono::milliseconds(tty ? 100 : 2000) && p.bytes_done < p.bytes_total) return;
+    last = now;
+    double f = p.bytes_total ? double(p.bytes_done) / double(p.bytes_total) : 1;
+    double s = std::chrono::duration<double>(now - start).count();
+    int w = int(f * 30);
+    std::fprintf(stderr, "%sindexing [%.*s%*s] %3.0f%%  %.0f MB/s", tty ? "\r" : "", w,
+                 "##############################", 30 - w, "", f * 100,
+                 s > 0 ? double(p.bytes_done) / s / 1e6 : 0.0);
+    if (!tty) std::fputc('\n', stderr);
+  }
+};
+
+std::unique_ptr<TraceIndex> open_index(const std::string& trace, bool quiet, bool force = false) {
+  std::string error, why;
+  index::BuildOptions o;
+  ProgressBar bar;
+  if (!quiet) o.progress = [&](const index::Progress& p) { bar(p); };
+  auto ix = force ? TraceIndex::build(trace, error, o) : TraceIndex::open(trace, error, o, &why);
+  if (!quiet && bar.last != std::chrono::steady_clock::time_point{}) std::fputc('\n', stderr);
+  if (!ix) std::fprintf(stderr, "tinescope: %s\n", error.c_str());
+  return ix;
+}
+
+std::string type_name(const TraceIndex& ix, size_t code) { return std::string(ix.catalog().type_name(uint16_t(code))); }
+
+nlohmann::json stats_json(const TraceIndex& ix) {
+  using nlohmann::json;
+  json j;
+  j["trace"] = ix.trace_path();
+  j["index"] = ix.index_path();
+  j["trace_bytes"] = ix.trace_bytes();
+  j["index_bytes"] = ix.index_bytes();
+  j["events"] = ix.events();
+  j["dropped"] = ix.dropped();
+  uint64_t t0 = ix.first_ts(), t1 = ix.last_ts();
+  j["first_ns"] = ix.to_ns(t0);
+  j["last_ns"] = ix.to_ns(t1);
+  j["duration_ns"] = ix.to_ns(t1) - ix.to_ns(t0);
+  json types = json::object();
+  auto per_type = ix.events_per_type();
+  for (size_t t = 0; t < per_type.size(); ++t)
+    if (per_type[t]) types[type_name(ix, t)] = per_type[t];
+  j["events_per_kind"] = types;
+  json feedlets = json::array();
+  for (const auto& f : ix.feedlets())
+    feedlets.push_back({{"id", f.id}, {"tid", f.tid}, {"name", f.name}, {"events", f.events}, {"chunks", f.chunks},
+                        {"dropped", f.dropped}, {"first_ns", ix.to_ns(f.first_ts)}, {"last_ns", ix.to_ns(f.last_ts)}});
+  j["feedlets"] = feedlets;
+  json damage = json::array();
+  for (const auto& d : ix.damage()) damage.push_back({{"offset", d.offset}, {"length", d.length}, {"reason", d.reason}});
+  j["damaged"] = damage;
+  json losses = json::array();
+  for (const auto& l : ix.losses())
+    losses.push_back({{"feedlet", l.feedlet}, {"first_sequence", l.first_sequence}, {"chunks", l.count}});
+  j["lost_chunks"] = losses;
+  auto streams = ix.streams();
+  json kinds = json::object();
+  for (const auto& s : streams) kinds[index::kind_name(s.kind)] = kinds.value(index::kind_name(s.kind), 0) + 1;
+  j["streams"] = kinds;
+  j["chunks"] = ix.chunks().size();
+  return j;
+}
+
+std::string duration(int64_t ns) {
+  char b[64];
+  double s = double(ns) / 1e9;
+  if (s >= 3600) {
+    std::snprintf(b, sizeof b, "%dh%02dm%06.3fs", int(s / 3600), int(s / 60) % 60, s - 60 * int(s / 60));
+  } else if (s >= 60) {
+    std::snprintf(b, sizeof b, "%dm%06.3fs", int(s / 60), s - 60 * int(s / 60));
+  } else {
+    std::snprintf(b, sizeof b, "%.6fs", s);
+  }
+  return b;
+}
+
+}  // namespace
+
+void add_index_commands(CLI::App& app, int* exit_code) {
+  static std::string trace;
+  static bool force = false, json_out = false;
+
+  auto* idx = app.add_subcommand("index", "build the index of a trace (beside it, or in the cache directory)");
+  idx->add_option("trace", trace, "trace file")->required();
+  idx->add_flag("--force", force, "rebuild even if the index is current");
+  idx->callback([=] {
+    auto t0 = std::chrono::steady_clock::now();
+    auto ix = open_index(trace, false, force);
+    if (!ix) {
+      *exit_code = 1;
+      return;
+    }
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("%s: %" PRIu64 " events in %zu chunks, %zu streams; index %s (%.1f MB, %.3f of the trace); %.2f s\n",
+                trace.c_str(), ix->events(), ix->chunks().size(), ix->streams().size(), ix->index_path().c_str(),
+                double(ix->index_bytes()) / 1e6, double(ix->index_bytes()) / double(std::max<uint64_t>(1, ix->trace_bytes())), s);
+  });
+
+  auto* info = app.add_subcommand("info", "duration, feedlets, event counts per kind, drops and damage");
+  info->add_option("trace", trace, "trace file")->required();
+  info->callback([=] {
+    auto ix = open_index(trace, true);
+    if (!ix) {
+      *exit_code = 1;
+      return;
+    }
+    auto j = stats_json(*ix);
+    std::printf("trace     %s (%" PRIu64 " bytes)\n", trace.c_str(), ix->trace_bytes());
+    std::printf("process   %s\n", ix->header().process_name.c_str());
+    std::printf("duration  %s\n", duration(j["duration_ns"].get<int64_t>()).c_str());
+    std::printf("events    %" PRIu64 " (%" PRIu64 " dropped by the recorder)\n", ix->events(), ix->dropped());
+    std::printf("feedlets  %zu\n", j["feedlets"].size());
+    for (auto& f : j["feedlets"])
+      std::printf("  %4u  %-24s tid %-8" PRIu64 " %12" PRIu64 " events %8" PRIu64 " dropped\n", f["id"].get<uint32_t>(),
+                  f["name"].get<std::string>().c_str(), f["tid"].get<uint64_t>(), f["events"].get<uint64_t>(),
+                  f["dropped"].get<uint64_t>());
+    std::printf("kinds\n");
+    for (auto& [k, v] : j["events_per_kind"].items()) std::printf("  %-22s %12" PRIu64 "\n", k.c_str(), v.get<uint64_t>());
+    std::printf("damaged   %zu ranges\n", j["damaged"].size());
+    for (auto& d : j["damaged"])
+      std::printf("  offset %" PRIu64 ", %" PRIu64 " bytes: %s\n", d["offset"].get<uint64_t>(), d["length"].get<uint64_t>(),
+                  d["reason"].get<std::string>().c_str());
+    std::printf("lost      %zu chunk ranges\n", j["lost_chunks"].size());
+    for (auto& l : j["lost_chunks"])
+      std::printf("  feedlet %u: %" PRIu64 " chunks from sequence %" PRIu64 "\n", l["feedlet"].get<uint32_t>(),
+                  l["chunks"].get<uint64_t>(), l["first_sequence"].get<uint64_t>());
+  });
+
+  auto* stats = app.add_subcommand("stats", "counts, time range, feedlets, drops and damage of a trace");
+  stats->add_option("trace", trace, "trace file")->required();
+  stats->add_flag("--json", json_out, "print stable JSON");
+  stats->callback([=] {
+    auto ix = open_index(trace, true);
+    if (!ix) {
+      *exit_code = 1;
+      return;
+    }
+    auto j = stats_json(*ix);
+    if (json_out) {
+      std::printf("%s\n", j.dump(2).c_str());
+    } else {
+      for (auto& [k, v] : j.items())
+        if (!v.is_array() && !v.is_object()) std::printf("%-14s %s\n", k.c_str(), v.dump().c_str());
+    }
+  });
+}
+
+}  // namespace tinescope::app

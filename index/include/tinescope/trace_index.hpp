@@ -1,0 +1,247 @@
+// The index of a trace: what lets tinescope open a trace larger than RAM at
+// once and answer "what is in this window, at this many pixels" in time that
+// follows the pixels, not the events. docs/INDEX.md describes the layout.
+//
+//  - chunk index: every valid chunk's place, feedlet, sequence, time range,
+//    event count and drops; damaged byte ranges and lost chunks beside it.
+//  - feedlet sub-index: a feedlet's chunks in order with the position of
+//    their first event, so its k-th event or its first event at time t is
+//    one binary search and one chunk decode away.
+//  - global merged-order checkpoints: at grid times T_j, how many events of
+//    each feedlet come before T_j, so global event k is found by starting the
+//    merge at the nearest checkpoint (TuningFork §3.2.1).
+//  - streams with summary pyramids: per feedlet, intervals and instants per
+//    name, samples per counter, message sends, and job segments per CPU;
+//    each stream has levels of time buckets, each twice as wide as the one
+//    below. Below the finest stored level a query decodes the chunks.
+//
+// All times are in ticks of the trace's clock (exact and monotone per
+// feedlet); clock() converts to nanoseconds.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "tinescope/trace_reader.hpp"
+
+namespace tinescope::index {
+
+enum class StreamKind : uint8_t {
+  Interval = 1,  // begin/end pairs, complete events and function calls of one name; key: end time
+  Instant = 2,   // instants of one name; key: time
+  Counter = 3,   // samples of one counter; key: time
+  Send = 4,      // messages sent by the feedlet; key: send time; busy = bytes
+  Sched = 5,     // job segments (start/resume .. preempt/block/complete) on one CPU; key: end time
+};
+const char* kind_name(StreamKind k);
+
+// One time bucket of a stream at one level: what the views need to draw it
+// without the events. 72 bytes.
+struct Node {
+  uint64_t bucket = 0;     // key >> shift
+  uint32_t count = 0;      // items whose key falls in the bucket
+  uint32_t max_depth = 0;  // intervals: deepest nesting (0 = outermost)
+  union {
+    struct {                 // Interval, Instant, Send, Sched
+      uint64_t busy;         // sum of durations (Send: of message bytes)
+      uint64_t min_dur, max_dur;
+      uint64_t longest_end;  // end of the longest item (its start: longest_end - max_dur)
+      uint64_t min_start;    // earliest start
+      uint64_t max_end;      // latest end
+      uint64_t reserved;
+    } iv;
+    struct {                 // Counter
+      double min, max, first, last, sum;
+      uint64_t first_ts, last_ts;
+    } s;
+  };
+  Node() : iv{} {}
+};
+static_assert(sizeof(Node) == 72);
+
+// An item of a stream, decoded from the trace: an interval, an instant
+// (start = end), a sample (start = end, value), a send (value = bytes).
+struct Item {
+  StreamKind kind{};
+  uint32_t name = 0;   // string id; Sched: the task; Send: the channel
+  uint32_t depth = 0;  // nesting depth of an interval, 0 outermost
+  uint32_t cpu = 0;    // Sched
+  uint64_t start = 0, end = 0;
+  double value = 0;    // Counter: the sample; Send: bytes
+  uint64_t key() const { return end; }
+};
+
+// An interval still open at some time.
+struct OpenInterval {
+  uint32_t name = 0;
+  uint32_t depth = 0;
+  uint64_t start = 0;
+};
+
+struct StreamInfo {
+  StreamKind kind{};
+  uint32_t feedlet = 0;
+  uint32_t key = 0;        // name string id (Sched: cpu)
+  uint32_t leaf_shift = 0; // finest stored level: buckets of 2^leaf_shift ticks
+  uint32_t levels = 0;
+  uint64_t items = 0;
+};
+
+struct ChunkRecord {      // 64 bytes, in trace order
+  uint64_t offset = 0;
+  uint32_t size = 0;
+  uint32_t feedlet = 0;
+  uint64_t sequence = 0;
+  uint64_t first_ts = 0, last_ts = 0;
+  uint32_t event_count = 0;
+  uint16_t flags = 0;
+  uint16_t reserved = 0;
+  uint64_t dropped_before = 0;
+  uint64_t reserved2 = 0;
+};
+static_assert(sizeof(ChunkRecord) == 64);
+
+// A chunk in its feedlet's order: where its first event is in the feedlet,
+// and the intervals open when it starts (so decoding may begin there).
+struct FeedletChunk {      // 24 bytes
+  uint32_t chunk = 0;       // index into chunks()
+  uint32_t open_count = 0;
+  uint64_t first_event = 0; // position in the feedlet
+  uint64_t open_first = 0;  // into the open-interval pool
+};
+
+struct FeedletSummary {
+  uint32_t id = 0;
+  uint64_t tid = 0;
+  std::string name;
+  uint64_t events = 0, chunks = 0, dropped = 0;
+  uint64_t first_ts = 0, last_ts = 0;
+};
+
+// The answer to a window query: buckets of 2^shift ticks, in order.
+struct Buckets {
+  uint32_t shift = 0;
+  bool from_events = false;  // below the finest stored level: computed from the chunks
+  std::vector<Node> nodes;
+};
+
+// Global event k in the merged order of all data feedlets (ties: by feedlet
+// id, then by position).
+struct EventRef {
+  uint32_t feedlet = 0;
+  uint64_t position = 0;  // in the feedlet
+  uint64_t ts = 0;
+  uint16_t type = 0;
+};
+
+struct Progress {
+  uint64_t bytes_done = 0, bytes_total = 0;
+};
+
+struct BuildOptions {
+  unsigned threads = 0;                                     // 0: one per core
+  std::function<void(const Progress&)> progress;            // called now and then
+  std::string index_path;                                   // "" : beside the trace, else the cache dir
+};
+
+struct Builder;
+struct State;
+
+class TraceIndex {
+ public:
+  ~TraceIndex();
+
+  // The index file for a trace: beside it (TRACE.idx), or in the cache
+  // directory ($XDG_CACHE_HOME/tinescope or ~/.cache/tinescope) when the
+  // trace's directory is not writable.
+  static std::string default_index_path(const std::string& trace);
+
+  // Opens the index of `trace` if it is current, else builds it (and says
+  // why in *rebuilt_because). Null with a message naming the file on failure.
+  static std::unique_ptr<TraceIndex> open(const std::string& trace, std::string& error,
+                                          const BuildOptions& options = {},
+                                          std::string* rebuilt_because = nullptr);
+  // Only loads an existing index; null with the reason if it is missing,
+  // stale or damaged.
+  static std::unique_ptr<TraceIndex> load(const std::string& trace, const std::string& index_path,
+                                          std::string& error);
+  // Builds the index and writes it to options.index_path (or the default).
+  static std::unique_ptr<TraceIndex> build(const std::string& trace, std::string& error,
+                                           const BuildOptions& options = {});
+
+  // A trace that is still growing: index what is there, then call update()
+  // again whenever the file has grown; queries in between see a consistent
+  // snapshot. finish() writes the index file once the trace is complete.
+  static std::unique_ptr<TraceIndex> follow(const std::string& trace, std::string& error,
+                                            const BuildOptions& options = {});
+  bool update(std::string& error);
+  bool finish(std::string& error);
+
+  // ---- what is in the trace
+  const std::string& trace_path() const { return trace_path_; }
+  const std::string& index_path() const { return index_path_; }
+  const trace::Catalog& catalog() const { return catalog_; }
+  const trace::Header& header() const { return header_; }
+  uint64_t trace_bytes() const { return covered_; }
+  uint64_t index_bytes() const;
+  uint64_t events() const;  // data events (not the metadata feedlet)
+  uint64_t dropped() const;
+  uint64_t first_ts() const;
+  uint64_t last_ts() const;
+  std::vector<uint64_t> events_per_type() const;  // indexed by type code
+  std::vector<ChunkRecord> chunks() const;
+  std::vector<trace::Damage> damage() const;
+  std::vector<trace::Loss> losses() const;
+  std::vector<FeedletSummary> feedlets() const;
+  int64_t to_ns(uint64_t ticks) const { return catalog_.clock.to_ns(ticks); }
+
+  // ---- streams
+  std::vector<StreamInfo> streams() const;
+  // -1 if there is no such stream.
+  int find_stream(StreamKind kind, uint32_t feedlet, uint32_t key) const;
+  int find_stream(StreamKind kind, uint32_t feedlet, std::string_view name) const;
+
+  // Buckets of `stream` whose key lies in [t0, t1], at the coarsest level
+  // whose buckets are at most (t1 - t0 + 1) / columns ticks wide: at most
+  // about two per column. Empty buckets are left out.
+  Buckets query(int stream, uint64_t t0, uint64_t t1, uint32_t columns) const;
+  // The same at an explicit shift (buckets of 2^shift ticks).
+  Buckets query_shift(int stream, uint64_t t0, uint64_t t1, uint32_t shift) const;
+  // Every item of the stream with its key in [t0, t1], decoded from the chunks.
+  std::vector<Item> items(int stream, uint64_t t0, uint64_t t1) const;
+  // Intervals of a feedlet open at time t (started at or before t, not ended by t).
+  std::vector<OpenInterval> open_at(uint32_t feedlet, uint64_t t) const;
+
+  // ---- feedlet sub-index and global order
+  std::vector<FeedletChunk> feedlet_chunks(uint32_t feedlet) const;
+  // The k-th event of a feedlet (false past its end).
+  bool feedlet_event(uint32_t feedlet, uint64_t k, EventRef& out) const;
+  // Position of the first event of the feedlet with ts >= t (its event count if none).
+  uint64_t feedlet_position_at(uint32_t feedlet, uint64_t t) const;
+  // The k-th event of the whole trace in merged order (false past the end).
+  bool global_event(uint64_t k, EventRef& out) const;
+  // Number of checkpoints and their grid (for tools and tests).
+  uint64_t checkpoint_count() const;
+
+ private:
+  TraceIndex();
+  bool run_builder(bool eof, std::string& error);
+  std::string trace_path_, index_path_, temp_path_;
+  BuildOptions options_;
+  std::unique_ptr<Builder> builder_;
+  trace::Catalog catalog_;
+  trace::Header header_;
+  uint64_t covered_ = 0;
+  std::unique_ptr<State> s_;
+  mutable std::shared_mutex mu_;  // update() is exclusive, queries are shared
+  friend struct IndexFile;
+  friend struct IndexFile;
+};
+
+}  // namespace tinescope::index

@@ -1,0 +1,276 @@
+// Indexing: one pass over the trace. The calling thread frames and checks
+// chunks (trace::Parser without decoding data) and decodes the metadata
+// feedlet; worker threads decompress and walk data chunks, each owning a
+// fixed share of the feedlets so that a feedlet's chunks are walked in order.
+#include "builder.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <thread>
+#include <unordered_map>
+
+namespace tinescope::index {
+
+using format::ChunkHeader;
+
+struct Job {
+  uint32_t chunk;
+  uint64_t offset, size;
+  const uint8_t* bytes;
+  FeedletState* feedlet;
+  uint32_t grid_shift;
+};
+
+void FlowMatcher::add(uint32_t feedlet, const MessageEvent& m) {
+  auto fill = [&](FlowRecord& f) {
+    if (m.send) {
+      f.send_ts = m.ts, f.src = feedlet, f.flags |= kFlowSent;
+    } else {
+      f.recv_ts = m.ts, f.dst = feedlet, f.flags |= kFlowReceived;
+    }
+  };
+  std::lock_guard lock(mu);
+  auto it = pending.find(m.id);
+  if (it != pending.end() && !(log[it->second].flags & (m.send ? kFlowSent : kFlowReceived))) {
+    fill(log[it->second]);
+    pending.erase(it);
+    return;
+  }
+  FlowRecord f;
+  f.id = m.id;
+  f.channel = m.channel;
+  f.size = uint32_t(m.size);
+  fill(f);
+  pending[m.id] = log.size();  // a repeated id replaces the older, which stays an orphan
+  log.push_back(f);
+}
+
+struct Builder::Workers {
+  struct Queue {
+    std::mutex mu;
+    std::condition_variable cv, idle;
+    std::deque<Job> jobs;
+    bool busy = false, stop = false;
+  };
+  std::vector<std::unique_ptr<Queue>> queues;
+  std::vector<std::thread> threads;
+};
+
+Builder::Builder(State& state, trace::Catalog& catalog, trace::Header& header)
+    : s_(state), catalog_(catalog), header_(header), parser_(*this, {.decode_data = false}) {}
+
+Builder::~Builder() = default;
+
+void Builder::on_header(const trace::Header& h) {
+  header_ = h;
+  layouts_ = std::make_unique<Layouts>(h.schema);
+}
+
+void Builder::on_chunk(const trace::ChunkInfo& info) {
+  const ChunkHeader& h = info.header;
+  ChunkRecord r;
+  r.offset = info.offset;
+  r.size = uint32_t(info.size);
+  r.feedlet = h.feedlet;
+  r.sequence = h.sequence;
+  r.first_ts = h.first_ts;
+  r.last_ts = h.last_ts;
+  r.event_count = h.event_count;
+  r.flags = h.flags;
+  r.dropped_before = h.dropped_before;
+  uint32_t index = uint32_t(s_.chunks.size());
+  s_.chunks.push_back(r);
+  if (h.feedlet == format::kMetadataFeedlet || h.event_count == 0) return;
+
+  min_ts_ = std::min(min_ts_, h.first_ts);
+  max_ts_ = std::max(max_ts_, h.last_ts);
+  while (((max_ts_ >> grid_shift_) - (min_ts_ >> grid_shift_)) > kGridBudget) ++grid_shift_;
+
+  auto& slot = s_.feedlets[h.feedlet];
+  if (!slot) {
+    slot = std::make_unique<FeedletState>();
+    slot->id = h.feedlet;
+    slot->grid_shift = grid_shift_;
+  }
+  slot->dropped += h.dropped_before;
+  Job job{index, info.offset, info.size, data_ + info.offset, slot.get(), grid_shift_};
+  auto& q = *workers_->queues[h.feedlet % workers_->queues.size()];
+  {
+    std::lock_guard lock(q.mu);
+    q.jobs.push_back(job);
+  }
+  q.cv.notify_one();
+}
+
+void Builder::on_damage(const trace::Damage& d) {
+  std::lock_guard lock(damage_mu_);
+  s_.damage.push_back(d);
+}
+
+void Builder::on_loss(const trace::Loss& l) { s_.losses.push_back(l); }
+
+void Builder::walk(const Job& job, std::vector<uint8_t>& buf, std::vector<Item>& items) {
+  FeedletState& f = *job.feedlet;
+  std::string why;
+  const uint8_t* raw = chunk_payload(job.bytes, buf, why);
+  ChunkHeader h;
+  std::memcpy(&h, job.bytes, sizeof h);
+
+  // Walk into scratch first: a chunk that does not decode leaves no trace.
+  WalkState walk = f.walk;
+  items.clear();
+  std::vector<MessageEvent> messages;
+  std::vector<std::pair<uint64_t, uint64_t>> hits;
+  uint64_t type_counts[format::kMaxEventType + 1] = {};
+  uint64_t position = f.events, prev_ts = f.last_ts;
+  const bool first = f.events == 0;
+  const uint32_t g = job.grid_shift;
+  bool ok = raw && walk_chunk(
+      raw, h.raw_size, h, *layouts_, walk,
+      [&](uint64_t ts, uint16_t type) {
+        ++type_counts[type];
+        if (!(first && position == f.events)) {
+          // Checkpoints T_j in (prev_ts, ts]: `position` events come before them.
+          for (uint64_t j = (prev_ts >> g) + 1; j <= (ts >> g); ++j) hits.emplace_back(j, position);
+        }
+        prev_ts = ts;
+        ++position;
+      },
+      [&](const Item& it) { items.push_back(it); },
+      [&](const MessageEvent& m) { messages.push_back(m); }, why);
+  if (!ok || position - f.events != h.event_count) {
+    if (ok) why = "event count differs from the chunk header";
+    on_damage(trace::Damage{job.offset, job.size, "undecodable chunk: " + why});
+    return;
+  }
+
+  FeedletChunk fc;
+  fc.chunk = job.chunk;
+  fc.first_event = f.events;
+  fc.open_first = f.pool.size();
+  for (const OpenInterval& o : f.walk.stack) f.pool.push_back(o);
+  for (const RunningJob& r : f.walk.running) f.pool.push_back(OpenInterval{r.task, kRunningJobBit | r.cpu, r.start});
+  fc.open_count = uint32_t(f.pool.size() - fc.open_first);
+  f.chunks.push_back(fc);
+  f.walk = std::move(walk);
+  f.events = position;
+  f.first_ts = std::min(f.first_ts, h.first_ts);
+  f.last_ts = std::max(f.last_ts, h.last_ts);
+  for (size_t t = 0; t <= format::kMaxEventType; ++t) f.type_counts[t] += type_counts[t];
+
+  if (g > f.grid_shift) {  // the grid coarsened: keep the checkpoints that remain on it
+    uint32_t d = g - f.grid_shift;
+    size_t w = 0;
+    for (auto& [j, pos] : f.grid_hits)
+      if ((j & ((uint64_t(1) << d) - 1)) == 0) f.grid_hits[w++] = {j >> d, pos};
+    f.grid_hits.resize(w);
+    f.grid_shift = g;
+  }
+  f.grid_hits.insert(f.grid_hits.end(), hits.begin(), hits.end());
+
+  // New streams get their leaf width from their density in this chunk.
+  uint64_t span = h.last_ts - h.first_ts;
+  std::unordered_map<uint64_t, uint64_t> fresh;
+  for (const Item& it : items)
+    if (!f.stream_of.count(stream_key(it))) ++fresh[stream_key(it)];
+  for (const Item& it : items) {
+    uint64_t key = stream_key(it);
+    auto found = f.stream_of.find(key);
+    if (found == f.stream_of.end()) {
+      Stream st;
+      st.info.kind = it.kind;
+      st.info.feedlet = f.id;
+      st.info.key = uint32_t(key);
+      st.info.leaf_shift = choose_leaf_shift(fresh[key], span);
+      found = f.stream_of.emplace(key, uint32_t(f.streams.size())).first;
+      f.streams.push_back(std::move(st));
+    }
+    f.streams[found->second].add(it, *s_.pages);
+  }
+  for (const MessageEvent& m : messages) flows_.add(f.id, m);
+}
+
+void Builder::start_workers(unsigned n) {
+  workers_ = std::make_unique<Workers>();
+  for (unsigned i = 0; i < n; ++i) workers_->queues.push_back(std::make_unique<Workers::Queue>());
+  for (unsigned i = 0; i < n; ++i) {
+    workers_->threads.emplace_back([this, q = workers_->queues[i].get()] {
+      std::vector<uint8_t> buf;
+      std::vector<Item> items;
+      for (;;) {
+        Job job;
+        {
+          std::unique_lock lock(q->mu);
+          q->busy = false;
+          q->idle.notify_all();
+          q->cv.wait(lock, [&] { return q->stop || !q->jobs.empty(); });
+          if (q->jobs.empty()) return;
+          job = q->jobs.front();
+          q->jobs.pop_front();
+          q->busy = true;
+        }
+        walk(job, buf, items);
+      }
+    });
+  }
+}
+
+void Builder::stop_workers() {
+  for (auto& q : workers_->queues) {
+    std::lock_guard lock(q->mu);
+    q->stop = true;
+    q->cv.notify_all();
+  }
+  for (auto& t : workers_->threads) t.join();
+  workers_.reset();
+}
+
+bool Builder::run(const uint8_t* data, uint64_t size, bool eof, unsigned threads,
+                  const std::function<void(const Progress&)>& progress) {
+  data_ = data;
+  start_workers(std::max(1u, threads));
+  // Frame in slices, so that progress shows and the workers start early.
+  constexpr uint64_t kSlice = 64u << 20;
+  uint64_t pos = consumed_, slice = kSlice;
+  while (pos < size) {
+    uint64_t n = std::min(slice, size - pos);
+    bool last = pos + n == size;
+    size_t used = parser_.parse(data + pos, size_t(n), pos, eof && last);
+    pos += used;
+    if (progress) progress(Progress{pos, size});
+    if (!parser_.error().empty()) break;
+    if (used == 0) {
+      if (last) break;
+      slice *= 2;  // a chunk larger than the slice
+      continue;
+    }
+    slice = kSlice;
+    if (last && used < n) break;  // the rest waits for more bytes
+  }
+  consumed_ = pos;
+  stop_workers();
+  catalog_ = parser_.catalog();
+  return parser_.error().empty();
+}
+
+void Builder::finish() {
+  for (auto& [id, f] : s_.feedlets)
+    for (Stream& st : f->streams) st.finish(*s_.pages);
+}
+
+std::vector<FlowRecord> Builder::flows() {
+  std::lock_guard lock(flows_.mu);
+  std::vector<FlowRecord> out = flows_.log;
+  auto time = [](const FlowRecord& f) { return (f.flags & kFlowSent) ? f.send_ts : f.recv_ts; };
+  std::stable_sort(out.begin(), out.end(), [&](const FlowRecord& a, const FlowRecord& b) { return time(a) < time(b); });
+  return out;
+}
+
+}  // namespace tinescope::index

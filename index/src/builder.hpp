@@ -1,0 +1,66 @@
+// The indexing pass (see builder.cpp). Owned by a TraceIndex while it is
+// being built or follows a growing trace.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "state.hpp"
+
+namespace tinescope::index {
+
+// Matches sends with receives by message id, across all feedlets.
+struct FlowMatcher {
+  std::mutex mu;
+  std::vector<FlowRecord> log;                   // in the order halves were first seen
+  std::unordered_map<uint64_t, size_t> pending;  // id -> index in log, waiting for its other half
+  void add(uint32_t feedlet, const MessageEvent& m);
+};
+
+struct Job;
+
+struct Builder : trace::Visitor {
+  Builder(State& state, trace::Catalog& catalog, trace::Header& header);
+  ~Builder() override;
+
+  // Indexes the bytes [consumed(), size) of the trace mapped at `data`.
+  // eof: the trace is complete (a partial chunk at its end is damage).
+  bool run(const uint8_t* data, uint64_t size, bool eof, unsigned threads,
+           const std::function<void(const Progress&)>& progress);
+  uint64_t consumed() const { return consumed_; }
+  uint32_t grid_shift() const { return grid_shift_; }
+  const std::string& error() const { return parser_.error(); }
+  // Closes every stream's open buckets (the trace is complete).
+  void finish();
+  // The flows seen so far, sorted by time.
+  std::vector<FlowRecord> flows();
+  const trace::Parser& parser() const { return parser_; }
+
+  void on_header(const trace::Header& h) override;
+  void on_chunk(const trace::ChunkInfo& info) override;
+  void on_damage(const trace::Damage& d) override;
+  void on_loss(const trace::Loss& l) override;
+
+ private:
+  struct Workers;
+  void walk(const Job& job, std::vector<uint8_t>& buf, std::vector<Item>& items);
+  void start_workers(unsigned n);
+  void stop_workers();
+
+  State& s_;
+  trace::Catalog& catalog_;
+  trace::Header& header_;
+  trace::Parser parser_;
+  std::unique_ptr<Layouts> layouts_;
+  std::unique_ptr<Workers> workers_;
+  FlowMatcher flows_;
+  std::mutex damage_mu_;
+  const uint8_t* data_ = nullptr;
+  uint64_t consumed_ = 0;
+  uint64_t min_ts_ = UINT64_MAX, max_ts_ = 0;
+  uint32_t grid_shift_ = kGridMinShift;
+};
+
+}  // namespace tinescope::index

@@ -1,0 +1,206 @@
+// Decoding a data chunk into what the index needs: every event's timestamp
+// and type (for positions and the global order) and the stream items it
+// completes (intervals by pairing begins with ends on a stack, samples,
+// sends, job segments). The indexer and the queries below the finest stored
+// level both walk chunks with this code, so they see the same items.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tinescope/format.hpp"
+#include "tinescope/trace_index.hpp"
+
+namespace tinescope::index {
+
+// Field encodings per type code, taken from the trace's schema once, so the
+// decoder does not look the schema up per event.
+struct Layouts {
+  struct Type {
+    bool known = false;
+    uint8_t count = 0;
+    format::FieldType field[format::kMaxFields]{};
+  };
+  Type type[format::kMaxEventType + 1];
+  explicit Layouts(const format::Schema& schema);
+};
+
+struct RunningJob {
+  uint32_t cpu = 0, task = 0;
+  uint64_t start = 0;
+};
+
+// What a feedlet's decoding carries from one chunk to the next.
+struct WalkState {
+  std::vector<OpenInterval> stack;  // open begin/enter, innermost last
+  std::vector<RunningJob> running;  // job segments open per CPU
+  uint64_t unmatched_ends = 0;
+};
+
+struct MessageEvent {
+  bool send = false;
+  uint64_t id = 0, ts = 0, channel = 0, size = 0;
+};
+
+// Walks the events of one chunk's raw payload. on_event(ts, type) for each
+// event, on_item(const Item&) for each completed item, on_message(const
+// MessageEvent&) for sends and receives. Returns false with a reason if the
+// payload is malformed; the caller then discards what it collected.
+template <class OnEvent, class OnItem, class OnMessage>
+bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, const Layouts& layouts, WalkState& st,
+                OnEvent&& on_event, OnItem&& on_item, OnMessage&& on_message, std::string& why) {
+  using namespace format;
+  const uint8_t* p = raw;
+  const uint8_t* const end = raw + n;
+  uint64_t ts = h.first_ts, prev_delta = 0;
+  uint64_t u[kMaxFields];
+  auto fail = [&](const char* what) {
+    why = std::string(what) + " at payload offset " + std::to_string(p - raw);
+    return false;
+  };
+  auto close_interval = [&](uint32_t name, uint64_t at) {
+    for (size_t i = st.stack.size(); i-- > 0;) {
+      if (st.stack[i].name != name) continue;
+      Item it;
+      it.kind = StreamKind::Interval;
+      it.name = name;
+      it.depth = st.stack[i].depth;
+      it.start = st.stack[i].start;
+      it.end = at;
+      st.stack.resize(i);  // frames above it never ended: they end unseen
+      on_item(it);
+      return;
+    }
+    ++st.unmatched_ends;
+  };
+  while (p < end) {
+    uint64_t type, delta;
+    if (!get_varint(p, end, type) || !get_varint(p, end, delta)) return fail("truncated event");
+    if (type > kMaxEventType) return fail("event type out of range");
+    ts += delta;
+    const Layouts::Type& lay = layouts.type[type];
+    const uint8_t* fields_end = end;
+    if (self_sized(uint32_t(type))) {
+      uint64_t len;
+      if (!get_varint(p, end, len) || len > uint64_t(end - p)) return fail("truncated event");
+      fields_end = p + len;
+      on_event(ts, uint16_t(type));
+      p = fields_end;  // user types make no stream items: skip their fields
+      continue;
+    }
+    if (!lay.known) return fail("event type not in the schema");
+    for (size_t k = 0; k < lay.count; ++k) {
+      uint64_t v;
+      switch (lay.field[k]) {
+        case FieldType::U64:
+        case FieldType::String:
+        case FieldType::I64:
+          if (!get_varint(p, fields_end, v)) return fail("truncated field");
+          u[k] = lay.field[k] == FieldType::I64 ? uint64_t(unzigzag(v)) : v;
+          break;
+        case FieldType::DeltaU64:
+          if (!get_varint(p, fields_end, v)) return fail("truncated field");
+          prev_delta += uint64_t(unzigzag(v));
+          u[k] = prev_delta;
+          break;
+        case FieldType::F64:
+          if (fields_end - p < 8) return fail("truncated field");
+          std::memcpy(&u[k], p, 8);
+          p += 8;
+          break;
+        case FieldType::Bytes:
+          if (!get_varint(p, fields_end, v) || v > uint64_t(fields_end - p)) return fail("truncated field");
+          u[k] = v;
+          p += v;
+          break;
+      }
+    }
+    on_event(ts, uint16_t(type));
+    Item it;
+    switch (type) {
+      case kIntervalBegin:
+      case kFuncEnter:
+        st.stack.push_back(OpenInterval{uint32_t(u[0]), uint32_t(st.stack.size()), ts});
+        break;
+      case kIntervalEnd:
+      case kFuncExit: close_interval(uint32_t(u[0]), ts); break;
+      case kIntervalComplete:
+        it.kind = StreamKind::Interval;
+        it.name = uint32_t(u[0]);
+        it.depth = uint32_t(st.stack.size());
+        it.start = u[1] <= ts ? ts - u[1] : 0;
+        it.end = ts;
+        on_item(it);
+        break;
+      case kInstant:
+        it.kind = StreamKind::Instant;
+        it.name = uint32_t(u[0]);
+        it.start = it.end = ts;
+        on_item(it);
+        break;
+      case kCounterInt:
+      case kCounterFloat:
+        it.kind = StreamKind::Counter;
+        it.name = uint32_t(u[0]);
+        it.start = it.end = ts;
+        if (type == kCounterInt) {
+          it.value = double(int64_t(u[1]));
+        } else {
+          std::memcpy(&it.value, &u[1], 8);
+        }
+        on_item(it);
+        break;
+      case kMessageSend:
+      case kMessageRecv:
+        if (type == kMessageSend) {
+          it.kind = StreamKind::Send;
+          it.name = uint32_t(u[1]);
+          it.start = it.end = ts;
+          it.value = double(u[2]);
+          on_item(it);
+        }
+        on_message(MessageEvent{type == kMessageSend, u[0], ts, u[1], u[2]});
+        break;
+      case kJobStart:
+      case kJobResume: {
+        uint32_t cpu = uint32_t(u[2]);
+        bool replaced = false;
+        for (RunningJob& r : st.running)
+          if (r.cpu == cpu) r = RunningJob{cpu, uint32_t(u[0]), ts}, replaced = true;
+        if (!replaced) st.running.push_back(RunningJob{cpu, uint32_t(u[0]), ts});
+        break;
+      }
+      case kJobPreempt:
+      case kJobBlock:
+      case kJobComplete:
+        for (size_t i = 0; i < st.running.size(); ++i) {
+          if (st.running[i].cpu != uint32_t(u[2])) continue;
+          it.kind = StreamKind::Sched;
+          it.name = st.running[i].task;
+          it.cpu = st.running[i].cpu;
+          it.start = st.running[i].start;
+          it.end = ts;
+          st.running.erase(st.running.begin() + ptrdiff_t(i));
+          on_item(it);
+          break;
+        }
+        break;
+      default: break;
+    }
+  }
+  if (p != end) return fail("event runs past the payload");
+  return true;
+}
+
+// Decompresses a chunk's payload into `buf` (or points at it when stored
+// raw). Returns null with a reason on failure.
+const uint8_t* chunk_payload(const uint8_t* chunk, std::vector<uint8_t>& buf, std::string& why);
+
+// The stream an item belongs to, as a key within its feedlet.
+inline uint64_t stream_key(StreamKind kind, uint32_t key) { return uint64_t(kind) << 32 | key; }
+inline uint64_t stream_key(const Item& it) {
+  return stream_key(it.kind, it.kind == StreamKind::Sched ? it.cpu : it.name);
+}
+
+}  // namespace tinescope::index

@@ -1,0 +1,303 @@
+#include "index_file.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <type_traits>
+
+#include "state.hpp"
+
+namespace tinescope::index {
+
+namespace {
+
+struct Footer {  // the last 64 bytes of the file
+  uint8_t magic[8];
+  uint32_t version;
+  uint32_t page_bytes;
+  uint64_t dir_offset;
+  uint64_t dir_size;
+  uint64_t dir_checksum;   // XXH3-64 of the directory
+  uint64_t trace_size;     // bytes of the trace indexed
+  uint64_t trace_fingerprint;
+  uint64_t footer_checksum;  // XXH3-64 of the 56 bytes before it
+};
+static_assert(sizeof(Footer) == 64);
+
+struct Out {
+  std::string b;
+  template <class T>
+  void put(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    b.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  template <class T>
+  void vec(const std::vector<T>& v) {
+    put(uint64_t(v.size()));
+    b.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  }
+  void str(const std::string& s) {
+    put(uint64_t(s.size()));
+    b.append(s);
+  }
+};
+
+// Reads with bounds checks: a damaged directory is an error, never a crash.
+struct In {
+  const uint8_t* p;
+  const uint8_t* end;
+  bool ok = true;
+  template <class T>
+  T get() {
+    T v{};
+    if (size_t(end - p) < sizeof v) {
+      ok = false;
+      return v;
+    }
+    std::memcpy(&v, p, sizeof v);
+    p += sizeof v;
+    return v;
+  }
+  template <class T>
+  void vec(std::vector<T>& v) {
+    uint64_t n = get<uint64_t>();
+    if (!ok || n > uint64_t(end - p) / sizeof(T)) {
+      ok = false;
+      return;
+    }
+    v.resize(n);
+    std::memcpy(v.data(), p, n * sizeof(T));
+    p += n * sizeof(T);
+  }
+  std::string str() {
+    uint64_t n = get<uint64_t>();
+    if (!ok || n > uint64_t(end - p)) {
+      ok = false;
+      return {};
+    }
+    std::string s(reinterpret_cast<const char*>(p), n);
+    p += n;
+    return s;
+  }
+};
+
+struct LossRecord {
+  uint32_t feedlet, pad;
+  uint64_t first, count;
+};
+
+bool pwrite_all(int fd, const void* data, size_t n, uint64_t at) {
+  const char* p = static_cast<const char*>(data);
+  while (n) {
+    ssize_t w = ::pwrite(fd, p, n, off_t(at));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w, n -= size_t(w), at += uint64_t(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+uint64_t trace_fingerprint(const uint8_t* data, uint64_t size) {
+  const uint64_t k = std::min<uint64_t>(size, 64 << 10);
+  uint64_t a = format::checksum(data, k);
+  uint64_t b = format::checksum(data + size - k, k);
+  return a ^ (b << 1 | b >> 63) ^ size;
+}
+
+bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error) {
+  State& s = *ix.s_;
+  Out o;
+  o.put(uint64_t(ix.covered_));
+  o.vec(s.chunks);
+  o.put(uint32_t(s.feedlets.size()));
+  for (auto& [id, f] : s.feedlets) {
+    o.put(id);
+    o.put(f->events), o.put(f->dropped), o.put(f->first_ts), o.put(f->last_ts);
+    o.vec(f->chunks);
+    o.vec(f->pool);
+    o.vec(f->final_open);
+    o.vec(f->type_counts);
+    o.put(uint32_t(f->streams.size()));
+    for (const Stream& st : f->streams) {
+      o.put(st.info);
+      o.put(uint32_t(st.levels.size()));
+      for (const Level& l : st.levels) o.vec(l.pages);
+    }
+  }
+  o.put(uint64_t(s.damage.size()));
+  for (const trace::Damage& d : s.damage) o.put(d.offset), o.put(d.length), o.str(d.reason);
+  std::vector<LossRecord> losses;
+  for (const trace::Loss& l : s.losses) losses.push_back({l.feedlet, 0, l.first_sequence, l.count});
+  o.vec(losses);
+  o.vec(s.flows);
+  o.put(s.grid_shift), o.put(s.grid_first);
+  o.vec(s.grid_feedlets), o.vec(s.grid_before), o.vec(s.grid_positions);
+
+  Footer f{};
+  std::memcpy(f.magic, kIndexMagic, 8);
+  f.version = kIndexVersion;
+  f.page_bytes = kPageBytes;
+  f.dir_offset = s.pages->end();
+  f.dir_size = o.b.size();
+  f.dir_checksum = format::checksum(o.b.data(), o.b.size());
+  f.trace_size = ix.covered_;
+  f.trace_fingerprint = trace_fingerprint(s.trace_map, ix.covered_);
+  f.footer_checksum = format::checksum(&f, offsetof(Footer, footer_checksum));
+  uint8_t head[kPageBytes] = {};
+  std::memcpy(head, kIndexMagic, 8);
+  std::memcpy(head + 8, &f.version, 4);
+  std::memcpy(head + 12, &f.page_bytes, 4);
+  // Directory and footer first, then fsync, then (by the caller) rename: a
+  // killed indexer leaves a temporary file, never a half-written index.
+  if (!pwrite_all(s.index_fd, o.b.data(), o.b.size(), f.dir_offset) ||
+      !pwrite_all(s.index_fd, &f, sizeof f, f.dir_offset + f.dir_size) ||
+      !pwrite_all(s.index_fd, head, sizeof head, 0) || ::fdatasync(s.index_fd) != 0) {
+    error = path + ": cannot write the index: " + std::strerror(errno);
+    return false;
+  }
+  s.index_size = f.dir_offset + f.dir_size + sizeof f;
+  return true;
+}
+
+bool IndexFile::map_pages(TraceIndex& ix, std::string& error) {
+  State& s = *ix.s_;
+  struct stat st;
+  if (::fstat(s.index_fd, &st) != 0) {
+    error = ix.index_path_ + ": " + std::strerror(errno);
+    return false;
+  }
+  void* m = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_SHARED, s.index_fd, 0);
+  if (m == MAP_FAILED) {
+    error = ix.index_path_ + ": cannot map: " + std::strerror(errno);
+    return false;
+  }
+  s.index_map = static_cast<const uint8_t*>(m);
+  s.index_map_size = size_t(st.st_size);
+  s.index_size = uint64_t(st.st_size);
+  return true;
+}
+
+namespace {
+struct NoVisitor : trace::Visitor {};
+}  // namespace
+
+bool IndexFile::load(TraceIndex& ix, std::string& error) {
+  State& s = *ix.s_;
+  const std::string& path = ix.index_path_;
+  s.index_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (s.index_fd < 0) {
+    error = path + ": no index (" + std::strerror(errno) + ")";
+    return false;
+  }
+  Footer f;
+  struct stat st;
+  if (::fstat(s.index_fd, &st) != 0 || uint64_t(st.st_size) < kPageBytes + sizeof f ||
+      ::pread(s.index_fd, &f, sizeof f, st.st_size - off_t(sizeof f)) != ssize_t(sizeof f)) {
+    error = path + ": index too short (a killed indexer?)";
+    return false;
+  }
+  if (std::memcmp(f.magic, kIndexMagic, 8) != 0 ||
+      f.footer_checksum != format::checksum(&f, offsetof(Footer, footer_checksum))) {
+    error = path + ": damaged index footer at offset " + std::to_string(st.st_size - off_t(sizeof f));
+    return false;
+  }
+  if (f.version != kIndexVersion || f.page_bytes != kPageBytes) {
+    error = path + ": index version " + std::to_string(f.version) + ", this tinescope writes " +
+            std::to_string(kIndexVersion);
+    return false;
+  }
+  if (f.dir_offset + f.dir_size + sizeof f != uint64_t(st.st_size)) {
+    error = path + ": index directory out of place";
+    return false;
+  }
+  if (f.trace_size != s.trace_map_size || trace_fingerprint(s.trace_map, s.trace_map_size) != f.trace_fingerprint) {
+    error = path + ": stale index (made for " + std::to_string(f.trace_size) + " bytes of trace, it has " +
+            std::to_string(s.trace_map_size) + " now, or other contents)";
+    return false;
+  }
+  if (!map_pages(ix, error)) return false;
+  const uint8_t* dir = s.index_map + f.dir_offset;
+  if (format::checksum(dir, f.dir_size) != f.dir_checksum) {
+    error = path + ": damaged index directory at offset " + std::to_string(f.dir_offset);
+    return false;
+  }
+
+  In in{dir, dir + f.dir_size};
+  ix.covered_ = in.get<uint64_t>();
+  in.vec(s.chunks);
+  uint32_t nf = in.get<uint32_t>();
+  for (uint32_t i = 0; in.ok && i < nf; ++i) {
+    auto fs = std::make_unique<FeedletState>();
+    fs->id = in.get<uint32_t>();
+    fs->events = in.get<uint64_t>(), fs->dropped = in.get<uint64_t>();
+    fs->first_ts = in.get<uint64_t>(), fs->last_ts = in.get<uint64_t>();
+    in.vec(fs->chunks);
+    in.vec(fs->pool);
+    in.vec(fs->final_open);
+    in.vec(fs->type_counts);
+    uint32_t ns = in.get<uint32_t>();
+    for (uint32_t k = 0; in.ok && k < ns; ++k) {
+      Stream st;
+      st.info = in.get<StreamInfo>();
+      uint32_t nl = in.get<uint32_t>();
+      if (nl > 64) in.ok = false;
+      for (uint32_t l = 0; in.ok && l < nl; ++l) in.vec(st.levels.emplace_back().pages);
+      fs->stream_of[stream_key(st.info.kind, st.info.key)] = k;
+      fs->streams.push_back(std::move(st));
+    }
+    if (fs->type_counts.size() != format::kMaxEventType + 1) in.ok = false;
+    s.feedlets[fs->id] = std::move(fs);
+  }
+  uint64_t nd = in.get<uint64_t>();
+  for (uint64_t i = 0; in.ok && i < nd; ++i) {
+    trace::Damage d;
+    d.offset = in.get<uint64_t>(), d.length = in.get<uint64_t>(), d.reason = in.str();
+    s.damage.push_back(std::move(d));
+  }
+  std::vector<LossRecord> losses;
+  in.vec(losses);
+  for (const LossRecord& l : losses) s.losses.push_back(trace::Loss{l.feedlet, l.first, l.count});
+  in.vec(s.flows);
+  s.grid_shift = in.get<uint32_t>(), s.grid_first = in.get<uint64_t>();
+  in.vec(s.grid_feedlets), in.vec(s.grid_before), in.vec(s.grid_positions);
+  if (!in.ok || in.p != in.end || s.grid_positions.size() != s.grid_before.size() * s.grid_feedlets.size()) {
+    error = path + ": malformed index directory";
+    return false;
+  }
+  for (auto& [id, fs] : s.feedlets)
+    for (uint32_t k = 0; k < fs->streams.size(); ++k) s.stream_ids.emplace_back(id, k);
+
+  // The catalog (names, clock, schema) comes again from the trace's header
+  // and metadata chunks, which are few and small.
+  struct HeaderOnly : trace::Visitor {
+    trace::Header header;
+    void on_header(const trace::Header& h) override { header = h; }
+  } v;
+  trace::Parser parser(v, {.decode_data = false});
+  if (s.trace_map_size < format::kFileHeaderFixed) {
+    error = path + ": the trace has no header";
+    return false;
+  }
+  uint64_t header_size = std::min<uint64_t>(format::load_le<uint32_t>(s.trace_map + 12), s.trace_map_size);
+  parser.parse(s.trace_map, header_size, 0, false);
+  for (const ChunkRecord& c : s.chunks)
+    if (c.feedlet == format::kMetadataFeedlet && c.offset + c.size <= s.trace_map_size)
+      parser.parse(s.trace_map + c.offset, c.size, c.offset, false);
+  if (!parser.header_done()) {
+    error = path + ": the trace's header does not read: " + parser.error();
+    return false;
+  }
+  ix.header_ = v.header;
+  ix.catalog_ = parser.catalog();
+  s.layouts = std::make_unique<Layouts>(v.header.schema);
+  return true;
+}
+
+}  // namespace tinescope::index

@@ -1,0 +1,27 @@
+// The index file: pages of pyramid nodes, then a directory, then a footer.
+// docs/INDEX.md has the layout byte by byte.
+#pragma once
+
+#include <string>
+
+#include "tinescope/trace_index.hpp"
+
+namespace tinescope::index {
+
+constexpr uint8_t kIndexMagic[8] = {'T', 'I', 'N', 'E', 'I', 'D', 'X', 0};
+constexpr uint32_t kIndexVersion = 1;
+
+struct IndexFile {
+  // Writes the directory and footer after the pages already in `path`.
+  static bool save(TraceIndex& ix, const std::string& path, std::string& error);
+  // Reads the index at ix.index_path_; fails (with why) if it is missing,
+  // damaged, of another version, or stale for the trace.
+  static bool load(TraceIndex& ix, std::string& error);
+  // Maps the finished index file for reading pages.
+  static bool map_pages(TraceIndex& ix, std::string& error);
+};
+
+// Identifies the indexed bytes of a trace: a hash of its first and last 64 KiB.
+uint64_t trace_fingerprint(const uint8_t* data, uint64_t size);
+
+}  // namespace tinescope::index

@@ -1,0 +1,266 @@
+// Queries: window summaries from the pyramids (or from the chunks below the
+// finest stored level), items, open intervals, and event positions in a
+// feedlet and in the global merged order.
+#include <algorithm>
+#include <bit>
+#include <queue>
+
+#include "state.hpp"
+#include "tinescope/trace_index.hpp"
+
+namespace tinescope::index {
+
+namespace {
+
+// Index of the first chunk of `f` whose last event is at or after t.
+size_t first_chunk_at(const State& s, const FeedletState& f, uint64_t t) {
+  return size_t(std::partition_point(f.chunks.begin(), f.chunks.end(),
+                                     [&](const FeedletChunk& c) { return s.chunks[c.chunk].last_ts < t; }) -
+                f.chunks.begin());
+}
+
+WalkState state_at(const FeedletState& f, size_t k) {
+  WalkState w;
+  const FeedletChunk& c = f.chunks[k];
+  for (uint64_t i = c.open_first; i < c.open_first + c.open_count && i < f.pool.size(); ++i) {
+    const OpenInterval& o = f.pool[i];
+    if (o.depth & kRunningJobBit) {
+      w.running.push_back(RunningJob{o.depth & ~kRunningJobBit, o.name, o.start});
+    } else {
+      w.stack.push_back(o);
+    }
+  }
+  return w;
+}
+
+// Walks chunk k of a feedlet, as the indexer did.
+template <class OnEvent, class OnItem>
+bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletState& f, size_t k, WalkState& w,
+                        std::vector<uint8_t>& buf, OnEvent&& on_event, OnItem&& on_item) {
+  std::string why;
+  uint32_t c = f.chunks[k].chunk;
+  const uint8_t* raw = s.payload(c, buf, why);
+  if (!raw) return false;
+  format::ChunkHeader h;
+  std::memcpy(&h, s.trace_map + s.chunks[c].offset, sizeof h);
+  return walk_chunk(raw, h.raw_size, h, layouts, w, on_event, on_item, [](const MessageEvent&) {}, why);
+}
+
+void fold(StreamKind kind, std::vector<Node>& out, const Node& n) {
+  if (!out.empty() && out.back().bucket == n.bucket) {
+    merge(kind, out.back(), n);
+  } else {
+    out.push_back(n);
+  }
+}
+
+}  // namespace
+
+Buckets TraceIndex::query(int stream, uint64_t t0, uint64_t t1, uint32_t columns) const {
+  if (t1 < t0) std::swap(t0, t1);
+  uint64_t width = (t1 - t0) / std::max(columns, 1u) + 1;
+  return query_shift(stream, t0, t1, uint32_t(std::bit_width(width)) - 1);
+}
+
+Buckets TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift) const {
+  Buckets out;
+  if (t1 < t0) std::swap(t0, t1);
+  std::vector<Item> raw;
+  {
+    std::shared_lock lock(mu_);
+    const Stream* st = s_->stream(id);
+    if (!st) return out;
+    const StreamKind kind = st->info.kind;
+    if (shift >= st->info.leaf_shift && !st->levels.empty()) {
+      size_t L = std::min<size_t>(shift - st->info.leaf_shift, st->levels.size() - 1);
+      out.shift = st->info.leaf_shift + uint32_t(L);
+      const uint64_t b0 = t0 >> out.shift, b1 = t1 >> out.shift;
+      const Level& lv = st->levels[L];
+      auto page = std::upper_bound(lv.pages.begin(), lv.pages.end(), b0,
+                                   [](uint64_t b, const PageRef& p) { return b < p.first_bucket; });
+      if (page != lv.pages.begin()) --page;
+      std::vector<Node> buf;
+      for (; page != lv.pages.end() && page->first_bucket <= b1; ++page) {
+        if (!s_->read_page(*page, buf)) continue;
+        for (const Node& n : buf)
+          if (n.bucket >= b0 && n.bucket <= b1) out.nodes.push_back(n);
+      }
+      for (const Node& n : lv.tail)
+        if (n.bucket >= b0 && n.bucket <= b1) out.nodes.push_back(n);
+      // Still filling (a growing trace): the open buckets of this level and
+      // of those below it, which hold the newest items.
+      for (size_t l = L + 1; l-- > 0;) {
+        const Level& below = st->levels[l];
+        if (!below.has_open) continue;
+        Node n = below.open;
+        n.bucket >>= (L - l);
+        if (n.bucket >= b0 && n.bucket <= b1) fold(kind, out.nodes, n);
+      }
+      return out;
+    }
+  }
+  // Below the finest stored level: from the events of the whole buckets.
+  out.shift = shift;
+  out.from_events = true;
+  const uint64_t b0 = t0 >> shift, b1 = t1 >> shift;
+  uint64_t from = b0 << shift;
+  uint64_t to = (b1 + 1) << shift;
+  to = to == 0 || to <= from ? UINT64_MAX : to - 1;
+  raw = items(id, from, to);
+  const StreamKind kind = raw.empty() ? StreamKind::Interval : raw[0].kind;
+  for (const Item& it : raw) fold(kind, out.nodes, leaf_node(it, it.key() >> shift));
+  return out;
+}
+
+std::vector<Item> TraceIndex::items(int id, uint64_t t0, uint64_t t1) const {
+  std::shared_lock lock(mu_);
+  std::vector<Item> out;
+  const Stream* st = s_->stream(id);
+  if (!st) return out;
+  const FeedletState& f = *s_->feedlet(st->info.feedlet);
+  const uint64_t key = stream_key(st->info.kind, st->info.key);
+  const Layouts& layouts = *s_->layouts;
+  std::vector<uint8_t> buf;
+  size_t k = first_chunk_at(*s_, f, t0);
+  if (k == f.chunks.size()) return out;
+  WalkState w = state_at(f, k);
+  for (; k < f.chunks.size(); ++k) {
+    if (s_->chunks[f.chunks[k].chunk].first_ts > t1) break;
+    walk_feedlet_chunk(*s_, layouts, f, k, w, buf, [](uint64_t, uint16_t) {}, [&](const Item& it) {
+      if (stream_key(it) == key && it.key() >= t0 && it.key() <= t1) out.push_back(it);
+    });
+  }
+  return out;
+}
+
+std::vector<OpenInterval> TraceIndex::open_at(uint32_t feedlet, uint64_t t) const {
+  std::shared_lock lock(mu_);
+  const FeedletState* f = s_->feedlet(feedlet);
+  if (!f) return {};
+  size_t k = first_chunk_at(*s_, *f, t);
+  if (k == f->chunks.size()) return f->final_open;
+  if (s_->chunks[f->chunks[k].chunk].first_ts > t) return state_at(*f, k).stack;  // between chunks
+  const Layouts& layouts = *s_->layouts;
+  std::vector<uint8_t> buf;
+  WalkState w = state_at(*f, k);
+  std::vector<OpenInterval> at;
+  bool taken = false;
+  walk_feedlet_chunk(*s_, layouts, *f, k, w, buf, [&](uint64_t ts, uint16_t) {
+    if (!taken && ts > t) at = w.stack, taken = true;  // before this event changes the stack
+  }, [](const Item&) {});
+  return taken ? at : w.stack;
+}
+
+std::vector<FeedletChunk> TraceIndex::feedlet_chunks(uint32_t feedlet) const {
+  std::shared_lock lock(mu_);
+  const FeedletState* f = s_->feedlet(feedlet);
+  return f ? f->chunks : std::vector<FeedletChunk>{};
+}
+
+namespace {
+
+// The (ts, type) of every event of chunk k of a feedlet.
+std::vector<std::pair<uint64_t, uint16_t>> chunk_events(const State& s, const Layouts& layouts,
+                                                        const FeedletState& f, size_t k, std::vector<uint8_t>& buf) {
+  std::vector<std::pair<uint64_t, uint16_t>> ev;
+  WalkState w = state_at(f, k);
+  walk_feedlet_chunk(s, layouts, f, k, w, buf, [&](uint64_t ts, uint16_t type) { ev.emplace_back(ts, type); },
+                     [](const Item&) {});
+  return ev;
+}
+
+size_t chunk_of_position(const FeedletState& f, uint64_t k) {
+  auto it = std::upper_bound(f.chunks.begin(), f.chunks.end(), k,
+                             [](uint64_t v, const FeedletChunk& c) { return v < c.first_event; });
+  return size_t(it - f.chunks.begin()) - 1;
+}
+
+}  // namespace
+
+bool TraceIndex::feedlet_event(uint32_t feedlet, uint64_t k, EventRef& out) const {
+  std::shared_lock lock(mu_);
+  const FeedletState* f = s_->feedlet(feedlet);
+  if (!f || k >= f->events || f->chunks.empty()) return false;
+  size_t c = chunk_of_position(*f, k);
+  const Layouts& layouts = *s_->layouts;
+  std::vector<uint8_t> buf;
+  auto ev = chunk_events(*s_, layouts, *f, c, buf);
+  uint64_t i = k - f->chunks[c].first_event;
+  if (i >= ev.size()) return false;
+  out = EventRef{feedlet, k, ev[i].first, ev[i].second};
+  return true;
+}
+
+uint64_t TraceIndex::feedlet_position_at(uint32_t feedlet, uint64_t t) const {
+  std::shared_lock lock(mu_);
+  const FeedletState* f = s_->feedlet(feedlet);
+  if (!f) return 0;
+  size_t k = first_chunk_at(*s_, *f, t);
+  if (k == f->chunks.size()) return f->events;
+  const Layouts& layouts = *s_->layouts;
+  std::vector<uint8_t> buf;
+  auto ev = chunk_events(*s_, layouts, *f, k, buf);
+  auto it = std::lower_bound(ev.begin(), ev.end(), t, [](const auto& e, uint64_t v) { return e.first < v; });
+  return f->chunks[k].first_event + uint64_t(it - ev.begin());
+}
+
+bool TraceIndex::global_event(uint64_t k, EventRef& out) const {
+  std::shared_lock lock(mu_);
+  const State& s = *s_;
+  const size_t nf = s.grid_feedlets.size();
+  // The last checkpoint at or before k; none: start at the beginning.
+  auto cp = std::upper_bound(s.grid_before.begin(), s.grid_before.end(), k);
+  uint64_t done = 0;
+  std::vector<uint64_t> start(nf, 0);
+  if (cp != s.grid_before.begin()) {
+    size_t j = size_t(cp - s.grid_before.begin()) - 1;
+    done = s.grid_before[j];
+    std::copy_n(s.grid_positions.begin() + ptrdiff_t(j * nf), nf, start.begin());
+  }
+  struct Cursor {
+    const FeedletState* f;
+    size_t chunk;
+    uint64_t pos;  // in the feedlet
+    std::vector<std::pair<uint64_t, uint16_t>> ev;
+    size_t i;
+  };
+  const Layouts& layouts = *s_->layouts;
+  std::vector<uint8_t> buf;
+  std::vector<Cursor> cur;
+  for (size_t c = 0; c < nf; ++c) {
+    const FeedletState& f = *s.feedlet(s.grid_feedlets[c]);
+    if (start[c] >= f.events) continue;
+    size_t ck = chunk_of_position(f, start[c]);
+    cur.push_back(Cursor{&f, ck, start[c], chunk_events(s, layouts, f, ck, buf), start[c] - f.chunks[ck].first_event});
+  }
+  // Merge: smallest (ts, feedlet, position) first.
+  auto later = [&](size_t a, size_t b) {
+    const Cursor &x = cur[a], &y = cur[b];
+    uint64_t tx = x.ev[x.i].first, ty = y.ev[y.i].first;
+    if (tx != ty) return tx > ty;
+    return x.f->id > y.f->id;
+  };
+  std::priority_queue<size_t, std::vector<size_t>, decltype(later)> heap(later);
+  for (size_t c = 0; c < cur.size(); ++c)
+    if (cur[c].i < cur[c].ev.size()) heap.push(c);
+  while (!heap.empty()) {
+    size_t c = heap.top();
+    Cursor& x = cur[c];
+    if (done == k) {
+      out = EventRef{x.f->id, x.pos, x.ev[x.i].first, x.ev[x.i].second};
+      return true;
+    }
+    heap.pop();
+    ++done, ++x.pos, ++x.i;
+    if (x.i == x.ev.size()) {
+      if (++x.chunk >= x.f->chunks.size()) continue;
+      x.ev = chunk_events(s, layouts, *x.f, x.chunk, buf);
+      x.i = 0;
+      if (x.ev.empty()) continue;
+    }
+    heap.push(c);
+  }
+  return false;
+}
+
+}  // namespace tinescope::index

@@ -1,0 +1,90 @@
+// What a TraceIndex holds, shared by the builder, the queries and the file
+// code. Readers take TraceIndex::mu_ shared; update() takes it exclusive.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "chunk_walk.hpp"
+#include "pyramid.hpp"
+#include "tinescope/trace_index.hpp"
+
+namespace tinescope::index {
+
+// Entries of the open-interval pool with this bit in `depth` are running
+// job segments (depth & ~bit = the CPU), not intervals.
+constexpr uint32_t kRunningJobBit = 0x80000000u;
+
+struct FeedletState {
+  uint32_t id = 0;
+  uint64_t events = 0, dropped = 0, first_ts = UINT64_MAX, last_ts = 0;
+  std::vector<FeedletChunk> chunks;
+  std::vector<OpenInterval> pool;  // open intervals at each chunk's start
+  std::vector<Stream> streams;
+  std::unordered_map<uint64_t, uint32_t> stream_of;  // stream_key -> index in streams
+  std::vector<uint64_t> type_counts = std::vector<uint64_t>(format::kMaxEventType + 1);
+
+  // Carried from chunk to chunk while indexing.
+  WalkState walk;
+  uint32_t grid_shift = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> grid_hits;  // (j, events before j << grid_shift)
+  std::vector<OpenInterval> final_open;  // open after the last chunk
+};
+
+// A message: matched send and receive, or an orphan (recv_ts or send_ts 0
+// with the matching flag clear).
+struct FlowRecord {  // 48 bytes
+  uint64_t send_ts = 0, recv_ts = 0, id = 0;
+  uint32_t src = 0, dst = 0;  // feedlets
+  uint64_t channel = 0;
+  uint32_t size = 0;
+  uint32_t flags = 0;  // kFlowSent | kFlowReceived
+};
+constexpr uint32_t kFlowSent = 1, kFlowReceived = 2;
+
+struct State {
+  std::vector<ChunkRecord> chunks;
+  std::map<uint32_t, std::unique_ptr<FeedletState>> feedlets;
+  std::vector<std::pair<uint32_t, uint32_t>> stream_ids;  // global id -> (feedlet, index)
+  std::vector<trace::Damage> damage;
+  std::vector<trace::Loss> losses;
+  std::vector<FlowRecord> flows;  // sorted by send time (receive time for orphan receives)
+
+  // Global merged-order checkpoints at T_j = (grid_first + j) << grid_shift.
+  uint32_t grid_shift = 0;
+  uint64_t grid_first = 0;
+  std::vector<uint32_t> grid_feedlets;    // the columns of grid_positions
+  std::vector<uint64_t> grid_before;      // events of all feedlets with ts < T_j
+  std::vector<uint64_t> grid_positions;   // [j * feedlets + f]: events of feedlet f with ts < T_j
+
+  // The trace, mapped for decoding chunks on demand.
+  int trace_fd = -1;
+  const uint8_t* trace_map = nullptr;
+  size_t trace_map_size = 0;
+  // The index file: pages are read from the mapping once loaded, else with pread.
+  int index_fd = -1;
+  const uint8_t* index_map = nullptr;
+  size_t index_map_size = 0;
+  uint64_t index_size = 0;
+  std::unique_ptr<PageWriter> pages;
+  std::unique_ptr<Layouts> layouts;  // of the trace's schema, for decoding chunks
+  mutable std::atomic<uint64_t> page_errors{0};
+
+  ~State();
+  const Stream* stream(int id) const;
+  FeedletState* feedlet(uint32_t id) const;
+  // Reads a page's nodes into buf (checking its checksum); false if damaged.
+  bool read_page(const PageRef& ref, std::vector<Node>& buf) const;
+  // The raw payload of chunk `c` (decompressed into buf).
+  const uint8_t* payload(uint32_t c, std::vector<uint8_t>& buf, std::string& why) const;
+  // Rebuilds the derived tables (stream ids, checkpoints) after indexing.
+  void publish(uint32_t grid_shift);
+};
+
+constexpr uint32_t kGridBudget = 4096;  // most checkpoints kept
+constexpr uint32_t kGridMinShift = 10;
+
+}  // namespace tinescope::index

@@ -1,0 +1,382 @@
+// TraceIndex: building, following, opening, and what the index knows about
+// the trace as a whole. Queries are in query.cpp, the file in index_file.cpp.
+#include "tinescope/trace_index.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "builder.hpp"
+#include "index_file.hpp"
+#include "state.hpp"
+
+namespace tinescope::index {
+
+// ------------------------------------------------------------------ State
+
+State::~State() {
+  if (trace_map) ::munmap(const_cast<uint8_t*>(trace_map), trace_map_size);
+  if (index_map) ::munmap(const_cast<uint8_t*>(index_map), index_map_size);
+  if (trace_fd >= 0) ::close(trace_fd);
+  if (index_fd >= 0) ::close(index_fd);
+}
+
+const Stream* State::stream(int id) const {
+  if (id < 0 || size_t(id) >= stream_ids.size()) return nullptr;
+  auto [f, i] = stream_ids[size_t(id)];
+  return &feedlets.at(f)->streams[i];
+}
+
+FeedletState* State::feedlet(uint32_t id) const {
+  auto it = feedlets.find(id);
+  return it == feedlets.end() ? nullptr : it->second.get();
+}
+
+bool State::read_page(const PageRef& ref, std::vector<Node>& buf) const {
+  buf.resize(ref.count);
+  size_t bytes = ref.count * sizeof(Node);
+  if (ref.count > kNodesPerPage) {
+    ++page_errors;
+    return false;
+  }
+  if (index_map && ref.offset + bytes <= index_map_size) {
+    std::memcpy(buf.data(), index_map + ref.offset, bytes);
+  } else if (::pread(index_fd, buf.data(), bytes, off_t(ref.offset)) != ssize_t(bytes)) {
+    ++page_errors;
+    return false;
+  }
+  if (uint32_t(format::checksum(buf.data(), bytes)) != ref.checksum) {
+    ++page_errors;
+    return false;
+  }
+  return true;
+}
+
+const uint8_t* State::payload(uint32_t c, std::vector<uint8_t>& buf, std::string& why) const {
+  const ChunkRecord& r = chunks[c];
+  if (!trace_map || r.offset + r.size > trace_map_size) {
+    why = "chunk beyond the end of the trace";
+    return nullptr;
+  }
+  return chunk_payload(trace_map + r.offset, buf, why);
+}
+
+void State::publish(uint32_t shift) {
+  stream_ids.clear();
+  for (auto& [id, f] : feedlets)
+    for (uint32_t i = 0; i < f->streams.size(); ++i) stream_ids.emplace_back(id, i);
+  std::sort(damage.begin(), damage.end(), [](auto& a, auto& b) { return a.offset < b.offset; });
+
+  // Checkpoints T_j for every grid point in (first event, last event].
+  grid_shift = shift;
+  grid_feedlets.clear();
+  grid_before.clear();
+  grid_positions.clear();
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (auto& [id, f] : feedlets) {
+    if (f->events == 0) continue;
+    lo = std::min(lo, f->first_ts);
+    hi = std::max(hi, f->last_ts);
+    grid_feedlets.push_back(id);
+  }
+  if (grid_feedlets.empty()) return;
+  grid_first = (lo >> shift) + 1;
+  uint64_t count = (hi >> shift) - (lo >> shift);
+  const size_t nf = grid_feedlets.size();
+  grid_positions.assign(count * nf, 0);
+  grid_before.assign(count, 0);
+  for (size_t c = 0; c < nf; ++c) {
+    const FeedletState& f = *feedlets.at(grid_feedlets[c]);
+    const uint32_t d = shift - f.grid_shift;
+    auto hit = f.grid_hits.begin();
+    for (uint64_t j = 0; j < count; ++j) {
+      uint64_t gj = grid_first + j;  // at this shift
+      uint64_t fine = gj << d;
+      while (hit != f.grid_hits.end() && hit->first < fine) ++hit;
+      uint64_t pos;
+      if (hit != f.grid_hits.end() && hit->first == fine) {
+        pos = hit->second;
+      } else {
+        pos = (gj << shift) <= f.first_ts ? 0 : f.events;
+      }
+      grid_positions[j * nf + c] = pos;
+      grid_before[j] += pos;
+    }
+  }
+}
+
+// -------------------------------------------------------------- lifecycle
+
+TraceIndex::TraceIndex() : s_(std::make_unique<State>()) {}
+TraceIndex::~TraceIndex() = default;
+
+std::string TraceIndex::default_index_path(const std::string& trace) {
+  namespace fs = std::filesystem;
+  fs::path p(trace);
+  fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (::access(dir.c_str(), W_OK) == 0) return trace + ".idx";
+  // Read-only: the cache directory, named after the trace's full path.
+  std::error_code ec;
+  std::string full = fs::weakly_canonical(fs::absolute(p), ec).string();
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  fs::path cache = xdg && *xdg ? fs::path(xdg) : fs::path(home ? home : "/tmp") / ".cache";
+  cache /= "tinescope";
+  fs::create_directories(cache, ec);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)format::checksum(full.data(), full.size()));
+  return (cache / (p.filename().string() + "." + hex + ".idx")).string();
+}
+
+namespace {
+
+bool map_trace(State& s, const std::string& path, std::string& error) {
+  if (s.trace_fd < 0) {
+    s.trace_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (s.trace_fd < 0) {
+      error = path + ": cannot open: " + std::strerror(errno);
+      return false;
+    }
+  }
+  struct stat st;
+  if (::fstat(s.trace_fd, &st) != 0) {
+    error = path + ": cannot stat: " + std::strerror(errno);
+    return false;
+  }
+  size_t size = size_t(st.st_size);
+  if (size == s.trace_map_size) return true;
+  if (s.trace_map) ::munmap(const_cast<uint8_t*>(s.trace_map), s.trace_map_size);
+  s.trace_map = nullptr;
+  s.trace_map_size = 0;
+  if (size == 0) return true;
+  void* m = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, s.trace_fd, 0);
+  if (m == MAP_FAILED) {
+    error = path + ": cannot map: " + std::strerror(errno);
+    return false;
+  }
+  ::madvise(m, size, MADV_SEQUENTIAL);
+  s.trace_map = static_cast<const uint8_t*>(m);
+  s.trace_map_size = size;
+  return true;
+}
+
+unsigned thread_count(const BuildOptions& o) {
+  return o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+std::unique_ptr<TraceIndex> TraceIndex::follow(const std::string& trace, std::string& error,
+                                               const BuildOptions& options) {
+  std::unique_ptr<TraceIndex> ix(new TraceIndex());
+  ix->trace_path_ = trace;
+  ix->index_path_ = options.index_path.empty() ? default_index_path(trace) : options.index_path;
+  ix->options_ = options;
+  if (!map_trace(*ix->s_, trace, error)) return nullptr;
+  // Pages go to a temporary file that becomes the index when finished.
+  ix->temp_path_ = ix->index_path_ + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(ix->temp_path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    error = ix->temp_path_ + ": cannot create the index: " + std::strerror(errno);
+    return nullptr;
+  }
+  ix->s_->index_fd = fd;
+  ix->s_->pages = std::make_unique<PageWriter>(fd, kPageBytes);  // page 0 is the file header
+  ix->builder_ = std::make_unique<Builder>(*ix->s_, ix->catalog_, ix->header_);
+  if (!ix->update(error)) return nullptr;
+  return ix;
+}
+
+bool TraceIndex::update(std::string& error) {
+  std::unique_lock lock(mu_);
+  return run_builder(false, error);
+}
+
+bool TraceIndex::run_builder(bool eof, std::string& error) {
+  if (!builder_) {
+    error = index_path_ + ": this index is complete; it does not follow its trace";
+    return false;
+  }
+  if (!map_trace(*s_, trace_path_, error)) return false;
+  bool ok = builder_->run(s_->trace_map, s_->trace_map_size, eof, thread_count(options_), options_.progress);
+  if (!ok) {
+    error = trace_path_ + ": " + builder_->error();
+    return false;
+  }
+  if (eof) builder_->finish();
+  if (!s_->layouts) s_->layouts = std::make_unique<Layouts>(header_.schema);
+  s_->flows = builder_->flows();
+  for (auto& [id, f] : s_->feedlets) f->final_open = f->walk.stack;
+  s_->publish(builder_->grid_shift());
+  covered_ = builder_->consumed();
+  if (!s_->pages->error().empty()) {
+    error = temp_path_ + ": " + s_->pages->error();
+    return false;
+  }
+  return true;
+}
+
+bool TraceIndex::finish(std::string& error) {
+  std::unique_lock lock(mu_);
+  if (!run_builder(true, error)) return false;
+  builder_.reset();
+  if (!IndexFile::save(*this, temp_path_, error)) {
+    ::unlink(temp_path_.c_str());
+    return false;
+  }
+  if (::rename(temp_path_.c_str(), index_path_.c_str()) != 0) {
+    error = index_path_ + ": cannot write the index: " + std::strerror(errno);
+    ::unlink(temp_path_.c_str());
+    return false;
+  }
+  return IndexFile::map_pages(*this, error);
+}
+
+std::unique_ptr<TraceIndex> TraceIndex::build(const std::string& trace, std::string& error,
+                                              const BuildOptions& options) {
+  auto ix = follow(trace, error, options);
+  if (!ix || !ix->finish(error)) {
+    if (ix) ::unlink(ix->temp_path_.c_str());
+    return nullptr;
+  }
+  return ix;
+}
+
+std::unique_ptr<TraceIndex> TraceIndex::load(const std::string& trace, const std::string& index_path,
+                                             std::string& error) {
+  std::unique_ptr<TraceIndex> ix(new TraceIndex());
+  ix->trace_path_ = trace;
+  ix->index_path_ = index_path;
+  if (!map_trace(*ix->s_, trace, error)) return nullptr;
+  if (!IndexFile::load(*ix, error)) return nullptr;
+  return ix;
+}
+
+std::unique_ptr<TraceIndex> TraceIndex::open(const std::string& trace, std::string& error,
+                                             const BuildOptions& options, std::string* rebuilt_because) {
+  std::string path = options.index_path.empty() ? default_index_path(trace) : options.index_path;
+  std::string why;
+  if (auto ix = load(trace, path, why)) return ix;
+  if (rebuilt_because) *rebuilt_because = why;
+  BuildOptions o = options;
+  o.index_path = path;
+  return build(trace, error, o);
+}
+
+// ------------------------------------------------------------ whole trace
+
+uint64_t TraceIndex::index_bytes() const {
+  std::shared_lock lock(mu_);
+  return s_->index_size ? s_->index_size : (s_->pages ? s_->pages->end() : 0);
+}
+
+uint64_t TraceIndex::events() const {
+  std::shared_lock lock(mu_);
+  uint64_t n = 0;
+  for (auto& [id, f] : s_->feedlets) n += f->events;
+  return n;
+}
+
+uint64_t TraceIndex::dropped() const {
+  std::shared_lock lock(mu_);
+  uint64_t n = 0;
+  for (const ChunkRecord& c : s_->chunks) n += c.dropped_before;
+  return n;
+}
+
+uint64_t TraceIndex::first_ts() const {
+  std::shared_lock lock(mu_);
+  uint64_t t = UINT64_MAX;
+  for (auto& [id, f] : s_->feedlets) t = std::min(t, f->first_ts);
+  return t == UINT64_MAX ? 0 : t;
+}
+
+uint64_t TraceIndex::last_ts() const {
+  std::shared_lock lock(mu_);
+  uint64_t t = 0;
+  for (auto& [id, f] : s_->feedlets) t = std::max(t, f->last_ts);
+  return t;
+}
+
+std::vector<uint64_t> TraceIndex::events_per_type() const {
+  std::shared_lock lock(mu_);
+  std::vector<uint64_t> n(format::kMaxEventType + 1);
+  for (auto& [id, f] : s_->feedlets)
+    for (size_t t = 0; t < n.size(); ++t) n[t] += f->type_counts[t];
+  return n;
+}
+
+std::vector<ChunkRecord> TraceIndex::chunks() const {
+  std::shared_lock lock(mu_);
+  return s_->chunks;
+}
+
+std::vector<trace::Damage> TraceIndex::damage() const {
+  std::shared_lock lock(mu_);
+  return s_->damage;
+}
+
+std::vector<trace::Loss> TraceIndex::losses() const {
+  std::shared_lock lock(mu_);
+  return s_->losses;
+}
+
+std::vector<FeedletSummary> TraceIndex::feedlets() const {
+  std::shared_lock lock(mu_);
+  std::vector<FeedletSummary> out;
+  for (auto& [id, f] : s_->feedlets) {
+    FeedletSummary fs;
+    fs.id = id;
+    auto info = catalog_.feedlets.find(id);
+    if (info != catalog_.feedlets.end()) fs.tid = info->second.tid, fs.name = info->second.name;
+    fs.events = f->events;
+    fs.chunks = f->chunks.size();
+    fs.dropped = f->dropped;
+    fs.first_ts = f->first_ts;
+    fs.last_ts = f->last_ts;
+    out.push_back(std::move(fs));
+  }
+  return out;
+}
+
+std::vector<StreamInfo> TraceIndex::streams() const {
+  std::shared_lock lock(mu_);
+  std::vector<StreamInfo> out;
+  for (auto [f, i] : s_->stream_ids) out.push_back(s_->feedlets.at(f)->streams[i].info);
+  return out;
+}
+
+int TraceIndex::find_stream(StreamKind kind, uint32_t feedlet, uint32_t key) const {
+  std::shared_lock lock(mu_);
+  const FeedletState* f = s_->feedlet(feedlet);
+  if (!f) return -1;
+  auto it = f->stream_of.find(stream_key(kind, key));
+  if (it == f->stream_of.end()) return -1;
+  auto pos = std::lower_bound(s_->stream_ids.begin(), s_->stream_ids.end(), std::make_pair(feedlet, it->second));
+  return pos != s_->stream_ids.end() && *pos == std::make_pair(feedlet, it->second)
+             ? int(pos - s_->stream_ids.begin())
+             : -1;
+}
+
+int TraceIndex::find_stream(StreamKind kind, uint32_t feedlet, std::string_view name) const {
+  for (size_t id = 1; id < catalog_.strings.size(); ++id)
+    if (catalog_.strings[id] == name) {
+      int s = find_stream(kind, feedlet, uint32_t(id));
+      if (s >= 0) return s;
+    }
+  return -1;
+}
+
+uint64_t TraceIndex::checkpoint_count() const {
+  std::shared_lock lock(mu_);
+  return s_->grid_before.size();
+}
+
+}  // namespace tinescope::index
