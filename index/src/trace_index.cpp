@@ -211,7 +211,7 @@ bool TraceIndex::run_builder(bool eof, std::string& error) {
     return false;
   }
   if (eof) builder_->finish();
-  if (!s_->layouts) s_->layouts = std::make_unique<Layouts>(header_.schema);
+  if (!s_->layouts && builder_->parser().header_done()) s_->layouts = std::make_unique<Layouts>(header_.schema);
   s_->flows = builder_->flows();
   for (auto& [id, f] : s_->feedlets) f->final_open = f->walk.stack;
   s_->publish(builder_->grid_shift());
@@ -373,6 +373,8 @@ int TraceIndex::find_stream(StreamKind kind, uint32_t feedlet, std::string_view 
     }
   return -1;
 }
+
+uint64_t TraceIndex::page_errors() const { return s_->page_errors.load(); }
 
 uint64_t TraceIndex::checkpoint_count() const {
   std::shared_lock lock(mu_);

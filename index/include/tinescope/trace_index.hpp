@@ -228,6 +228,8 @@ class TraceIndex {
   bool global_event(uint64_t k, EventRef& out) const;
   // Number of checkpoints and their grid (for tools and tests).
   uint64_t checkpoint_count() const;
+  // Index pages found damaged (bad checksum) by queries so far; their nodes are left out.
+  uint64_t page_errors() const;
 
  private:
   TraceIndex();

@@ -1,0 +1,589 @@
+// The index against brute force: pyramid answers equal a scan of the raw
+// events (decoded by the reader, not the indexer's walker) for random windows
+// and widths; the global index's k-th event equals a naive merge; a trace
+// indexed while it grows equals one indexed whole; damage keeps every intact
+// chunk; the index file survives reopening and is rebuilt when bad.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "synthetic_trace.hpp"
+#include "tinescope/trace_index.hpp"
+#include "tinescope/trace_writer.hpp"
+#include "trace_helpers.hpp"
+
+namespace tinescope::test {
+namespace {
+
+using namespace format;
+using index::Item;
+using index::Node;
+using index::StreamKind;
+using index::TraceIndex;
+
+// A trace with every kind the index makes streams of, cut into small chunks.
+std::string mixed_trace(uint64_t events, uint64_t seed) {
+  HeaderInfo info;
+  info.clock.source = uint8_t(ClockSource::Monotonic);
+  info.clock.ticks_per_ns = 1.0;
+  info.process_name = "mixed";
+  std::string out = build_file_header(info);
+  std::vector<uint8_t> frame;
+  auto flush = [&](ChunkBuilder& cb) {
+    if (cb.empty()) return;
+    cb.finish(0, frame);
+    out.append(frame.begin(), frame.end());
+  };
+  ChunkBuilder meta;
+  const char* names[] = {"", "a", "b", "c", "d", "ctr", "fctr", "task1", "task2"};
+  for (uint64_t id = 1; id < std::size(names); ++id) {
+    uint8_t* p = meta.begin(kStringDef, 0, 8);
+    p = ChunkBuilder::put_u64(p, id);
+    p = ChunkBuilder::put_bytes(p, names[id], std::strlen(names[id]));
+    meta.end(p);
+  }
+  flush(meta);
+  std::mt19937_64 rng(seed);
+  ChunkBuilder cb[3];
+  uint64_t ts[3] = {1000, 1500, 900}, msg = 1;
+  int depth[3] = {};
+  std::vector<std::pair<uint64_t, uint64_t>> inflight[3];  // (id, send ts) to that feedlet
+  for (uint32_t f = 0; f < 3; ++f) cb[f].feedlet = f + 1;
+  for (uint64_t i = 0; i < events; ++i) {
+    uint32_t f = uint32_t(rng() % 3);
+    ChunkBuilder& c = cb[f];
+    ts[f] += rng() % 3 == 0 ? rng() % 100000 : rng() % 50;  // bursts and gaps
+    uint64_t t = ts[f];
+    uint8_t* p;
+    switch (rng() % 12) {
+      case 0:
+      case 1:
+        p = c.begin(kIntervalBegin, t), p = ChunkBuilder::put_u64(p, 1 + rng() % 3), ++depth[f];
+        break;
+      case 2:
+      case 3:
+        p = c.begin(kIntervalEnd, t), p = ChunkBuilder::put_u64(p, 1 + rng() % 3);
+        break;
+      case 4:
+        p = c.begin(kIntervalComplete, t), p = ChunkBuilder::put_u64(p, 4),
+        p = ChunkBuilder::put_u64(p, rng() % (t - 500));
+        break;
+      case 5: p = c.begin(kInstant, t), p = ChunkBuilder::put_u64(p, 3); break;
+      case 6: p = c.begin(kCounterInt, t), p = ChunkBuilder::put_u64(p, 5), p = ChunkBuilder::put_i64(p, int64_t(rng() % 200) - 100); break;
+      case 7: p = c.begin(kCounterFloat, t), p = ChunkBuilder::put_u64(p, 6), p = ChunkBuilder::put_f64(p, double(rng() % 1000) / 7); break;
+      case 8: {
+        uint32_t to = (f + 1) % 3;
+        p = c.begin(kMessageSend, t), p = c.put_delta(p, msg), p = ChunkBuilder::put_u64(p, 2),
+        p = ChunkBuilder::put_u64(p, rng() % 512), p = ChunkBuilder::put_bytes(p, "x", 1);
+        if (msg % 10) inflight[to].emplace_back(msg, t);  // every 10th is never received
+        ++msg;
+        break;
+      }
+      case 9: {
+        if (inflight[f].empty()) {
+          p = c.begin(kFuncEnter, t), p = ChunkBuilder::put_u64(p, 2);
+          break;
+        }
+        auto [id, sent] = inflight[f].front();
+        inflight[f].erase(inflight[f].begin());
+        p = c.begin(kMessageRecv, std::max(t, sent)), p = c.put_delta(p, id), p = ChunkBuilder::put_u64(p, 2),
+        p = ChunkBuilder::put_u64(p, 0), p = ChunkBuilder::put_bytes(p, nullptr, 0);
+        break;
+      }
+      case 10: {
+        uint16_t type = uint16_t(rng() % 2 ? kJobStart : (rng() % 2 ? kJobPreempt : kJobComplete));
+        p = c.begin(type, t), p = ChunkBuilder::put_u64(p, 7 + rng() % 2), p = ChunkBuilder::put_u64(p, i),
+        p = ChunkBuilder::put_u64(p, rng() % 2);
+        break;
+      }
+      default: p = c.begin(kFuncExit, t), p = ChunkBuilder::put_u64(p, 2); break;
+    }
+    c.end(p);
+    if (rng() % 200 == 0 || c.full()) flush(c);
+  }
+  for (auto& c : cb) flush(c);
+  return out;
+}
+
+// Items of every stream, computed from the reader's events with the
+// documented rules, independently of the indexer.
+struct BruteForce {
+  std::map<std::tuple<StreamKind, uint32_t, uint32_t>, std::vector<Item>> streams;
+  std::vector<std::tuple<uint64_t, uint32_t, uint64_t, uint16_t>> merged;  // (ts, feedlet, position, type)
+
+  explicit BruteForce(const Collected& c) {
+    struct Frame {
+      uint32_t name, depth;
+      uint64_t start;
+    };
+    std::map<uint32_t, std::vector<Frame>> stacks;
+    std::map<uint32_t, std::map<uint32_t, std::pair<uint32_t, uint64_t>>> running;  // feedlet -> cpu -> (task, start)
+    std::map<uint32_t, uint64_t> position;
+    for (const OwnedEvent& o : c.events) {
+      const trace::Event& e = o.e;
+      if (e.feedlet == kMetadataFeedlet) continue;
+      merged.emplace_back(e.ts, e.feedlet, position[e.feedlet]++, e.type);
+      auto& st = stacks[e.feedlet];
+      auto add = [&](StreamKind k, uint32_t key, Item it) {
+        it.kind = k;
+        streams[{k, e.feedlet, key}].push_back(it);
+      };
+      switch (e.type) {
+        case kIntervalBegin:
+        case kFuncEnter: st.push_back({uint32_t(e.u[0]), uint32_t(st.size()), e.ts}); break;
+        case kIntervalEnd:
+        case kFuncExit:
+          for (size_t i = st.size(); i-- > 0;)
+            if (st[i].name == e.u[0]) {
+              add(StreamKind::Interval, st[i].name, Item{{}, st[i].name, st[i].depth, 0, st[i].start, e.ts, 0});
+              st.resize(i);
+              break;
+            }
+          break;
+        case kIntervalComplete:
+          add(StreamKind::Interval, uint32_t(e.u[0]), Item{{}, uint32_t(e.u[0]), uint32_t(st.size()), 0, e.ts - e.u[1], e.ts, 0});
+          break;
+        case kInstant: add(StreamKind::Instant, uint32_t(e.u[0]), Item{{}, uint32_t(e.u[0]), 0, 0, e.ts, e.ts, 0}); break;
+        case kCounterInt: add(StreamKind::Counter, uint32_t(e.u[0]), Item{{}, uint32_t(e.u[0]), 0, 0, e.ts, e.ts, double(e.i(1))}); break;
+        case kCounterFloat: add(StreamKind::Counter, uint32_t(e.u[0]), Item{{}, uint32_t(e.u[0]), 0, 0, e.ts, e.ts, e.f(1)}); break;
+        case kMessageSend: add(StreamKind::Send, uint32_t(e.u[1]), Item{{}, uint32_t(e.u[1]), 0, 0, e.ts, e.ts, double(e.u[2])}); break;
+        case kJobStart:
+        case kJobResume: running[e.feedlet][uint32_t(e.u[2])] = {uint32_t(e.u[0]), e.ts}; break;
+        case kJobPreempt:
+        case kJobBlock:
+        case kJobComplete: {
+          auto& r = running[e.feedlet];
+          auto it = r.find(uint32_t(e.u[2]));
+          if (it == r.end()) break;
+          add(StreamKind::Sched, uint32_t(e.u[2]), Item{{}, it->second.first, 0, uint32_t(e.u[2]), it->second.second, e.ts, 0});
+          r.erase(it);
+          break;
+        }
+        default: break;
+      }
+    }
+    std::stable_sort(merged.begin(), merged.end(), [](auto& a, auto& b) {
+      return std::tie(std::get<0>(a), std::get<1>(a), std::get<2>(a)) < std::tie(std::get<0>(b), std::get<1>(b), std::get<2>(b));
+    });
+  }
+
+  // Buckets of 2^shift ticks over [t0, t1], whole buckets, as the index defines them.
+  static std::vector<Node> buckets(StreamKind kind, const std::vector<Item>& items, uint64_t t0, uint64_t t1,
+                                   uint32_t shift) {
+    std::vector<Node> out;
+    for (const Item& it : items) {
+      uint64_t b = it.end >> shift;
+      if (b < (t0 >> shift) || b > (t1 >> shift)) continue;
+      if (out.empty() || out.back().bucket != b) {
+        out.emplace_back();
+        out.back().bucket = b;
+      }
+      Node& n = out.back();
+      uint64_t dur = it.end - it.start;
+      if (kind == StreamKind::Counter) {
+        if (n.count == 0) n.s.min = n.s.max = n.s.first = it.value, n.s.first_ts = it.end, n.s.sum = 0;
+        n.s.min = std::min(n.s.min, it.value);
+        n.s.max = std::max(n.s.max, it.value);
+        n.s.last = it.value;
+        n.s.sum += it.value;
+        n.s.last_ts = it.end;
+      } else {
+        if (n.count == 0) n.iv.min_dur = UINT64_MAX, n.iv.min_start = UINT64_MAX;
+        n.max_depth = std::max(n.max_depth, it.depth);
+        n.iv.busy += kind == StreamKind::Send ? uint64_t(it.value) : dur;
+        n.iv.min_dur = std::min(n.iv.min_dur, dur);
+        if (dur > n.iv.max_dur || n.count == 0) n.iv.max_dur = dur, n.iv.longest_end = it.end;
+        n.iv.min_start = std::min(n.iv.min_start, it.start);
+        n.iv.max_end = std::max(n.iv.max_end, it.end);
+      }
+      ++n.count;
+    }
+    return out;
+  }
+};
+
+void expect_same_nodes(StreamKind kind, const std::vector<Node>& want, const std::vector<Node>& got,
+                       const std::string& what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const Node &a = want[i], &b = got[i];
+    ASSERT_EQ(a.bucket, b.bucket) << what << " node " << i;
+    ASSERT_EQ(a.count, b.count) << what << " node " << i;
+    if (kind == StreamKind::Counter) {
+      ASSERT_EQ(a.s.min, b.s.min) << what;
+      ASSERT_EQ(a.s.max, b.s.max) << what;
+      ASSERT_EQ(a.s.first, b.s.first) << what;
+      ASSERT_EQ(a.s.last, b.s.last) << what;
+      ASSERT_NEAR(a.s.sum, b.s.sum, 1e-9 * std::max(1.0, std::abs(a.s.sum))) << what;
+      ASSERT_EQ(a.s.first_ts, b.s.first_ts) << what;
+      ASSERT_EQ(a.s.last_ts, b.s.last_ts) << what;
+    } else {
+      ASSERT_EQ(a.max_depth, b.max_depth) << what << " node " << i;
+      ASSERT_EQ(a.iv.busy, b.iv.busy) << what << " node " << i;
+      ASSERT_EQ(a.iv.min_dur, b.iv.min_dur) << what << " node " << i;
+      ASSERT_EQ(a.iv.max_dur, b.iv.max_dur) << what << " node " << i;
+      ASSERT_EQ(a.iv.longest_end, b.iv.longest_end) << what << " node " << i;
+      ASSERT_EQ(a.iv.min_start, b.iv.min_start) << what << " node " << i;
+      ASSERT_EQ(a.iv.max_end, b.iv.max_end) << what << " node " << i;
+    }
+  }
+}
+
+struct Fixture {
+  std::string path;
+  Collected c;
+  std::unique_ptr<TraceIndex> ix;
+  explicit Fixture(const std::string& name, const std::string& bytes) : path(temp_path(name)) {
+    ::unlink(path.c_str());
+    ::unlink((path + ".idx").c_str());
+    write_file(path, bytes);
+    c = read_trace(path);
+    std::string error;
+    ix = TraceIndex::build(path, error);
+    EXPECT_TRUE(ix) << error;
+  }
+  ~Fixture() {
+    ::unlink(path.c_str());
+    ::unlink((path + ".idx").c_str());
+  }
+};
+
+void check_pyramids_against_brute_force(const Collected& c, const TraceIndex& ix, uint64_t seed, int rounds) {
+  BruteForce bf(c);
+  auto streams = ix.streams();
+  ASSERT_EQ(streams.size(), bf.streams.size());
+  uint64_t lo = ix.first_ts(), hi = ix.last_ts();
+  std::mt19937_64 rng(seed);
+  int from_events = 0, from_levels = 0;
+  for (int r = 0; r < rounds; ++r) {
+    int id = int(rng() % streams.size());
+    const auto& info = streams[size_t(id)];
+    auto key = std::make_tuple(info.kind, info.feedlet, info.key);
+    ASSERT_TRUE(bf.streams.count(key));
+    const auto& items = bf.streams[key];
+    ASSERT_EQ(info.items, items.size());
+    // Random zoom: a window from the whole trace down to a few ticks.
+    uint64_t span = std::max<uint64_t>(1, (hi - lo) >> (rng() % 24));
+    uint64_t t0 = lo + rng() % (hi - lo + 1);
+    uint64_t t1 = std::min(hi + 1000, t0 + span);
+    uint32_t columns = 1 + uint32_t(rng() % 2000);
+    // Half the rounds at a stored level, so both paths are exercised on small traces.
+    auto got = r % 2 ? ix.query(id, t0, t1, columns)
+                     : ix.query_shift(id, t0, t1, info.leaf_shift + uint32_t(rng() % info.levels));
+    (got.from_events ? from_events : from_levels)++;
+    // At most about two buckets per column.
+    if (r % 2) {
+      EXPECT_LE(got.nodes.size(), 2 * size_t(columns) + 2);
+    }
+    auto want = BruteForce::buckets(info.kind, items, t0, t1, got.shift);
+    expect_same_nodes(info.kind, want, got.nodes,
+                      std::string(index::kind_name(info.kind)) + " window " + std::to_string(t0) + ".." +
+                          std::to_string(t1) + " shift " + std::to_string(got.shift));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  // Both paths were exercised.
+  EXPECT_GT(from_events, rounds / 20);
+  EXPECT_GT(from_levels, rounds / 20);
+}
+
+TEST(Index, PyramidsEqualBruteForceOnEveryKind) {
+  Fixture fx("index_mixed", mixed_trace(200'000, 7));
+  ASSERT_TRUE(fx.ix);
+  EXPECT_TRUE(fx.ix->damage().empty());
+  EXPECT_EQ(fx.ix->events(), uint64_t(std::count_if(fx.c.events.begin(), fx.c.events.end(),
+                                                     [](auto& o) { return o.e.feedlet != kMetadataFeedlet; })));
+  auto streams = fx.ix->streams();
+  std::map<StreamKind, int> kinds;
+  for (auto& s : streams) kinds[s.kind]++;
+  for (StreamKind k : {StreamKind::Interval, StreamKind::Instant, StreamKind::Counter, StreamKind::Send, StreamKind::Sched})
+    EXPECT_GT(kinds[k], 0) << index::kind_name(k);
+  check_pyramids_against_brute_force(fx.c, *fx.ix, 11, 3000);
+}
+
+TEST(Index, PyramidsEqualBruteForceOnSyntheticTrace) {
+  std::string path = temp_path("index_synth");
+  ::unlink(path.c_str());
+  bench::SyntheticOptions opt;
+  opt.events = 400'000;
+  opt.threads = 4;
+  opt.period_ns = 50'000;
+  bench::SyntheticResult r;
+  std::string error;
+  ASSERT_TRUE(bench::write_synthetic_trace(path, opt, r, error)) << error;
+  Fixture fx("index_synth2", slurp(path));
+  ::unlink(path.c_str());
+  ASSERT_TRUE(fx.ix);
+  EXPECT_EQ(fx.ix->events(), r.events);
+  check_pyramids_against_brute_force(fx.c, *fx.ix, 12, 1500);
+}
+
+TEST(Index, GlobalOrderEqualsNaiveMerge) {
+  Fixture fx("index_global", mixed_trace(150'000, 3));
+  ASSERT_TRUE(fx.ix);
+  BruteForce bf(fx.c);
+  ASSERT_EQ(fx.ix->events(), bf.merged.size());
+  EXPECT_GT(fx.ix->checkpoint_count(), 10u);
+  std::mt19937_64 rng(5);
+  std::vector<uint64_t> ks = {0, 1, bf.merged.size() - 1};
+  for (int i = 0; i < 300; ++i) ks.push_back(rng() % bf.merged.size());
+  for (uint64_t k : ks) {
+    index::EventRef e;
+    ASSERT_TRUE(fx.ix->global_event(k, e)) << k;
+    auto [ts, feedlet, pos, type] = bf.merged[k];
+    ASSERT_EQ(e.ts, ts) << "k=" << k;
+    ASSERT_EQ(e.feedlet, feedlet) << "k=" << k;
+    ASSERT_EQ(e.position, pos) << "k=" << k;
+    ASSERT_EQ(e.type, type) << "k=" << k;
+  }
+  index::EventRef e;
+  EXPECT_FALSE(fx.ix->global_event(bf.merged.size(), e));
+
+  // The feedlet sub-index: k-th event and first event at a time.
+  for (int i = 0; i < 200; ++i) {
+    auto [ts, feedlet, pos, type] = bf.merged[rng() % bf.merged.size()];
+    ASSERT_TRUE(fx.ix->feedlet_event(feedlet, pos, e));
+    EXPECT_EQ(e.ts, ts);
+    EXPECT_EQ(e.type, type);
+    uint64_t at = fx.ix->feedlet_position_at(feedlet, ts);
+    EXPECT_LE(at, pos);
+    ASSERT_TRUE(fx.ix->feedlet_event(feedlet, at, e));
+    EXPECT_EQ(e.ts, ts);  // the first event at ts (ties keep position order)
+    if (at > 0) {
+      ASSERT_TRUE(fx.ix->feedlet_event(feedlet, at - 1, e));
+      EXPECT_LT(e.ts, ts);
+    }
+  }
+}
+
+TEST(Index, OpenIntervalsAtAnyTime) {
+  Fixture fx("index_open", mixed_trace(50'000, 9));
+  ASSERT_TRUE(fx.ix);
+  BruteForce bf(fx.c);
+  std::mt19937_64 rng(1);
+  uint64_t lo = fx.ix->first_ts(), hi = fx.ix->last_ts();
+  for (int i = 0; i < 100; ++i) {
+    uint32_t f = 1 + uint32_t(rng() % 3);
+    uint64_t t = lo + rng() % (hi - lo);
+    // Open at t: the intervals of f with start <= t < end, plus begins never closed.
+    auto open = fx.ix->open_at(f, t);
+    size_t want = 0;
+    for (auto& [key, items] : bf.streams)
+      if (std::get<0>(key) == StreamKind::Interval && std::get<1>(key) == f)
+        for (const Item& it : items) want += it.start <= t && it.end > t && it.start != it.end ? 1 : 0;
+    // Completes are not on the stack (they are known only when they end), and
+    // begins that never end are extra: compare against begin/end pairs only.
+    size_t completes = 0;
+    for (const Item& it : bf.streams[{StreamKind::Interval, f, 4}]) completes += it.start <= t && it.end > t;
+    size_t closed_open = 0;
+    for (const auto& o : open) {
+      for (auto& [key, items] : bf.streams)
+        if (std::get<0>(key) == StreamKind::Interval && std::get<1>(key) == f && std::get<2>(key) == o.name)
+          for (const Item& it : items) closed_open += it.start == o.start && it.depth == o.depth && it.end > t;
+    }
+    EXPECT_EQ(closed_open, want - completes) << "feedlet " << f << " t " << t;
+  }
+}
+
+// Appends `bytes` to `path` in random pieces, updating a following index after
+// each; every snapshot is consistent, and the end equals a whole build.
+TEST(Index, GrowingTraceEqualsWholeIndex) {
+  std::string bytes = mixed_trace(120'000, 21);
+  std::string grow = temp_path("index_grow"), whole = temp_path("index_whole");
+  for (auto& p : {grow, whole}) ::unlink(p.c_str()), ::unlink((p + ".idx").c_str());
+  write_file(whole, bytes);
+  std::string error;
+  auto full = TraceIndex::build(whole, error);
+  ASSERT_TRUE(full) << error;
+
+  write_file(grow, bytes.substr(0, 100));
+  auto live = TraceIndex::follow(grow, error);
+  ASSERT_TRUE(live) << error;
+  std::mt19937_64 rng(2);
+  size_t at = 100;
+  uint64_t last_events = 0;
+  int updates = 0;
+  while (at < bytes.size()) {
+    size_t n = std::min(bytes.size() - at, size_t(1 + rng() % 60000));
+    int fd = ::open(grow.c_str(), O_WRONLY | O_APPEND);
+    ASSERT_EQ(::write(fd, bytes.data() + at, n), ssize_t(n));
+    ::close(fd);
+    at += n;
+    ASSERT_TRUE(live->update(error)) << error;
+    ++updates;
+    // A consistent snapshot: events only grow, and every level of a stream
+    // counts the same items.
+    EXPECT_GE(live->events(), last_events);
+    last_events = live->events();
+    auto streams = live->streams();
+    for (int id = 0; id < int(streams.size()); id += 7) {
+      uint64_t total_leaf = 0, total_top = 0;
+      for (auto& n : live->query_shift(id, 0, UINT64_MAX, streams[size_t(id)].leaf_shift).nodes) total_leaf += n.count;
+      for (auto& n : live->query_shift(id, 0, UINT64_MAX, 63).nodes) total_top += n.count;
+      EXPECT_EQ(total_leaf, streams[size_t(id)].items);
+      EXPECT_EQ(total_top, streams[size_t(id)].items);
+    }
+    EXPECT_TRUE(live->damage().empty());  // a chunk cut in half is waited for, not damage
+  }
+  EXPECT_GT(updates, 5);
+  ASSERT_TRUE(live->finish(error)) << error;
+
+  EXPECT_EQ(live->events(), full->events());
+  EXPECT_EQ(live->chunks().size(), full->chunks().size());
+  auto a = live->streams(), b = full->streams();
+  ASSERT_EQ(a.size(), b.size());
+  for (int id = 0; id < int(a.size()); ++id) {
+    ASSERT_EQ(a[size_t(id)].key, b[size_t(id)].key);
+    ASSERT_EQ(a[size_t(id)].levels, b[size_t(id)].levels);
+    for (uint32_t l = 0; l < a[size_t(id)].levels; ++l) {
+      uint32_t shift = a[size_t(id)].leaf_shift + l;
+      expect_same_nodes(a[size_t(id)].kind, full->query_shift(id, 0, UINT64_MAX, shift).nodes,
+                        live->query_shift(id, 0, UINT64_MAX, shift).nodes, "level " + std::to_string(l));
+    }
+  }
+  EXPECT_EQ(live->checkpoint_count(), full->checkpoint_count());
+  for (uint64_t k = 0; k < full->events(); k += 977) {
+    index::EventRef x, y;
+    ASSERT_TRUE(live->global_event(k, x)) << k << " of " << live->events() << " checkpoints " << live->checkpoint_count();
+    ASSERT_TRUE(full->global_event(k, y));
+    ASSERT_EQ(x.ts, y.ts);
+    ASSERT_EQ(x.feedlet, y.feedlet);
+    ASSERT_EQ(x.position, y.position);
+  }
+  for (auto& p : {grow, whole}) ::unlink(p.c_str()), ::unlink((p + ".idx").c_str());
+}
+
+TEST(Index, DamagedTraceKeepsEveryIntactChunk) {
+  std::string bytes = mixed_trace(60'000, 4);
+  Collected clean = read_bytes(bytes);
+  ASSERT_GT(clean.chunks.size(), 20u);
+  // Flip a byte in the payload of chunk 10 and cut the trace inside the last chunk.
+  const trace::ChunkInfo& hit = clean.chunks[10];
+  bytes[hit.offset + 64 + 5] ^= 0x40;
+  const trace::ChunkInfo& tail = clean.chunks.back();
+  bytes.resize(tail.offset + tail.size / 2);
+  Fixture fx("index_damaged", bytes);
+  ASSERT_TRUE(fx.ix);
+  auto damage = fx.ix->damage();
+  ASSERT_EQ(damage.size(), 2u);
+  EXPECT_EQ(damage[0].offset, hit.offset);
+  EXPECT_EQ(damage[0].length, hit.size);
+  EXPECT_NE(damage[0].reason.find("checksum"), std::string::npos) << damage[0].reason;
+  EXPECT_EQ(damage[1].offset, tail.offset);
+  EXPECT_NE(damage[1].reason.find("truncated"), std::string::npos) << damage[1].reason;
+  uint64_t lost = hit.header.event_count + tail.header.event_count;
+  uint64_t data_events = 0;
+  for (auto& ch : clean.chunks)
+    if (ch.header.feedlet != 0) data_events += ch.header.event_count;
+  EXPECT_EQ(fx.ix->events(), data_events - lost);
+  EXPECT_EQ(fx.ix->chunks().size(), clean.chunks.size() - 2);
+  // What remains is exactly what the reader reads from the damaged trace.
+  check_pyramids_against_brute_force(fx.c, *fx.ix, 3, 400);
+}
+
+TEST(Index, FileReopensAndIsRebuiltWhenBad) {
+  Fixture fx("index_file", mixed_trace(40'000, 8));
+  ASSERT_TRUE(fx.ix);
+  const std::string idx = fx.path + ".idx";
+  std::string error, why;
+  auto again = TraceIndex::load(fx.path, idx, error);
+  ASSERT_TRUE(again) << error;
+  EXPECT_EQ(again->events(), fx.ix->events());
+  EXPECT_EQ(again->catalog().string(1), "a");
+  auto s = fx.ix->streams();
+  for (int id = 0; id < int(s.size()); ++id)
+    expect_same_nodes(s[size_t(id)].kind, fx.ix->query(id, 0, UINT64_MAX, 100).nodes,
+                      again->query(id, 0, UINT64_MAX, 100).nodes, "reloaded");
+  for (uint64_t k = 0; k < fx.ix->events(); k += 1013) {
+    index::EventRef x, y;
+    ASSERT_TRUE(again->global_event(k, x));
+    ASSERT_TRUE(fx.ix->global_event(k, y));
+    ASSERT_EQ(x.ts, y.ts);
+  }
+  again.reset();
+
+  std::string good = slurp(idx);
+  // Damaged directory: detected by its checksum, and open() rebuilds.
+  std::string bad = good;
+  bad[bad.size() - 200] ^= 1;
+  write_file(idx, bad);
+  EXPECT_FALSE(TraceIndex::load(fx.path, idx, error));
+  EXPECT_NE(error.find("damaged"), std::string::npos) << error;
+  auto rebuilt = TraceIndex::open(fx.path, error, {}, &why);
+  ASSERT_TRUE(rebuilt) << error;
+  EXPECT_NE(why.find("damaged"), std::string::npos) << why;
+  EXPECT_EQ(rebuilt->events(), fx.ix->events());
+  EXPECT_TRUE(TraceIndex::load(fx.path, idx, error)) << error;
+
+  // Left half-written by a killed indexer.
+  write_file(idx, good.substr(0, good.size() / 2));
+  EXPECT_FALSE(TraceIndex::load(fx.path, idx, error));
+  ASSERT_TRUE(TraceIndex::open(fx.path, error, {}, &why));
+  EXPECT_FALSE(why.empty());
+
+  // Stale: the trace grew after indexing.
+  std::string trace = slurp(fx.path);
+  write_file(fx.path, trace + trace.substr(trace.size() - 500));
+  EXPECT_FALSE(TraceIndex::load(fx.path, idx, error));
+  EXPECT_NE(error.find("stale"), std::string::npos) << error;
+
+  // A damaged node page is detected by its checksum, not drawn.
+  write_file(fx.path, trace);
+  ASSERT_TRUE(TraceIndex::open(fx.path, error));
+  std::string pages = slurp(idx);
+  for (size_t i = 4096 + 10; i < 4096 + 5000 && i < pages.size(); i += 97) pages[i] ^= 0x5a;
+  write_file(idx, pages);
+  auto hurt = TraceIndex::load(fx.path, idx, error);
+  ASSERT_TRUE(hurt) << error;  // the directory is intact
+  for (int id = 0; id < int(s.size()); ++id) hurt->query_shift(id, 0, UINT64_MAX, s[size_t(id)].leaf_shift);
+  EXPECT_GT(hurt->page_errors(), 0u);
+}
+
+// Returns 0 when the index of a trace in a read-only directory goes to the
+// cache directory and loads from there; else which check failed.
+int index_in_cache_dir(const std::string& dir, const std::string& cache) {
+  ::setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+  std::string path = TraceIndex::default_index_path(dir + "/t.tine");
+  if (path.rfind(cache + "/tinescope/t.tine.", 0) != 0) return 2;
+  std::string error;
+  if (!TraceIndex::open(dir + "/t.tine", error)) return 3;
+  if (!TraceIndex::load(dir + "/t.tine", path, error)) return 4;
+  if (::access((dir + "/t.tine.idx").c_str(), F_OK) == 0) return 5;
+  return 0;
+}
+
+TEST(Index, CacheDirectoryWhenTheTracesDirectoryIsReadOnly) {
+  std::string dir = ::testing::TempDir() + "/ro." + std::to_string(getpid());
+  std::string cache = ::testing::TempDir() + "/cache." + std::to_string(getpid());
+  ::mkdir(dir.c_str(), 0755);
+  ::mkdir(cache.c_str(), 0777);
+  ::chmod(cache.c_str(), 0777);
+  write_file(dir + "/t.tine", mixed_trace(2000, 1));
+  ::chmod((dir + "/t.tine").c_str(), 0644);
+  ::chmod(dir.c_str(), 0555);
+  int status = 0;
+  if (::geteuid() == 0) {  // root writes anywhere: check as nobody
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(9);
+      ::_exit(index_in_cache_dir(dir, cache));
+    }
+    ::waitpid(pid, &status, 0);
+    status = WIFEXITED(status) ? WEXITSTATUS(status) : 99;
+  } else {
+    status = index_in_cache_dir(dir, cache);
+  }
+  EXPECT_EQ(status, 0);
+  ::chmod(dir.c_str(), 0755);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(cache);
+}
+
+}  // namespace
+}  // namespace tinescope::test
