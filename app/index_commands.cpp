@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "tinescope/chrome_import.hpp"
 #include "tinescope/trace_index.hpp"
 
 namespace tinescope::app {
@@ -146,6 +147,25 @@ void add_index_commands(CLI::App& app, int* exit_code) {
     for (auto& l : j["lost_chunks"])
       std::printf("  feedlet %u: %" PRIu64 " chunks from sequence %" PRIu64 "\n", l["feedlet"].get<uint32_t>(),
                   l["chunks"].get<uint64_t>(), l["first_sequence"].get<uint64_t>());
+  });
+
+  static std::string out;
+  auto* imp = app.add_subcommand("import", "convert a Chrome Trace Event JSON file (.json or .json.gz) to a trace");
+  imp->add_option("file", trace, "Chrome JSON trace")->required();
+  imp->add_option("-o,--output", out, "trace file to write (must not exist)")->required();
+  imp->callback([=] {
+    index::ImportResult r;
+    std::string error;
+    if (!index::import_chrome_json(trace, out, r, error)) {
+      std::fprintf(stderr, "tinescope: %s\n", error.c_str());
+      *exit_code = 1;
+      return;
+    }
+    std::printf("%s: %" PRIu64 " JSON events -> %" PRIu64 " events on %" PRIu64 " lanes in %s\n", trace.c_str(),
+                r.events_read, r.events_written, r.feedlets, out.c_str());
+    for (auto& [ph, n] : r.unsupported) std::printf("  not imported: %" PRIu64 " \"%s\" events\n", n, ph.c_str());
+    if (r.unmatched_ends) std::printf("  %" PRIu64 " ends without a begin\n", r.unmatched_ends);
+    if (!r.warning.empty()) std::fprintf(stderr, "tinescope: warning: %s\n", r.warning.c_str());
   });
 
   auto* stats = app.add_subcommand("stats", "counts, time range, feedlets, drops and damage of a trace");

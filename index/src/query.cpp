@@ -151,6 +151,19 @@ std::vector<OpenInterval> TraceIndex::open_at(uint32_t feedlet, uint64_t t) cons
   return taken ? at : w.stack;
 }
 
+std::vector<Flow> TraceIndex::flows(uint64_t t0, uint64_t t1) const {
+  std::shared_lock lock(mu_);
+  std::vector<Flow> out;
+  // A scan of the flow table (messages are a small share of events); the
+  // viewer issue may add a pyramid per lane pair if arrows need it.
+  for (const Flow& f : s_->flows) {
+    bool in = ((f.flags & kFlowSent) && f.send_ts >= t0 && f.send_ts <= t1) ||
+              ((f.flags & kFlowReceived) && f.recv_ts >= t0 && f.recv_ts <= t1);
+    if (in) out.push_back(f);
+  }
+  return out;
+}
+
 std::vector<FeedletChunk> TraceIndex::feedlet_chunks(uint32_t feedlet) const {
   std::shared_lock lock(mu_);
   const FeedletState* f = s_->feedlet(feedlet);

@@ -34,16 +34,7 @@ struct FeedletState {
   std::vector<OpenInterval> final_open;  // open after the last chunk
 };
 
-// A message: matched send and receive, or an orphan (recv_ts or send_ts 0
-// with the matching flag clear).
-struct FlowRecord {  // 48 bytes
-  uint64_t send_ts = 0, recv_ts = 0, id = 0;
-  uint32_t src = 0, dst = 0;  // feedlets
-  uint64_t channel = 0;
-  uint32_t size = 0;
-  uint32_t flags = 0;  // kFlowSent | kFlowReceived
-};
-constexpr uint32_t kFlowSent = 1, kFlowReceived = 2;
+using FlowRecord = Flow;
 
 struct State {
   std::vector<ChunkRecord> chunks;

@@ -72,6 +72,7 @@ void Catalog::apply(const Event& e) {
     case kFunctionDef: function_address[uint32_t(e.u[0])] = e.u[1]; break;
     case kThreadName: feedlets[e.feedlet].name = std::string(string(e.u[0])); break;
     case kProcessName: process_name = std::string(string(e.u[0])); break;
+    case kMetadata: metadata[std::string(string(e.u[0]))] = std::string(string(e.u[1])); break;
     default: break;
   }
 }
@@ -339,7 +340,7 @@ void Parser::deliver_chunk(const uint8_t* p, uint64_t offset, size_t total) {
   }
   std::string why;
   bool ok = decode_events(raw, h.raw_size, h, catalog_.schema, [&](const Event& e) {
-    if (metadata || e.type == kThreadName || e.type == kProcessName) catalog_.apply(e);
+    if (metadata || e.type == kThreadName || e.type == kProcessName || e.type == kMetadata) catalog_.apply(e);
     ++events_;
     v_.on_event(e);
   }, why, skipped_);

@@ -140,6 +140,18 @@ struct EventRef {
   uint16_t type = 0;
 };
 
+// A message from send to receive, matched by id. An orphan has only one half
+// (its flags say which).
+struct Flow {  // 48 bytes
+  uint64_t send_ts = 0, recv_ts = 0, id = 0;
+  uint32_t src = 0, dst = 0;  // feedlets
+  uint64_t channel = 0;
+  uint32_t size = 0;
+  uint32_t flags = 0;  // kFlowSent | kFlowReceived
+  bool matched() const { return flags == 3; }
+};
+constexpr uint32_t kFlowSent = 1, kFlowReceived = 2;
+
 struct Progress {
   uint64_t bytes_done = 0, bytes_total = 0;
 };
@@ -217,6 +229,9 @@ class TraceIndex {
   std::vector<Item> items(int stream, uint64_t t0, uint64_t t1) const;
   // Intervals of a feedlet open at time t (started at or before t, not ended by t).
   std::vector<OpenInterval> open_at(uint32_t feedlet, uint64_t t) const;
+
+  // Messages with their send or receive in [t0, t1], by time.
+  std::vector<Flow> flows(uint64_t t0, uint64_t t1) const;
 
   // ---- feedlet sub-index and global order
   std::vector<FeedletChunk> feedlet_chunks(uint32_t feedlet) const;

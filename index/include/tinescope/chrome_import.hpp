@@ -1,0 +1,37 @@
+// Importing the Chrome Trace Event Format (what Chrome, Perfetto and many
+// tools write) into a tinescope trace: JSON or gzipped JSON, the array form
+// or the object form with "traceEvents". Parsed as a stream (SAX), so memory
+// follows the number of events (about 40 bytes each), not the JSON's size.
+//
+// Mapping (docs/IMPORT.md):
+//   (pid, tid)                  -> a feedlet named by thread_name metadata
+//   B/E, X                      -> begin/end, nested per thread
+//   i/I/R                       -> instants (process- and global-scoped on their own feedlets)
+//   C                           -> float counters "name" (one arg) or "name.arg", "[id]" appended
+//   b/e/n, S/T/F (async)        -> begin/end/instant on a feedlet per (pid, cat, id)
+//   s/t/f (flows)               -> message send/receive, a link per step
+//   M                           -> thread and process names, sort indices as metadata
+// Anything else (P samples, O/N/D objects, c clock sync, ...) is counted by kind and reported.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace tinescope::index {
+
+struct ImportResult {
+  uint64_t events_read = 0;      // JSON trace events
+  uint64_t events_written = 0;   // tinescope events
+  uint64_t feedlets = 0;
+  std::map<std::string, uint64_t> unsupported;  // ph -> count, not imported
+  uint64_t unmatched_ends = 0;   // E/e/F with no open begin
+  std::string display_time_unit;
+  std::string warning;           // e.g. the JSON ended early; what was read is kept
+};
+
+// Writes `out` (which must not exist). False with a message naming the file
+// and the byte offset on failure.
+bool import_chrome_json(const std::string& in, const std::string& out, ImportResult& result, std::string& error);
+
+}  // namespace tinescope::index
