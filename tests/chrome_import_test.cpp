@@ -17,8 +17,7 @@ using index::StreamKind;
 using index::TraceIndex;
 
 std::string sample(const std::string& name) {
-  const char* env = std::getenv("TINESCOPE_SRC");
-  std::string src = env ? env : ".";
+  std::string src = TINESCOPE_SOURCE_DIR;
   std::string shared = src + "/../shared/samples/chrome-json/" + name;
   return ::access(shared.c_str(), R_OK) == 0 ? shared : src + "/tests/data/chrome-json/" + name;
 }

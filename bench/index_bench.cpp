@@ -1,0 +1,238 @@
+// index_bench: indexing speed (warm and cold page cache) against lz4 and the
+// disk, peak anonymous memory, index size, open time and query latency, on a
+// synthetic trace of N events (2e9 by default; --quick for a smoke run).
+// Prints `figure: NAME VALUE UNIT` lines with the ratio to each limit.
+#include <fcntl.h>
+#include <lz4.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "synthetic_trace.hpp"
+#include "tinescope/trace_index.hpp"
+#include "tinescope/trace_reader.hpp"
+
+using namespace tinescope;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+uint64_t anon_rss_kb() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("RssAnon:", 0) == 0) return std::stoull(line.substr(8));
+  return 0;
+}
+
+// Samples RssAnon every 5 ms and keeps the peak.
+struct PeakAnon {
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> peak{0};
+  std::thread t;
+  PeakAnon() {
+    t = std::thread([this] {
+      while (!stop) {
+        peak = std::max<uint64_t>(peak, anon_rss_kb());
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    });
+  }
+  double finish_mb() {
+    stop = true;
+    t.join();
+    return double(std::max<uint64_t>(peak, anon_rss_kb())) / 1024;
+  }
+};
+
+void evict(const std::string& path) {  // clean pages leave the page cache without root
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return;
+  ::fdatasync(fd);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+double disk_read_mb_per_s(const std::string& path, uint64_t limit) {
+  evict(path);
+  int fd = ::open(path.c_str(), O_RDONLY);
+  std::vector<char> buf(8 << 20);
+  uint64_t total = 0;
+  auto t0 = Clock::now();
+  for (ssize_t n; total < limit && (n = ::read(fd, buf.data(), buf.size())) > 0;) total += uint64_t(n);
+  double s = seconds_since(t0);
+  ::close(fd);
+  return double(total) / s / 1e6;
+}
+
+// lz4 decompression of the trace's own chunks, on every core: the limit of indexing.
+double lz4_decompress_mb_per_s(const std::string& path, unsigned threads) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  struct stat st;
+  ::fstat(fd, &st);
+  uint64_t size = std::min<uint64_t>(uint64_t(st.st_size), 2ull << 30);
+  auto* map = static_cast<const uint8_t*>(::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0));
+  std::vector<std::pair<uint64_t, format::ChunkHeader>> chunks;
+  struct V : trace::Visitor {
+    std::vector<std::pair<uint64_t, format::ChunkHeader>>* out;
+    void on_chunk(const trace::ChunkInfo& c) override { out->emplace_back(c.offset, c.header); }
+  } v;
+  v.out = &chunks;
+  trace::Parser p(v, {.decode_data = false});
+  p.parse(map, size, 0, false);
+  std::atomic<uint64_t> raw{0};
+  auto t0 = Clock::now();
+  std::vector<std::thread> pool;
+  for (unsigned w = 0; w < threads; ++w)
+    pool.emplace_back([&, w] {
+      std::vector<char> out(1 << 20);
+      uint64_t mine = 0;
+      for (size_t i = w; i < chunks.size(); i += threads) {
+        auto& [off, h] = chunks[i];
+        if (out.size() < h.raw_size) out.resize(h.raw_size);
+        int got = LZ4_decompress_safe(reinterpret_cast<const char*>(map + off + h.header_size), out.data(),
+                                      int(h.stored_size), int(h.raw_size));
+        if (got > 0) mine += uint64_t(got);
+      }
+      raw += mine;
+    });
+  for (auto& t : pool) t.join();
+  double s = seconds_since(t0);
+  ::munmap(const_cast<uint8_t*>(map), size);
+  ::close(fd);
+  return double(raw) / s / 1e6;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"index_bench: indexing, memory, size, open and query figures"};
+  std::string trace;
+  double events = 2e9;
+  bool quick = false, keep = false;
+  app.add_option("--trace", trace, "trace to use (made with tinescope-gen if missing)");
+  app.add_option("-n,--events", events, "events in the synthetic trace");
+  app.add_flag("--quick", quick, "a small trace: checks that every figure prints");
+  app.add_flag("--keep", keep, "keep the generated trace and its index");
+  CLI11_PARSE(app, argc, argv);
+  if (quick) events = 2e6;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  bool generated = false;
+  if (trace.empty()) trace = "index_bench." + std::to_string(uint64_t(events)) + ".tine";
+  if (::access(trace.c_str(), R_OK) != 0) {
+    bench::SyntheticOptions opt;
+    opt.events = uint64_t(events);
+    opt.threads = 16;
+    bench::SyntheticResult r;
+    std::string error;
+    auto t0 = Clock::now();
+    if (!bench::write_synthetic_trace(trace, opt, r, error)) {
+      std::fprintf(stderr, "index_bench: %s\n", error.c_str());
+      return 1;
+    }
+    std::printf("generated %s: %llu events, %.2f GB in %.1f s\n", trace.c_str(), (unsigned long long)r.events,
+                double(r.bytes) / 1e9, seconds_since(t0));
+    generated = true;
+  }
+  const std::string idx = trace + ".idx";
+  struct stat st;
+  ::stat(trace.c_str(), &st);
+  const double trace_mb = double(st.st_size) / 1e6;
+
+  // Warm: the trace is in the page cache (read it once first).
+  {
+    std::vector<char> buf(8 << 20);
+    int fd = ::open(trace.c_str(), O_RDONLY);
+    while (::read(fd, buf.data(), buf.size()) > 0) {
+    }
+    ::close(fd);
+  }
+  ::unlink(idx.c_str());
+  std::string error;
+  PeakAnon peak_index;
+  auto t0 = Clock::now();
+  auto ix = index::TraceIndex::build(trace, error);
+  double warm_s = seconds_since(t0);
+  double anon_indexing = peak_index.finish_mb();
+  if (!ix) {
+    std::fprintf(stderr, "index_bench: %s\n", error.c_str());
+    return 1;
+  }
+  const uint64_t n = ix->events();
+  const double lz4 = lz4_decompress_mb_per_s(trace, cores);
+  const double warm_mb_s = trace_mb / warm_s;
+  std::printf("figure: index.events_per_s %.0f events/s (%.1f M/s, goal 150 M/s: %.2fx; %llu events, %.0f MB/s of trace)\n",
+              double(n) / warm_s, double(n) / warm_s / 1e6, double(n) / warm_s / 150e6, (unsigned long long)n, warm_mb_s);
+  // lz4 speed in MB of decompressed output; indexing in MB of raw payload per second, for the ratio.
+  std::printf("figure: index.lz4_decompress_mb_per_s %.0f MB/s (%u threads, raw output)\n", lz4, cores);
+  double ratio = double(ix->index_bytes()) / double(st.st_size);
+  std::printf("figure: index.size_ratio %.4f ratio (index %.1f MB / trace %.1f MB; goal <= 0.05: %.2fx)\n", ratio,
+              double(ix->index_bytes()) / 1e6, trace_mb, ratio / 0.05);
+  ix.reset();
+
+  // Cold: neither the trace nor the index in the page cache.
+  const double disk = disk_read_mb_per_s(trace, 4ull << 30);
+  evict(trace);
+  ::unlink(idx.c_str());
+  t0 = Clock::now();
+  ix = index::TraceIndex::build(trace, error);
+  double cold_s = seconds_since(t0);
+  std::printf("figure: index.disk_read_mb_per_s %.0f MB/s\n", disk);
+  std::printf("figure: index.cold_mb_per_s %.0f MB/s (%.2f of the disk's sequential read; goal >= 0.8)\n",
+              trace_mb / cold_s, trace_mb / cold_s / disk);
+  ix.reset();
+
+  // Open an indexed trace.
+  evict(idx);
+  t0 = Clock::now();
+  ix = index::TraceIndex::open(trace, error);
+  double open_ms = seconds_since(t0) * 1e3;
+  std::printf("figure: index.open_ms %.2f ms (goal <= 50 ms: %.2fx)\n", open_ms, open_ms / 50);
+
+  // Queries: one lane (every stream of one feedlet), 1280 columns, random zooms
+  // from the whole trace down to 1280 ns.
+  PeakAnon peak_query;
+  auto streams = ix->streams();
+  std::vector<std::vector<int>> lanes;
+  for (int id = 0; id < int(streams.size()); ++id) {
+    uint32_t f = streams[size_t(id)].feedlet;
+    if (lanes.size() < f) lanes.resize(f);
+    lanes[f - 1].push_back(id);
+  }
+  const uint64_t lo = ix->first_ts(), hi = ix->last_ts();
+  std::mt19937_64 rng(1);
+  std::vector<double> us;
+  const int queries = quick ? 300 : 3000;
+  uint64_t nodes = 0;
+  for (int q = 0; q < queries; ++q) {
+    const auto& lane = lanes[rng() % lanes.size()];
+    double zoom = std::uniform_real_distribution<double>(std::log2(1280.0), std::log2(double(hi - lo)))(rng);
+    uint64_t span = uint64_t(std::exp2(zoom));
+    uint64_t t = lo + rng() % (hi - lo - span + 1);
+    auto q0 = Clock::now();
+    for (int id : lane) nodes += ix->query(id, t, t + span, 1280).nodes.size();
+    us.push_back(seconds_since(q0) * 1e6);
+  }
+  std::sort(us.begin(), us.end());
+  double p50 = us[us.size() / 2], p99 = us[us.size() * 99 / 100];
+  double anon_query = peak_query.finish_mb();
+  std::printf("figure: index.query_us %.0f us p99 (p50 %.0f us; goal p99 <= 200 us: %.2fx; %zu streams a lane, %.0f buckets a query)\n",
+              p99, p50, p99 / 200, lanes[0].size(), double(nodes) / queries);
+  double budget = 256 + 0.005 * trace_mb;
+  std::printf("figure: index.anon_rss_mb %.0f MB (peak while indexing; while querying %.0f MB; goal <= %.0f MB: %.2fx)\n",
+              anon_indexing, anon_query, budget, std::max(anon_indexing, anon_query) / budget);
+  if (generated && !keep) ::unlink(trace.c_str());
+  if (!keep) ::unlink(idx.c_str());
+  return 0;
+}
