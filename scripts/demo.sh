@@ -14,5 +14,7 @@ mkdir -p out
 trace=out/demo.tine
 build/recorder/tinescope-demo -o "$trace" --overwrite --duration "${1:-5}"
 build/app/tinescope dump --summary "$trace"
+build/app/tinescope index "$trace"
+build/app/tinescope info "$trace"
 echo
 echo "trace: $trace   (all events: build/app/tinescope dump $trace | less)"
