@@ -179,20 +179,24 @@ void Builder::walk(const Job& job, std::vector<uint8_t>& buf, std::vector<Item>&
   uint64_t span = h.last_ts - h.first_ts;
   std::unordered_map<uint64_t, uint64_t> fresh;
   for (const Item& it : items)
-    if (!f.stream_of.count(stream_key(it))) ++fresh[stream_key(it)];
+    if (f.find(stream_key(it)) < 0) ++fresh[stream_key(it)];
   for (const Item& it : items) {
     uint64_t key = stream_key(it);
-    auto found = f.stream_of.find(key);
-    if (found == f.stream_of.end()) {
-      Stream st;
-      st.info.kind = it.kind;
-      st.info.feedlet = f.id;
-      st.info.key = uint32_t(key);
-      st.info.leaf_shift = choose_leaf_shift(fresh[key], span);
-      found = f.stream_of.emplace(key, uint32_t(f.streams.size())).first;
-      f.streams.push_back(std::move(st));
-    }
-    f.streams[found->second].add(it, *s_.pages);
+    if (f.find(key) >= 0) continue;
+    Stream st;
+    st.info.kind = it.kind;
+    st.info.feedlet = f.id;
+    st.info.key = uint32_t(key);
+    st.info.leaf_shift = choose_leaf_shift(fresh[key], span);
+    f.insert(key, uint32_t(f.streams.size()));
+    f.streams.push_back(std::move(st));
+  }
+  uint64_t last_key = UINT64_MAX;
+  Stream* last = nullptr;
+  for (const Item& it : items) {
+    uint64_t key = stream_key(it);
+    if (key != last_key) last_key = key, last = &f.streams[size_t(f.find(key))];
+    last->add(it, *s_.pages);
   }
   for (const MessageEvent& m : messages) flows_.add(f.id, m);
 }

@@ -39,7 +39,7 @@ struct Out {
   template <class T>
   void vec(const std::vector<T>& v) {
     put(uint64_t(v.size()));
-    b.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+    if (!v.empty()) b.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
   }
   void str(const std::string& s) {
     put(uint64_t(s.size()));
@@ -71,7 +71,7 @@ struct In {
       return;
     }
     v.resize(n);
-    std::memcpy(v.data(), p, n * sizeof(T));
+    if (n) std::memcpy(v.data(), p, n * sizeof(T));
     p += n * sizeof(T);
   }
   std::string str() {
@@ -249,7 +249,7 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
       uint32_t nl = in.get<uint32_t>();
       if (nl > 64) in.ok = false;
       for (uint32_t l = 0; in.ok && l < nl; ++l) in.vec(st.levels.emplace_back().pages);
-      fs->stream_of[stream_key(st.info.kind, st.info.key)] = k;
+      fs->insert(stream_key(st.info.kind, st.info.key), k);
       fs->streams.push_back(std::move(st));
     }
     if (fs->type_counts.size() != format::kMaxEventType + 1) in.ok = false;

@@ -25,6 +25,22 @@ struct FeedletState {
   std::vector<OpenInterval> pool;  // open intervals at each chunk's start
   std::vector<Stream> streams;
   std::unordered_map<uint64_t, uint32_t> stream_of;  // stream_key -> index in streams
+  // The same for small keys (string ids, CPUs), without hashing: the indexer
+  // looks a stream up for every item. [kind][key] = index + 1, 0 for none.
+  std::vector<uint32_t> dense[8];
+  int find(uint64_t key) const {
+    uint32_t kind = uint32_t(key >> 32), k = uint32_t(key);
+    if (kind < 8 && k < dense[kind].size()) return int(dense[kind][k]) - 1;
+    auto it = stream_of.find(key);
+    return it == stream_of.end() ? -1 : int(it->second);
+  }
+  void insert(uint64_t key, uint32_t index) {
+    stream_of[key] = index;
+    uint32_t kind = uint32_t(key >> 32), k = uint32_t(key);
+    if (kind >= 8 || k >= (1u << 20)) return;
+    if (dense[kind].size() <= k) dense[kind].resize(k + 1);
+    dense[kind][k] = index + 1;
+  }
   std::vector<uint64_t> type_counts = std::vector<uint64_t>(format::kMaxEventType + 1);
 
   // Carried from chunk to chunk while indexing.

@@ -357,10 +357,11 @@ int TraceIndex::find_stream(StreamKind kind, uint32_t feedlet, uint32_t key) con
   std::shared_lock lock(mu_);
   const FeedletState* f = s_->feedlet(feedlet);
   if (!f) return -1;
-  auto it = f->stream_of.find(stream_key(kind, key));
-  if (it == f->stream_of.end()) return -1;
-  auto pos = std::lower_bound(s_->stream_ids.begin(), s_->stream_ids.end(), std::make_pair(feedlet, it->second));
-  return pos != s_->stream_ids.end() && *pos == std::make_pair(feedlet, it->second)
+  int local = f->find(stream_key(kind, key));
+  if (local < 0) return -1;
+  auto want = std::make_pair(feedlet, uint32_t(local));
+  auto pos = std::lower_bound(s_->stream_ids.begin(), s_->stream_ids.end(), want);
+  return pos != s_->stream_ids.end() && *pos == want
              ? int(pos - s_->stream_ids.begin())
              : -1;
 }

@@ -66,7 +66,7 @@ class ChunkBuilder {
   }
   static uint8_t* put_bytes(uint8_t* p, const void* data, size_t n) {
     p = put_varint(p, n);
-    std::memcpy(p, data, n);
+    if (n) std::memcpy(p, data, n);  // data may be null when n is 0
     return p + n;
   }
   uint8_t* put_delta(uint8_t* p, uint64_t v) {
