@@ -221,7 +221,7 @@ int main(int argc, char** argv) {
     uint64_t span = uint64_t(std::exp2(zoom));
     uint64_t t = lo + rng() % (hi - lo - span + 1);
     auto q0 = Clock::now();
-    for (int id : lane) nodes += ix->query(id, t, t + span, 1280).nodes.size();
+    for (auto& [id, b] : ix->query_lane(streams[size_t(lane[0])].feedlet, t, t + span, 1280)) nodes += b.nodes.size();
     us.push_back(seconds_since(q0) * 1e6);
   }
   std::sort(us.begin(), us.end());

@@ -324,6 +324,31 @@ TEST(Index, PyramidsEqualBruteForceOnSyntheticTrace) {
   check_pyramids_against_brute_force(fx.c, *fx.ix, 12, 1500);
 }
 
+TEST(Index, LaneQueryEqualsEachStreamsQuery) {
+  Fixture fx("index_lane", mixed_trace(100'000, 13));
+  ASSERT_TRUE(fx.ix);
+  auto streams = fx.ix->streams();
+  std::mt19937_64 rng(4);
+  uint64_t lo = fx.ix->first_ts(), hi = fx.ix->last_ts();
+  for (int r = 0; r < 300; ++r) {
+    uint32_t f = 1 + uint32_t(rng() % 3);
+    uint64_t span = std::max<uint64_t>(1, (hi - lo) >> (rng() % 24));
+    uint64_t t0 = lo + rng() % (hi - lo + 1), t1 = t0 + span;
+    uint32_t columns = 1 + uint32_t(rng() % 1500);
+    auto lane = fx.ix->query_lane(f, t0, t1, columns);
+    size_t want = 0;
+    for (auto& s : streams) want += s.feedlet == f;
+    ASSERT_EQ(lane.size(), want);
+    for (auto& [id, got] : lane) {
+      ASSERT_EQ(streams[size_t(id)].feedlet, f);
+      auto one = fx.ix->query(id, t0, t1, columns);
+      EXPECT_EQ(got.shift, one.shift);
+      expect_same_nodes(streams[size_t(id)].kind, one.nodes, got.nodes, "lane");
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
 TEST(Index, GlobalOrderEqualsNaiveMerge) {
   Fixture fx("index_global", mixed_trace(150'000, 3));
   ASSERT_TRUE(fx.ix);

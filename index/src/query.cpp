@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <queue>
+#include <unordered_map>
 
 #include "state.hpp"
 #include "tinescope/trace_index.hpp"
@@ -54,12 +55,69 @@ void fold(StreamKind kind, std::vector<Node>& out, const Node& n) {
   }
 }
 
+uint32_t shift_for(uint64_t t0, uint64_t t1, uint32_t columns) {
+  uint64_t width = (t1 - t0) / std::max(columns, 1u) + 1;
+  return uint32_t(std::bit_width(width)) - 1;
+}
+
+// The whole buckets of 2^shift ticks over [t0, t1], as a key range.
+std::pair<uint64_t, uint64_t> bucket_range(uint64_t t0, uint64_t t1, uint32_t shift) {
+  uint64_t from = (t0 >> shift) << shift;
+  uint64_t to = ((t1 >> shift) + 1) << shift;
+  return {from, to == 0 || to <= from ? UINT64_MAX : to - 1};
+}
+
 }  // namespace
 
 Buckets TraceIndex::query(int stream, uint64_t t0, uint64_t t1, uint32_t columns) const {
   if (t1 < t0) std::swap(t0, t1);
-  uint64_t width = (t1 - t0) / std::max(columns, 1u) + 1;
-  return query_shift(stream, t0, t1, uint32_t(std::bit_width(width)) - 1);
+  return query_shift(stream, t0, t1, shift_for(t0, t1, columns));
+}
+
+std::vector<std::pair<int, Buckets>> TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1,
+                                                            uint32_t columns) const {
+  if (t1 < t0) std::swap(t0, t1);
+  const uint32_t shift = shift_for(t0, t1, columns);
+  std::vector<std::pair<int, Buckets>> out;
+  // Streams below their finest level wait for one shared walk of the chunks.
+  std::unordered_map<uint64_t, size_t> raw;  // stream key -> index in out
+  uint64_t from = UINT64_MAX, to = 0;
+  {
+    std::shared_lock lock(mu_);
+    auto first = std::lower_bound(s_->stream_ids.begin(), s_->stream_ids.end(), std::make_pair(feedlet, 0u));
+    for (auto it = first; it != s_->stream_ids.end() && it->first == feedlet; ++it) {
+      int id = int(it - s_->stream_ids.begin());
+      const StreamInfo& info = s_->stream(id)->info;
+      if (shift >= info.leaf_shift) continue;
+      Buckets b;
+      b.shift = shift;
+      b.from_events = true;
+      raw[stream_key(info.kind, info.key)] = out.size();
+      out.emplace_back(id, std::move(b));
+    }
+  }
+  if (!raw.empty()) {
+    auto [a, b] = bucket_range(t0, t1, shift);
+    from = a, to = b;
+    walk_items(feedlet, from, to, [&](const Item& it) {
+      auto r = raw.find(stream_key(it));
+      if (r == raw.end()) return;
+      fold(it.kind, out[r->second].second.nodes, leaf_node(it, it.key() >> shift));
+    });
+  }
+  // The others from their pyramids (after the lock above is released: query_shift takes it).
+  std::vector<int> stored;
+  {
+    std::shared_lock lock(mu_);
+    auto first = std::lower_bound(s_->stream_ids.begin(), s_->stream_ids.end(), std::make_pair(feedlet, 0u));
+    for (auto it = first; it != s_->stream_ids.end() && it->first == feedlet; ++it) {
+      int id = int(it - s_->stream_ids.begin());
+      if (shift >= s_->stream(id)->info.leaf_shift) stored.push_back(id);
+    }
+  }
+  for (int id : stored) out.emplace_back(id, query_shift(id, t0, t1, shift));
+  std::sort(out.begin(), out.end(), [](auto& x, auto& y) { return x.first < y.first; });
+  return out;
 }
 
 Buckets TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift) const {
@@ -102,34 +160,44 @@ Buckets TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift
   // Below the finest stored level: from the events of the whole buckets.
   out.shift = shift;
   out.from_events = true;
-  const uint64_t b0 = t0 >> shift, b1 = t1 >> shift;
-  uint64_t from = b0 << shift;
-  uint64_t to = (b1 + 1) << shift;
-  to = to == 0 || to <= from ? UINT64_MAX : to - 1;
+  auto [from, to] = bucket_range(t0, t1, shift);
   raw = items(id, from, to);
   const StreamKind kind = raw.empty() ? StreamKind::Interval : raw[0].kind;
   for (const Item& it : raw) fold(kind, out.nodes, leaf_node(it, it.key() >> shift));
   return out;
 }
 
-std::vector<Item> TraceIndex::items(int id, uint64_t t0, uint64_t t1) const {
+void TraceIndex::walk_items(uint32_t feedlet, uint64_t t0, uint64_t t1,
+                            const std::function<void(const Item&)>& fn) const {
   std::shared_lock lock(mu_);
-  std::vector<Item> out;
-  const Stream* st = s_->stream(id);
-  if (!st) return out;
-  const FeedletState& f = *s_->feedlet(st->info.feedlet);
-  const uint64_t key = stream_key(st->info.kind, st->info.key);
-  const Layouts& layouts = *s_->layouts;
+  const FeedletState* f = s_->feedlet(feedlet);
+  if (!f) return;
   std::vector<uint8_t> buf;
-  size_t k = first_chunk_at(*s_, f, t0);
-  if (k == f.chunks.size()) return out;
-  WalkState w = state_at(f, k);
-  for (; k < f.chunks.size(); ++k) {
-    if (s_->chunks[f.chunks[k].chunk].first_ts > t1) break;
-    walk_feedlet_chunk(*s_, layouts, f, k, w, buf, [](uint64_t, uint16_t) {}, [&](const Item& it) {
-      if (stream_key(it) == key && it.key() >= t0 && it.key() <= t1) out.push_back(it);
+  size_t k = first_chunk_at(*s_, *f, t0);
+  if (k == f->chunks.size()) return;
+  WalkState w = state_at(*f, k);
+  for (; k < f->chunks.size(); ++k) {
+    if (s_->chunks[f->chunks[k].chunk].first_ts > t1) break;
+    walk_feedlet_chunk(*s_, *s_->layouts, *f, k, w, buf, [](uint64_t, uint16_t) {}, [&](const Item& it) {
+      if (it.key() >= t0 && it.key() <= t1) fn(it);
     });
   }
+}
+
+std::vector<Item> TraceIndex::items(int id, uint64_t t0, uint64_t t1) const {
+  std::vector<Item> out;
+  uint32_t feedlet;
+  uint64_t key;
+  {
+    std::shared_lock lock(mu_);
+    const Stream* st = s_->stream(id);
+    if (!st) return out;
+    feedlet = st->info.feedlet;
+    key = stream_key(st->info.kind, st->info.key);
+  }
+  walk_items(feedlet, t0, t1, [&](const Item& it) {
+    if (stream_key(it) == key) out.push_back(it);
+  });
   return out;
 }
 

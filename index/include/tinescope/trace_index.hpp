@@ -225,6 +225,10 @@ class TraceIndex {
   Buckets query(int stream, uint64_t t0, uint64_t t1, uint32_t columns) const;
   // The same at an explicit shift (buckets of 2^shift ticks).
   Buckets query_shift(int stream, uint64_t t0, uint64_t t1, uint32_t shift) const;
+  // What a lane draws: query() for every stream of a feedlet, in stream id
+  // order, decoding the chunks once for all streams that need them.
+  std::vector<std::pair<int, Buckets>> query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1,
+                                                  uint32_t columns) const;
   // Every item of the stream with its key in [t0, t1], decoded from the chunks.
   std::vector<Item> items(int stream, uint64_t t0, uint64_t t1) const;
   // Intervals of a feedlet open at time t (started at or before t, not ended by t).
@@ -249,6 +253,8 @@ class TraceIndex {
  private:
   TraceIndex();
   bool run_builder(bool eof, std::string& error);
+  // Walks the chunks of a feedlet, calling fn for each item with its key in [t0, t1].
+  void walk_items(uint32_t feedlet, uint64_t t0, uint64_t t1, const std::function<void(const Item&)>& fn) const;
   std::string trace_path_, index_path_, temp_path_;
   BuildOptions options_;
   std::unique_ptr<Builder> builder_;
