@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <span>
 #include <thread>
 #include <unordered_map>
 
@@ -125,7 +126,9 @@ void Builder::walk(const Job& job, std::vector<uint8_t>& buf, std::vector<Item>&
 
   // Walk into scratch first: a chunk that does not decode leaves no trace.
   WalkState walk = f.walk;
-  items.clear();
+  // At most one item per event: write in place, no growth checks per item.
+  if (items.size() < h.event_count) items.resize(h.event_count);
+  size_t n_items = 0;
   std::vector<MessageEvent> messages;
   std::vector<std::pair<uint64_t, uint64_t>> hits;
   uint64_t type_counts[format::kMaxEventType + 1] = {};
@@ -143,7 +146,9 @@ void Builder::walk(const Job& job, std::vector<uint8_t>& buf, std::vector<Item>&
         prev_ts = ts;
         ++position;
       },
-      [&](const Item& it) { items.push_back(it); },
+      [&](const Item& it) {
+        if (n_items < items.size()) items[n_items++] = it;
+      },
       [&](const MessageEvent& m) { messages.push_back(m); }, why);
   if (!ok || position - f.events != h.event_count) {
     if (ok) why = "event count differs from the chunk header";
@@ -178,9 +183,10 @@ void Builder::walk(const Job& job, std::vector<uint8_t>& buf, std::vector<Item>&
   // New streams get their leaf width from their density in this chunk.
   uint64_t span = h.last_ts - h.first_ts;
   std::unordered_map<uint64_t, uint64_t> fresh;
-  for (const Item& it : items)
+  const std::span<const Item> chunk_items(items.data(), n_items);
+  for (const Item& it : chunk_items)
     if (f.find(stream_key(it)) < 0) ++fresh[stream_key(it)];
-  for (const Item& it : items) {
+  for (const Item& it : chunk_items) {
     uint64_t key = stream_key(it);
     if (f.find(key) >= 0) continue;
     Stream st;
@@ -193,7 +199,7 @@ void Builder::walk(const Job& job, std::vector<uint8_t>& buf, std::vector<Item>&
   }
   uint64_t last_key = UINT64_MAX;
   Stream* last = nullptr;
-  for (const Item& it : items) {
+  for (const Item& it : chunk_items) {
     uint64_t key = stream_key(it);
     if (key != last_key) last_key = key, last = &f.streams[size_t(f.find(key))];
     last->add(it, *s_.pages);
