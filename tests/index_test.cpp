@@ -305,6 +305,31 @@ TEST(Index, PyramidsEqualBruteForceOnEveryKind) {
   for (StreamKind k : {StreamKind::Interval, StreamKind::Instant, StreamKind::Counter, StreamKind::Send, StreamKind::Sched})
     EXPECT_GT(kinds[k], 0) << index::kind_name(k);
   check_pyramids_against_brute_force(fx.c, *fx.ix, 11, 3000);
+
+  // Flows: every send is a flow; each receive completes the send of its id.
+  auto flows = fx.ix->flows(0, UINT64_MAX);
+  auto sends = fx.c.of_type(kMessageSend), recvs = fx.c.of_type(kMessageRecv);
+  ASSERT_EQ(flows.size(), sends.size());
+  std::map<uint64_t, std::pair<uint64_t, uint32_t>> recv_of;  // id -> (ts, feedlet)
+  for (auto* r : recvs) recv_of[r->e.u[0]] = {r->e.ts, r->e.feedlet};
+  size_t matched = 0;
+  for (size_t i = 0; i < flows.size(); ++i) {
+    const index::Flow& f = flows[i];
+    if (i) {
+      EXPECT_LE(flows[i - 1].send_ts, f.send_ts);  // in time order
+    }
+    auto r = recv_of.find(f.id);
+    if (r == recv_of.end()) {
+      EXPECT_EQ(f.flags, index::kFlowSent) << f.id;  // an orphan keeps its send
+      continue;
+    }
+    ++matched;
+    EXPECT_TRUE(f.matched());
+    EXPECT_EQ(f.recv_ts, r->second.first);
+    EXPECT_EQ(f.dst, r->second.second);
+  }
+  EXPECT_EQ(matched, recvs.size());
+  EXPECT_GT(flows.size() - matched, 0u);
 }
 
 TEST(Index, PyramidsEqualBruteForceOnSyntheticTrace) {
@@ -473,6 +498,12 @@ TEST(Index, GrowingTraceEqualsWholeIndex) {
     }
   }
   EXPECT_EQ(live->checkpoint_count(), full->checkpoint_count());
+  auto fl = live->flows(0, UINT64_MAX), ff = full->flows(0, UINT64_MAX);
+  ASSERT_EQ(fl.size(), ff.size());
+  for (size_t i = 0; i < fl.size(); ++i)
+    EXPECT_EQ(std::memcmp(&fl[i], &ff[i], sizeof fl[i]), 0)
+        << i << ": " << fl[i].id << " " << fl[i].send_ts << " " << fl[i].recv_ts << " " << fl[i].flags << " " << fl[i].dst
+        << " vs " << ff[i].id << " " << ff[i].send_ts << " " << ff[i].recv_ts << " " << ff[i].flags << " " << ff[i].dst;
   for (uint64_t k = 0; k < full->events(); k += 977) {
     index::EventRef x, y;
     ASSERT_TRUE(live->global_event(k, x)) << k << " of " << live->events() << " checkpoints " << live->checkpoint_count();
@@ -525,6 +556,10 @@ TEST(Index, FileReopensAndIsRebuiltWhenBad) {
   for (int id = 0; id < int(s.size()); ++id)
     expect_same_nodes(s[size_t(id)].kind, fx.ix->query(id, 0, UINT64_MAX, 100).nodes,
                       again->query(id, 0, UINT64_MAX, 100).nodes, "reloaded");
+  auto fa = fx.ix->flows(0, UINT64_MAX), fb = again->flows(0, UINT64_MAX);
+  ASSERT_EQ(fa.size(), fb.size());
+  ASSERT_GT(fa.size(), 0u);
+  for (size_t i = 0; i < fa.size(); ++i) EXPECT_EQ(std::memcmp(&fa[i], &fb[i], sizeof fa[i]), 0);
   for (uint64_t k = 0; k < fx.ix->events(); k += 1013) {
     index::EventRef x, y;
     ASSERT_TRUE(again->global_event(k, x));

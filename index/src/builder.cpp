@@ -31,8 +31,9 @@ struct Job {
 
 void FlowMatcher::add(uint32_t feedlet, const MessageEvent& m) {
   auto fill = [&](FlowRecord& f) {
-    if (m.send) {
+    if (m.send) {  // the send's channel and size are the message's
       f.send_ts = m.ts, f.src = feedlet, f.flags |= kFlowSent;
+      f.channel = m.channel, f.size = uint32_t(m.size);
     } else {
       f.recv_ts = m.ts, f.dst = feedlet, f.flags |= kFlowReceived;
     }
@@ -49,8 +50,11 @@ void FlowMatcher::add(uint32_t feedlet, const MessageEvent& m) {
   f.channel = m.channel;
   f.size = uint32_t(m.size);
   fill(f);
-  pending[m.id] = log.size();  // a repeated id replaces the older, which stays an orphan
-  log.push_back(f);
+  if (!log.push(f)) {
+    ++lost;
+    return;
+  }
+  pending[m.id] = log.size() - 1;  // a repeated id replaces the older, which stays an orphan
 }
 
 struct Builder::Workers {
@@ -275,12 +279,22 @@ void Builder::finish() {
     for (Stream& st : f->streams) st.finish(*s_.pages);
 }
 
-std::vector<FlowRecord> Builder::flows() {
+void Builder::publish_flows(bool eof) {
   std::lock_guard lock(flows_.mu);
-  std::vector<FlowRecord> out = flows_.log;
-  auto time = [](const FlowRecord& f) { return (f.flags & kFlowSent) ? f.send_ts : f.recv_ts; };
-  std::stable_sort(out.begin(), out.end(), [&](const FlowRecord& a, const FlowRecord& b) { return time(a) < time(b); });
-  return out;
+  Flow* f = flows_.log.data();
+  size_t n = flows_.log.size();
+  if (eof) {
+    // In place (the table may be larger than memory); the key is total, so
+    // the order does not depend on which worker matched first.
+    auto first = [](const Flow& x) { return (x.flags & kFlowSent) ? x.send_ts : x.recv_ts; };
+    std::sort(f, f + n, [&](const Flow& a, const Flow& b) {
+      return std::make_tuple(first(a), a.id, a.flags, a.src, a.dst, a.recv_ts) <
+             std::make_tuple(first(b), b.id, b.flags, b.src, b.dst, b.recv_ts);
+    });
+    flows_.pending.clear();
+  }
+  s_.flows = f;
+  s_.flow_count = n;
 }
 
 }  // namespace tinescope::index

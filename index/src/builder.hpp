@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "flow_table.hpp"
 #include "state.hpp"
 
 namespace tinescope::index {
@@ -14,8 +15,9 @@ namespace tinescope::index {
 // Matches sends with receives by message id, across all feedlets.
 struct FlowMatcher {
   std::mutex mu;
-  std::vector<FlowRecord> log;                   // in the order halves were first seen
+  FlowTable log;                                 // in the order halves were first seen
   std::unordered_map<uint64_t, size_t> pending;  // id -> index in log, waiting for its other half
+  uint64_t lost = 0;                             // not kept: the flow file could not grow
   void add(uint32_t feedlet, const MessageEvent& m);
 };
 
@@ -23,6 +25,7 @@ struct Job;
 
 struct Builder : trace::Visitor {
   Builder(State& state, trace::Catalog& catalog, trace::Header& header);
+  bool open_flows(const std::string& near, std::string& error) { return flows_.log.open(near, error); }
   ~Builder() override;
 
   // Indexes the bytes [consumed(), size) of the trace mapped at `data`.
@@ -34,8 +37,8 @@ struct Builder : trace::Visitor {
   const std::string& error() const { return parser_.error(); }
   // Closes every stream's open buckets (the trace is complete).
   void finish();
-  // The flows seen so far, sorted by time.
-  std::vector<FlowRecord> flows();
+  // Points the state at the flows seen so far; sorted by time once eof.
+  void publish_flows(bool eof);
   const trace::Parser& parser() const { return parser_; }
 
   void on_header(const trace::Header& h) override;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <queue>
+#include <span>
 #include <unordered_map>
 
 #include "state.hpp"
@@ -224,11 +225,14 @@ std::vector<Flow> TraceIndex::flows(uint64_t t0, uint64_t t1) const {
   std::vector<Flow> out;
   // A scan of the flow table (messages are a small share of events); the
   // viewer issue may add a pyramid per lane pair if arrows need it.
-  for (const Flow& f : s_->flows) {
+  for (const Flow& f : std::span<const Flow>(s_->flows, s_->flow_count)) {
     bool in = ((f.flags & kFlowSent) && f.send_ts >= t0 && f.send_ts <= t1) ||
               ((f.flags & kFlowReceived) && f.recv_ts >= t0 && f.recv_ts <= t1);
     if (in) out.push_back(f);
   }
+  // Growing traces keep flows in arrival order: sort what is returned.
+  auto first = [](const Flow& x) { return (x.flags & kFlowSent) ? x.send_ts : x.recv_ts; };
+  std::stable_sort(out.begin(), out.end(), [&](const Flow& a, const Flow& b) { return first(a) < first(b); });
   return out;
 }
 

@@ -58,7 +58,11 @@ struct State {
   std::vector<std::pair<uint32_t, uint32_t>> stream_ids;  // global id -> (feedlet, index)
   std::vector<trace::Damage> damage;
   std::vector<trace::Loss> losses;
-  std::vector<FlowRecord> flows;  // sorted by send time (receive time for orphan receives)
+  // Messages: the builder's table while indexing, then the index file's
+  // mapping; sorted by the time of their first half once complete.
+  const Flow* flows = nullptr;
+  size_t flow_count = 0;
+  uint64_t flows_offset = 0;  // in the index file
 
   // Global merged-order checkpoints at T_j = (grid_first + j) << grid_shift.
   uint32_t grid_shift = 0;

@@ -190,6 +190,7 @@ std::unique_ptr<TraceIndex> TraceIndex::follow(const std::string& trace, std::st
   ix->s_->index_fd = fd;
   ix->s_->pages = std::make_unique<PageWriter>(fd, kPageBytes);  // page 0 is the file header
   ix->builder_ = std::make_unique<Builder>(*ix->s_, ix->catalog_, ix->header_);
+  if (!ix->builder_->open_flows(ix->index_path_, error)) return nullptr;
   if (!ix->update(error)) return nullptr;
   return ix;
 }
@@ -212,7 +213,7 @@ bool TraceIndex::run_builder(bool eof, std::string& error) {
   }
   if (eof) builder_->finish();
   if (!s_->layouts && builder_->parser().header_done()) s_->layouts = std::make_unique<Layouts>(header_.schema);
-  s_->flows = builder_->flows();
+  builder_->publish_flows(eof);
   for (auto& [id, f] : s_->feedlets) f->final_open = f->walk.stack;
   s_->publish(builder_->grid_shift());
   covered_ = builder_->consumed();
@@ -226,8 +227,9 @@ bool TraceIndex::run_builder(bool eof, std::string& error) {
 bool TraceIndex::finish(std::string& error) {
   std::unique_lock lock(mu_);
   if (!run_builder(true, error)) return false;
-  builder_.reset();
-  if (!IndexFile::save(*this, temp_path_, error)) {
+  // The flows still live in the builder's table: save before letting it go.
+  bool saved = IndexFile::save(*this, temp_path_, error);
+  if (!saved) {
     ::unlink(temp_path_.c_str());
     return false;
   }
@@ -236,7 +238,9 @@ bool TraceIndex::finish(std::string& error) {
     ::unlink(temp_path_.c_str());
     return false;
   }
-  return IndexFile::map_pages(*this, error);
+  bool mapped = IndexFile::map_pages(*this, error);
+  builder_.reset();
+  return mapped;
 }
 
 std::unique_ptr<TraceIndex> TraceIndex::build(const std::string& trace, std::string& error,
