@@ -137,7 +137,7 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
   for (const trace::Loss& l : s.losses) losses.push_back({l.feedlet, 0, l.first_sequence, l.count});
   o.vec(losses);
   // The flows go after the pages, straight from their table.
-  const uint64_t flows_offset = s.pages->end();
+  const uint64_t flows_offset = (s.pages->end() + 7) & ~uint64_t(7);  // Flow is read in place: align it
   const uint64_t flow_bytes = s.flow_count * sizeof(Flow);
   o.put(flows_offset), o.put(uint64_t(s.flow_count));
   o.put(s.grid_shift), o.put(s.grid_first);

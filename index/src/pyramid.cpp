@@ -11,13 +11,13 @@
 
 namespace tinescope::index {
 
-bool PageWriter::write(const Node* nodes, uint32_t count, PageRef& ref) {
-  // Pages are packed: the last, partly filled page of a level takes only its nodes.
-  const size_t bytes = count * sizeof(Node);
-  const uint8_t* page = reinterpret_cast<const uint8_t*>(nodes);
-  uint64_t at = next_.fetch_add(bytes);
-  for (size_t done = 0; done < bytes;) {
-    ssize_t w = ::pwrite(fd_, page + done, bytes - done, off_t(at + done));
+bool PageWriter::write(StreamKind kind, uint32_t shift, const Node* nodes, uint32_t count, PageRef& ref) {
+  std::string page;
+  pack_nodes(kind, shift, nodes, count, page);
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(page.data());
+  uint64_t at = next_.fetch_add(page.size());
+  for (size_t done = 0; done < page.size();) {
+    ssize_t w = ::pwrite(fd_, p + done, page.size() - done, off_t(at + done));
     if (w <= 0) {
       if (w < 0 && errno == EINTR) continue;
       error_ = std::string("cannot write the index: ") + std::strerror(w < 0 ? errno : ENOSPC);
@@ -27,9 +27,72 @@ bool PageWriter::write(const Node* nodes, uint32_t count, PageRef& ref) {
   }
   ref.offset = at;
   ref.first_bucket = nodes[0].bucket;
-  ref.count = count;
-  ref.checksum = uint32_t(format::checksum(nodes, count * sizeof(Node)));
+  ref.count = uint16_t(count);
+  ref.bytes = uint16_t(page.size());
+  ref.checksum = uint32_t(format::checksum(page.data(), page.size()));
   return true;
+}
+
+void pack_nodes(StreamKind kind, uint32_t shift, const Node* nodes, uint32_t count, std::string& out) {
+  using format::append_varint;
+  using format::zigzag;
+  uint64_t prev = nodes[0].bucket;
+  for (uint32_t i = 0; i < count; ++i) {
+    const Node& n = nodes[i];
+    const uint64_t base = n.bucket << shift;
+    append_varint(out, n.bucket - prev);
+    prev = n.bucket;
+    append_varint(out, n.count);
+    if (!interval_like(kind)) {
+      out.append(reinterpret_cast<const char*>(&n.s.min), 5 * sizeof(double));  // min max first last sum
+      append_varint(out, n.s.first_ts - base);
+      append_varint(out, n.s.last_ts - base);
+      continue;
+    }
+    append_varint(out, n.max_depth);
+    append_varint(out, n.iv.busy);
+    append_varint(out, n.iv.min_dur);
+    append_varint(out, n.iv.max_dur - n.iv.min_dur);
+    append_varint(out, n.iv.longest_end - base);
+    append_varint(out, zigzag(int64_t(n.iv.min_start - base)));
+    append_varint(out, n.iv.max_end - base);
+  }
+}
+
+bool unpack_nodes(StreamKind kind, uint32_t shift, uint64_t first_bucket, const uint8_t* p, size_t size,
+                  uint32_t count, Node* out) {
+  using format::get_varint;
+  const uint8_t* end = p + size;
+  uint64_t bucket = first_bucket, v[7];
+  auto get = [&](uint64_t& x) { return get_varint(p, end, x); };
+  for (uint32_t i = 0; i < count; ++i) {
+    Node& n = out[i];
+    n = Node();
+    if (!get(v[0]) || !get(v[1])) return false;
+    bucket += v[0];
+    n.bucket = bucket;
+    n.count = uint32_t(v[1]);
+    const uint64_t base = bucket << shift;
+    if (!interval_like(kind)) {
+      if (size_t(end - p) < 5 * sizeof(double)) return false;
+      std::memcpy(&n.s.min, p, 5 * sizeof(double));
+      p += 5 * sizeof(double);
+      if (!get(v[2]) || !get(v[3])) return false;
+      n.s.first_ts = base + v[2];
+      n.s.last_ts = base + v[3];
+      continue;
+    }
+    for (int k = 0; k < 7; ++k)
+      if (!get(v[k])) return false;
+    n.max_depth = uint32_t(v[0]);
+    n.iv.busy = v[1];
+    n.iv.min_dur = v[2];
+    n.iv.max_dur = v[2] + v[3];
+    n.iv.longest_end = base + v[4];
+    n.iv.min_start = base + uint64_t(format::unzigzag(v[5]));
+    n.iv.max_end = base + v[6];
+  }
+  return p == end;
 }
 
 bool interval_like(StreamKind kind) { return kind != StreamKind::Counter; }
@@ -120,10 +183,13 @@ void Stream::add(const Item& it, PageWriter& pages) {
 
 void Stream::complete(size_t level, Node node, PageWriter& pages) {
   Level& l = levels[level];
-  l.tail.push_back(node);
+  // Only even levels are stored; a query makes an odd level from the one
+  // below (two buckets a bucket), which saves a third of the index.
+  if (level % 2 == 0) l.tail.push_back(node);
   if (l.tail.size() == kNodesPerPage) {
     PageRef ref;
-    if (pages.write(l.tail.data(), uint32_t(l.tail.size()), ref)) l.pages.push_back(ref);
+    if (pages.write(info.kind, info.leaf_shift + uint32_t(level), l.tail.data(), uint32_t(l.tail.size()), ref))
+      l.pages.push_back(ref);
     l.tail.clear();
   }
   if (info.leaf_shift + level + 1 > kMaxShift) return;
@@ -155,15 +221,17 @@ void Stream::finish(PageWriter& pages) {
     Node open = lv.open;
     lv.has_open = false;
     if (top || info.leaf_shift + l + 1 > kMaxShift) {
-      lv.tail.push_back(open);
+      if (l % 2 == 0) lv.tail.push_back(open);
     } else {
       complete(l, open, pages);
     }
   }
-  for (Level& lv : levels) {
+  for (size_t l = 0; l < levels.size(); ++l) {
+    Level& lv = levels[l];
     if (lv.tail.empty()) continue;
     PageRef ref;
-    if (pages.write(lv.tail.data(), uint32_t(lv.tail.size()), ref)) lv.pages.push_back(ref);
+    if (pages.write(info.kind, info.leaf_shift + uint32_t(l), lv.tail.data(), uint32_t(lv.tail.size()), ref))
+      lv.pages.push_back(ref);
     lv.tail.clear();
   }
   info.levels = uint32_t(levels.size());

@@ -24,9 +24,16 @@ constexpr uint32_t kMaxShift = 62;
 struct PageRef {  // 24 bytes
   uint64_t offset = 0;        // in the index file
   uint64_t first_bucket = 0;
-  uint32_t count = 0;
-  uint32_t checksum = 0;      // low 32 bits of XXH3-64 of the count nodes
+  uint16_t count = 0;         // nodes
+  uint16_t bytes = 0;         // packed size
+  uint32_t checksum = 0;      // low 32 bits of XXH3-64 of the packed bytes
 };
+
+// A page's nodes, packed (docs/INDEX.md): varints relative to the previous
+// bucket and to the bucket's start, which makes a node about 20 bytes.
+void pack_nodes(StreamKind kind, uint32_t shift, const Node* nodes, uint32_t count, std::string& out);
+bool unpack_nodes(StreamKind kind, uint32_t shift, uint64_t first_bucket, const uint8_t* p, size_t size,
+                  uint32_t count, Node* out);
 
 struct Level {
   std::vector<PageRef> pages;
@@ -40,7 +47,7 @@ class PageWriter {
  public:
   explicit PageWriter(int fd, uint64_t first_offset) : fd_(fd), next_(first_offset) {}
   // Writes the nodes as one page; false if the write failed.
-  bool write(const Node* nodes, uint32_t count, PageRef& ref);
+  bool write(StreamKind kind, uint32_t shift, const Node* nodes, uint32_t count, PageRef& ref);
   uint64_t end() const { return next_.load(); }
   const std::string& error() const { return error_; }
 

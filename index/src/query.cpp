@@ -133,27 +133,34 @@ Buckets TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift
     if (shift >= st->info.leaf_shift && !st->levels.empty()) {
       size_t L = std::min<size_t>(shift - st->info.leaf_shift, st->levels.size() - 1);
       out.shift = st->info.leaf_shift + uint32_t(L);
-      const uint64_t b0 = t0 >> out.shift, b1 = t1 >> out.shift;
-      const Level& lv = st->levels[L];
+      // Odd levels are not stored: pairs of buckets of the level below make them.
+      const size_t stored = L & ~size_t(1);
+      const uint32_t up = uint32_t(L - stored);
+      const uint64_t b0 = (t0 >> out.shift) << up, b1 = ((t1 >> out.shift) << up) | ((uint64_t(1) << up) - 1);
+      const Level& lv = st->levels[stored];
       auto page = std::upper_bound(lv.pages.begin(), lv.pages.end(), b0,
                                    [](uint64_t b, const PageRef& p) { return b < p.first_bucket; });
       if (page != lv.pages.begin()) --page;
       std::vector<Node> buf;
+      auto take = [&](Node n) {
+        n.bucket >>= up;
+        fold(kind, out.nodes, n);
+      };
       for (; page != lv.pages.end() && page->first_bucket <= b1; ++page) {
-        if (!s_->read_page(*page, buf)) continue;
+        if (!s_->read_page(*st, uint32_t(stored), *page, buf)) continue;
         for (const Node& n : buf)
-          if (n.bucket >= b0 && n.bucket <= b1) out.nodes.push_back(n);
+          if (n.bucket >= b0 && n.bucket <= b1) take(n);
       }
       for (const Node& n : lv.tail)
-        if (n.bucket >= b0 && n.bucket <= b1) out.nodes.push_back(n);
+        if (n.bucket >= b0 && n.bucket <= b1) take(n);
       // Still filling (a growing trace): the open buckets of this level and
       // of those below it, which hold the newest items.
-      for (size_t l = L + 1; l-- > 0;) {
+      for (size_t l = stored + 1; l-- > 0;) {
         const Level& below = st->levels[l];
         if (!below.has_open) continue;
         Node n = below.open;
-        n.bucket >>= (L - l);
-        if (n.bucket >= b0 && n.bucket <= b1) fold(kind, out.nodes, n);
+        n.bucket >>= (stored - l);
+        if (n.bucket >= b0 && n.bucket <= b1) take(n);
       }
       return out;
     }

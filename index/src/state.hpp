@@ -88,7 +88,7 @@ struct State {
   const Stream* stream(int id) const;
   FeedletState* feedlet(uint32_t id) const;
   // Reads a page's nodes into buf (checking its checksum); false if damaged.
-  bool read_page(const PageRef& ref, std::vector<Node>& buf) const;
+  bool read_page(const Stream& st, uint32_t level, const PageRef& ref, std::vector<Node>& buf) const;
   // The raw payload of chunk `c` (decompressed into buf).
   const uint8_t* payload(uint32_t c, std::vector<uint8_t>& buf, std::string& why) const;
   // Rebuilds the derived tables (stream ids, checkpoints) after indexing.

@@ -39,20 +39,27 @@ FeedletState* State::feedlet(uint32_t id) const {
   return it == feedlets.end() ? nullptr : it->second.get();
 }
 
-bool State::read_page(const PageRef& ref, std::vector<Node>& buf) const {
+bool State::read_page(const Stream& st, uint32_t level, const PageRef& ref, std::vector<Node>& buf) const {
+  if (ref.count == 0 || ref.count > kNodesPerPage) {
+    ++page_errors;
+    return false;
+  }
   buf.resize(ref.count);
-  size_t bytes = ref.count * sizeof(Node);
-  if (ref.count > kNodesPerPage) {
+  uint8_t local[kNodesPerPage * 96];
+  const uint8_t* bytes = local;
+  if (ref.bytes > sizeof local) {
     ++page_errors;
     return false;
   }
-  if (index_map && ref.offset + bytes <= index_map_size) {
-    std::memcpy(buf.data(), index_map + ref.offset, bytes);
-  } else if (::pread(index_fd, buf.data(), bytes, off_t(ref.offset)) != ssize_t(bytes)) {
+  if (index_map && ref.offset + ref.bytes <= index_map_size) {
+    bytes = index_map + ref.offset;
+  } else if (::pread(index_fd, local, ref.bytes, off_t(ref.offset)) != ssize_t(ref.bytes)) {
     ++page_errors;
     return false;
   }
-  if (uint32_t(format::checksum(buf.data(), bytes)) != ref.checksum) {
+  if (uint32_t(format::checksum(bytes, ref.bytes)) != ref.checksum ||
+      !unpack_nodes(st.info.kind, st.info.leaf_shift + level, ref.first_bucket, bytes, ref.bytes, ref.count,
+                    buf.data())) {
     ++page_errors;
     return false;
   }
