@@ -61,6 +61,16 @@ struct Imported {
 
 constexpr uint64_t us = 1000;  // ticks are nanoseconds
 
+// The lane has exactly one interval of that name, at [start, end] µs and that depth.
+void expect_one_interval(const Imported& im, const std::string& lane, const std::string& name, uint64_t start,
+                         uint64_t end, uint32_t depth) {
+  auto v = im.items(StreamKind::Interval, lane, name);
+  ASSERT_EQ(v.size(), 1u) << name;
+  EXPECT_EQ(v[0].start, start * us) << name;
+  EXPECT_EQ(v[0].end, end * us) << name;
+  EXPECT_EQ(v[0].depth, depth) << name;
+}
+
 TEST(ChromeImport, SimpleTraceNestingCountersAndNames) {
   Imported im("simple_trace.json");
   ASSERT_TRUE(im.ix);
@@ -70,21 +80,9 @@ TEST(ChromeImport, SimpleTraceNestingCountersAndNames) {
 
   // threadA: X "Long X type" [820, 835] holds B "A long name..." [826, 833]
   // (closed by an E with an empty name), which holds "Asub with..." [827, 828].
-  auto outer = im.items(StreamKind::Interval, "threadA", "Long X type");
-  ASSERT_EQ(outer.size(), 1u);
-  EXPECT_EQ(outer[0].start, 820 * us);
-  EXPECT_EQ(outer[0].end, 835 * us);
-  EXPECT_EQ(outer[0].depth, 0u);
-  auto mid = im.items(StreamKind::Interval, "threadA", "A long name that doesnt fit but is exceedingly informative");
-  ASSERT_EQ(mid.size(), 1u);
-  EXPECT_EQ(mid[0].start, 826 * us);
-  EXPECT_EQ(mid[0].end, 833 * us);
-  EXPECT_EQ(mid[0].depth, 1u);
-  auto inner = im.items(StreamKind::Interval, "threadA", "Asub with a name that wont fit");
-  ASSERT_EQ(inner.size(), 1u);
-  EXPECT_EQ(inner[0].start, 827 * us);
-  EXPECT_EQ(inner[0].end, 828 * us);
-  EXPECT_EQ(inner[0].depth, 2u);
+  expect_one_interval(im, "threadA", "Long X type", 820, 835, 0);
+  expect_one_interval(im, "threadA", "A long name that doesnt fit but is exceedingly informative", 826, 833, 1);
+  expect_one_interval(im, "threadA", "Asub with a name that wont fit", 827, 828, 2);
   // Two X of the same time and duration: one inside the other, not lost.
   auto x1 = im.items(StreamKind::Interval, "threadA", "X1");
   auto x2 = im.items(StreamKind::Interval, "threadA", "X same ts and dur as X1");

@@ -124,7 +124,8 @@ void Builder::on_loss(const trace::Loss& l) { s_.losses.push_back(l); }
 void Builder::walk(const Job& job, std::vector<uint8_t>& buf, std::vector<Item>& items) {
   FeedletState& f = *job.feedlet;
   std::string why;
-  const uint8_t* raw = chunk_payload(job.bytes, buf, why);
+  const uint8_t* raw = trace::chunk_payload(job.bytes, buf);
+  if (!raw) why = "payload does not decompress";
   ChunkHeader h;
   std::memcpy(&h, job.bytes, sizeof h);
 

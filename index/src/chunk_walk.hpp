@@ -193,10 +193,6 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
   return true;
 }
 
-// Decompresses a chunk's payload into `buf` (or points at it when stored
-// raw). Returns null with a reason on failure.
-const uint8_t* chunk_payload(const uint8_t* chunk, std::vector<uint8_t>& buf, std::string& why);
-
 // The stream an item belongs to, as a key within its feedlet.
 inline uint64_t stream_key(StreamKind kind, uint32_t key) { return uint64_t(kind) << 32 | key; }
 inline uint64_t stream_key(const Item& it) {

@@ -155,24 +155,8 @@ void Stream::add(const Item& it, PageWriter& pages) {
   if (levels.empty()) levels.emplace_back();
   Level& leaf = levels[0];
   uint64_t bucket = it.key() >> info.leaf_shift;
-  if (leaf.has_open && leaf.open.bucket == bucket) {  // the common case, folded in place
-    Node& n = leaf.open;
-    ++n.count;
-    if (info.kind == StreamKind::Counter) {
-      n.s.min = std::min(n.s.min, it.value);
-      n.s.max = std::max(n.s.max, it.value);
-      n.s.last = it.value;
-      n.s.sum += it.value;
-      n.s.last_ts = it.end;
-      return;
-    }
-    const uint64_t dur = it.end - it.start;
-    n.max_depth = std::max(n.max_depth, it.depth);
-    n.iv.busy += info.kind == StreamKind::Send ? uint64_t(it.value) : dur;
-    n.iv.min_dur = std::min(n.iv.min_dur, dur);
-    if (dur > n.iv.max_dur) n.iv.max_dur = dur, n.iv.longest_end = it.end;
-    n.iv.min_start = std::min(n.iv.min_start, it.start);
-    n.iv.max_end = std::max(n.iv.max_end, it.end);
+  if (leaf.has_open && leaf.open.bucket == bucket) {
+    merge(info.kind, leaf.open, leaf_node(it, bucket));
     return;
   }
   if (leaf.has_open) complete(0, leaf.open, pages);

@@ -80,41 +80,30 @@ std::vector<std::pair<int, Buckets>> TraceIndex::query_lane(uint32_t feedlet, ui
   if (t1 < t0) std::swap(t0, t1);
   const uint32_t shift = shift_for(t0, t1, columns);
   std::vector<std::pair<int, Buckets>> out;
-  // Streams below their finest level wait for one shared walk of the chunks.
-  std::unordered_map<uint64_t, size_t> raw;  // stream key -> index in out
-  uint64_t from = UINT64_MAX, to = 0;
-  {
-    std::shared_lock lock(mu_);
-    auto first = std::lower_bound(s_->stream_ids.begin(), s_->stream_ids.end(), std::make_pair(feedlet, 0u));
-    for (auto it = first; it != s_->stream_ids.end() && it->first == feedlet; ++it) {
-      int id = int(it - s_->stream_ids.begin());
-      const StreamInfo& info = s_->stream(id)->info;
-      if (shift >= info.leaf_shift) continue;
-      Buckets b;
-      b.shift = shift;
-      b.from_events = true;
-      raw[stream_key(info.kind, info.key)] = out.size();
-      out.emplace_back(id, std::move(b));
-    }
-  }
-  if (!raw.empty()) {
-    auto [a, b] = bucket_range(t0, t1, shift);
-    from = a, to = b;
-    walk_items(feedlet, from, to, [&](const Item& it) {
-      auto r = raw.find(stream_key(it));
-      if (r == raw.end()) return;
-      fold(it.kind, out[r->second].second.nodes, leaf_node(it, it.key() >> shift));
-    });
-  }
-  // The others from their pyramids (after the lock above is released: query_shift takes it).
+  std::unordered_map<uint64_t, size_t> raw;  // below their finest level: stream key -> index in out
   std::vector<int> stored;
   {
     std::shared_lock lock(mu_);
     auto first = std::lower_bound(s_->stream_ids.begin(), s_->stream_ids.end(), std::make_pair(feedlet, 0u));
     for (auto it = first; it != s_->stream_ids.end() && it->first == feedlet; ++it) {
       int id = int(it - s_->stream_ids.begin());
-      if (shift >= s_->stream(id)->info.leaf_shift) stored.push_back(id);
+      const StreamInfo& info = s_->stream(id)->info;
+      if (shift >= info.leaf_shift) {
+        stored.push_back(id);
+        continue;
+      }
+      raw[stream_key(info.kind, info.key)] = out.size();
+      out.emplace_back(id, Buckets{shift, true, {}});
     }
+  }
+  // One walk of the chunks for every stream that needs the events
+  // (walk_items and query_shift take the lock themselves).
+  if (!raw.empty()) {
+    auto [from, to] = bucket_range(t0, t1, shift);
+    walk_items(feedlet, from, to, [&](const Item& it) {
+      auto r = raw.find(stream_key(it));
+      if (r != raw.end()) fold(it.kind, out[r->second].second.nodes, leaf_node(it, it.key() >> shift));
+    });
   }
   for (int id : stored) out.emplace_back(id, query_shift(id, t0, t1, shift));
   std::sort(out.begin(), out.end(), [](auto& x, auto& y) { return x.first < y.first; });

@@ -72,7 +72,9 @@ const uint8_t* State::payload(uint32_t c, std::vector<uint8_t>& buf, std::string
     why = "chunk beyond the end of the trace";
     return nullptr;
   }
-  return chunk_payload(trace_map + r.offset, buf, why);
+  const uint8_t* raw = trace::chunk_payload(trace_map + r.offset, buf);
+  if (!raw) why = "payload does not decompress";
+  return raw;
 }
 
 void State::publish(uint32_t shift) {
@@ -378,11 +380,14 @@ int TraceIndex::find_stream(StreamKind kind, uint32_t feedlet, uint32_t key) con
 }
 
 int TraceIndex::find_stream(StreamKind kind, uint32_t feedlet, std::string_view name) const {
-  for (size_t id = 1; id < catalog_.strings.size(); ++id)
-    if (catalog_.strings[id] == name) {
-      int s = find_stream(kind, feedlet, uint32_t(id));
-      if (s >= 0) return s;
-    }
+  std::vector<uint32_t> ids;  // a name may have been defined more than once
+  {
+    std::shared_lock lock(mu_);
+    for (size_t id = 1; id < catalog_.strings.size(); ++id)
+      if (catalog_.strings[id] == name) ids.push_back(uint32_t(id));
+  }
+  for (uint32_t id : ids)
+    if (int s = find_stream(kind, feedlet, id); s >= 0) return s;
   return -1;
 }
 

@@ -43,6 +43,19 @@ int64_t ClockMap::to_ns(uint64_t ticks) const {
   return int64_t(n) + int64_t((double(ticks) - double(t)) / nominal_);
 }
 
+// ----------------------------------------------------------------- chunks
+
+const uint8_t* chunk_payload(const uint8_t* chunk, std::vector<uint8_t>& buf) {
+  ChunkHeader h;
+  std::memcpy(&h, chunk, sizeof h);
+  const uint8_t* payload = chunk + h.header_size;
+  if (!(h.flags & kChunkLz4)) return payload;
+  if (buf.size() < h.raw_size) buf.resize(h.raw_size);
+  int got = LZ4_decompress_safe(reinterpret_cast<const char*>(payload), reinterpret_cast<char*>(buf.data()),
+                                int(h.stored_size), int(h.raw_size));
+  return got == int(h.raw_size) ? buf.data() : nullptr;
+}
+
 // ---------------------------------------------------------------- catalog
 
 void Catalog::apply(const Event& e) {
@@ -326,17 +339,10 @@ void Parser::deliver_chunk(const uint8_t* p, uint64_t offset, size_t total) {
 
   const bool metadata = h.feedlet == kMetadataFeedlet;
   if (!metadata && !opt_.decode_data) return;
-  const uint8_t* payload = p + h.header_size;
-  const uint8_t* raw = payload;
-  if (h.flags & kChunkLz4) {
-    raw_.resize(h.raw_size);
-    int got = LZ4_decompress_safe(reinterpret_cast<const char*>(payload), reinterpret_cast<char*>(raw_.data()),
-                                  int(h.stored_size), int(h.raw_size));
-    if (got != int(h.raw_size)) {
-      damage(offset, total, "chunk payload does not decompress");
-      return;
-    }
-    raw = raw_.data();
+  const uint8_t* raw = chunk_payload(p, raw_);
+  if (!raw) {
+    damage(offset, total, "chunk payload does not decompress");
+    return;
   }
   std::string why;
   bool ok = decode_events(raw, h.raw_size, h, catalog_.schema, [&](const Event& e) {

@@ -166,6 +166,11 @@ class Parser {
 bool decode_events(const uint8_t* raw, size_t n, const format::ChunkHeader& h, const format::Schema& schema,
                    const std::function<void(const Event&)>& emit, std::string& why, uint64_t& skipped);
 
+// The raw payload of a valid chunk (its bytes from the begin marker):
+// decompressed into `buf`, or pointing into the chunk when stored raw. Null
+// if the payload does not decompress to its stated size.
+const uint8_t* chunk_payload(const uint8_t* chunk, std::vector<uint8_t>& buf);
+
 // Reads a whole file (memory-mapped). Returns false with a message naming the
 // file if it cannot be opened or read at all; damage is reported, not fatal.
 bool read_file(const std::string& path, Parser& parser, std::string& error);
