@@ -9,5 +9,7 @@ namespace tinescope::app {
 void add_dump_command(CLI::App& app, int* exit_code);
 // `index`, `info` and `stats`.
 void add_index_commands(CLI::App& app, int* exit_code);
+// `render`: a figure to a PNG, headless.
+void add_render_command(CLI::App& app, int* exit_code);
 
 }  // namespace tinescope::app

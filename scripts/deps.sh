@@ -9,6 +9,8 @@ TINESCOPE_PACKAGES=(
   libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   strace
+  libglfw3-dev libimgui-dev libepoxy-dev libegl-dev libegl1-mesa-dev libgl1-mesa-dri libstb-dev
+  xvfb xauth xdotool
 )
 
 tinescope_install_deps() {

@@ -43,6 +43,21 @@ int64_t ClockMap::to_ns(uint64_t ticks) const {
   return int64_t(n) + int64_t((double(ticks) - double(t)) / nominal_);
 }
 
+uint64_t ClockMap::to_ticks(int64_t ns) const {
+  auto clamp = [](double t) { return t <= 0 ? uint64_t(0) : uint64_t(t + 0.5); };
+  if (points_.empty()) return clamp(double(ns) * nominal_);
+  auto it = std::upper_bound(points_.begin(), points_.end(), ns,
+                             [](int64_t n, const std::pair<uint64_t, uint64_t>& p) { return n < int64_t(p.second); });
+  if (it != points_.begin() && it != points_.end()) {
+    const auto& [t0, n0] = *(it - 1);
+    const auto& [t1, n1] = *it;
+    if (n1 == n0) return t0;
+    return t0 + uint64_t(double(ns - int64_t(n0)) * double(t1 - t0) / double(n1 - n0) + 0.5);
+  }
+  const auto& [t, n] = it == points_.begin() ? points_.front() : points_.back();
+  return clamp(double(t) + double(ns - int64_t(n)) * nominal_);
+}
+
 // ----------------------------------------------------------------- chunks
 
 const uint8_t* chunk_payload(const uint8_t* chunk, std::vector<uint8_t>& buf) {

@@ -231,6 +231,11 @@ class TraceIndex {
                                                   uint32_t columns) const;
   // Every item of the stream with its key in [t0, t1], decoded from the chunks.
   std::vector<Item> items(int stream, uint64_t t0, uint64_t t1) const;
+  // Every item of every stream of a feedlet with its key in [t0, t1], in
+  // the feedlet's order, decoding each chunk once.
+  void lane_items(uint32_t feedlet, uint64_t t0, uint64_t t1, const std::function<void(const Item&)>& fn) const {
+    walk_items(feedlet, t0, t1, fn);
+  }
   // Intervals of a feedlet open at time t (started at or before t, not ended by t).
   std::vector<OpenInterval> open_at(uint32_t feedlet, uint64_t t) const;
 
@@ -263,7 +268,6 @@ class TraceIndex {
   uint64_t covered_ = 0;
   std::unique_ptr<State> s_;
   mutable std::shared_mutex mu_;  // update() is exclusive, queries are shared
-  friend struct IndexFile;
   friend struct IndexFile;
 };
 

@@ -71,6 +71,8 @@ class ClockMap {
   void reset(double ticks_per_ns, uint64_t ref_ticks, uint64_t ref_ns);
   void add_point(uint64_t ticks, uint64_t ns);
   int64_t to_ns(uint64_t ticks) const;
+  // The inverse: the tick at `ns` (0 before the clock's start).
+  uint64_t to_ticks(int64_t ns) const;
   double ticks_per_ns() const { return nominal_; }
 
  private:

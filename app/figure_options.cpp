@@ -1,0 +1,82 @@
+#include "figure_options.hpp"
+
+#include <cmath>
+#include <cstdlib>
+
+namespace tinescope::app {
+
+void add_figure_options(CLI::App& cmd, FigureOptions& o) {
+  cmd.add_option("--figure", o.figure, "timeline or scope")->check(CLI::IsMember({"timeline", "scope"}));
+  cmd.add_option("--from", o.from, "start of the view, from the start of the trace (e.g. 1.5s, 300us)");
+  cmd.add_option("--to", o.to, "end of the view (default: the end of the trace)");
+  cmd.add_option("--period", o.period, "scope: strip duration (e.g. 45.3515us)");
+  cmd.add_option("--fold", o.fold, "scope: periods overlaid in each strip (1..65536)")->check(CLI::Range(1, 65536));
+  cmd.add_option("--strip", o.strip_px, "scope: strip height in pixels (>= 1)")->check(CLI::Range(1, 1000));
+  cmd.add_option("--theta", o.theta, "log-time warp: 0 is linear; larger opens up bursts (per microsecond)");
+  cmd.add_option("--lanes", o.lanes, "lanes by thread or process name, or number, comma separated");
+  cmd.add_option("--cursor", o.cursor, "a cursor at this time");
+  cmd.add_option("--select", o.select, "a selected range FROM:TO");
+}
+
+bool parse_duration(const std::string& text, double& ns) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str()) return false;
+  const std::string unit(end);
+  double scale;
+  if (unit.empty() || unit == "ns") scale = 1;
+  else if (unit == "us") scale = 1e3;
+  else if (unit == "ms") scale = 1e6;
+  else if (unit == "s") scale = 1e9;
+  else if (unit == "min") scale = 60e9;
+  else if (unit == "h") scale = 3600e9;
+  else return false;
+  ns = v * scale;
+  return std::isfinite(ns);
+}
+
+bool figure_params(const FigureOptions& o, const render::Scene& scene, render::FigureParams& f,
+                   render::Marks& marks, std::string& error) {
+  auto at = [&](const std::string& text, int64_t fallback, int64_t& out) {
+    if (text.empty()) return out = fallback, true;
+    double ns;
+    if (!parse_duration(text, ns)) {
+      error = "not a time: '" + text + "' (use e.g. 1.5s, 300us, 12ns)";
+      return false;
+    }
+    out = scene.first_ns() + int64_t(std::llround(ns));
+    return true;
+  };
+  f.type = o.figure == "scope" ? render::FigureParams::Scope : render::FigureParams::Timeline;
+  if (!at(o.from, scene.first_ns(), f.t0) || !at(o.to, scene.last_ns() + 1, f.t1)) return false;
+  if (f.t1 <= f.t0) {
+    error = "--to must come after --from";
+    return false;
+  }
+  if (!o.period.empty() && (!parse_duration(o.period, f.period_ns) || f.period_ns <= 0)) {
+    error = "not a period: '" + o.period + "'";
+    return false;
+  }
+  f.fold = o.fold;
+  f.strip_px = o.strip_px;
+  f.theta = o.theta / 1e3;
+  if (!o.lanes.empty()) {
+    f.lanes = scene.select_lanes(o.lanes);
+    if (f.lanes.empty()) {
+      error = "no lane matches '" + o.lanes + "'";
+      return false;
+    }
+  }
+  if (!o.cursor.empty() && !at(o.cursor, 0, marks.cursor)) return false;
+  if (!o.select.empty()) {
+    const size_t colon = o.select.find(':');
+    if (colon == std::string::npos) {
+      error = "--select wants FROM:TO";
+      return false;
+    }
+    if (!at(o.select.substr(0, colon), 0, marks.sel0) || !at(o.select.substr(colon + 1), 0, marks.sel1)) return false;
+  }
+  return true;
+}
+
+}  // namespace tinescope::app

@@ -1,0 +1,61 @@
+// A figure on screen: where its parts go, and what every figure shares (the
+// cursor, the selection, the bookmarks). Used by the GL renderer, the text
+// overlay, the viewer's input handling and the headless renderer alike, so a
+// figure is laid out the same wherever it is drawn.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace tinescope::render {
+
+struct Rect {
+  float x = 0, y = 0, w = 0, h = 0;
+  bool contains(float px, float py) const { return px >= x && px < x + w && py >= y && py < y + h; }
+};
+
+struct Marks {
+  static constexpr int64_t kNone = INT64_MIN;
+  int64_t cursor = kNone;
+  int64_t sel0 = kNone, sel1 = kNone;  // a range selection (sel0 <= sel1)
+  std::vector<int64_t> bookmarks;
+  bool has_selection() const { return sel0 != kNone && sel1 > sel0; }
+};
+
+// Timeline: lane names on the left, the time ruler on top, lanes below.
+struct TimelineGeometry {
+  static constexpr float kNamesPx = 150, kRulerPx = 22;
+  Rect figure, names, ruler, plot;
+  static TimelineGeometry of(Rect f) {
+    TimelineGeometry g;
+    g.figure = f;
+    g.names = {f.x, f.y + kRulerPx, kNamesPx, f.h - kRulerPx};
+    g.ruler = {f.x + kNamesPx, f.y, f.w - kNamesPx, kRulerPx};
+    g.plot = {f.x + kNamesPx, f.y + kRulerPx, f.w - kNamesPx, f.h - kRulerPx};
+    return g;
+  }
+};
+
+// Oscilloscope: a line of text on top, then strips of strip_px each.
+struct ScopeGeometry {
+  static constexpr float kInfoPx = 22, kLabelsPx = 150;
+  Rect figure, info, labels, plot;
+  uint32_t strip_px = 8;
+  uint32_t strips() const { return strip_px ? uint32_t(plot.h) / strip_px : 0; }
+  static ScopeGeometry of(Rect f, uint32_t strip_px) {
+    ScopeGeometry g;
+    g.figure = f;
+    g.strip_px = strip_px < 1 ? 1 : strip_px;
+    g.info = {f.x, f.y, f.w, kInfoPx};
+    g.labels = {f.x, f.y + kInfoPx, kLabelsPx, f.h - kInfoPx};
+    g.plot = {f.x + kLabelsPx, f.y + kInfoPx, f.w - kLabelsPx, f.h - kInfoPx};
+    return g;
+  }
+};
+
+// Colours the figures share (RGBA8).
+constexpr uint32_t kBackground = 0xff1e1a18u, kCursorColour = 0xff40e0ffu, kSelectionColour = 0x40ffb060u,
+                   kBookmarkColour = 0xff30a0ffu, kGapColour = 0xc08080a0u, kArrowColour = 0xe0f0f0f0u,
+                   kOrphanColour = 0xff909090u;
+
+}  // namespace tinescope::render

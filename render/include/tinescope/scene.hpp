@@ -1,0 +1,87 @@
+// What the figures show: one or more indexed traces, their lanes (one per
+// thread, grouped by process) and the gaps where data was lost. Times here are
+// nanoseconds of the recording host's monotonic clock, so lanes of several
+// traces line up; each trace converts to its own ticks when it is queried.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tinescope/trace_index.hpp"
+
+namespace tinescope::render {
+
+// A time range where a lane (or, with feedlet = kAllFeedlets, every lane of
+// the trace) lost data: dropped events, lost chunks, damaged bytes.
+struct Gap {
+  static constexpr uint32_t kAllFeedlets = UINT32_MAX;
+  uint32_t feedlet = kAllFeedlets;
+  int64_t t0 = 0, t1 = 0;
+  uint64_t events = 0;  // dropped events, when known
+};
+
+struct Source {
+  std::shared_ptr<index::TraceIndex> index;
+  std::string path;
+  std::vector<Gap> gaps;
+  std::vector<uint32_t> stream_colour;  // by stream id: RGBA8 of the stream's name
+};
+
+struct Lane {
+  uint32_t source = 0;
+  uint32_t feedlet = 0;
+  std::string name;   // the thread
+  std::string group;  // the process
+  uint32_t depth_rows = 1;        // interval rows (deepest nesting + 1, capped)
+  bool has_intervals = false, has_instants = false;
+  std::vector<int> counters;       // counter stream ids
+  std::vector<std::string> counter_names;
+};
+
+// The colour of a name: stable across traces and runs (a hash of the text).
+uint32_t name_colour(std::string_view name);  // RGBA8, alpha 255
+
+// Maps one trace's ticks to nanoseconds over a window, affinely (exact
+// integers when the clock is nanoseconds already): per-node conversions
+// must be cheap, and within a window the clock is one straight segment.
+struct ClockWindow {
+  ClockWindow(const trace::ClockMap& clock, int64_t ns0, int64_t ns1);
+  int64_t ns(uint64_t ticks) const;
+  uint64_t ticks(int64_t ns) const;
+  uint64_t k0 = 0, k1 = 0;
+  int64_t ns0 = 0;
+  double ns_per_tick = 1;
+  bool exact = true;
+};
+
+class Scene {
+ public:
+  static constexpr uint32_t kMaxDepthRows = 24;
+  // Opens (indexing if needed) a trace and adds its lanes.
+  bool add_trace(const std::string& path, std::string& error, const index::BuildOptions& options = {});
+  // The same for an index already open (a live, growing trace).
+  void add_index(std::shared_ptr<index::TraceIndex> index);
+  // Re-reads lanes, depths and gaps after a growing trace's index was updated.
+  void refresh();
+
+  const std::vector<Source>& sources() const { return sources_; }
+  const std::vector<Lane>& lanes() const { return lanes_; }
+  int64_t first_ns() const { return first_ns_; }
+  int64_t last_ns() const { return last_ns_; }
+  std::string_view string(uint32_t source, uint32_t id) const {
+    return sources_[source].index->catalog().string(id);
+  }
+  // Lanes whose thread or process name matches `name` (exactly, or as a
+  // prefix followed by '.'/'#'), or lane numbers; for --lanes.
+  std::vector<uint32_t> select_lanes(const std::string& spec) const;
+
+ private:
+  void scan(Source& s, uint32_t source);
+  std::vector<Source> sources_;
+  std::vector<Lane> lanes_;
+  int64_t first_ns_ = 0, last_ns_ = 0;
+};
+
+}  // namespace tinescope::render

@@ -1,0 +1,319 @@
+#include "tinescope/gl_renderer.hpp"
+
+#include <epoxy/gl.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "shaders.hpp"
+
+namespace tinescope::render {
+
+namespace {
+
+unsigned compile(const char* vs, const char* fs, std::string& error) {
+  auto stage = [&](GLenum type, const char* src) -> GLuint {
+    GLuint s = glCreateShader(type);
+    glShaderSource(s, 1, &src, nullptr);
+    glCompileShader(s);
+    GLint ok = 0;
+    glGetShaderiv(s, GL_COMPILE_STATUS, &ok);
+    if (!ok) {
+      char log[2048];
+      glGetShaderInfoLog(s, sizeof log, nullptr, log);
+      error = std::string("shader does not compile: ") + log;
+      glDeleteShader(s);
+      return 0;
+    }
+    return s;
+  };
+  GLuint v = stage(GL_VERTEX_SHADER, vs), f = v ? stage(GL_FRAGMENT_SHADER, fs) : 0;
+  if (!v || !f) return 0;
+  GLuint p = glCreateProgram();
+  glAttachShader(p, v);
+  glAttachShader(p, f);
+  glLinkProgram(p);
+  glDeleteShader(v);
+  glDeleteShader(f);
+  GLint ok = 0;
+  glGetProgramiv(p, GL_LINK_STATUS, &ok);
+  if (!ok) {
+    char log[2048];
+    glGetProgramInfoLog(p, sizeof log, nullptr, log);
+    error = std::string("shaders do not link: ") + log;
+    glDeleteProgram(p);
+    return 0;
+  }
+  return p;
+}
+
+// Linear pictures re-project onto a linear view by an offset and a scale of
+// their columns; a warped one is shown as it is.
+void reprojection(const TimeAxis& pic, const TimeAxis& view, float& offset, float& scale) {
+  offset = 0, scale = 1;
+  if (!pic.linear() || !view.linear()) return;
+  if (pic.t0() == view.t0() && pic.t1() == view.t1() && pic.width() == view.width()) return;
+  const double view_px_per_ns = view.width() / double(view.t1() - view.t0());
+  scale = float(double(pic.t1() - pic.t0()) / pic.width() * view_px_per_ns);
+  offset = float(double(pic.t0() - view.t0()) * view_px_per_ns);
+}
+
+}  // namespace
+
+GlRenderer::~GlRenderer() {
+  if (!ready_) return;
+  glDeleteProgram(bands_program_);
+  glDeleteProgram(shapes_program_);
+  glDeleteVertexArrays(1, &bands_vao_);
+  glDeleteVertexArrays(1, &shapes_vao_);
+  glDeleteBuffers(1, &bands_vbo_);
+  glDeleteBuffers(1, &shapes_vbo_);
+}
+
+bool GlRenderer::init(std::string& error) {
+  if (epoxy_gl_version() < 45) {
+    error = "OpenGL 4.5 is needed, the context has " + std::to_string(epoxy_gl_version() / 10) + "." +
+            std::to_string(epoxy_gl_version() % 10);
+    return false;
+  }
+  bands_program_ = compile(shaders::kBandsVert, shaders::kBandsFrag, error);
+  if (!bands_program_) return false;
+  shapes_program_ = compile(shaders::kShapesVert, shaders::kShapesFrag, error);
+  if (!shapes_program_) return false;
+
+  glGenVertexArrays(1, &bands_vao_);
+  glGenBuffers(1, &bands_vbo_);
+  glBindVertexArray(bands_vao_);
+  glBindBuffer(GL_ARRAY_BUFFER, bands_vbo_);
+  glEnableVertexAttribArray(0);
+  glVertexAttribPointer(0, 4, GL_FLOAT, GL_FALSE, 8 * sizeof(float), nullptr);
+  glVertexAttribDivisor(0, 1);
+  glEnableVertexAttribArray(1);
+  glVertexAttribPointer(1, 4, GL_FLOAT, GL_FALSE, 8 * sizeof(float), (void*)(4 * sizeof(float)));
+  glVertexAttribDivisor(1, 1);
+
+  glGenVertexArrays(1, &shapes_vao_);
+  glGenBuffers(1, &shapes_vbo_);
+  glBindVertexArray(shapes_vao_);
+  glBindBuffer(GL_ARRAY_BUFFER, shapes_vbo_);
+  glEnableVertexAttribArray(0);
+  glVertexAttribPointer(0, 2, GL_FLOAT, GL_FALSE, sizeof(Vertex), nullptr);
+  glEnableVertexAttribArray(1);
+  glVertexAttribPointer(1, 4, GL_UNSIGNED_BYTE, GL_TRUE, sizeof(Vertex), (void*)offsetof(Vertex, colour));
+  glEnableVertexAttribArray(2);
+  glVertexAttribPointer(2, 1, GL_FLOAT, GL_FALSE, sizeof(Vertex), (void*)offsetof(Vertex, pattern));
+  glBindVertexArray(0);
+  ready_ = true;
+  return true;
+}
+
+void GlRenderer::release(TextureSlot& slot) {
+  if (slot.colour) glDeleteTextures(1, &slot.colour);
+  if (slot.envelope) glDeleteTextures(1, &slot.envelope);
+  slot = {};
+}
+
+void GlRenderer::begin_frame(int width, int height) {
+  fb_w_ = width, fb_h_ = height;
+  prims_ = 0;
+  glViewport(0, 0, width, height);
+  glDisable(GL_SCISSOR_TEST);
+  glDisable(GL_DEPTH_TEST);
+  glDisable(GL_CULL_FACE);
+  const float r = float(kBackground & 255) / 255.f, g = float(kBackground >> 8 & 255) / 255.f,
+              b = float(kBackground >> 16 & 255) / 255.f;
+  glClearColor(r, g, b, 1);
+  glClear(GL_COLOR_BUFFER_BIT);
+}
+
+void GlRenderer::upload(uint64_t key, TextureSlot& slot, uint32_t w, uint32_t h, const uint32_t* rgba,
+                        const float* env) {
+  if (slot.uploaded == key && slot.width == w && slot.height == h) return;
+  auto make = [](unsigned& tex) {
+    if (!tex) glGenTextures(1, &tex);
+    glBindTexture(GL_TEXTURE_2D, tex);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  };
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+  make(slot.colour);
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, GLsizei(w), GLsizei(std::max(h, 1u)), 0, GL_RGBA, GL_UNSIGNED_BYTE,
+               h ? rgba : nullptr);
+  make(slot.envelope);
+  if (env && h)
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RG32F, GLsizei(w), GLsizei(h), 0, GL_RG, GL_FLOAT, env);
+  else
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RG32F, 1, 1, 0, GL_RG, GL_FLOAT, nullptr);
+  slot.uploaded = key, slot.width = w, slot.height = h;
+}
+
+void GlRenderer::clip(Rect r) {
+  glEnable(GL_SCISSOR_TEST);
+  const int x0 = int(std::floor(r.x)), y0 = int(std::floor(r.y));
+  glScissor(x0, fb_h_ - (y0 + int(std::ceil(r.h))), int(std::ceil(r.w)), int(std::ceil(r.h)));
+}
+
+void GlRenderer::bands(TextureSlot& slot, const std::vector<float>& instances, Rect c, float offset, float scale) {
+  if (instances.empty()) return;
+  clip(c);
+  glUseProgram(bands_program_);
+  glUniform2f(glGetUniformLocation(bands_program_, "u_framebuffer"), float(fb_w_), float(fb_h_));
+  glUniform1f(glGetUniformLocation(bands_program_, "u_plot_x"), c.x);
+  glUniform1f(glGetUniformLocation(bands_program_, "u_offset"), offset);
+  glUniform1f(glGetUniformLocation(bands_program_, "u_scale"), scale);
+  glUniform3f(glGetUniformLocation(bands_program_, "u_background"), float(kBackground & 255) / 255.f,
+              float(kBackground >> 8 & 255) / 255.f, float(kBackground >> 16 & 255) / 255.f);
+  glActiveTexture(GL_TEXTURE0);
+  glBindTexture(GL_TEXTURE_2D, slot.colour);
+  glUniform1i(glGetUniformLocation(bands_program_, "u_colour"), 0);
+  glActiveTexture(GL_TEXTURE1);
+  glBindTexture(GL_TEXTURE_2D, slot.envelope);
+  glUniform1i(glGetUniformLocation(bands_program_, "u_envelope"), 1);
+  glActiveTexture(GL_TEXTURE0);
+  glBindVertexArray(bands_vao_);
+  glBindBuffer(GL_ARRAY_BUFFER, bands_vbo_);
+  glBufferData(GL_ARRAY_BUFFER, GLsizeiptr(instances.size() * sizeof(float)), instances.data(), GL_STREAM_DRAW);
+  const GLsizei n = GLsizei(instances.size() / 8);
+  glDrawArraysInstanced(GL_TRIANGLE_STRIP, 0, 4, n);
+  prims_ += uint64_t(n) * 2;
+  glBindVertexArray(0);
+}
+
+void GlRenderer::rect(float x0, float y0, float x1, float y1, uint32_t c, float pattern) {
+  const Vertex v[6] = {{x0, y0, c, pattern}, {x1, y0, c, pattern}, {x0, y1, c, pattern},
+                       {x1, y0, c, pattern}, {x1, y1, c, pattern}, {x0, y1, c, pattern}};
+  triangles_.insert(triangles_.end(), v, v + 6);
+}
+
+void GlRenderer::line(float x0, float y0, float x1, float y1, uint32_t c) {
+  lines_.push_back({x0, y0, c, 0});
+  lines_.push_back({x1, y1, c, 0});
+}
+
+void GlRenderer::flush(Rect c) {
+  if (triangles_.empty() && lines_.empty()) return;
+  clip(c);
+  glEnable(GL_BLEND);
+  glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
+  glUseProgram(shapes_program_);
+  glUniform2f(glGetUniformLocation(shapes_program_, "u_framebuffer"), float(fb_w_), float(fb_h_));
+  glBindVertexArray(shapes_vao_);
+  glBindBuffer(GL_ARRAY_BUFFER, shapes_vbo_);
+  for (auto* list : {&triangles_, &lines_}) {
+    if (list->empty()) continue;
+    glBufferData(GL_ARRAY_BUFFER, GLsizeiptr(list->size() * sizeof(Vertex)), list->data(), GL_STREAM_DRAW);
+    const bool tri = list == &triangles_;
+    glDrawArrays(tri ? GL_TRIANGLES : GL_LINES, 0, GLsizei(list->size()));
+    prims_ += list->size() / (tri ? 3 : 2);
+    list->clear();
+  }
+  glBindVertexArray(0);
+  glDisable(GL_BLEND);
+}
+
+void GlRenderer::draw_timeline(const TimelinePicture& p, TextureSlot& slot, const TimelineGeometry& g,
+                               const TimeAxis& view, float scroll_y, const Marks& marks) {
+  upload(p.serial, slot, p.columns, p.rows, p.rgba.data(), p.envelope.data());
+  const Rect plot = g.plot;
+  std::vector<float> inst;
+  inst.reserve(p.rows * 8);
+  const std::vector<Row>& rows = p.request.layout.rows;
+  for (uint32_t r = 0; r < p.rows; ++r) {
+    const Row& row = rows[r];
+    if (row.kind == Row::Group) continue;
+    const float y = plot.y + row.y - scroll_y;
+    if (y + row.h < plot.y || y > plot.y + plot.h) continue;
+    const float h = row.h >= 6 ? row.h - 1 : row.h;  // a hairline between rows
+    const float kind = row.kind == Row::Counter ? 1.f : 0.f;
+    inst.insert(inst.end(), {plot.x, y, plot.w, h, float(r), kind, 0.f, 0.f});
+  }
+  float offset, scale;
+  reprojection(p.axis, view, offset, scale);
+  bands(slot, inst, plot, offset, scale);
+
+  auto px = [&](float column) { return plot.x + offset + column * scale; };
+  for (const GapRect& gap : p.gaps)
+    rect(px(gap.x0), plot.y + gap.y0 - scroll_y, px(gap.x1), plot.y + gap.y1 - scroll_y, kGapColour, 1);
+  const bool heads = p.arrows.size() <= 400;
+  for (const Arrow& a : p.arrows) {
+    const float x0 = px(a.x0), y0 = plot.y + a.y0 - scroll_y, x1 = px(a.x1), y1 = plot.y + a.y1 - scroll_y;
+    line(x0, y0, x1, y1, a.orphan ? kOrphanColour : kArrowColour);
+    if (heads && a.orphan != 1) {
+      const float dx = x1 - x0, dy = y1 - y0, len = std::max(1.f, std::sqrt(dx * dx + dy * dy));
+      const float ux = dx / len * 6, uy = dy / len * 6;
+      line(x1, y1, x1 - ux - uy * 0.5f, y1 - uy + ux * 0.5f, kArrowColour);
+      line(x1, y1, x1 - ux + uy * 0.5f, y1 - uy - ux * 0.5f, kArrowColour);
+    }
+  }
+  if (marks.has_selection())
+    rect(plot.x + float(view.x(marks.sel0)), plot.y, plot.x + float(view.x(marks.sel1)), plot.y + plot.h,
+         kSelectionColour);
+  for (int64_t b : marks.bookmarks) {
+    const float x = plot.x + float(view.x(b));
+    line(x, g.ruler.y, x, plot.y + plot.h, kBookmarkColour);
+  }
+  if (marks.cursor != Marks::kNone) {
+    const float x = plot.x + float(std::floor(view.x(marks.cursor))) + 0.5f;
+    line(x, g.ruler.y, x, plot.y + plot.h, kCursorColour);
+  }
+  flush({plot.x, g.ruler.y, plot.w, plot.h + g.ruler.h});
+}
+
+void GlRenderer::draw_scope(const ScopePicture& p, TextureSlot& slot, const ScopeGeometry& g, const Marks& marks) {
+  const ScopeRequest& q = p.request;
+  upload(p.serial, slot, q.columns, q.strips, p.rgba.data(), nullptr);
+  const Rect plot = g.plot;
+  const float sp = float(g.strip_px), h = sp >= 6 ? sp - 1 : sp;
+  std::vector<float> inst;
+  for (uint32_t s = 0; s < std::min(q.strips, g.strips()); ++s)
+    inst.insert(inst.end(), {plot.x, plot.y + float(s) * sp, plot.w, h, float(s), 0.f, 0.f, 0.f});
+  const float scale = plot.w / float(q.columns);
+  bands(slot, inst, plot, 0, scale);
+
+  auto at = [&](int64_t t, float& x, float& y) {
+    uint32_t strip;
+    double col;
+    if (!p.locate(t, strip, col)) return false;
+    x = plot.x + float(col) * scale, y = plot.y + float(strip) * sp;
+    return true;
+  };
+  if (marks.has_selection()) {
+    // The selection, strip by strip.
+    float x0, y0, x1, y1;
+    const int64_t a = std::max(marks.sel0, q.start), b = std::min(marks.sel1, p.end() - 1);
+    if (a < b && at(a, x0, y0) && at(b, x1, y1)) {
+      for (float y = y0; y <= y1; y += sp)
+        rect(y == y0 ? x0 : plot.x, y, y == y1 ? x1 : plot.x + plot.w, y + sp, kSelectionColour);
+    }
+  }
+  float x, y;
+  for (int64_t b : marks.bookmarks)
+    if (at(b, x, y)) rect(x - 1, y - 2, x + 1, y + sp + 2, kBookmarkColour);
+  if (marks.cursor != Marks::kNone && at(marks.cursor, x, y)) {
+    x = std::floor(x);
+    rect(x, y - 3, x + 2, y + sp + 3, kCursorColour);
+  }
+  flush(plot);
+}
+
+void GlRenderer::draw_overview(const TimelinePicture& p, TextureSlot& slot, Rect r, int64_t view_t0,
+                               int64_t view_t1) {
+  upload(p.serial, slot, p.columns, p.rows, p.rgba.data(), p.envelope.data());
+  const float sy = p.request.layout.height > 0 ? r.h / p.request.layout.height : 1;
+  std::vector<float> inst;
+  for (uint32_t k = 0; k < p.rows; ++k) {
+    const Row& row = p.request.layout.rows[k];
+    if (row.kind == Row::Group) continue;
+    inst.insert(inst.end(), {r.x, r.y + row.y * sy, r.w, std::max(1.f, row.h * sy), float(k),
+                             row.kind == Row::Counter ? 1.f : 0.f, 0.f, 0.f});
+  }
+  bands(slot, inst, r, 0, r.w / float(p.columns));
+  const float x0 = r.x + float(p.axis.x(view_t0)) * r.w / float(p.columns);
+  const float x1 = std::max(x0 + 2, r.x + float(p.axis.x(view_t1)) * r.w / float(p.columns));
+  rect(x0, r.y, x1, r.y + r.h, 0x30ffffffu);
+  line(x0, r.y, x0, r.y + r.h, kCursorColour);
+  line(x1, r.y, x1, r.y + r.h, kCursorColour);
+  flush(r);
+}
+
+}  // namespace tinescope::render

@@ -1,0 +1,136 @@
+#include "tinescope/overlay.hpp"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace tinescope::render {
+
+namespace {
+
+constexpr ImU32 kText = IM_COL32(220, 220, 220, 255), kDim = IM_COL32(150, 150, 150, 255),
+                kDark = IM_COL32(20, 20, 20, 255);
+
+void text_clipped(ImDrawList* dl, Rect clip, ImVec2 at, ImU32 colour, const std::string& s) {
+  dl->PushClipRect({clip.x, clip.y}, {clip.x + clip.w, clip.y + clip.h}, true);
+  dl->AddText(at, colour, s.c_str());
+  dl->PopClipRect();
+}
+
+}  // namespace
+
+void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture& p, const TimelineGeometry& g,
+                      const TimeAxis& view, float scroll_y, const Marks& marks,
+                      const std::vector<std::string>& collapsed) {
+  const Rect plot = g.plot;
+  const int64_t origin = scene.first_ns();
+  // Ruler: round times, relative to the start of the scene.
+  const std::vector<Tick> tk = ticks(view, 120, origin);
+  const int64_t step = tk.size() >= 2 ? std::max<int64_t>(1, tk[1].t - tk[0].t) : 1;
+  dl->PushClipRect({g.ruler.x, g.ruler.y}, {g.ruler.x + g.ruler.w, g.ruler.y + g.ruler.h}, true);
+  for (const Tick& t : tk) {
+    const float x = plot.x + float(t.x);
+    dl->AddLine({x, g.ruler.y + g.ruler.h - 6}, {x, g.ruler.y + g.ruler.h}, kDim);
+    dl->AddText({x + 3, g.ruler.y + 2}, kDim, format_time(t.t - origin, view.linear() ? step : 1).c_str());
+  }
+  dl->PopClipRect();
+
+  // Names of lanes, groups and counters.
+  const std::vector<Row>& rows = p.request.layout.rows;
+  dl->PushClipRect({g.names.x, g.names.y}, {g.names.x + g.names.w, g.names.y + g.names.h}, true);
+  for (const Layout::LaneRows& lr : p.request.layout.lanes) {
+    const Lane& lane = scene.lanes()[lr.lane];
+    dl->AddText({g.names.x + 14, plot.y + lr.y0 - scroll_y}, kText, lane.name.c_str());
+    for (uint32_t r = lr.first; r < lr.end; ++r)
+      if (rows[r].kind == Row::Counter && p.counter_range[r].second > p.counter_range[r].first) {
+        const auto [lo, hi] = p.counter_range[r];
+        char range[64];
+        std::snprintf(range, sizeof range, " %.6g..%.6g", lo, hi);
+        dl->AddText({g.names.x + 20, plot.y + rows[r].y - scroll_y + 2}, kDim,
+                    (lane.counter_names[rows[r].index] + range).c_str());
+      }
+  }
+  for (const Row& row : rows)
+    if (row.kind == Row::Group) {
+      const std::string& name = scene.lanes()[row.lane].group;
+      const bool closed = std::find(collapsed.begin(), collapsed.end(), name) != collapsed.end();
+      const float y = plot.y + row.y - scroll_y;
+      dl->AddRectFilled({g.names.x, y}, {g.figure.x + g.figure.w, y + row.h - 1}, IM_COL32(45, 45, 55, 255));
+      dl->AddText({g.names.x + 2, y + 1}, kText, ((closed ? "+ " : "- ") + (name.empty() ? "(process)" : name)).c_str());
+    }
+  dl->PopClipRect();
+
+  // Names inside intervals that are wide enough to hold some of the name.
+  float offset = 0, scale = 1;
+  if (p.axis.linear() && view.linear() && (p.axis.t0() != view.t0() || p.axis.t1() != view.t1())) {
+    const double k = view.width() / double(view.t1() - view.t0());
+    scale = float(double(p.axis.t1() - p.axis.t0()) / p.axis.width() * k);
+    offset = float(double(p.axis.t0() - view.t0()) * k);
+  }
+  int labels = 0;
+  for (const Box& b : p.boxes) {
+    const float x0 = plot.x + offset + std::max(0.f, b.x0) * scale, x1 = plot.x + offset + std::min(b.x1, float(p.columns)) * scale;
+    const Row& row = rows[b.row];
+    if (x1 - x0 < 30 || row.h < 12 || ++labels > 400) continue;
+    const float y = plot.y + row.y - scroll_y;
+    if (y + row.h < plot.y || y > plot.y + plot.h) continue;
+    const Rect clip{std::max(x0, plot.x), std::max(y, plot.y), std::min(x1, plot.x + plot.w) - std::max(x0, plot.x) - 2,
+                    row.h};
+    text_clipped(dl, clip, {std::max(x0, plot.x) + 2, y - 1}, kDark, std::string(scene.string(b.source, b.name)));
+  }
+
+  // Cursor and selection read-outs on the ruler.
+  if (marks.has_selection()) {
+    const float a = plot.x + float(view.x(marks.sel0)), z = plot.x + float(view.x(marks.sel1));
+    const std::string d = "dt " + format_duration(marks.sel1 - marks.sel0);
+    const float w = ImGui::CalcTextSize(d.c_str()).x;
+    const float x = std::clamp((a + z - w) / 2, plot.x, plot.x + plot.w - w);
+    dl->AddRectFilled({x - 3, g.ruler.y + 2}, {x + w + 3, g.ruler.y + g.ruler.h - 2}, IM_COL32(96, 176, 255, 230));
+    dl->AddText({x, g.ruler.y + 3}, kDark, d.c_str());
+  }
+  if (marks.cursor != Marks::kNone) {
+    const float x = plot.x + float(view.x(marks.cursor));
+    if (x >= plot.x && x <= plot.x + plot.w) {
+      const std::string s = format_time(marks.cursor - origin, 1);
+      dl->AddRectFilled({x + 2, plot.y + plot.h - 16}, {x + 6 + ImGui::CalcTextSize(s.c_str()).x, plot.y + plot.h},
+                        IM_COL32(255, 224, 64, 220));
+      dl->AddText({x + 4, plot.y + plot.h - 16}, kDark, s.c_str());
+    }
+  }
+  if (p.arrows_left_out || p.boxes_left_out) {
+    char note[96];
+    std::snprintf(note, sizeof note, "%llu messages here: zoom in to see their arrows", (unsigned long long)p.arrows_left_out);
+    if (p.arrows_left_out) dl->AddText({plot.x + 4, plot.y + plot.h - 32}, kDim, note);
+  }
+}
+
+void scope_overlay(ImDrawList* dl, const Scene& scene, const ScopePicture& p, const ScopeGeometry& g,
+                   const Marks& marks) {
+  const ScopeRequest& q = p.request;
+  char info[256];
+  std::snprintf(info, sizeof info, "period %.4f us   fold %u   %u strips of %u px   from %s   %s%s", q.period_ns / 1e3,
+                q.fold, q.strips, g.strip_px, format_time(q.start - scene.first_ns(), 1000).c_str(),
+                q.lanes.size() == 1 && q.lanes[0] < scene.lanes().size() ? scene.lanes()[q.lanes[0]].name.c_str() : "",
+                p.truncated ? "   (too many events: partial)" : "");
+  dl->AddText({g.info.x + 4, g.info.y + 3}, kText, info);
+  // Strip start times, every ~20 px.
+  const uint32_t every = std::max(1u, 20 / g.strip_px);
+  dl->PushClipRect({g.labels.x, g.labels.y}, {g.labels.x + g.labels.w, g.labels.y + g.labels.h}, true);
+  for (uint32_t s = 0; s < q.strips && s < g.strips(); s += every) {
+    const int64_t t = q.start + int64_t(double(s) * double(q.fold) * q.period_ns) - scene.first_ns();
+    dl->AddText({g.labels.x + 4, g.plot.y + float(s) * float(g.strip_px)}, kDim, format_time(t, 1000).c_str());
+  }
+  dl->PopClipRect();
+  if (marks.cursor != Marks::kNone) {
+    uint32_t strip;
+    double col;
+    if (p.locate(marks.cursor, strip, col)) {
+      char s[64];
+      std::snprintf(s, sizeof s, "phase %s", format_duration(int64_t(col / q.columns * q.period_ns)).c_str());
+      dl->AddText({g.info.x + g.info.w - 160, g.info.y + 3}, IM_COL32(255, 224, 64, 255), s);
+    }
+  }
+}
+
+}  // namespace tinescope::render

@@ -1,0 +1,189 @@
+#include "tinescope/scene.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace tinescope::render {
+
+using index::StreamKind;
+
+uint32_t name_colour(std::string_view name) {
+  // FNV-1a, then a hue around the wheel at a fixed, readable saturation.
+  uint32_t h = 2166136261u;
+  for (unsigned char c : name) h = (h ^ c) * 16777619u;
+  h ^= h >> 15;
+  h *= 0x2c1b3c6dU;
+  h ^= h >> 12;
+  const double hue = double(h % 3600) / 600.0;  // [0, 6)
+  const double s = 0.55 + double((h >> 12) % 20) / 100.0, v = 0.85 + double((h >> 20) % 10) / 100.0;
+  const double c = v * s, x = c * (1 - std::fabs(std::fmod(hue, 2.0) - 1)), m = v - c;
+  double r = 0, g = 0, b = 0;
+  switch (int(hue)) {
+    case 0: r = c, g = x; break;
+    case 1: r = x, g = c; break;
+    case 2: g = c, b = x; break;
+    case 3: g = x, b = c; break;
+    case 4: r = x, b = c; break;
+    default: r = c, b = x; break;
+  }
+  auto u8 = [](double f) { return uint32_t(std::lround(std::clamp(f, 0.0, 1.0) * 255)); };
+  return u8(r + m) | u8(g + m) << 8 | u8(b + m) << 16 | 0xff000000u;
+}
+
+ClockWindow::ClockWindow(const trace::ClockMap& clock, int64_t n0, int64_t n1) : ns0(n0) {
+  k0 = clock.to_ticks(n0);
+  k1 = clock.to_ticks(n1 > n0 ? n1 : n0 + 1);
+  const int64_t back0 = clock.to_ns(k0), back1 = clock.to_ns(k1);
+  exact = k1 - k0 == uint64_t(back1 - back0) && back0 == n0;
+  ns_per_tick = k1 > k0 ? double(back1 - back0) / double(k1 - k0) : 1.0;
+  ns0 = back0;
+}
+
+int64_t ClockWindow::ns(uint64_t t) const {
+  if (exact) return ns0 + (int64_t(t) - int64_t(k0));
+  return ns0 + int64_t(std::floor((double(t) - double(k0)) * ns_per_tick + 0.5));
+}
+
+uint64_t ClockWindow::ticks(int64_t n) const {
+  if (exact) return uint64_t(std::max<int64_t>(0, int64_t(k0) + (n - ns0)));
+  const double t = double(k0) + double(n - ns0) / ns_per_tick;
+  return t <= 0 ? 0 : uint64_t(t + 0.5);
+}
+
+bool Scene::add_trace(const std::string& path, std::string& error, const index::BuildOptions& options) {
+  std::unique_ptr<index::TraceIndex> ix = index::TraceIndex::open(path, error, options);
+  if (!ix) return false;
+  add_index(std::move(ix));
+  return true;
+}
+
+void Scene::add_index(std::shared_ptr<index::TraceIndex> ix) {
+  Source s;
+  s.path = ix->trace_path();
+  s.index = std::move(ix);
+  sources_.push_back(std::move(s));
+  refresh();
+}
+
+void Scene::refresh() {
+  lanes_.clear();
+  first_ns_ = INT64_MAX;
+  last_ns_ = INT64_MIN;
+  for (uint32_t i = 0; i < sources_.size(); ++i) scan(sources_[i], i);
+  if (first_ns_ > last_ns_) first_ns_ = last_ns_ = 0;
+  // By process, then by the trace's sort index, then by feedlet.
+  std::stable_sort(lanes_.begin(), lanes_.end(), [](const Lane& a, const Lane& b) {
+    return a.group != b.group ? a.group < b.group : a.source != b.source ? a.source < b.source : a.feedlet < b.feedlet;
+  });
+}
+
+void Scene::scan(Source& s, uint32_t source) {
+  const index::TraceIndex& ix = *s.index;
+  const trace::Catalog& cat = ix.catalog();
+  if (ix.events() == 0) return;
+  first_ns_ = std::min(first_ns_, ix.to_ns(ix.first_ts()));
+  last_ns_ = std::max(last_ns_, ix.to_ns(ix.last_ts()));
+
+  const std::vector<index::StreamInfo> streams = ix.streams();
+  s.stream_colour.assign(streams.size(), 0);
+  std::map<uint32_t, Lane> by_feedlet;
+  for (const index::FeedletSummary& f : ix.feedlets()) {
+    if (f.events == 0) continue;
+    Lane& l = by_feedlet[f.id];
+    l.source = source;
+    l.feedlet = f.id;
+    l.name = f.name.empty() ? "thread " + std::to_string(f.tid) : f.name;
+    auto p = cat.metadata.find("feedlet." + std::to_string(f.id) + ".process");
+    l.group = p != cat.metadata.end() ? p->second : cat.process_name;
+  }
+  for (size_t id = 0; id < streams.size(); ++id) {
+    const index::StreamInfo& st = streams[id];
+    auto it = by_feedlet.find(st.feedlet);
+    if (it == by_feedlet.end() || st.items == 0) continue;
+    Lane& l = it->second;
+    const std::string_view name = st.kind == StreamKind::Sched ? "" : cat.string(st.key);
+    s.stream_colour[id] = name_colour(name);
+    switch (st.kind) {
+      case StreamKind::Interval: {
+        l.has_intervals = true;
+        const index::Buckets b = ix.query(int(id), ix.first_ts(), ix.last_ts(), 1);
+        for (const index::Node& n : b.nodes) l.depth_rows = std::max(l.depth_rows, std::min(kMaxDepthRows, n.max_depth + 1));
+        break;
+      }
+      case StreamKind::Instant: l.has_instants = true; break;
+      case StreamKind::Counter:
+        l.counters.push_back(int(id));
+        l.counter_names.emplace_back(name);
+        break;
+      default: break;
+    }
+  }
+  for (auto& [f, l] : by_feedlet) lanes_.push_back(std::move(l));
+
+  // Gaps: drops before a chunk, lost chunks, damaged bytes.
+  s.gaps.clear();
+  const std::vector<index::ChunkRecord> chunks = ix.chunks();
+  std::map<uint32_t, std::vector<const index::ChunkRecord*>> per_feedlet;
+  for (const index::ChunkRecord& c : chunks) per_feedlet[c.feedlet].push_back(&c);
+  for (auto& [f, list] : per_feedlet)
+    for (size_t k = 0; k < list.size(); ++k)
+      if (list[k]->dropped_before)
+        s.gaps.push_back({f, ix.to_ns(k ? list[k - 1]->last_ts : list[k]->first_ts), ix.to_ns(list[k]->first_ts),
+                          list[k]->dropped_before});
+  for (const trace::Loss& loss : ix.losses()) {
+    auto it = per_feedlet.find(loss.feedlet);
+    if (it == per_feedlet.end()) continue;
+    uint64_t t0 = ix.first_ts(), t1 = ix.last_ts();
+    for (const index::ChunkRecord* c : it->second) {
+      if (c->sequence < loss.first_sequence) t0 = c->last_ts;
+      if (c->sequence >= loss.first_sequence + loss.count) {
+        t1 = c->first_ts;
+        break;
+      }
+    }
+    s.gaps.push_back({loss.feedlet, ix.to_ns(t0), ix.to_ns(t1), 0});
+  }
+  for (const trace::Damage& d : ix.damage()) {
+    uint64_t t0 = ix.first_ts(), t1 = ix.last_ts();
+    for (const index::ChunkRecord& c : chunks) {  // in trace order
+      if (c.offset < d.offset) t0 = std::max(t0, c.last_ts);
+      else if (c.offset >= d.offset + d.length) {
+        t1 = std::max(t0, c.first_ts);
+        break;
+      }
+    }
+    s.gaps.push_back({Gap::kAllFeedlets, ix.to_ns(t0), ix.to_ns(t1), 0});
+  }
+}
+
+std::vector<uint32_t> Scene::select_lanes(const std::string& spec) const {
+  std::vector<uint32_t> out;
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    size_t comma = spec.find(',', pos);
+    if (comma == std::string::npos) comma = spec.size();
+    const std::string want = spec.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (want.empty()) continue;
+    bool any = false;
+    for (uint32_t i = 0; i < lanes_.size(); ++i) {
+      const Lane& l = lanes_[i];
+      auto match = [&](const std::string& s) {
+        return s == want || (s.size() > want.size() && s.compare(0, want.size(), want) == 0 &&
+                             (s[want.size()] == '.' || s[want.size()] == '#'));
+      };
+      if (match(l.name) || match(l.group)) {
+        if (std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
+        any = true;
+      }
+    }
+    if (!any && !want.empty() && std::all_of(want.begin(), want.end(), ::isdigit)) {
+      const unsigned long n = std::stoul(want);
+      if (n < lanes_.size()) out.push_back(uint32_t(n));
+    }
+  }
+  return out;
+}
+
+}  // namespace tinescope::render

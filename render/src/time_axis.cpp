@@ -1,0 +1,113 @@
+#include "tinescope/time_axis.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace tinescope::render {
+
+void TimeAxis::warp(std::vector<int64_t> knots, double theta) {
+  knots_.clear();
+  xs_.clear();
+  theta_ = theta > 0 ? theta : 0;
+  if (theta_ == 0) return;
+  knots.push_back(t0_);
+  knots.push_back(t1_);
+  std::sort(knots.begin(), knots.end());
+  knots.erase(std::unique(knots.begin(), knots.end()), knots.end());
+  // Keep the window's part; the gaps outside do not take any of the width.
+  auto lo = std::lower_bound(knots.begin(), knots.end(), t0_);
+  auto hi = std::upper_bound(knots.begin(), knots.end(), t1_);
+  knots_.assign(lo, hi);
+  xs_.resize(knots_.size());
+  double u = 0;
+  xs_[0] = 0;
+  for (size_t i = 1; i < knots_.size(); ++i) {
+    u += std::log1p(theta_ * double(knots_[i] - knots_[i - 1])) / theta_;
+    xs_[i] = u;
+  }
+  for (double& x : xs_) x *= width_ / u;
+}
+
+double TimeAxis::x(int64_t t) const {
+  if (knots_.empty() || t <= t0_ || t >= t1_) return double(t - t0_) * width_ / double(t1_ - t0_);
+  size_t i = size_t(std::upper_bound(knots_.begin(), knots_.end(), t) - knots_.begin());  // knots_[i-1] <= t < knots_[i]
+  const double f = double(t - knots_[i - 1]) / double(knots_[i] - knots_[i - 1]);
+  return xs_[i - 1] + f * (xs_[i] - xs_[i - 1]);
+}
+
+int64_t TimeAxis::time(double x) const {
+  if (knots_.empty()) return t0_ + int64_t(std::floor(x * double(t1_ - t0_) / width_));
+  if (x <= 0) return t0_;
+  if (x >= width_) return t1_;
+  size_t i = size_t(std::upper_bound(xs_.begin(), xs_.end(), x) - xs_.begin());
+  if (i >= xs_.size()) return t1_;
+  const double f = xs_[i] > xs_[i - 1] ? (x - xs_[i - 1]) / (xs_[i] - xs_[i - 1]) : 0;
+  return knots_[i - 1] + int64_t(f * double(knots_[i] - knots_[i - 1]));
+}
+
+double TimeAxis::ns_per_px(double x) const {
+  if (knots_.empty()) return double(t1_ - t0_) / width_;
+  return double(time(x + 0.5) - time(x - 0.5));
+}
+
+std::vector<Tick> ticks(const TimeAxis& axis, double min_spacing_px, int64_t origin) {
+  std::vector<Tick> out;
+  const int count = int(axis.width() / min_spacing_px);
+  if (count < 1) return out;
+  if (!axis.linear()) {
+    for (int i = 0; i <= count; ++i) {
+      const double x = axis.width() * i / count;
+      out.push_back({x, axis.time(x)});
+    }
+    return out;
+  }
+  const double span = double(axis.t1() - axis.t0());
+  const double raw = span / count;
+  double step = 1;
+  while (step * 10 <= raw) step *= 10;
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (step * m >= raw) {
+      step *= m;
+      break;
+    }
+  const int64_t s = std::max<int64_t>(1, int64_t(step));
+  const int64_t rel = axis.t0() - origin;
+  int64_t t = axis.t0() - ((rel % s) + s) % s;
+  for (; t <= axis.t1(); t += s)
+    if (t >= axis.t0()) out.push_back({axis.x(t), t});
+  return out;
+}
+
+std::string format_time(int64_t ns, int64_t resolution_ns) {
+  // Seconds with the digits the resolution needs, grouped in threes.
+  const bool neg = ns < 0;
+  uint64_t v = neg ? uint64_t(-ns) : uint64_t(ns);
+  int digits = 9;
+  for (int64_t r = resolution_ns; r >= 10 && digits > 0; r /= 10) --digits;
+  char frac[16];
+  std::snprintf(frac, sizeof frac, "%09llu", (unsigned long long)(v % 1000000000));
+  std::string out = (neg ? "-" : "") + std::to_string(v / 1000000000);
+  if (digits > 0) {
+    out += '.';
+    for (int i = 0; i < digits; ++i) {
+      if (i && i % 3 == 0) out += ' ';
+      out += frac[i];
+    }
+  }
+  return out + " s";
+}
+
+std::string format_duration(int64_t ns) {
+  char buf[48];
+  const double v = double(ns < 0 ? -ns : ns);
+  const char* sign = ns < 0 ? "-" : "";
+  if (v < 1e3) std::snprintf(buf, sizeof buf, "%s%.0f ns", sign, v);
+  else if (v < 1e6) std::snprintf(buf, sizeof buf, "%s%.3f us", sign, v / 1e3);
+  else if (v < 1e9) std::snprintf(buf, sizeof buf, "%s%.3f ms", sign, v / 1e6);
+  else if (v < 3600e9) std::snprintf(buf, sizeof buf, "%s%.3f s", sign, v / 1e9);
+  else std::snprintf(buf, sizeof buf, "%s%.0f h %.0f min", sign, std::floor(v / 3600e9), std::fmod(v / 60e9, 60));
+  return buf;
+}
+
+}  // namespace tinescope::render

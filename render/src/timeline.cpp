@@ -1,0 +1,326 @@
+// The timeline picture: per lane, query the pyramids at the window's
+// resolution (query_lane), then paint each bucket's span into per-column
+// accumulators, so the work follows the pixels and the buckets, never the
+// events. Intervals still open at the right edge come from open_at(), since
+// streams are keyed by their end.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "tinescope/picture.hpp"
+
+namespace tinescope::render {
+
+using index::Node;
+using index::StreamKind;
+
+const Layout::LaneRows* Layout::lane_at_y(float y) const {
+  for (const LaneRows& l : lanes)
+    if (y >= l.y0 && y < l.y1) return &l;
+  return nullptr;
+}
+
+const Layout::LaneRows* Layout::find_lane(uint32_t lane) const {
+  for (const LaneRows& l : lanes)
+    if (l.lane == lane) return &l;
+  return nullptr;
+}
+
+Layout layout_lanes(const Scene& scene, const LayoutOptions& o) {
+  Layout out;
+  std::vector<uint32_t> order = o.lanes;
+  if (order.empty())
+    for (uint32_t i = 0; i < scene.lanes().size(); ++i) order.push_back(i);
+  float y = 0;
+  const std::string* group = nullptr;
+  bool collapsed = false;
+  for (uint32_t lane : order) {
+    if (lane >= scene.lanes().size()) continue;
+    const Lane& l = scene.lanes()[lane];
+    if (!group || *group != l.group) {
+      group = &l.group;
+      collapsed = std::find(o.collapsed.begin(), o.collapsed.end(), l.group) != o.collapsed.end();
+      if (!l.group.empty() || collapsed) {
+        out.rows.push_back({Row::Group, lane, 0, y, o.group_px});
+        y += o.group_px;
+      }
+    }
+    if (collapsed) continue;
+    Layout::LaneRows lr{lane, uint32_t(out.rows.size()), 0, y, 0};
+    const uint32_t depths = l.has_intervals || !l.has_instants ? l.depth_rows : 0;
+    for (uint32_t d = 0; d < depths; ++d, y += o.row_px) out.rows.push_back({Row::Interval, lane, d, y, o.row_px});
+    if (l.has_instants) out.rows.push_back({Row::Instant, lane, 0, y, o.row_px * 0.6f}), y += o.row_px * 0.6f;
+    for (uint32_t k = 0; k < l.counters.size(); ++k, y += o.counter_px)
+      out.rows.push_back({Row::Counter, lane, k, y, o.counter_px});
+    lr.end = uint32_t(out.rows.size());
+    lr.y1 = y;
+    y += o.lane_gap_px;
+    out.lanes.push_back(lr);
+  }
+  out.height = y;
+  return out;
+}
+
+uint64_t next_picture_serial() {
+  static std::atomic<uint64_t> serial{0};
+  return ++serial;
+}
+
+namespace {
+
+struct Cell {
+  float r = 0, g = 0, b = 0, cov = 0;
+  float top_cov = 0;
+  uint32_t top = 0, count = 0;
+};
+
+struct LaneQuery {
+  const Layout::LaneRows* rows;
+  const Lane* lane;
+  ClockWindow clock;
+  std::vector<std::pair<int, index::Buckets>> buckets;
+  std::vector<index::OpenInterval> open;  // at the right edge
+};
+
+struct Painter {
+  uint32_t columns;
+  std::vector<Cell> cells;  // rows × columns
+  Cell* row(uint32_t r) { return &cells[size_t(r) * columns]; }
+
+  // Paints [x0, x1) (columns) with `density` of coverage in colour c.
+  void span(uint32_t r, double x0, double x1, double density, uint32_t c, uint32_t name, uint32_t count) {
+    x0 = std::max(0.0, x0);
+    x1 = std::min(double(columns), x1);
+    if (x1 < x0) return;
+    const float R = float(c & 255) / 255.f, G = float(c >> 8 & 255) / 255.f, B = float(c >> 16 & 255) / 255.f;
+    Cell* cr = row(r);
+    const uint32_t c0 = uint32_t(std::min(double(columns - 1), std::floor(x0)));
+    const uint32_t c1 = uint32_t(std::min(double(columns - 1), std::max(double(c0), std::ceil(x1) - 1)));
+    for (uint32_t k = c0; k <= c1; ++k) {
+      const double cover = (std::min(double(k + 1), x1) - std::max(double(k), x0)) * density;
+      const float f = float(std::max(cover, 0.0));
+      Cell& cell = cr[k];
+      cell.r += R * f, cell.g += G * f, cell.b += B * f, cell.cov += f;
+      cell.count += count;
+      if (f >= cell.top_cov) cell.top_cov = f, cell.top = name;
+    }
+  }
+};
+
+uint32_t pack(const Cell& c) {
+  if (c.count == 0 && c.cov <= 0) return 0;
+  const float w = c.cov > 0 ? c.cov : 1;
+  // Something is there even when it covers a sliver of the column: show it.
+  const float a = std::clamp(c.cov, c.count ? 0.35f : 0.f, 1.f);
+  auto u8 = [](float f) { return uint32_t(std::lround(std::clamp(f, 0.f, 1.f) * 255)); };
+  return u8(c.r / w) | u8(c.g / w) << 8 | u8(c.b / w) << 16 | u8(a) << 24;
+}
+
+}  // namespace
+
+TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
+  const auto started = std::chrono::steady_clock::now();
+  TimelinePicture P;
+  P.serial = next_picture_serial();
+  P.request = req;
+  P.columns = uint32_t(std::max(1.0, std::ceil(req.width)));
+  P.rows = uint32_t(req.layout.rows.size());
+  P.axis = TimeAxis(req.t0, req.t1, req.width);
+  const uint32_t resolution = P.columns * (req.theta > 0 ? 4 : 1);
+
+  // 1. Ask every lane's pyramids for the window.
+  std::vector<LaneQuery> queries;
+  std::vector<std::vector<index::StreamInfo>> streams(scene.sources().size());
+  for (size_t s = 0; s < scene.sources().size(); ++s) streams[s] = scene.sources()[s].index->streams();
+  for (const Layout::LaneRows& lr : req.layout.lanes) {
+    const Lane& lane = scene.lanes()[lr.lane];
+    const index::TraceIndex& ix = *scene.sources()[lane.source].index;
+    LaneQuery q{&lr, &lane, ClockWindow(ix.catalog().clock, req.t0, req.t1), {}, {}};
+    q.buckets = ix.query_lane(lane.feedlet, q.clock.k0, q.clock.k1, resolution);
+    q.open = ix.open_at(lane.feedlet, q.clock.k1);
+    queries.push_back(std::move(q));
+  }
+
+  // 2. The log-time warp takes its knots from what is in the window.
+  if (req.theta > 0) {
+    std::vector<int64_t> knots;
+    for (const LaneQuery& q : queries) {
+      for (const auto& [id, b] : q.buckets) {
+        const StreamKind kind = streams[q.lane->source][size_t(id)].kind;
+        if (kind != StreamKind::Interval && kind != StreamKind::Instant) continue;
+        for (const Node& n : b.nodes) {
+          knots.push_back(q.clock.ns(n.iv.min_start));
+          knots.push_back(q.clock.ns(n.iv.max_end));
+        }
+      }
+      for (const index::OpenInterval& o : q.open) knots.push_back(q.clock.ns(o.start));
+    }
+    P.axis.warp(std::move(knots), req.theta);
+  }
+  const TimeAxis& axis = P.axis;
+
+  // 3. Paint.
+  Painter paint{P.columns, std::vector<Cell>(size_t(P.rows) * P.columns)};
+  std::vector<double> lo(P.rows, std::numeric_limits<double>::quiet_NaN()), hi = lo;
+  std::vector<std::vector<double>> cmin(P.rows), cmax(P.rows);
+  auto add_box = [&](uint32_t row, uint32_t source, uint32_t name, double x0, double x1, int64_t s, int64_t e,
+                     uint32_t depth) {
+    if (x1 - x0 < 3) return;
+    if (P.boxes.size() >= req.max_boxes) {
+      ++P.boxes_left_out;
+      return;
+    }
+    P.boxes.push_back({row, source, name, float(std::max(x0, -1.0)), float(std::min(x1, req.width + 1)), s, e, depth});
+  };
+  for (const LaneQuery& q : queries) {
+    const Layout::LaneRows& lr = *q.rows;
+    const Lane& lane = *q.lane;
+    const Source& src = scene.sources()[lane.source];
+    uint32_t instant_row = UINT32_MAX, depth_rows = 0;
+    for (uint32_t r = lr.first; r < lr.end; ++r) {
+      if (req.layout.rows[r].kind == Row::Instant) instant_row = r;
+      if (req.layout.rows[r].kind == Row::Interval) ++depth_rows;
+    }
+    auto depth_row = [&](uint32_t depth) { return lr.first + std::min(depth, depth_rows - 1); };
+    for (const auto& [id, b] : q.buckets) {
+      const index::StreamInfo& st = streams[lane.source][size_t(id)];
+      const uint32_t colour = src.stream_colour[size_t(id)];
+      P.nodes += b.nodes.size();
+      P.from_events |= b.from_events;
+      if (st.kind == StreamKind::Interval && depth_rows) {
+        for (const Node& n : b.nodes) {
+          const int64_t s = q.clock.ns(n.iv.min_start), e = q.clock.ns(n.iv.max_end);
+          const double x0 = axis.x(s), x1 = axis.x(e);
+          const double len = double(e - s);
+          const double density = n.count == 1 || len <= 0 ? 1.0 : std::min(1.0, double(n.iv.busy) / len);
+          const uint32_t row = depth_row(n.max_depth);
+          paint.span(row, x0, std::max(x1, x0), density, colour, st.key, n.count);
+          if (n.count == 1) add_box(row, lane.source, st.key, x0, x1, s, e, n.max_depth);
+        }
+      } else if (st.kind == StreamKind::Instant && instant_row != UINT32_MAX) {
+        for (const Node& n : b.nodes) {
+          const double x0 = axis.x(q.clock.ns(n.iv.min_start)), x1 = axis.x(q.clock.ns(n.iv.max_end));
+          paint.span(instant_row, std::floor(x0), std::max(std::floor(x0) + 1, x1), 1.0, colour, st.key, n.count);
+        }
+      } else if (st.kind == StreamKind::Counter) {
+        uint32_t k = 0;
+        while (k < lane.counters.size() && lane.counters[k] != id) ++k;
+        uint32_t row = UINT32_MAX;
+        for (uint32_t r = lr.first; r < lr.end; ++r)
+          if (req.layout.rows[r].kind == Row::Counter && req.layout.rows[r].index == k) row = r;
+        if (row == UINT32_MAX) continue;
+        std::vector<double>& mn = cmin[row];
+        std::vector<double>& mx = cmax[row];
+        mn.assign(P.columns, std::numeric_limits<double>::quiet_NaN());
+        mx = mn;
+        auto put = [&](double x0, double x1, double a, double z) {
+          const int64_t c0 = std::max<int64_t>(0, int64_t(std::floor(x0)));
+          const int64_t c1 = std::min<int64_t>(P.columns - 1, int64_t(std::floor(x1)));
+          for (int64_t c = c0; c <= c1; ++c) {
+            mn[size_t(c)] = std::isnan(mn[size_t(c)]) ? a : std::min(mn[size_t(c)], a);
+            mx[size_t(c)] = std::isnan(mx[size_t(c)]) ? z : std::max(mx[size_t(c)], z);
+          }
+          lo[row] = std::isnan(lo[row]) ? a : std::min(lo[row], a);
+          hi[row] = std::isnan(hi[row]) ? z : std::max(hi[row], z);
+        };
+        const Node* prev = nullptr;
+        for (const Node& n : b.nodes) {
+          const double xf = axis.x(q.clock.ns(n.s.first_ts)), xl = axis.x(q.clock.ns(n.s.last_ts));
+          if (prev) put(axis.x(q.clock.ns(prev->s.last_ts)), xf, prev->s.last, prev->s.last);  // the value holds
+          put(xf, xl, n.s.min, n.s.max);
+          prev = &n;
+        }
+      }
+    }
+    // Still open at the right edge: from its start (or the left edge) on.
+    for (const index::OpenInterval& o : q.open) {
+      if (!depth_rows) break;
+      const int64_t s = q.clock.ns(o.start);
+      const double x0 = axis.x(s);
+      const std::string_view name = src.index->catalog().string(o.name);
+      const uint32_t row = depth_row(o.depth);
+      paint.span(row, x0, req.width, 1.0, name_colour(name), o.name, 1);
+      add_box(row, lane.source, o.name, x0, req.width + 1, s, INT64_MAX, o.depth);
+    }
+  }
+
+  // 4. Pack the rows for the GPU.
+  P.rgba.assign(size_t(P.rows) * P.columns, 0);
+  P.envelope.assign(size_t(P.rows) * P.columns * 2, std::numeric_limits<float>::quiet_NaN());
+  P.top_name.assign(size_t(P.rows) * P.columns, 0);
+  P.count.assign(size_t(P.rows) * P.columns, 0);
+  P.counter_range.assign(P.rows, {0.0, 0.0});
+  for (uint32_t r = 0; r < P.rows; ++r) {
+    const size_t base = size_t(r) * P.columns;
+    if (req.layout.rows[r].kind == Row::Counter) {
+      if (cmin[r].empty()) continue;
+      double a = lo[r], z = hi[r];
+      if (!(z > a)) a -= 1, z += 1;  // a flat line sits in the middle
+      P.counter_range[r] = {a, z};
+      for (uint32_t c = 0; c < P.columns; ++c) {
+        if (std::isnan(cmin[r][c])) continue;
+        P.envelope[(base + c) * 2] = float((cmin[r][c] - a) / (z - a));
+        P.envelope[(base + c) * 2 + 1] = float((cmax[r][c] - a) / (z - a));
+      }
+      continue;
+    }
+    const Cell* cr = paint.row(r);
+    for (uint32_t c = 0; c < P.columns; ++c) {
+      P.rgba[base + c] = pack(cr[c]);
+      P.top_name[base + c] = cr[c].top;
+      P.count[base + c] = cr[c].count;
+    }
+  }
+
+  // 5. Messages and lost data.
+  std::map<std::pair<uint32_t, uint32_t>, const Layout::LaneRows*> lane_of;
+  for (const Layout::LaneRows& lr : req.layout.lanes) {
+    const Lane& l = scene.lanes()[lr.lane];
+    lane_of[{l.source, l.feedlet}] = &lr;
+  }
+  auto mid_y = [&](const Layout::LaneRows* lr) { return lr->y0 + req.layout.rows[lr->first].h * 0.5f; };
+  for (uint32_t s = 0; s < scene.sources().size(); ++s) {
+    const index::TraceIndex& ix = *scene.sources()[s].index;
+    const ClockWindow cw(ix.catalog().clock, req.t0, req.t1);
+    std::vector<index::Flow> flows = ix.flows(cw.k0, cw.k1);
+    // Arrows only where they can be told apart: a wall of lines says nothing.
+    if (flows.size() > req.max_arrows) {
+      P.arrows_left_out += flows.size();
+      flows.clear();
+    }
+    for (const index::Flow& f : flows) {
+      auto a = lane_of.find({s, f.src}), b = lane_of.find({s, f.dst});
+      const bool sent = f.flags & index::kFlowSent, received = f.flags & index::kFlowReceived;
+      const int64_t send = sent ? cw.ns(f.send_ts) : 0, recv = received ? cw.ns(f.recv_ts) : 0;
+      if (sent && received) {
+        if (a == lane_of.end() || b == lane_of.end()) continue;
+        P.arrows.push_back({float(axis.x(send)), mid_y(a->second), float(axis.x(recv)), mid_y(b->second), 0, send, recv});
+      } else if (sent) {
+        if (a == lane_of.end()) continue;
+        const float x = float(axis.x(send)), y = mid_y(a->second);
+        P.arrows.push_back({x, y, x + 10, y + 10, 1, send, 0});
+      } else {
+        if (b == lane_of.end()) continue;
+        const float x = float(axis.x(recv)), y = mid_y(b->second);
+        P.arrows.push_back({x - 10, y - 10, x, y, 2, 0, recv});
+      }
+    }
+    for (const Gap& g : scene.sources()[s].gaps) {
+      if (g.t1 < req.t0 || g.t0 > req.t1) continue;
+      double x0 = axis.x(g.t0), x1 = axis.x(g.t1);
+      if (x1 - x0 < 2) x0 -= 1, x1 += 1;  // a loss is never too small to see
+      for (const Layout::LaneRows& lr : req.layout.lanes) {
+        const Lane& l = scene.lanes()[lr.lane];
+        if (l.source == s && (g.feedlet == Gap::kAllFeedlets || g.feedlet == l.feedlet))
+          P.gaps.push_back({float(std::max(x0, -2.0)), float(std::min(x1, req.width + 2)), lr.y0, lr.y1, g.events});
+      }
+    }
+  }
+  P.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  return P;
+}
+
+}  // namespace tinescope::render
