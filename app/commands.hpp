@@ -11,5 +11,7 @@ void add_dump_command(CLI::App& app, int* exit_code);
 void add_index_commands(CLI::App& app, int* exit_code);
 // `render`: a figure to a PNG, headless.
 void add_render_command(CLI::App& app, int* exit_code);
+// `view`: the desktop viewer.
+void add_view_command(CLI::App& app, int* exit_code);
 
 }  // namespace tinescope::app

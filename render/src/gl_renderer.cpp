@@ -47,21 +47,13 @@ unsigned compile(const char* vs, const char* fs, std::string& error) {
   return p;
 }
 
-// Linear pictures re-project onto a linear view by an offset and a scale of
-// their columns; a warped one is shown as it is.
-void reprojection(const TimeAxis& pic, const TimeAxis& view, float& offset, float& scale) {
-  offset = 0, scale = 1;
-  if (!pic.linear() || !view.linear()) return;
-  if (pic.t0() == view.t0() && pic.t1() == view.t1() && pic.width() == view.width()) return;
-  const double view_px_per_ns = view.width() / double(view.t1() - view.t0());
-  scale = float(double(pic.t1() - pic.t0()) / pic.width() * view_px_per_ns);
-  offset = float(double(pic.t0() - view.t0()) * view_px_per_ns);
-}
-
 }  // namespace
 
-GlRenderer::~GlRenderer() {
+GlRenderer::~GlRenderer() { shutdown(); }
+
+void GlRenderer::shutdown() {
   if (!ready_) return;
+  ready_ = false;
   glDeleteProgram(bands_program_);
   glDeleteProgram(shapes_program_);
   glDeleteVertexArrays(1, &bands_vao_);

@@ -62,12 +62,8 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
   dl->PopClipRect();
 
   // Names inside intervals that are wide enough to hold some of the name.
-  float offset = 0, scale = 1;
-  if (p.axis.linear() && view.linear() && (p.axis.t0() != view.t0() || p.axis.t1() != view.t1())) {
-    const double k = view.width() / double(view.t1() - view.t0());
-    scale = float(double(p.axis.t1() - p.axis.t0()) / p.axis.width() * k);
-    offset = float(double(p.axis.t0() - view.t0()) * k);
-  }
+  float offset, scale;
+  reprojection(p.axis, view, offset, scale);
   int labels = 0;
   for (const Box& b : p.boxes) {
     const float x0 = plot.x + offset + std::max(0.f, b.x0) * scale, x1 = plot.x + offset + std::min(b.x1, float(p.columns)) * scale;

@@ -51,6 +51,15 @@ double TimeAxis::ns_per_px(double x) const {
   return double(time(x + 0.5) - time(x - 0.5));
 }
 
+void reprojection(const TimeAxis& pic, const TimeAxis& view, float& offset, float& scale) {
+  offset = 0, scale = 1;
+  if (!pic.linear() || !view.linear()) return;
+  if (pic.t0() == view.t0() && pic.t1() == view.t1() && pic.width() == view.width()) return;
+  const double view_px_per_ns = view.width() / double(view.t1() - view.t0());
+  scale = float(double(pic.t1() - pic.t0()) / pic.width() * view_px_per_ns);
+  offset = float(double(pic.t0() - view.t0()) * view_px_per_ns);
+}
+
 std::vector<Tick> ticks(const TimeAxis& axis, double min_spacing_px, int64_t origin) {
   std::vector<Tick> out;
   const int count = int(axis.width() / min_spacing_px);

@@ -32,6 +32,9 @@ class GlRenderer {
 
   // Needs a current GL 4.5 core context. False with the compiler's log.
   bool init(std::string& error);
+  // Frees the GL objects; call while the context is still current (the
+  // destructor does it too).
+  void shutdown();
   void release(TextureSlot& slot);
 
   // Viewport over the whole framebuffer, cleared to the background.

@@ -43,6 +43,10 @@ class TimeAxis {
   std::vector<double> xs_;      // x of each knot
 };
 
+// How a picture made for axis `pic` lies on axis `view`: picture column c is
+// at view x = offset + c * scale. Linear axes only; otherwise (0, 1).
+void reprojection(const TimeAxis& pic, const TimeAxis& view, float& offset, float& scale);
+
 // Tick marks at round real times: for a linear axis every 1, 2 or 5 × 10^k
 // ns; for a warped one, at evenly spaced x, labelled with the time there.
 struct Tick {

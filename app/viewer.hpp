@@ -1,0 +1,121 @@
+// The desktop viewer: a GLFW window with Dear ImGui controls around figures
+// drawn by the GL renderer. Figures (timelines and oscilloscopes) share one
+// view window, one cursor, one selection and one set of bookmarks, and move
+// together. Pictures are built on a worker thread; the UI draws the last
+// picture re-projected until the new one arrives, so it never waits on disk.
+#pragma once
+
+#define GLFW_INCLUDE_NONE  // epoxy provides the GL declarations
+#include <GLFW/glfw3.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tinescope/figure_params.hpp"
+#include "tinescope/gl_renderer.hpp"
+
+namespace tinescope::app {
+
+struct ViewerOptions {
+  int width = 1280, height = 800;
+  bool vsync = true;
+  bool capture = false;  // keep every frame's pixels (tests)
+  std::string title = "tinescope";
+};
+
+class Viewer {
+ public:
+  // Opens the window (needs a display). `first` is the first figure; a scope
+  // figure comes with a timeline above it.
+  static std::unique_ptr<Viewer> create(std::shared_ptr<render::Scene> scene, const render::FigureParams& first,
+                                        const render::Marks& marks, const ViewerOptions& options, std::string& error);
+  ~Viewer();
+
+  // One frame: events, controls, figures, swap. False once the window is closed.
+  bool frame();
+  void run();
+
+  // ---- for tests and tools (all on the UI thread)
+  // The last frame's pixels, top row first, RGBA8 (captured before the swap).
+  const std::vector<uint8_t>& pixels() const { return pixels_; }
+  int fb_width() const { return fb_w_; }
+  int fb_height() const { return fb_h_; }
+  void window_pos(int& x, int& y) const { glfwGetWindowPos(window_, &x, &y); }
+  // Frames until every figure shows the picture for its current state.
+  bool settle(int max_frames = 400);
+  // Screen rectangle (window coordinates) of a named control of the last frame.
+  render::Rect control(const std::string& id) const;
+  struct Figure;
+  size_t figure_count() const { return figures_.size(); }
+  const render::FigureParams& figure_params(size_t i) const;
+  render::Rect figure_rect(size_t i) const;
+  render::Rect plot_rect(size_t i) const;
+  const render::TimeAxis& figure_axis(size_t i) const;  // timeline: the mapping on screen
+  const render::Marks& marks() const { return marks_; }
+  const render::Scene& scene() const { return *scene_; }
+
+ private:
+  Viewer() = default;
+  void controls();
+  void layout_figures(float top);
+  void handle_input();
+  void handle_timeline_input(Figure& f, size_t index);
+  void handle_scope_input(Figure& f);
+  void tooltip(Figure& f);
+  void details();
+  void request_pictures();
+  void worker_loop();
+  void zoom(double factor, double at_x);
+  void fit();
+  void set_window(int64_t t0, int64_t t1);
+  void add_figure(render::FigureParams::Type type);
+
+  std::shared_ptr<render::Scene> scene_;
+  GLFWwindow* window_ = nullptr;
+  ViewerOptions options_;
+  render::GlRenderer gl_;
+  std::vector<std::unique_ptr<Figure>> figures_;
+  render::Marks marks_;
+  int fb_w_ = 0, fb_h_ = 0;
+  std::vector<uint8_t> pixels_;
+  std::vector<std::pair<std::string, render::Rect>> controls_;
+
+  // Shared view: every figure shows [t0, t1) (a scope starts its strips at t0).
+  int64_t t0_ = 0, t1_ = 1;
+  double theta_us_ = 0;  // the warp, per microsecond, as the slider shows it
+
+  // Overview of the whole scene.
+  std::shared_ptr<render::TimelinePicture> overview_;
+  render::TextureSlot overview_slot_;
+  render::Rect overview_rect_;
+
+  // Mouse gestures.
+  enum class Drag { None, Pan, Select, Overview, ScopePan } drag_ = Drag::None;
+  double drag_x_ = 0, drag_y_ = 0;
+  int64_t drag_t0_ = 0, drag_t1_ = 0, drag_anchor_ = 0;
+  bool drag_moved_ = false;
+  size_t drag_figure_ = 0;
+
+  // The selected interval, for the details panel.
+  bool has_selected_ = false;
+  render::Box selected_{};
+  uint32_t selected_lane_ = 0;
+
+  // Picture building off the UI thread: latest request per figure wins.
+  struct Job;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> jobs_;
+  std::vector<std::shared_ptr<Job>> done_;
+  bool stop_ = false;
+  std::thread worker_;
+  uint64_t frames_ = 0;
+};
+
+}  // namespace tinescope::app
