@@ -1,0 +1,249 @@
+// The renderer as a person sees it, headless through EGL: fixed views of a
+// fixed trace against reference PNGs; 1 ns intervals 100 hours into a trace
+// exactly where they belong; the time axis and its log warp; folding that
+// turns an exact period into a solid column and a wrong one into a smear.
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "synthetic_trace.hpp"
+#include "tinescope/headless.hpp"
+#include "tinescope/trace_writer.hpp"
+#include "trace_helpers.hpp"
+
+namespace tinescope::test {
+namespace {
+
+using namespace format;
+using render::FigureParams;
+
+std::string temp_dir() {
+  static std::string dir = [] {
+    char tmpl[] = "/tmp/tinescope-render-XXXXXX";
+    return std::string(mkdtemp(tmpl));
+  }();
+  return dir;
+}
+
+// A trace of one feedlet (1 tick = 1 ns) from (begin ts, end ts, name) triples.
+std::string write_intervals(const std::string& name, const std::vector<std::tuple<uint64_t, uint64_t, uint32_t>>& iv,
+                            const std::vector<std::string>& names) {
+  HeaderInfo info;
+  info.clock.source = uint8_t(ClockSource::Monotonic);
+  info.clock.ticks_per_ns = 1.0;
+  info.process_name = "test";
+  std::string out = build_file_header(info);
+  std::vector<uint8_t> frame;
+  auto flush = [&](ChunkBuilder& cb) {
+    if (cb.empty()) return;
+    cb.finish(0, frame);
+    out.append(frame.begin(), frame.end());
+  };
+  ChunkBuilder meta;
+  for (uint64_t id = 1; id <= names.size(); ++id) {
+    uint8_t* p = meta.begin(kStringDef, 0, 64);
+    p = ChunkBuilder::put_u64(p, id);
+    p = ChunkBuilder::put_bytes(p, names[id - 1].data(), names[id - 1].size());
+    meta.end(p);
+  }
+  flush(meta);
+  ChunkBuilder cb;
+  cb.feedlet = 1;
+  for (auto [b, e, n] : iv) {
+    uint8_t* p = cb.begin(kIntervalBegin, b);
+    p = ChunkBuilder::put_u64(p, n);
+    cb.end(p);
+    p = cb.begin(kIntervalEnd, e);
+    p = ChunkBuilder::put_u64(p, n);
+    cb.end(p);
+    if (cb.full()) flush(cb);
+  }
+  flush(cb);
+  const std::string path = temp_dir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << out;
+  return path;
+}
+
+std::unique_ptr<render::HeadlessRenderer> headless(int w, int h) {
+  std::string error;
+  auto r = render::HeadlessRenderer::create(w, h, error);
+  EXPECT_TRUE(r) << error;
+  return r;
+}
+
+uint32_t pixel(const std::vector<uint8_t>& px, int w, int x, int y) {
+  const uint8_t* p = &px[(size_t(y) * w + x) * 4];
+  return p[0] | p[1] << 8 | p[2] << 16;
+}
+bool is_background(uint32_t c) { return c == (render::kBackground & 0xffffff); }
+int ink(uint32_t c) {  // how far a pixel is from the background
+  const uint32_t b = render::kBackground;
+  int d = 0;
+  for (int k = 0; k < 24; k += 8) d = std::max(d, std::abs(int(c >> k & 255) - int(b >> k & 255)));
+  return d;
+}
+
+TEST(TimeAxis, LinearIsExactAndWarpKeepsOrderAndEnds) {
+  const int64_t t0 = 360'000'000'000'000;  // 100 h in
+  render::TimeAxis a(t0, t0 + 1000, 1000);
+  EXPECT_DOUBLE_EQ(a.x(t0 + 1), 1.0);
+  EXPECT_EQ(a.time(500.5), t0 + 500);
+  // Warp: a burst of 10 events 1 ns apart, then a gap of 900 ns.
+  std::vector<int64_t> knots;
+  for (int i = 0; i < 10; ++i) knots.push_back(t0 + 50 + i);
+  knots.push_back(t0 + 950);
+  render::TimeAxis w(t0, t0 + 1000, 1000);
+  w.warp(knots, 0.1);
+  EXPECT_FALSE(w.linear());
+  EXPECT_DOUBLE_EQ(w.x(t0), 0);
+  EXPECT_DOUBLE_EQ(w.x(t0 + 1000), 1000);
+  double last = -1;
+  for (int64_t t = t0; t <= t0 + 1000; t += 7) EXPECT_GT(w.x(t), last), last = w.x(t);
+  // The burst opens up, the long gap shrinks.
+  EXPECT_GT(w.x(t0 + 59) - w.x(t0 + 50), 10 * (a.x(t0 + 59) - a.x(t0 + 50)) / 2);
+  EXPECT_LT(w.x(t0 + 950) - w.x(t0 + 59), a.x(t0 + 950) - a.x(t0 + 59));
+  for (double x : {3.0, 100.0, 420.0, 999.0}) EXPECT_NEAR(w.x(w.time(x)), x, w.x(w.time(x) + 1) - w.x(w.time(x)) + 1e-9);
+  // Each gap takes ln(1 + θΔt)/θ: a 1 ns gap and a 900 ns gap in that ratio.
+  const double one = w.x(t0 + 51) - w.x(t0 + 50), big = w.x(t0 + 950) - w.x(t0 + 59);
+  EXPECT_NEAR(big / one, std::log1p(0.1 * 891) / std::log1p(0.1 * 1), 1e-6);
+}
+
+TEST(Render, OneNanosecondIntervalsHundredHoursInAreExactlyWhereTheyBelong) {
+  const uint64_t T = 100ull * 3600 * 1'000'000'000;  // 100 hours of nanoseconds
+  std::vector<std::tuple<uint64_t, uint64_t, uint32_t>> iv = {{1000, 2000, 1}};
+  for (uint64_t k = 0; k < 10; ++k) iv.push_back({T + 7 * k, T + 7 * k + 1, 2});
+  const std::string trace = write_intervals("precision.tine", iv, {"start", "tick"});
+  render::Scene scene;
+  std::string error;
+  ASSERT_TRUE(scene.add_trace(trace, error)) << error;
+  const int W = 1280, H = 200;
+  auto r = headless(W, H);
+  ASSERT_TRUE(r);
+  FigureParams f;
+  f.t0 = int64_t(T) - 5, f.t1 = int64_t(T) + 75;  // 80 ns across the plot
+  r->draw(scene, f, {});
+  const std::vector<uint8_t> px = r->context().read_rgba();
+  const render::TimelineGeometry g = render::TimelineGeometry::of({0, 0, float(W), float(H)});
+  const render::Layout layout = render::layout_lanes(scene, render::layout_options(f));
+  const float y = g.plot.y + layout.rows[layout.lanes[0].first].y + 3;
+  const double px_per_ns = g.plot.w / 80.0;  // 14.125
+  for (uint64_t k = 0; k < 10; ++k) {
+    const double a = g.plot.x + double(T + 7 * k - (T - 5)) * px_per_ns, b = a + px_per_ns;
+    for (int x = int(std::ceil(a)) + 1; x < int(b) - 1; ++x)
+      EXPECT_EQ(pixel(px, W, x, int(y)), render::name_colour("tick") & 0xffffff) << "interval " << k << " x " << x;
+    // Between two ticks (6 ns of nothing) the lane is empty.
+    for (int x = int(b) + 2; x < int(a + 7 * px_per_ns) - 2; ++x)
+      EXPECT_TRUE(is_background(pixel(px, W, x, int(y)))) << "gap after " << k << " x " << x;
+  }
+}
+
+TEST(Render, FoldingAnExactPeriodGivesAColumnAndAWrongOneASmear) {
+  // A task every 45351.474 ns (22.05 kHz) lasting 4 us, for 1024 * 20 periods.
+  const double period = 1e9 / 22050;
+  std::vector<std::tuple<uint64_t, uint64_t, uint32_t>> iv;
+  const uint64_t base = 1'000'000;
+  for (uint64_t n = 0; n < 1024 * 20; ++n) {
+    const uint64_t s = base + uint64_t(std::llround(double(n) * period));
+    iv.push_back({s + 10'000, s + 14'000, 1});
+  }
+  const std::string trace = write_intervals("periodic.tine", iv, {"audio.sample"});
+  render::Scene scene;
+  std::string error;
+  ASSERT_TRUE(scene.add_trace(trace, error)) << error;
+  const int W = 1174, H = 22 + 20 * 8;  // plot 1024 wide, 20 strips of 8 px
+  auto r = headless(W, H);
+  ASSERT_TRUE(r);
+  FigureParams f;
+  f.type = FigureParams::Scope;
+  f.t0 = int64_t(base), f.t1 = f.t0 + 1;
+  f.period_ns = period;
+  f.fold = 1024;
+  f.strip_px = 8;
+  auto column_profile = [&](double p) {
+    f.period_ns = p;
+    r->draw(scene, f, {});
+    const std::vector<uint8_t> px = r->context().read_rgba();
+    std::vector<int> best(20, 0), wide(20, 0);
+    for (int s = 0; s < 20; ++s) {
+      const int y = 22 + s * 8 + 3;
+      for (int x = 150; x < W; ++x) best[size_t(s)] = std::max(best[size_t(s)], ink(pixel(px, W, x, y)));
+      for (int x = 150; x < W; ++x) wide[size_t(s)] += ink(pixel(px, W, x, y)) * 2 > best[size_t(s)];
+    }
+    return std::make_pair(best, wide);
+  };
+  const int full = ink(render::name_colour("audio.sample") & 0xffffff);
+  auto [best, wide] = column_profile(period);
+  for (int s = 0; s < 20; ++s) {
+    EXPECT_GE(best[size_t(s)], full * 9 / 10) << "strip " << s;                 // dense colour...
+    EXPECT_LE(wide[size_t(s)], int(1024 * 4000 / period) + 3) << "strip " << s;  // ...in one 4 us column
+  }
+  auto [smear_best, smear_wide] = column_profile(period * 1.001);  // 45 ns off: 46 us of drift per strip
+  for (int s = 0; s < 20; ++s) {
+    EXPECT_LE(smear_best[size_t(s)], full / 3) << "strip " << s;
+    EXPECT_GE(smear_wide[size_t(s)], 700) << "strip " << s;
+  }
+}
+
+// Reference pictures: a synthetic trace drawn at fixed views. Set
+// TINESCOPE_UPDATE_REFERENCES=1 to write them anew (then look at them).
+TEST(Render, FixedViewsMatchTheReferencePictures) {
+  const std::string trace = temp_dir() + "/synthetic.tine";
+  bench::SyntheticOptions o;
+  o.events = 200'000, o.threads = 6, o.period_ns = 100'000, o.seed = 7;
+  bench::SyntheticResult res;
+  std::string error;
+  std::filesystem::remove(trace);
+  ASSERT_TRUE(bench::write_synthetic_trace(trace, o, res, error)) << error;
+  render::Scene scene;
+  ASSERT_TRUE(scene.add_trace(trace, error)) << error;
+  auto r = headless(1000, 500);
+  ASSERT_TRUE(r);
+  struct View {
+    const char* name;
+    FigureParams f;
+  };
+  std::vector<View> views;
+  FigureParams all;
+  all.t0 = scene.first_ns(), all.t1 = scene.last_ns() + 1;
+  views.push_back({"timeline-all", all});
+  FigureParams zoom = all;
+  zoom.t0 = scene.first_ns() + 2'000'000, zoom.t1 = zoom.t0 + 400'000;
+  views.push_back({"timeline-400us", zoom});
+  FigureParams warp = zoom;
+  warp.theta = 0.001;
+  views.push_back({"timeline-400us-log", warp});
+  FigureParams scope = all;
+  scope.type = FigureParams::Scope, scope.period_ns = 100'000, scope.fold = 16, scope.strip_px = 6;
+  views.push_back({"scope-fold16", scope});
+  const std::string dir = std::string(TINESCOPE_SOURCE_DIR) + "/tests/data/render/";
+  const bool update = std::getenv("TINESCOPE_UPDATE_REFERENCES") != nullptr;
+  for (const View& v : views) {
+    render::Marks marks;
+    marks.cursor = v.f.t0 + (v.f.t1 - v.f.t0) / 3;
+    r->draw(scene, v.f, marks);
+    const std::vector<uint8_t> got = r->context().read_rgba();
+    const std::string ref = dir + v.name + ".png", out = temp_dir() + "/" + v.name + ".png";
+    ASSERT_TRUE(render::write_png(out, 1000, 500, got, error)) << error;
+    if (update) {
+      ASSERT_TRUE(render::write_png(ref, 1000, 500, got, error)) << error;
+    }
+    int w, h;
+    std::vector<uint8_t> want;
+    ASSERT_TRUE(render::read_png(ref, w, h, want, error)) << error << " (TINESCOPE_UPDATE_REFERENCES=1 makes it)";
+    ASSERT_EQ(w, 1000);
+    ASSERT_EQ(h, 500);
+    uint64_t sum = 0, off = 0;
+    for (size_t i = 0; i < got.size(); i += 4) {
+      int d = 0;
+      for (int k = 0; k < 3; ++k) d = std::max(d, std::abs(int(got[i + k]) - int(want[i + k])));
+      sum += uint64_t(d);
+      off += d > 40;
+    }
+    const double pixels = double(got.size() / 4);
+    EXPECT_LE(double(sum) / pixels, 1.5) << v.name << ": mean difference; this render is " << out;
+    EXPECT_LE(double(off) / pixels, 0.005) << v.name << ": pixels that differ; this render is " << out;
+  }
+}
+
+}  // namespace
+}  // namespace tinescope::test
