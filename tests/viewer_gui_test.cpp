@@ -1,0 +1,324 @@
+// The viewer as a person uses it: a real GLFW window under Xvfb (Mesa),
+// driven by real X input events (xdotool: mouse moves, wheel, drags, keys,
+// typing into the controls), its framebuffer read back and checked. The
+// trace is a fresh recording of the demo workload.
+#include <sys/wait.h>
+
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include "tinescope/headless.hpp"
+#include "tinescope/trace_index.hpp"
+#include "trace_helpers.hpp"
+#include "viewer.hpp"
+
+namespace tinescope::test {
+namespace {
+
+using app::Viewer;
+using render::FigureParams;
+
+std::string g_trace;
+
+class ViewerGui : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_NE(std::getenv("DISPLAY"), nullptr) << "the GUI tests run under xvfb-run (ctest does that)";
+    char tmpl[] = "/tmp/tinescope-gui-XXXXXX";
+    const std::string dir = mkdtemp(tmpl);
+    g_trace = dir + "/demo.tine";
+    const std::string demo = std::string(std::getenv("TINESCOPE_BIN")) + "/recorder/tinescope-demo";
+    const std::string cmd = demo + " -o " + g_trace + " --duration 2.5 > /dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+
+  void open(const FigureParams& first) {
+    scene_ = std::make_shared<render::Scene>();
+    std::string error;
+    ASSERT_TRUE(scene_->add_trace(g_trace, error)) << error;
+    FigureParams f = first;
+    if (f.t1 <= f.t0) f.t0 = scene_->first_ns(), f.t1 = scene_->last_ns() + 1;
+    app::ViewerOptions o;
+    o.vsync = false;
+    o.capture = true;
+    v_ = Viewer::create(scene_, f, {}, o, error);
+    ASSERT_TRUE(v_) << error;
+    pump(3);
+    v_->window_pos(wx_, wy_);
+    ASSERT_TRUE(v_->settle());
+  }
+
+  uint32_t lane(const std::string& name) const {
+    for (uint32_t i = 0; i < scene_->lanes().size(); ++i)
+      if (scene_->lanes()[i].name == name) return i;
+    ADD_FAILURE() << "no lane " << name;
+    return 0;
+  }
+
+  void pump(int frames = 6) {
+    for (int i = 0; i < frames; ++i) {
+      v_->frame();
+      std::this_thread::sleep_for(std::chrono::milliseconds(4));
+    }
+  }
+  void xdo(const std::string& args) {
+    const std::string cmd = "xdotool " + args;
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    pump();
+  }
+  void move(float x, float y) { xdo("mousemove " + std::to_string(wx_ + int(x)) + " " + std::to_string(wy_ + int(y))); }
+  void click(float x, float y) {
+    move(x, y);
+    xdo("click 1");
+  }
+  void key(const std::string& k) {  // down and up in different frames, as a person types
+    xdo("keydown " + k);
+    xdo("keyup " + k);
+  }
+  void drag(float x0, float y0, float x1, float y1, bool shift = false) {
+    move(x0, y0);
+    if (shift) xdo("keydown shift");
+    xdo("mousedown 1");
+    for (int i = 1; i <= 4; ++i) move(x0 + (x1 - x0) * float(i) / 4, y0 + (y1 - y0) * float(i) / 4);
+    xdo("mouseup 1");
+    if (shift) xdo("keyup shift");
+  }
+  // Types into a control: ctrl+click makes ImGui sliders editable, ctrl+a selects what is there.
+  void enter(const std::string& control, const std::string& text) {
+    const render::Rect r = v_->control(control);
+    ASSERT_GT(r.w, 0) << "no control " << control;
+    move(r.x + r.w / 2, r.y + r.h / 2);
+    xdo("keydown ctrl");
+    xdo("click 1");
+    xdo("keyup ctrl");
+    xdo("keydown ctrl");
+    xdo("key a");
+    xdo("keyup ctrl");
+    xdo("type " + text);
+    key("Return");
+    move(5, float(v_->fb_height() - 5));  // out of the way: no hover
+    ASSERT_TRUE(v_->settle());
+  }
+
+  uint32_t px(int x, int y) const {
+    const uint8_t* p = &v_->pixels()[(size_t(y) * v_->fb_width() + x) * 4];
+    return p[0] | p[1] << 8 | p[2] << 16;
+  }
+  static int ink(uint32_t c) {
+    int d = 0;
+    for (int k = 0; k < 24; k += 8) d = std::max(d, std::abs(int(c >> k & 255) - int(render::kBackground >> k & 255)));
+    return d;
+  }
+
+  // What the window showed, for a person to look at when a check fails.
+  void TearDown() override {
+    if (!v_ || !HasFailure() || v_->pixels().empty()) return;
+    const std::string png = g_trace + "." + ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".png";
+    std::string error;
+    if (render::write_png(png, v_->fb_width(), v_->fb_height(), v_->pixels(), error))
+      std::printf("the window at the failure: %s\n", png.c_str());
+  }
+
+  std::shared_ptr<render::Scene> scene_;
+  std::unique_ptr<Viewer> v_;
+  int wx_ = 0, wy_ = 0;
+};
+
+TEST_F(ViewerGui, FoldingTheAudioTaskAtItsPeriodGivesAColumnAndAWrongPeriodASmear) {
+  FigureParams f;
+  f.type = FigureParams::Scope;
+  f.lanes = {};
+  f.period_ns = 40'000;
+  f.strip_px = 8;
+  ASSERT_NO_FATAL_FAILURE(open(f));
+  // The scope follows the audio lane.
+  const uint32_t audio = lane("audio");
+  ASSERT_EQ(v_->figure_count(), 2u);  // a timeline above the scope
+  const_cast<FigureParams&>(v_->figure_params(1)).lanes = {audio};
+  enter("period", "45.351474");
+  enter("fold", "1024");
+  EXPECT_EQ(v_->figure_params(1).fold, 1024u);
+  EXPECT_NEAR(v_->figure_params(1).period_ns, 45351.474, 1e-6);
+
+  const render::Rect plot = v_->plot_rect(1);
+  const uint32_t strip = v_->figure_params(1).strip_px;
+  const int strips = int(plot.h) / int(strip);
+  ASSERT_GE(strips, 10);
+  const int full = ink(render::name_colour("audio.sample") & 0xffffff);
+  // Per strip: the strongest colour, how many columns reach half of it, and
+  // how many show anything at all.
+  auto profile = [&](std::vector<int>& best, std::vector<int>& wide, std::vector<int>& lit) {
+    best.assign(size_t(strips), 0), wide.assign(size_t(strips), 0), lit.assign(size_t(strips), 0);
+    for (int s = 0; s < strips; ++s) {
+      const int y = int(plot.y) + s * int(strip) + 3;
+      for (int x = int(plot.x); x < int(plot.x + plot.w); ++x) best[size_t(s)] = std::max(best[size_t(s)], ink(px(x, y)));
+      for (int x = int(plot.x); x < int(plot.x + plot.w); ++x) {
+        wide[size_t(s)] += ink(px(x, y)) * 2 > best[size_t(s)];
+        lit[size_t(s)] += ink(px(x, y)) > 4;
+      }
+    }
+  };
+  std::vector<int> best, wide, lit;
+  profile(best, wide, lit);
+  // Whole strips of recorded data (the recording is 2.5 s; a strip is 46 ms).
+  for (int s = 1; s < strips - 1; ++s) {
+    EXPECT_GE(best[size_t(s)], full * 3 / 4) << "strip " << s << ": the folded samples should be dense colour";
+    EXPECT_LE(wide[size_t(s)], int(plot.w * 0.2)) << "strip " << s << ": ...in one narrow column";
+  }
+  enter("period", "45.40");  // 0.1 % off: 50 us of drift over 1024 periods
+  std::vector<int> sbest, swide, slit;
+  profile(sbest, swide, slit);
+  for (int s = 1; s < strips - 1; ++s) {
+    EXPECT_LE(sbest[size_t(s)], full * 2 / 5) << "strip " << s << ": a wrong period smears";
+    EXPECT_GE(slit[size_t(s)], int(plot.w * 0.9)) << "strip " << s << ": ...over the whole strip";
+  }
+}
+
+TEST_F(ViewerGui, TheInterruptShowsWhereItHappenedAfterZoomingWithTheWheel) {
+  ASSERT_NO_FATAL_FAILURE(open({}));
+  const uint32_t audio = lane("audio");
+  const index::TraceIndex& ix = *scene_->sources()[0].index;
+  const int stream = ix.find_stream(index::StreamKind::Interval, scene_->lanes()[audio].feedlet, "interrupt");
+  ASSERT_GE(stream, 0);
+  const std::vector<index::Item> irq = ix.items(stream, ix.first_ts(), ix.last_ts());
+  ASSERT_GE(irq.size(), 10u);
+  const int64_t s = ix.to_ns(irq[20].start), e = ix.to_ns(irq[20].end);
+  EXPECT_NEAR(double(e - s), 300e3, 60e3);
+
+  const render::Rect plot = v_->plot_rect(0);
+  // Aim at the interrupt and roll the wheel; aim again (a pixel was 2 ms
+  // before the first zoom), and roll on: 30 notches in all.
+  for (int round = 0; round < 2; ++round) {
+    move(plot.x + float(v_->figure_axis(0).x((s + e) / 2)), plot.y + plot.h / 2);
+    xdo("click --repeat 15 --delay 2 4");  // wheel up: zoom in around the mouse
+    ASSERT_TRUE(v_->settle());
+  }
+  const render::TimeAxis& axis = v_->figure_axis(0);
+  EXPECT_LT(axis.t1() - axis.t0(), 10'000'000) << "30 notches of the wheel zoom from seconds to milliseconds";
+  const double x0 = plot.x + axis.x(s), x1 = plot.x + axis.x(e);
+  ASSERT_GT(x1 - x0, 20) << "the interrupt should now be wide";
+  ASSERT_GT(x0, plot.x);
+  ASSERT_LT(x1, plot.x + plot.w);
+
+  move(5, float(v_->fb_height() - 5));
+  pump();
+  const render::Layout layout = render::layout_lanes(*scene_, render::layout_options(v_->figure_params(0)));
+  const render::Layout::LaneRows* lr = layout.find_lane(audio);
+  ASSERT_TRUE(lr);
+  const int y = int(plot.y + layout.rows[lr->first].y - v_->figure_params(0).scroll_y + 4);
+  const uint32_t want = render::name_colour("interrupt") & 0xffffff;
+  SCOPED_TRACE("row y " + std::to_string(y) + " x " + std::to_string(x0) + ".." + std::to_string(x1));
+  // Its colour from its start to its end, but for the letters of its name.
+  int coloured = 0, text = 0, other = 0;
+  for (int x = int(x0) + 2; x < int(x1) - 2; ++x) {
+    const uint32_t c = px(x, y);
+    (c == want ? coloured : (c & 0xffffff) == 0x141414 ? text : other)++;
+  }
+  EXPECT_EQ(other, 0);
+  EXPECT_GE(coloured, (coloured + text) * 6 / 10);
+  EXPECT_NE(px(int(x0) - 4, y), want);
+  EXPECT_NE(px(int(x1) + 4, y), want);
+}
+
+TEST_F(ViewerGui, KeysZoomPanAndFit) {
+  ASSERT_NO_FATAL_FAILURE(open({}));
+  const int64_t span = v_->figure_axis(0).t1() - v_->figure_axis(0).t0();
+  move(5, float(v_->fb_height() - 5));
+  key("w");
+  ASSERT_TRUE(v_->settle());
+  const int64_t zoomed = v_->figure_axis(0).t1() - v_->figure_axis(0).t0();
+  EXPECT_NEAR(double(zoomed), double(span) * 0.8, double(span) * 0.01);
+  const int64_t t0 = v_->figure_axis(0).t0();
+  key("d");
+  ASSERT_TRUE(v_->settle());
+  EXPECT_NEAR(double(v_->figure_axis(0).t0() - t0), double(zoomed) * 0.1, double(zoomed) * 0.01);
+  key("f");
+  ASSERT_TRUE(v_->settle());
+  EXPECT_EQ(v_->figure_axis(0).t0(), scene_->first_ns());
+  EXPECT_EQ(v_->figure_axis(0).t1(), scene_->last_ns() + 1);
+}
+
+TEST_F(ViewerGui, CursorAndSelectionMoveEveryFigureTogether) {
+  FigureParams f;
+  f.type = FigureParams::Scope;
+  f.period_ns = 25e6;  // 25 ms strips, fold 1: the scope shows the first second, strip by strip
+  f.strip_px = 8;
+  ASSERT_NO_FATAL_FAILURE(open(f));
+  const uint32_t audio = lane("audio");
+  const_cast<FigureParams&>(v_->figure_params(1)).lanes = {audio};
+  ASSERT_TRUE(v_->settle());
+  const render::Rect tl = v_->plot_rect(0), sc = v_->plot_rect(1);
+  const std::vector<uint8_t> before = v_->pixels();
+
+  // A click in the timeline puts the cursor there, in both figures.
+  click(tl.x + tl.w * 0.2f, tl.y + 30);
+  move(5, float(v_->fb_height() - 5));
+  pump();
+  ASSERT_NE(v_->marks().cursor, render::Marks::kNone);
+  const uint32_t cursor = render::kCursorColour & 0xffffff;
+  const int cx = int(tl.x + v_->figure_axis(0).x(v_->marks().cursor));
+  bool in_timeline = false;
+  for (int x = cx - 1; x <= cx + 1; ++x) in_timeline |= px(x, int(tl.y + tl.h / 2)) == cursor;
+  EXPECT_TRUE(in_timeline) << "the cursor line crosses the timeline";
+  const double offset = double(v_->marks().cursor - v_->figure_params(1).t0) / 25e6;
+  const int strip = int(offset), sx = int(sc.x + (offset - strip) * sc.w);
+  ASSERT_LT(strip * 8, int(sc.h));
+  bool in_scope = false;
+  for (int x = sx - 2; x <= sx + 3; ++x) in_scope |= px(x, int(sc.y) + strip * 8 + 3) == cursor;
+  EXPECT_TRUE(in_scope) << "the cursor shows in the scope's strip " << strip;
+
+  // A shift-drag selects a range: tinted in both figures.
+  drag(tl.x + tl.w * 0.05f, tl.y + 30, tl.x + tl.w * 0.3f, tl.y + 30, true);
+  move(5, float(v_->fb_height() - 5));
+  pump();
+  ASSERT_TRUE(v_->marks().has_selection());
+  auto changed = [&](render::Rect r) {
+    int n = 0;
+    for (int y = int(r.y); y < int(r.y + r.h); y += 2)
+      for (int x = int(r.x); x < int(r.x + r.w); x += 2) {
+        const size_t i = (size_t(y) * v_->fb_width() + x) * 4;
+        n += std::abs(int(before[i + 2]) - int(v_->pixels()[i + 2])) > 12;
+      }
+    return n;
+  };
+  EXPECT_GT(changed({tl.x + tl.w * 0.1f, tl.y, tl.w * 0.15f, tl.h}), 100) << "the selection tints the timeline";
+  const int first = int(double(v_->marks().sel0 - v_->figure_params(1).t0) / 25e6) + 1;
+  EXPECT_GT(changed({sc.x, sc.y + float(first * 8), sc.w, 16}), 100) << "and the scope strips it covers";
+  EXPECT_EQ(changed({sc.x, sc.y + sc.h - 16, sc.w, 16}), 0) << "but not strips past it";
+}
+
+TEST_F(ViewerGui, ThetaSliderWarpsTimeAndOneClickGoesBackToLinear) {
+  FigureParams f;
+  ASSERT_NO_FATAL_FAILURE(open(f));
+  key("w"), key("w"), key("w");
+  ASSERT_TRUE(v_->settle());
+  const std::vector<uint8_t> linear = v_->pixels();
+  const render::Rect theta = v_->control("theta");
+  drag(theta.x + 3, theta.y + theta.h / 2, theta.x + theta.w * 0.8f, theta.y + theta.h / 2);
+  move(5, float(v_->fb_height() - 5));
+  ASSERT_TRUE(v_->settle());
+  EXPECT_GT(v_->figure_params(0).theta, 0);
+  EXPECT_FALSE(v_->figure_axis(0).linear());
+  const render::Rect plot = v_->plot_rect(0);
+  auto differing = [&](const std::vector<uint8_t>& a) {
+    int n = 0;
+    for (int y = int(plot.y); y < int(plot.y + plot.h); ++y)
+      for (int x = int(plot.x); x < int(plot.x + plot.w); ++x) {
+        const size_t i = (size_t(y) * v_->fb_width() + x) * 4;
+        n += a[i] != v_->pixels()[i] || a[i + 1] != v_->pixels()[i + 1] || a[i + 2] != v_->pixels()[i + 2];
+      }
+    return n;
+  };
+  EXPECT_GT(differing(linear), int(plot.w * plot.h / 50)) << "the warp moves what is drawn";
+  const render::Rect lin = v_->control("linear");
+  click(lin.x + lin.w / 2, lin.y + lin.h / 2);
+  move(5, float(v_->fb_height() - 5));
+  ASSERT_TRUE(v_->settle());
+  EXPECT_EQ(v_->figure_params(0).theta, 0);
+  EXPECT_TRUE(v_->figure_axis(0).linear());
+  EXPECT_EQ(differing(linear), 0) << "back to exactly the linear picture";
+}
+
+}  // namespace
+}  // namespace tinescope::test
