@@ -1,0 +1,128 @@
+// Frame times of the renderer, headless (EGL: llvmpipe here, the GPU where
+// there is one), at 1280x800 with 32 lanes: a scripted zoom from the whole
+// trace down to 1 us, then the oscilloscope folding 1024 periods while the
+// period is dragged. Prints `figure: NAME VALUE UNIT` lines:
+//   render.frame_ms.p50 / .p95  the UI thread's work for a frame (overlay,
+//                               GL submission) plus glFinish; goal p95 <= 33 ms
+//   render.build_ms.p50 / .p95  the picture for a new view (pyramid queries,
+//                               rasterising), which runs off the UI thread
+//   render.fold_build_ms.p95    rebuilding the folded scope for a dragged period
+//   render.prims_per_frame.max  primitives submitted in one frame
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include <CLI/CLI.hpp>
+
+#include "synthetic_trace.hpp"
+#include "tinescope/headless.hpp"
+
+using namespace tinescope;
+
+namespace {
+
+double pct(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, size_t(p * double(v.size())))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"render_bench: frame times of the timeline and the folding scope"};
+  std::string trace = "render_bench.tine";
+  uint64_t events = 20'000'000;
+  bool quick = false, keep = false;
+  app.add_option("--trace", trace, "trace to use (made with the synthetic generator if missing)");
+  app.add_option("-n,--events", events, "events in the synthetic trace");
+  app.add_flag("--quick", quick, "a small trace: checks that every figure prints");
+  app.add_flag("--keep", keep, "keep a generated trace and its index");
+  CLI11_PARSE(app, argc, argv);
+  if (quick) events = 1'000'000;
+
+  std::string error;
+  bool generated = false;
+  if (!std::filesystem::exists(trace)) {
+    bench::SyntheticOptions opt;
+    opt.events = events;
+    opt.threads = 32;
+    bench::SyntheticResult r;
+    std::printf("writing a synthetic trace of %llu events, 32 threads: %s\n", (unsigned long long)events, trace.c_str());
+    if (!bench::write_synthetic_trace(trace, opt, r, error)) {
+      std::fprintf(stderr, "render_bench: %s\n", error.c_str());
+      return 1;
+    }
+    generated = true;
+  }
+  render::Scene scene;
+  if (!scene.add_trace(trace, error)) {
+    std::fprintf(stderr, "render_bench: %s\n", error.c_str());
+    return 1;
+  }
+  const int W = 1280, H = 800;
+  auto r = render::HeadlessRenderer::create(W, H, error);
+  if (!r) {
+    std::fprintf(stderr, "render_bench: %s\n", error.c_str());
+    return 1;
+  }
+  const uint64_t total_events = scene.sources()[0].index->events();
+  std::printf("trace: %s, %llu events, %zu lanes, %.1f s; renderer: %s\n", trace.c_str(),
+              (unsigned long long)total_events, scene.lanes().size(), double(scene.last_ns() - scene.first_ns()) / 1e9,
+              r->context().renderer().c_str());
+
+  // The zoom: 60 steps, geometric, from everything to 1 us around a point
+  // two fifths in; every view drawn twice (the second frame is what a still
+  // view costs), like a person scrolling the wheel.
+  render::FigureParams f;
+  f.lanes = {};
+  for (uint32_t i = 0; i < std::min<size_t>(32, scene.lanes().size()); ++i) f.lanes.push_back(i);
+  const int64_t first = scene.first_ns(), span = std::max<int64_t>(1, scene.last_ns() - first);
+  const int64_t centre = first + span * 2 / 5;
+  std::vector<double> frame, build;
+  uint64_t prims = 0;
+  const int steps = quick ? 20 : 60;
+  for (int k = 0; k < steps; ++k) {
+    const double w = double(span) * std::pow(1e3 / double(span), double(k) / (steps - 1));
+    f.t0 = centre - int64_t(w / 2), f.t1 = f.t0 + std::max<int64_t>(2, int64_t(w));
+    const auto t = r->draw(scene, f, {});
+    build.push_back(t.build_ms);
+    frame.push_back(t.draw_ms);
+    prims = std::max(prims, t.primitives);
+  }
+
+  // Folding: 1024 periods a strip, the period dragged by 0.01 % a frame.
+  render::FigureParams s;
+  s.type = render::FigureParams::Scope;
+  s.lanes = {0};
+  s.t0 = first + span / 10;
+  s.fold = 1024;
+  s.strip_px = 8;
+  s.period_ns = 100'000;  // the synthetic tasks' period
+  std::vector<double> fold_build;
+  for (int k = 0; k < (quick ? 5 : 20); ++k) {
+    s.period_ns *= 1.0001;
+    const auto t = r->draw(scene, s, {});
+    fold_build.push_back(t.build_ms);
+    frame.push_back(t.draw_ms);
+    prims = std::max(prims, t.primitives);
+  }
+
+  const double p50 = pct(frame, 0.5), p95 = pct(frame, 0.95);
+  std::printf("figure: render.frame_ms.p50 %.2f ms (UI thread + glFinish, %dx%d, %zu lanes)\n", p50, W, H, f.lanes.size());
+  std::printf("figure: render.frame_ms.p95 %.2f ms (goal <= 33 ms on llvmpipe, <= 4 ms on a GPU: %.2fx of 33)\n", p95,
+              p95 / 33);
+  std::printf("figure: render.build_ms.p50 %.2f ms (new view: pyramid queries + raster, off the UI thread)\n",
+              pct(build, 0.5));
+  std::printf("figure: render.build_ms.p95 %.2f ms\n", pct(build, 0.95));
+  std::printf("figure: render.fold_build_ms.p95 %.2f ms (fold 1024, %u lanes, period dragged)\n", pct(fold_build, 0.95),
+              1u);
+  std::printf("figure: render.prims_per_frame.max %llu primitives (vs %llu events in the trace: one per event would be %.0fx)\n",
+              (unsigned long long)prims, (unsigned long long)total_events, double(total_events) / double(std::max<uint64_t>(1, prims)));
+  if (generated && !keep) {
+    std::filesystem::remove(trace);
+    std::filesystem::remove(trace + ".idx");
+  }
+  return 0;
+}
