@@ -18,3 +18,17 @@ build/app/tinescope index "$trace"
 build/app/tinescope info "$trace"
 echo
 echo "trace: $trace   (all events: build/app/tinescope dump $trace | less)"
+
+# The viewer: a window when there is a display, else the same figures as PNGs.
+if [ -n "${DISPLAY:-}" ] && [ -z "${TINESCOPE_DEMO_NO_WINDOW:-}" ]; then
+  echo "opening the viewer (wheel/W/S zoom, drag/A/D pan, shift-drag selects, F fits)"
+  build/app/tinescope view "$trace" --figure scope --lanes audio --period 45.351474us --fold 1024 --strip 4
+else
+  build/app/tinescope render "$trace" -o out/demo-timeline.png
+  build/app/tinescope render "$trace" -o out/demo-gc-sweep.png --from 0.2s --to 0.45s --lanes gc,audio
+  build/app/tinescope render "$trace" -o out/demo-audio-folded.png --figure scope --lanes audio \
+    --period 45.351474us --fold 1024 --strip 4
+  build/app/tinescope render "$trace" -o out/demo-audio-wrong-period.png --figure scope --lanes audio \
+    --period 45.40us --fold 1024 --strip 4
+  echo "no display: the viewer's figures are in out/demo-*.png"
+fi
