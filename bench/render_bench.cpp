@@ -34,11 +34,12 @@ int main(int argc, char** argv) {
   CLI::App app{"render_bench: frame times of the timeline and the folding scope"};
   std::string trace = "render_bench.tine";
   uint64_t events = 20'000'000;
-  bool quick = false, keep = false;
+  bool quick = false, keep = false, verbose = false;
   app.add_option("--trace", trace, "trace to use (made with the synthetic generator if missing)");
   app.add_option("-n,--events", events, "events in the synthetic trace");
   app.add_flag("--quick", quick, "a small trace: checks that every figure prints");
   app.add_flag("--keep", keep, "keep a generated trace and its index");
+  app.add_flag("-v,--verbose", verbose, "print every step");
   CLI11_PARSE(app, argc, argv);
   if (quick) events = 1'000'000;
 
@@ -90,6 +91,9 @@ int main(int argc, char** argv) {
     build.push_back(t.build_ms);
     frame.push_back(t.draw_ms);
     prims = std::max(prims, t.primitives);
+    if (verbose)
+      std::printf("  window %-12s build %8.2f ms  frame %6.2f ms  %llu primitives\n",
+                  render::format_duration(f.t1 - f.t0).c_str(), t.build_ms, t.draw_ms, (unsigned long long)t.primitives);
   }
 
   // Folding: 1024 periods a strip, the period dragged by 0.01 % a frame.

@@ -68,11 +68,39 @@ std::pair<uint64_t, uint64_t> bucket_range(uint64_t t0, uint64_t t1, uint32_t sh
   return {from, to == 0 || to <= from ? UINT64_MAX : to - 1};
 }
 
+// Below a stream's finest stored level a query decodes the lane's chunks in
+// the window. That is cheap when the window holds about as many events as
+// pixels, but a sparse stream (few items, so a coarse finest level) in a
+// busy lane would make a wide window decode millions of events: past this
+// many events a column, the stream answers from its finest level instead
+// (fewer, coarser buckets; a bucket of one item is still exact).
+constexpr uint64_t kDecodeEventsPerColumn = 64;
+
+bool decode_affordable(const State& s, uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t columns) {
+  const FeedletState* f = s.feedlet(feedlet);
+  if (!f) return true;
+  const uint64_t budget = kDecodeEventsPerColumn * std::max(columns, 1u);
+  uint64_t events = 0;
+  for (size_t k = first_chunk_at(s, *f, t0); k < f->chunks.size() && events <= budget; ++k) {
+    const ChunkRecord& c = s.chunks[f->chunks[k].chunk];
+    if (c.first_ts > t1) break;
+    events += c.event_count;
+  }
+  return events <= budget;
+}
+
 }  // namespace
 
 Buckets TraceIndex::query(int stream, uint64_t t0, uint64_t t1, uint32_t columns) const {
   if (t1 < t0) std::swap(t0, t1);
-  return query_shift(stream, t0, t1, shift_for(t0, t1, columns));
+  uint32_t shift = shift_for(t0, t1, columns);
+  {
+    std::shared_lock lock(mu_);
+    const Stream* st = s_->stream(stream);
+    if (st && shift < st->info.leaf_shift && !decode_affordable(*s_, st->info.feedlet, t0, t1, columns))
+      shift = st->info.leaf_shift;
+  }
+  return query_shift(stream, t0, t1, shift);
 }
 
 std::vector<std::pair<int, Buckets>> TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1,
@@ -84,11 +112,12 @@ std::vector<std::pair<int, Buckets>> TraceIndex::query_lane(uint32_t feedlet, ui
   std::vector<int> stored;
   {
     std::shared_lock lock(mu_);
+    const bool affordable = decode_affordable(*s_, feedlet, t0, t1, columns);
     auto first = std::lower_bound(s_->stream_ids.begin(), s_->stream_ids.end(), std::make_pair(feedlet, 0u));
     for (auto it = first; it != s_->stream_ids.end() && it->first == feedlet; ++it) {
       int id = int(it - s_->stream_ids.begin());
       const StreamInfo& info = s_->stream(id)->info;
-      if (shift >= info.leaf_shift) {
+      if (shift >= info.leaf_shift || !affordable) {
         stored.push_back(id);
         continue;
       }
@@ -105,7 +134,14 @@ std::vector<std::pair<int, Buckets>> TraceIndex::query_lane(uint32_t feedlet, ui
       if (r != raw.end()) fold(it.kind, out[r->second].second.nodes, leaf_node(it, it.key() >> shift));
     });
   }
-  for (int id : stored) out.emplace_back(id, query_shift(id, t0, t1, shift));
+  for (int id : stored) {
+    uint32_t at = shift;
+    {
+      std::shared_lock lock(mu_);
+      at = std::max(at, s_->stream(id)->info.leaf_shift);
+    }
+    out.emplace_back(id, query_shift(id, t0, t1, at));
+  }
   std::sort(out.begin(), out.end(), [](auto& x, auto& y) { return x.first < y.first; });
   return out;
 }
@@ -216,15 +252,17 @@ std::vector<OpenInterval> TraceIndex::open_at(uint32_t feedlet, uint64_t t) cons
   return taken ? at : w.stack;
 }
 
-std::vector<Flow> TraceIndex::flows(uint64_t t0, uint64_t t1) const {
+std::vector<Flow> TraceIndex::flows(uint64_t t0, uint64_t t1, size_t limit) const {
   std::shared_lock lock(mu_);
   std::vector<Flow> out;
+  if (limit < SIZE_MAX) ++limit;  // one more than asked tells the caller there are more
   // A scan of the flow table (messages are a small share of events); the
   // viewer issue may add a pyramid per lane pair if arrows need it.
   for (const Flow& f : std::span<const Flow>(s_->flows, s_->flow_count)) {
     bool in = ((f.flags & kFlowSent) && f.send_ts >= t0 && f.send_ts <= t1) ||
               ((f.flags & kFlowReceived) && f.recv_ts >= t0 && f.recv_ts <= t1);
     if (in) out.push_back(f);
+    if (out.size() >= limit) break;
   }
   // Growing traces keep flows in arrival order: sort what is returned.
   auto first = [](const Flow& x) { return (x.flags & kFlowSent) ? x.send_ts : x.recv_ts; };

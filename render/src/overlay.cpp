@@ -96,7 +96,7 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
   }
   if (p.arrows_left_out || p.boxes_left_out) {
     char note[96];
-    std::snprintf(note, sizeof note, "%llu messages here: zoom in to see their arrows", (unsigned long long)p.arrows_left_out);
+    std::snprintf(note, sizeof note, "more than %u messages here: zoom in to see their arrows", p.request.max_arrows);
     if (p.arrows_left_out) dl->AddText({plot.x + 4, plot.y + plot.h - 32}, kDim, note);
   }
 }

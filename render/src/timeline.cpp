@@ -285,7 +285,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
   for (uint32_t s = 0; s < scene.sources().size(); ++s) {
     const index::TraceIndex& ix = *scene.sources()[s].index;
     const ClockWindow cw(ix.catalog().clock, req.t0, req.t1);
-    std::vector<index::Flow> flows = ix.flows(cw.k0, cw.k1);
+    std::vector<index::Flow> flows = ix.flows(cw.k0, cw.k1, req.max_arrows);
     // Arrows only where they can be told apart: a wall of lines says nothing.
     if (flows.size() > req.max_arrows) {
       P.arrows_left_out += flows.size();

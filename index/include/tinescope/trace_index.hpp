@@ -239,8 +239,10 @@ class TraceIndex {
   // Intervals of a feedlet open at time t (started at or before t, not ended by t).
   std::vector<OpenInterval> open_at(uint32_t feedlet, uint64_t t) const;
 
-  // Messages with their send or receive in [t0, t1], by time.
-  std::vector<Flow> flows(uint64_t t0, uint64_t t1) const;
+  // Messages with their send or receive in [t0, t1], by time. With a limit,
+  // at most limit + 1 of them (which ones is unspecified): more than the
+  // caller can use.
+  std::vector<Flow> flows(uint64_t t0, uint64_t t1, size_t limit = SIZE_MAX) const;
 
   // ---- feedlet sub-index and global order
   std::vector<FeedletChunk> feedlet_chunks(uint32_t feedlet) const;

@@ -89,7 +89,7 @@ struct TimelinePicture {
   std::vector<Box> boxes;
   std::vector<Arrow> arrows;
   std::vector<GapRect> gaps;
-  uint64_t nodes = 0, arrows_left_out = 0, boxes_left_out = 0;
+  uint64_t nodes = 0, arrows_left_out = 0, boxes_left_out = 0;  // arrows: at least this many
   bool from_events = false;        // some lane was below its finest stored level
   double build_ms = 0;
 };
