@@ -209,13 +209,14 @@ TEST_F(ViewerGui, TheInterruptShowsWhereItHappenedAfterZoomingWithTheWheel) {
   const int y = int(plot.y + layout.rows[lr->first].y - v_->figure_params(0).scroll_y + 4);
   const uint32_t want = render::name_colour("interrupt") & 0xffffff;
   SCOPED_TRACE("row y " + std::to_string(y) + " x " + std::to_string(x0) + ".." + std::to_string(x1));
-  // Its colour from its start to its end, but for the letters of its name.
+  // Its colour from its start to its end, but for the letters of its name
+  // (and a message arrow that may cross it).
   int coloured = 0, text = 0, other = 0;
   for (int x = int(x0) + 2; x < int(x1) - 2; ++x) {
     const uint32_t c = px(x, y);
     (c == want ? coloured : (c & 0xffffff) == 0x141414 ? text : other)++;
   }
-  EXPECT_EQ(other, 0);
+  EXPECT_LE(other, int(x1 - x0) / 20);
   EXPECT_GE(coloured, (coloured + text) * 6 / 10);
   EXPECT_NE(px(int(x0) - 4, y), want);
   EXPECT_NE(px(int(x1) + 4, y), want);
