@@ -114,7 +114,9 @@ void scope_overlay(ImDrawList* dl, const Scene& scene, const ScopePicture& p, co
   const uint32_t every = std::max(1u, 20 / g.strip_px);
   dl->PushClipRect({g.labels.x, g.labels.y}, {g.labels.x + g.labels.w, g.labels.y + g.labels.h}, true);
   for (uint32_t s = 0; s < q.strips && s < g.strips(); s += every) {
-    const int64_t t = q.start + int64_t(double(s) * double(q.fold) * q.period_ns) - scene.first_ns();
+    const int64_t at = q.start + int64_t(double(s) * double(q.fold) * q.period_ns);
+    if (at > scene.last_ns()) break;  // past the end of the trace: nothing to label
+    const int64_t t = at - scene.first_ns();
     dl->AddText({g.labels.x + 4, g.plot.y + float(s) * float(g.strip_px)}, kDim, format_time(t, 1000).c_str());
   }
   dl->PopClipRect();
