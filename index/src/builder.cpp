@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -146,7 +147,21 @@ void Builder::walk(const Job& job, std::vector<uint8_t>& buf, std::vector<Item>&
         ++type_counts[type];
         if (!(first && position == f.events)) {
           // Checkpoints T_j in (prev_ts, ts]: `position` events come before them.
-          for (uint64_t j = (prev_ts >> g) + 1; j <= (ts >> g); ++j) hits.emplace_back(j, position);
+          // A gap of more than 8192 grid points (a long idle feedlet, a clock
+          // jump) records only the multiples of a power of two: the grid
+          // will coarsen past that many points anyway (it keeps <= 4096),
+          // and the points it keeps are among these.
+          const uint64_t a = (prev_ts >> g) + 1, b = ts >> g;
+          if (b >= a) {
+            const uint64_t span = b - a + 1;
+            const unsigned m = span > 8192 ? unsigned(std::bit_width(span)) - 13 : 0;
+            const uint64_t step = uint64_t(1) << m;
+            uint64_t j = a % step ? a + (step - a % step) : a;
+            for (; j >= a && j <= b; j += step) {
+              hits.emplace_back(j, position);
+              if (b - j < step) break;
+            }
+          }
         }
         prev_ts = ts;
         ++position;

@@ -210,7 +210,7 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
     return false;
   }
   if (std::memcmp(f.magic, kIndexMagic, 8) != 0 ||
-      f.footer_checksum != format::checksum(&f, offsetof(Footer, footer_checksum))) {
+      !format::checksum_matches(format::checksum(&f, offsetof(Footer, footer_checksum)), f.footer_checksum)) {
     error = path + ": damaged index footer at offset " + std::to_string(st.st_size - off_t(sizeof f));
     return false;
   }
@@ -230,7 +230,7 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   }
   if (!map_pages(ix, error)) return false;
   const uint8_t* dir = s.index_map + f.dir_offset;
-  if (format::checksum(dir, f.dir_size) != f.dir_checksum) {
+  if (!format::checksum_matches(format::checksum(dir, f.dir_size), f.dir_checksum)) {
     error = path + ": damaged index directory at offset " + std::to_string(f.dir_offset);
     return false;
   }
@@ -297,7 +297,9 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
     return false;
   }
   uint64_t header_size = std::min<uint64_t>(format::load_le<uint32_t>(s.trace_map + 12), s.trace_map_size);
-  parser.parse(s.trace_map, header_size, 0, false);
+  // A header cut short by the end of the file reads as damaged, as it did
+  // when the index was built (the chunks after it still count).
+  parser.parse(s.trace_map, header_size, 0, header_size >= s.trace_map_size);
   for (const ChunkRecord& c : s.chunks)
     if (c.feedlet == format::kMetadataFeedlet && c.offset + c.size <= s.trace_map_size)
       parser.parse(s.trace_map + c.offset, c.size, c.offset, false);

@@ -57,7 +57,7 @@ bool State::read_page(const Stream& st, uint32_t level, const PageRef& ref, std:
     ++page_errors;
     return false;
   }
-  if (uint32_t(format::checksum(bytes, ref.bytes)) != ref.checksum ||
+  if (!format::checksum_matches(uint32_t(format::checksum(bytes, ref.bytes)), ref.checksum) ||
       !unpack_nodes(st.info.kind, st.info.leaf_shift + level, ref.first_bucket, bytes, ref.bytes, ref.count,
                     buf.data())) {
     ++page_errors;
@@ -218,6 +218,12 @@ bool TraceIndex::run_builder(bool eof, std::string& error) {
   bool ok = builder_->run(s_->trace_map, s_->trace_map_size, eof, thread_count(options_), options_.progress);
   if (!ok) {
     error = trace_path_ + ": " + builder_->error();
+    return false;
+  }
+  if (eof && !builder_->parser().header_done()) {
+    // Nothing to index, and an index of nothing would not load: say so.
+    error = trace_path_ + ": not a tinescope trace (no valid file header at offset 0" +
+            (builder_->parser().error().empty() ? std::string() : ": " + builder_->parser().error()) + ")";
     return false;
   }
   if (eof) builder_->finish();

@@ -200,13 +200,13 @@ Parser::Try Parser::try_chunk(const uint8_t* p, size_t avail, size_t& total, std
   if (avail < sizeof(ChunkHeader)) return Try::Incomplete;
   ChunkHeader h;
   std::memcpy(&h, p, sizeof h);
-  if (header_check(h) != h.header_check) {
+  if (!checksum_matches(header_check(h), h.header_check)) {
     why = "damaged chunk header";
     return Try::Invalid;
   }
   if (h.header_size < sizeof(ChunkHeader) || h.header_size > 4096 || h.stored_size > kMaxChunkPayload ||
       h.raw_size > kMaxChunkPayload || (!(h.flags & kChunkLz4) && h.stored_size != h.raw_size) ||
-      h.last_ts < h.first_ts) {
+      h.last_ts < h.first_ts || h.event_count > h.raw_size) {  // an event takes at least a byte
     why = "chunk header with impossible sizes";
     return Try::Invalid;
   }
@@ -217,7 +217,7 @@ Parser::Try Parser::try_chunk(const uint8_t* p, size_t avail, size_t& total, std
     why = "chunk without its end marker";
     return Try::Invalid;
   }
-  if (checksum(p + 8, h.header_size - 8 + h.stored_size) != load_le<uint64_t>(trailer)) {
+  if (!checksum_matches(checksum(p + 8, h.header_size - 8 + h.stored_size), load_le<uint64_t>(trailer))) {
     why = "chunk checksum mismatch";
     return Try::Invalid;
   }
@@ -280,7 +280,8 @@ bool Parser::parse_header(const uint8_t* data, size_t n, bool eof, size_t& consu
     if (!eof) return false;
     return damaged("truncated");
   }
-  if (checksum(data, h.size - 8) != load_le<uint64_t>(data + h.size - 8)) return damaged("checksum mismatch");
+  if (!checksum_matches(checksum(data, h.size - 8), load_le<uint64_t>(data + h.size - 8)))
+    return damaged("checksum mismatch");
   const uint8_t* p = data + kFileHeaderFixed;
   const uint8_t* end = data + h.size - 8;
   bool have_schema = false;
