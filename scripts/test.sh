@@ -3,8 +3,10 @@
 #   1. Release build, the whole suite;
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build, the whole suite;
 #   3. ThreadSanitizer build, the tests where threads meet (recorder,
-#      collector, live feeds, the demo workload).
-# TINESCOPE_SANITIZERS=0 skips 2 and 3 (a quick local run).
+#      collector, live feeds, the demo workload);
+#   4. libFuzzer build (clang), a short run of every fuzz target
+#      (TINESCOPE_FUZZ_SECONDS each, default 60).
+# TINESCOPE_SANITIZERS=0 skips 2, 3 and 4 (a quick local run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -32,5 +34,11 @@ if [ "${TINESCOPE_SANITIZERS:-1}" != 0 ]; then
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
   run_suite build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTINESCOPE_SANITIZE=thread \
     -DTINESCOPE_BUILD_BENCH=OFF -- -R 'Recorder|CApi|Instrument|TraceKill|DemoWorkload|SplitAnywhere|Index\.'
+  unset ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS
+  echo "=== build-fuzz: clang, libFuzzer + ASan + UBSan"
+  CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTINESCOPE_FUZZ=ON \
+    -DTINESCOPE_BUILD_BENCH=OFF >/dev/null
+  cmake --build build-fuzz -j "$jobs" --target fuzz_trace_reader fuzz_trace_index fuzz_index_file fuzz_chrome_json
+  ctest --test-dir build-fuzz --output-on-failure -j "$jobs" --timeout 900 -R '^fuzz\.'
 fi
 echo "scripts/test.sh: all suites passed"
