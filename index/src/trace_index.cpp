@@ -3,6 +3,7 @@
 #include "tinescope/trace_index.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -182,6 +183,26 @@ unsigned thread_count(const BuildOptions& o) {
 
 }  // namespace
 
+namespace {
+
+// An indexer killed mid-way leaves INDEX.tmp.PID behind: remove those whose
+// process is gone (a live one may be indexing the same trace right now).
+void remove_dead_temps(const std::string& index_path) {
+  namespace fs = std::filesystem;
+  const fs::path p(index_path);
+  const std::string prefix = p.filename().string() + ".tmp.";
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(p.parent_path().empty() ? "." : p.parent_path(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string pid = name.substr(prefix.size());
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (::kill(pid_t(std::stol(pid)), 0) != 0 && errno == ESRCH) fs::remove(e.path(), ec);
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<TraceIndex> TraceIndex::follow(const std::string& trace, std::string& error,
                                                const BuildOptions& options) {
   std::unique_ptr<TraceIndex> ix(new TraceIndex());
@@ -189,6 +210,7 @@ std::unique_ptr<TraceIndex> TraceIndex::follow(const std::string& trace, std::st
   ix->index_path_ = options.index_path.empty() ? default_index_path(trace) : options.index_path;
   ix->options_ = options;
   if (!map_trace(*ix->s_, trace, error)) return nullptr;
+  remove_dead_temps(ix->index_path_);
   // Pages go to a temporary file that becomes the index when finished.
   ix->temp_path_ = ix->index_path_ + ".tmp." + std::to_string(::getpid());
   int fd = ::open(ix->temp_path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
