@@ -25,7 +25,7 @@ inline const std::string& scratch() {
 inline bool write_file(const std::string& path, const uint8_t* data, size_t n) {
   FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) return false;
-  const bool ok = std::fwrite(data, 1, n, f) == n;
+  const bool ok = n == 0 || std::fwrite(data, 1, n, f) == n;
   return std::fclose(f) == 0 && ok;
 }
 

@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
   auto run = [&](const std::filesystem::path& p) {
     std::ifstream f(p, std::ios::binary);
     std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
+    static const uint8_t none = 0;  // libFuzzer never passes a null pointer, even for no bytes
+    LLVMFuzzerTestOneInput(bytes.empty() ? &none : bytes.data(), bytes.size());
     ++runs;
   };
   for (int i = 1; i < argc; ++i) {
