@@ -139,7 +139,10 @@ bool Collector::poll(bool final) {
     if (state == BufferState::Free) continue;
     // head before generation: a new owner bumps the generation before its first commit.
     uint64_t head = b->head.load(std::memory_order_acquire);
-    Feedlet& f = feedlet_for(*b, b->generation.load(std::memory_order_acquire));
+    const uint64_t generation = b->generation.load(std::memory_order_acquire);
+    // A buffer still being set up by its first thread (its tid is not written yet).
+    if (generation == 0) continue;
+    Feedlet& f = feedlet_for(*b, generation);
     if (!final && state == BufferState::Active && head != f.pos && head - f.pos < batch_bytes(*b)) {
       // Let a little accumulate: a collector that chases the producer's
       // write position steals its cache lines and doubles the cost of an event.
