@@ -286,7 +286,9 @@ TEST_F(ViewerGui, CursorAndSelectionMoveEveryFigureTogether) {
   EXPECT_GT(changed({tl.x + tl.w * 0.1f, tl.y, tl.w * 0.15f, tl.h}), 100) << "the selection tints the timeline";
   const int first = int(double(v_->marks().sel0 - v_->figure_params(1).t0) / 25e6) + 1;
   EXPECT_GT(changed({sc.x, sc.y + float(first * 8), sc.w, 16}), 100) << "and the scope strips it covers";
-  EXPECT_EQ(changed({sc.x, sc.y + sc.h - 16, sc.w, 16}), 0) << "but not strips past it";
+  // (The left part only: the click may have selected an interval, whose
+  // details panel sits over the bottom right.)
+  EXPECT_EQ(changed({sc.x, sc.y + sc.h - 16, sc.w * 0.5f, 16}), 0) << "but not strips past it";
 }
 
 TEST_F(ViewerGui, ThetaSliderWarpsTimeAndOneClickGoesBackToLinear) {
