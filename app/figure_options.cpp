@@ -1,6 +1,7 @@
 #include "figure_options.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace tinescope::app {
@@ -77,6 +78,21 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
     if (!at(o.select.substr(0, colon), 0, marks.sel0) || !at(o.select.substr(colon + 1), 0, marks.sel1)) return false;
   }
   return true;
+}
+
+int open_figure(const char* command, const std::vector<std::string>& traces, const FigureOptions& o,
+                render::Scene& scene, render::FigureParams& f, render::Marks& marks) {
+  std::string error;
+  for (const std::string& t : traces)
+    if (!scene.add_trace(t, error)) {
+      std::fprintf(stderr, "tinescope %s: %s\n", command, error.c_str());
+      return 1;
+    }
+  if (!figure_params(o, scene, f, marks, error)) {
+    std::fprintf(stderr, "tinescope %s: %s\n", command, error.c_str());
+    return 2;
+  }
+  return 0;
 }
 
 }  // namespace tinescope::app

@@ -23,4 +23,10 @@ bool parse_duration(const std::string& text, double& ns);
 bool figure_params(const FigureOptions& o, const render::Scene& scene, render::FigureParams& f,
                    render::Marks& marks, std::string& error);
 
+// What `view` and `render` both do first: index and open the traces, then
+// read the figure options against them. Returns 0, or the exit status after
+// printing "tinescope COMMAND: why" (1: a trace, 2: an option).
+int open_figure(const char* command, const std::vector<std::string>& traces, const FigureOptions& o,
+                render::Scene& scene, render::FigureParams& f, render::Marks& marks);
+
 }  // namespace tinescope::app

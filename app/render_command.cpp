@@ -23,18 +23,10 @@ int run_render(const RenderArgs& a) {
     return 2;
   }
   render::Scene scene;
-  std::string error;
-  for (const std::string& t : a.traces)
-    if (!scene.add_trace(t, error)) {
-      std::fprintf(stderr, "tinescope render: %s\n", error.c_str());
-      return 1;
-    }
   render::FigureParams f;
   render::Marks marks;
-  if (!figure_params(a.figure, scene, f, marks, error)) {
-    std::fprintf(stderr, "tinescope render: %s\n", error.c_str());
-    return 2;
-  }
+  if (int status = open_figure("render", a.traces, a.figure, scene, f, marks)) return status;
+  std::string error;
   auto r = render::HeadlessRenderer::create(w, h, error);
   if (!r) {
     std::fprintf(stderr, "tinescope render: %s\n", error.c_str());

@@ -25,18 +25,10 @@ int run_view(const ViewArgs& a) {
     return 2;
   }
   auto scene = std::make_shared<render::Scene>();
-  std::string error;
-  for (const std::string& t : a.traces)
-    if (!scene->add_trace(t, error)) {
-      std::fprintf(stderr, "tinescope view: %s\n", error.c_str());
-      return 1;
-    }
   render::FigureParams f;
   render::Marks marks;
-  if (!figure_params(a.figure, *scene, f, marks, error)) {
-    std::fprintf(stderr, "tinescope view: %s\n", error.c_str());
-    return 2;
-  }
+  if (int status = open_figure("view", a.traces, a.figure, *scene, f, marks)) return status;
+  std::string error;
   options.title = "tinescope - " + a.traces[0];
   auto viewer = Viewer::create(scene, f, marks, options, error);
   if (!viewer) {

@@ -471,17 +471,8 @@ void Viewer::handle_timeline_input(Figure& f, size_t index) {
     // A click: the cursor goes there, and the interval under it is selected.
     marks_.cursor = drag_anchor_;
     has_selected_ = false;
-    if (f.timeline) {
-      float offset, scale;
-      render::reprojection(f.timeline->axis, f.axis, offset, scale);
-      const float col = (m.x - g.plot.x - offset) / scale, y = m.y - g.plot.y + f.params.scroll_y;
-      for (const render::Box& b : f.timeline->boxes) {
-        const render::Row& row = f.timeline->request.layout.rows[b.row];
-        if (y >= row.y && y < row.y + row.h && col >= b.x0 && col <= b.x1) {
-          has_selected_ = true, selected_ = b, selected_lane_ = row.lane;
-        }
-      }
-    }
+    const Hit h = hit(f, m.x, m.y);
+    if (h.box) has_selected_ = true, selected_ = *h.box, selected_lane_ = f.timeline->request.layout.rows[h.row].lane;
   }
   drag_ = Drag::None;
 }
@@ -524,48 +515,66 @@ void Viewer::handle_scope_input(Figure& f) {
   drag_ = Drag::None;
 }
 
+Viewer::Hit Viewer::hit(const Figure& f, float x, float y) const {
+  Hit h;
+  if (f.params.type != FigureParams::Timeline || !f.timeline) return h;
+  const render::TimelineGeometry g = f.tg();
+  const render::TimelinePicture& p = *f.timeline;
+  float offset, scale;
+  render::reprojection(p.axis, f.axis, offset, scale);
+  h.column = (x - g.plot.x - offset) / scale;
+  const float ry = y - g.plot.y + f.params.scroll_y;
+  for (uint32_t r = 0; r < p.rows && h.row < 0; ++r) {
+    const render::Row& row = p.request.layout.rows[r];
+    if (ry >= row.y && ry < row.y + row.h && row.kind != render::Row::Group) h.row = int(r);
+  }
+  if (h.row >= 0)
+    for (const render::Box& b : p.boxes)
+      if (b.row == uint32_t(h.row) && h.column >= b.x0 && h.column <= b.x1) {
+        h.box = &b;
+        break;
+      }
+  return h;
+}
+
 void Viewer::tooltip(Figure& f) {
   const ImVec2 m = ImGui::GetIO().MousePos;
   if (f.params.type != FigureParams::Timeline || !f.timeline) return;
   const render::TimelineGeometry g = f.tg();
   if (!g.plot.contains(m.x, m.y)) return;
   const render::TimelinePicture& p = *f.timeline;
-  float offset, scale;
-  render::reprojection(p.axis, f.axis, offset, scale);
-  const float col = (m.x - g.plot.x - offset) / scale, y = m.y - g.plot.y + f.params.scroll_y;
-  for (uint32_t r = 0; r < p.rows; ++r) {
-    const render::Row& row = p.request.layout.rows[r];
-    if (y < row.y || y >= row.y + row.h || row.kind == render::Row::Group) continue;
-    const render::Lane& lane = scene_->lanes()[row.lane];
-    for (const render::Box& b : p.boxes)
-      if (b.row == r && col >= b.x0 && col <= b.x1) {
-        ImGui::BeginTooltip();
-        ImGui::Text("%s", std::string(scene_->string(b.source, b.name)).c_str());
-        ImGui::Text("start    %s", render::format_time(b.start - scene_->first_ns(), 1).c_str());
-        if (b.end != INT64_MAX) ImGui::Text("duration %s", render::format_duration(b.end - b.start).c_str());
-        else ImGui::Text("duration (still open)");
-        ImGui::Text("thread   %s   depth %u", lane.name.c_str(), b.depth);
-        ImGui::EndTooltip();
-        return;
-      }
-    if (col < 0 || col >= float(p.columns)) return;
-    const size_t cell = size_t(r) * p.columns + size_t(col);
+  const Hit h = hit(f, m.x, m.y);
+  if (h.row < 0) return;
+  const uint32_t r = uint32_t(h.row);
+  const float col = h.column;
+  const render::Row& row = p.request.layout.rows[r];
+  const render::Lane& lane = scene_->lanes()[row.lane];
+  if (const render::Box* b = h.box) {
     ImGui::BeginTooltip();
-    if (row.kind == render::Row::Counter) {
-      const auto [lo, hi] = p.counter_range[r];
-      const float a = p.envelope[cell * 2], z = p.envelope[cell * 2 + 1];
-      ImGui::Text("%s", lane.counter_names[row.index].c_str());
-      if (!std::isnan(a)) ImGui::Text("%.6g .. %.6g", lo + a * (hi - lo), lo + z * (hi - lo));
-    } else if (p.count[cell]) {
-      ImGui::Text("%u x %s ...", p.count[cell], std::string(scene_->string(lane.source, p.top_name[cell])).c_str());
-      ImGui::Text("at %s", render::format_time(f.axis.time(m.x - g.plot.x) - scene_->first_ns(), 1).c_str());
-      ImGui::TextDisabled("zoom in for each one");
-    } else {
-      ImGui::Text("%s", lane.name.c_str());
-    }
+    ImGui::Text("%s", std::string(scene_->string(b->source, b->name)).c_str());
+    ImGui::Text("start    %s", render::format_time(b->start - scene_->first_ns(), 1).c_str());
+    if (b->end != INT64_MAX) ImGui::Text("duration %s", render::format_duration(b->end - b->start).c_str());
+    else ImGui::Text("duration (still open)");
+    ImGui::Text("thread   %s   depth %u", lane.name.c_str(), b->depth);
     ImGui::EndTooltip();
     return;
   }
+  if (col < 0 || col >= float(p.columns)) return;
+  const size_t cell = size_t(r) * p.columns + size_t(col);
+  ImGui::BeginTooltip();
+  if (row.kind == render::Row::Counter) {
+    const auto [lo, hi] = p.counter_range[r];
+    const float a = p.envelope[cell * 2], z = p.envelope[cell * 2 + 1];
+    ImGui::Text("%s", lane.counter_names[row.index].c_str());
+    if (!std::isnan(a)) ImGui::Text("%.6g .. %.6g", lo + a * (hi - lo), lo + z * (hi - lo));
+  } else if (p.count[cell]) {
+    ImGui::Text("%u x %s ...", p.count[cell], std::string(scene_->string(lane.source, p.top_name[cell])).c_str());
+    ImGui::Text("at %s", render::format_time(f.axis.time(m.x - g.plot.x) - scene_->first_ns(), 1).c_str());
+    ImGui::TextDisabled("zoom in for each one");
+  } else {
+    ImGui::Text("%s", lane.name.c_str());
+  }
+  ImGui::EndTooltip();
 }
 
 void Viewer::details() {

@@ -67,6 +67,14 @@ class Viewer {
   void handle_input();
   void handle_timeline_input(Figure& f, size_t index);
   void handle_scope_input(Figure& f);
+  // What is under (x, y) in a timeline figure: the row, the picture's
+  // column, and the interval drawn there when it is wide enough to be a box.
+  struct Hit {
+    int row = -1;
+    float column = 0;
+    const render::Box* box = nullptr;
+  };
+  Hit hit(const Figure& f, float x, float y) const;
   void tooltip(Figure& f);
   void details();
   void request_pictures();

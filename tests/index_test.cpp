@@ -30,17 +30,8 @@ using index::TraceIndex;
 
 // A trace with every kind the index makes streams of, cut into small chunks.
 std::string mixed_trace(uint64_t events, uint64_t seed) {
-  HeaderInfo info;
-  info.clock.source = uint8_t(ClockSource::Monotonic);
-  info.clock.ticks_per_ns = 1.0;
-  info.process_name = "mixed";
-  std::string out = build_file_header(info);
-  std::vector<uint8_t> frame;
-  auto flush = [&](ChunkBuilder& cb) {
-    if (cb.empty()) return;
-    cb.finish(0, frame);
-    out.append(frame.begin(), frame.end());
-  };
+  TraceBytes trace("mixed");
+  auto flush = [&](ChunkBuilder& cb) { trace.flush(cb); };
   ChunkBuilder meta;
   const char* names[] = {"", "a", "b", "c", "d", "ctr", "fctr", "task1", "task2"};
   for (uint64_t id = 1; id < std::size(names); ++id) {
@@ -109,7 +100,7 @@ std::string mixed_trace(uint64_t events, uint64_t seed) {
     if (rng() % 200 == 0 || c.full()) flush(c);
   }
   for (auto& c : cb) flush(c);
-  return out;
+  return trace.out;
 }
 
 // Items of every stream, computed from the reader's events with the

@@ -28,17 +28,8 @@ std::string temp_dir() {
 // A trace of one feedlet (1 tick = 1 ns) from (begin ts, end ts, name) triples.
 std::string write_intervals(const std::string& name, const std::vector<std::tuple<uint64_t, uint64_t, uint32_t>>& iv,
                             const std::vector<std::string>& names) {
-  HeaderInfo info;
-  info.clock.source = uint8_t(ClockSource::Monotonic);
-  info.clock.ticks_per_ns = 1.0;
-  info.process_name = "test";
-  std::string out = build_file_header(info);
-  std::vector<uint8_t> frame;
-  auto flush = [&](ChunkBuilder& cb) {
-    if (cb.empty()) return;
-    cb.finish(0, frame);
-    out.append(frame.begin(), frame.end());
-  };
+  TraceBytes trace("test");
+  auto flush = [&](ChunkBuilder& cb) { trace.flush(cb); };
   ChunkBuilder meta;
   for (uint64_t id = 1; id <= names.size(); ++id) {
     uint8_t* p = meta.begin(kStringDef, 0, 64);
@@ -60,7 +51,7 @@ std::string write_intervals(const std::string& name, const std::vector<std::tupl
   }
   flush(cb);
   const std::string path = temp_dir() + "/" + name;
-  std::ofstream(path, std::ios::binary) << out;
+  std::ofstream(path, std::ios::binary) << trace.out;
   return path;
 }
 

@@ -9,8 +9,31 @@
 #include <vector>
 
 #include "tinescope/trace_reader.hpp"
+#include "tinescope/trace_writer.hpp"
 
 namespace tinescope::test {
+
+// A trace built in memory event by event, for tests: a file header with a
+// nanosecond clock, then chunks appended as they are flushed.
+struct TraceBytes {
+  std::string out;
+  explicit TraceBytes(const char* process) {
+    format::HeaderInfo info;
+    info.clock.source = uint8_t(format::ClockSource::Monotonic);
+    info.clock.ticks_per_ns = 1.0;
+    info.process_name = process;
+    out = format::build_file_header(info);
+  }
+  // Appends the chunk under construction (if it holds anything) and empties it.
+  void flush(format::ChunkBuilder& cb) {
+    if (cb.empty()) return;
+    cb.finish(0, frame_);
+    out.append(frame_.begin(), frame_.end());
+  }
+
+ private:
+  std::vector<uint8_t> frame_;
+};
 
 struct OwnedEvent {
   trace::Event e;

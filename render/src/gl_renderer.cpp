@@ -72,6 +72,16 @@ bool GlRenderer::init(std::string& error) {
   if (!bands_program_) return false;
   shapes_program_ = compile(shaders::kShapesVert, shaders::kShapesFrag, error);
   if (!shapes_program_) return false;
+  // Uniforms that never change are set once; the others' locations are kept.
+  glUseProgram(bands_program_);
+  glUniform1i(glGetUniformLocation(bands_program_, "u_colour"), 0);
+  glUniform1i(glGetUniformLocation(bands_program_, "u_envelope"), 1);
+  glUniform3f(glGetUniformLocation(bands_program_, "u_background"), float(kBackground & 255) / 255.f,
+              float(kBackground >> 8 & 255) / 255.f, float(kBackground >> 16 & 255) / 255.f);
+  uniforms_ = {glGetUniformLocation(bands_program_, "u_framebuffer"), glGetUniformLocation(bands_program_, "u_plot_x"),
+               glGetUniformLocation(bands_program_, "u_offset"), glGetUniformLocation(bands_program_, "u_scale"),
+               glGetUniformLocation(shapes_program_, "u_framebuffer")};
+  glUseProgram(0);
 
   glGenVertexArrays(1, &bands_vao_);
   glGenBuffers(1, &bands_vbo_);
@@ -149,18 +159,14 @@ void GlRenderer::bands(TextureSlot& slot, const std::vector<float>& instances, R
   if (instances.empty()) return;
   clip(c);
   glUseProgram(bands_program_);
-  glUniform2f(glGetUniformLocation(bands_program_, "u_framebuffer"), float(fb_w_), float(fb_h_));
-  glUniform1f(glGetUniformLocation(bands_program_, "u_plot_x"), c.x);
-  glUniform1f(glGetUniformLocation(bands_program_, "u_offset"), offset);
-  glUniform1f(glGetUniformLocation(bands_program_, "u_scale"), scale);
-  glUniform3f(glGetUniformLocation(bands_program_, "u_background"), float(kBackground & 255) / 255.f,
-              float(kBackground >> 8 & 255) / 255.f, float(kBackground >> 16 & 255) / 255.f);
+  glUniform2f(uniforms_.bands_framebuffer, float(fb_w_), float(fb_h_));
+  glUniform1f(uniforms_.plot_x, c.x);
+  glUniform1f(uniforms_.offset, offset);
+  glUniform1f(uniforms_.scale, scale);
   glActiveTexture(GL_TEXTURE0);
   glBindTexture(GL_TEXTURE_2D, slot.colour);
-  glUniform1i(glGetUniformLocation(bands_program_, "u_colour"), 0);
   glActiveTexture(GL_TEXTURE1);
   glBindTexture(GL_TEXTURE_2D, slot.envelope);
-  glUniform1i(glGetUniformLocation(bands_program_, "u_envelope"), 1);
   glActiveTexture(GL_TEXTURE0);
   glBindVertexArray(bands_vao_);
   glBindBuffer(GL_ARRAY_BUFFER, bands_vbo_);
@@ -188,7 +194,7 @@ void GlRenderer::flush(Rect c) {
   glEnable(GL_BLEND);
   glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
   glUseProgram(shapes_program_);
-  glUniform2f(glGetUniformLocation(shapes_program_, "u_framebuffer"), float(fb_w_), float(fb_h_));
+  glUniform2f(uniforms_.shapes_framebuffer, float(fb_w_), float(fb_h_));
   glBindVertexArray(shapes_vao_);
   glBindBuffer(GL_ARRAY_BUFFER, shapes_vbo_);
   for (auto* list : {&triangles_, &lines_}) {

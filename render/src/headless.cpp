@@ -6,6 +6,7 @@
 #include <backends/imgui_impl_opengl3.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "stb_image.h"
@@ -66,7 +67,9 @@ std::unique_ptr<HeadlessContext> HeadlessContext::create(int width, int height, 
                                     EGL_CONTEXT_OPENGL_PROFILE_MASK, EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT, EGL_NONE};
   EGLContext ctx = eglCreateContext(d, configs ? config : EGL_NO_CONFIG_KHR, EGL_NO_CONTEXT, context_attribs);
   if (ctx == EGL_NO_CONTEXT) {
-    error = "EGL cannot create an OpenGL 4.5 core context (error 0x" + std::to_string(eglGetError()) + ")";
+    char code[16];
+    std::snprintf(code, sizeof code, "0x%04x", unsigned(eglGetError()));
+    error = std::string("EGL cannot create an OpenGL 4.5 core context (error ") + code + ")";
     return nullptr;
   }
   c->context_ = ctx;

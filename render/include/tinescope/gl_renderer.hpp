@@ -64,6 +64,9 @@ class GlRenderer {
   void clip(Rect r);
 
   unsigned bands_program_ = 0, shapes_program_ = 0;
+  struct {
+    int bands_framebuffer = -1, plot_x = -1, offset = -1, scale = -1, shapes_framebuffer = -1;
+  } uniforms_;
   unsigned bands_vao_ = 0, bands_vbo_ = 0, shapes_vao_ = 0, shapes_vbo_ = 0;
   int fb_w_ = 0, fb_h_ = 0;
   uint64_t prims_ = 0;
