@@ -296,9 +296,14 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
     error = path + ": the trace has no header";
     return false;
   }
-  uint64_t header_size = std::min<uint64_t>(format::load_le<uint32_t>(s.trace_map + 12), s.trace_map_size);
-  // A header cut short by the end of the file reads as damaged, as it did
-  // when the index was built (the chunks after it still count).
+  // Present the header as the builder saw it: its stated size when that is
+  // possible, else just the fixed part (no magic, an impossible size: the
+  // parser calls it damaged and goes on); cut short by the end of the file,
+  // with eof, so it reads as damaged too. The chunks after it still count.
+  const uint32_t stated = format::load_le<uint32_t>(s.trace_map + 12);
+  const bool plausible = std::memcmp(s.trace_map, format::kFileMagic, 8) == 0 &&
+                         stated >= format::kFileHeaderFixed + 8 && stated <= format::kMaxFileHeader;
+  const uint64_t header_size = std::min<uint64_t>(plausible ? stated : format::kFileHeaderFixed, s.trace_map_size);
   parser.parse(s.trace_map, header_size, 0, header_size >= s.trace_map_size);
   for (const ChunkRecord& c : s.chunks)
     if (c.feedlet == format::kMetadataFeedlet && c.offset + c.size <= s.trace_map_size)
