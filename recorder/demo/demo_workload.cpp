@@ -75,8 +75,10 @@ void audio_thread() {
     spin_until(due);
     if (now_ns() >= next_interrupt) {
       // The OS takes the CPU for ~300 us to resynchronise the cycle counter.
+      // 300 us from when it really starts: a late start (a busy machine, a
+      // sanitizer) must not make it shorter.
       TS_SCOPE("interrupt");
-      spin_until(next_interrupt + 300'000);
+      spin_until(now_ns() + 300'000);
       next_interrupt += 50'000'000;
     }
     TS_SCOPE("audio.sample");
