@@ -28,6 +28,8 @@ struct Viewer::Figure {
   std::string requested;        // what the latest request was for
   render::TimeAxis axis;        // timeline: the mapping on screen this frame
   float layout_height = 0;
+  std::shared_ptr<render::Scene> scene;  // the picture's (a live scene moves on)
+  int64_t shown_until = INT64_MIN;       // newest data time in the picture
 
   render::TimelineGeometry tg() const { return render::TimelineGeometry::of(rect); }
   render::ScopeGeometry sg() const { return render::ScopeGeometry::of(rect, params.strip_px); }
@@ -37,6 +39,8 @@ struct Viewer::Figure {
 struct Viewer::Job {
   size_t figure = 0;
   uint64_t generation = 0;
+  std::shared_ptr<render::Scene> scene;  // built from (set by the worker)
+  uint64_t scene_serial = 0;
   FigureParams params;
   Rect rect;
   std::shared_ptr<render::TimelinePicture> timeline;
@@ -109,6 +113,7 @@ std::unique_ptr<Viewer> Viewer::create(std::shared_ptr<render::Scene> scene, con
   v->figures_.back()->params = first;
   if (first.type == FigureParams::Scope && first.period_ns <= 0)
     v->figures_.back()->params.period_ns = std::max(1.0, double(v->t1_ - v->t0_) / 100);
+  v->overview_width_ = float(options.width);
   v->overview_ = std::make_shared<render::TimelinePicture>(
       render::build_timeline(*v->scene_, render::overview_request(*v->scene_, float(options.width))));
   v->worker_ = std::thread([p = v.get()] { p->worker_loop(); });
@@ -137,49 +142,121 @@ Viewer::~Viewer() {
 }
 
 void Viewer::worker_loop() {
+  std::shared_ptr<render::Scene> scene;
+  uint64_t serial = 0;
+  {
+    std::lock_guard lock(mu_);
+    scene = scene_;
+    serial = scene_serial_;
+  }
   for (;;) {
     std::shared_ptr<Job> job;
+    std::vector<std::shared_ptr<index::LiveSource>> live;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      auto ready = [&] { return stop_ || !jobs_.empty(); };
+      live = live_;
+      if (live.empty()) cv_.wait(lock, ready);
+      else cv_.wait_for(lock, std::chrono::milliseconds(5), ready);  // and look at the sources
       if (stop_) return;
-      job = jobs_.front();
-      jobs_.pop_front();
-      // A newer request for the same figure makes this one moot.
-      bool superseded = false;
-      for (auto& j : jobs_) superseded |= j->figure == job->figure;
-      if (superseded) continue;
+      if (!jobs_.empty()) {
+        job = jobs_.front();
+        jobs_.pop_front();
+        // A newer request for the same figure makes this one moot.
+        for (auto& j : jobs_)
+          if (j->figure == job->figure) job = nullptr;
+      }
     }
+    if (!live.empty()) {
+      const render::Scene* before = scene.get();
+      refresh_live(live, scene);
+      if (scene.get() != before) {
+        std::lock_guard lock(mu_);
+        serial = pending_serial_;
+      }
+    }
+    if (!job) continue;
+    job->scene = scene;
+    job->scene_serial = serial;
     if (job->params.type == FigureParams::Timeline) {
       const render::TimelineGeometry g = render::TimelineGeometry::of(job->rect);
       job->timeline = std::make_shared<render::TimelinePicture>(
-          render::build_timeline(*scene_, render::timeline_request(*scene_, job->params, g)));
+          render::build_timeline(*scene, render::timeline_request(*scene, job->params, g)));
     } else {
       const render::ScopeGeometry g = render::ScopeGeometry::of(job->rect, job->params.strip_px);
       job->scope = std::make_shared<render::ScopePicture>(
-          render::build_scope(*scene_, render::scope_request(*scene_, job->params, g)));
+          render::build_scope(*scene, render::scope_request(*scene, job->params, g)));
     }
     std::lock_guard lock(mu_);
     done_.push_back(job);
   }
 }
 
+void Viewer::refresh_live(const std::vector<std::shared_ptr<index::LiveSource>>& live,
+                          std::shared_ptr<render::Scene>& scene) {
+  // A scene is never changed under a picture being built or drawn: the
+  // worker refreshes a copy, and the UI takes it on its next frame.
+  static constexpr auto kEvery = std::chrono::milliseconds(8), kOverviewEvery = std::chrono::milliseconds(250);
+  const auto now = std::chrono::steady_clock::now();
+  if (now - live_refreshed_ < kEvery) return;
+  uint64_t generation = 0;
+  for (auto& l : live) generation += l->generation();
+  if (generation == live_generation_) return;
+  live_generation_ = generation;
+  live_refreshed_ = now;
+  auto next = std::make_shared<render::Scene>(*scene);
+  for (auto& l : live)
+    for (auto& ix : l->indexes()) {
+      bool known = false;
+      for (const render::Source& src : next->sources()) known |= src.index == ix;
+      if (!known) next->add_index(ix);
+    }
+  next->refresh();
+  scene = next;
+  std::shared_ptr<render::TimelinePicture> overview;
+  if (now - overview_built_ >= kOverviewEvery) {
+    overview_built_ = now;
+    overview = std::make_shared<render::TimelinePicture>(
+        render::build_timeline(*next, render::overview_request(*next, overview_width_)));
+  }
+  std::lock_guard lock(mu_);
+  pending_scene_ = next;
+  ++pending_serial_;
+  if (overview) pending_overview_ = overview;
+}
+
 void Viewer::request_pictures() {
   {
     std::lock_guard lock(mu_);
+    if (pending_scene_ && pending_serial_ > scene_serial_) {
+      scene_ = pending_scene_;
+      scene_serial_ = pending_serial_;
+    }
+    pending_scene_ = nullptr;
+    if (pending_overview_) overview_ = std::move(pending_overview_);
     for (auto& job : done_) {
       Figure& f = *figures_[job->figure];
       if (job->generation <= f.shown) continue;
       f.shown = job->generation;
+      f.scene = job->scene;
+      f.shown_until = std::min(job->scene->last_ns(), job->params.t1);
       if (job->timeline) f.timeline = job->timeline;
       if (job->scope) f.scope = job->scope;
+      if (job->scene_serial > scene_serial_) scene_ = job->scene, scene_serial_ = job->scene_serial;
     }
     done_.clear();
   }
   for (size_t i = 0; i < figures_.size(); ++i) {
     Figure& f = *figures_[i];
     f.params.t0 = t0_, f.params.t1 = t1_, f.params.theta = theta_us_ / 1e3;
-    const std::string key = state_key(f.params, f.rect);
+    std::string key = state_key(f.params, f.rect);
+    if (!live_.empty()) {
+      // New data in the window, or new gaps anywhere: a new picture.
+      size_t gaps = 0;
+      for (const render::Source& src : scene_->sources()) gaps += src.gaps.size();
+      key += " live " + std::to_string(std::min(t1_, scene_->last_ns())) + " " + std::to_string(gaps) + " " +
+             std::to_string(scene_->lanes().size());
+    }
     if (key == f.requested || f.rect.w < 8 || f.rect.h < 8) continue;
     f.requested = key;
     auto job = std::make_shared<Job>();
@@ -216,11 +293,172 @@ void Viewer::set_window(int64_t t0, int64_t t1) {
   }
   // Never so far out that the trace is lost: at most a span beyond either end.
   const int64_t span = t1 - t0, total = std::max<int64_t>(1, scene_->last_ns() - scene_->first_ns());
-  const int64_t max_span = total * 4;
+  const int64_t max_span = std::max<int64_t>(total * 4, live_.empty() ? 0 : int64_t(600e9));
   if (span > max_span) t0 = scene_->first_ns() - total, t1 = t0 + max_span;
   if (t0 > scene_->last_ns()) t1 -= t0 - scene_->last_ns(), t0 = scene_->last_ns();
   if (t1 < scene_->first_ns()) t0 += scene_->first_ns() - t1, t1 = scene_->first_ns();
   t0_ = t0, t1_ = t1;
+}
+
+void Viewer::add_live(std::shared_ptr<index::LiveSource> source) {
+  {
+    std::lock_guard lock(mu_);
+    live_.push_back(std::move(source));
+  }
+  messages_seen_.push_back(0);
+  if (t1_ - t0_ <= 1) t0_ = 0, t1_ = int64_t(2e9);  // two seconds of "now" to start with
+  play_ = Play::Live;
+  cv_.notify_all();
+}
+
+void Viewer::play(bool reverse) {
+  reverse_ = reverse;
+  if (play_ == Play::Live && !reverse) return;
+  play_ = Play::Playing;
+  play_carry_ns_ = 0;
+}
+
+void Viewer::go_live() {
+  if (!live_.empty()) play_ = Play::Live;
+}
+
+void Viewer::step(int direction) {
+  const int64_t span = t1_ - t0_;
+  if (direction < 0 && play_ == Play::Live) play_ = Play::Playing, reverse_ = false;  // watch it again, delayed
+  if (direction > 0 && play_ == Play::Live) return;
+  t0_ += direction * span, t1_ += direction * span;
+  if (!live_.empty() && live_now_ != INT64_MIN && t1_ > live_now_) play_ = Play::Live;
+}
+
+void Viewer::jump_bookmark(int direction) {
+  std::vector<int64_t> b = marks_.bookmarks;
+  std::sort(b.begin(), b.end());
+  const int64_t mid = t0_ + (t1_ - t0_) / 2, half = (t1_ - t0_) / 2;
+  int64_t to = render::Marks::kNone;
+  if (direction > 0) {
+    auto it = std::upper_bound(b.begin(), b.end(), mid + 1);
+    if (it != b.end()) to = *it;
+  } else {
+    auto it = std::lower_bound(b.begin(), b.end(), mid - 1);
+    if (it != b.begin()) to = *std::prev(it);
+  }
+  if (to == render::Marks::kNone) return;
+  play_ = Play::Paused;
+  t0_ = to - half, t1_ = t0_ + 2 * half;
+  marks_.cursor = to;
+}
+
+int64_t Viewer::shown_until() const {
+  int64_t until = INT64_MAX;
+  for (auto& f : figures_) until = std::min(until, f->shown_until);
+  return figures_.empty() ? INT64_MIN : until;
+}
+
+void Viewer::advance_play() {
+  const auto now = std::chrono::steady_clock::now();
+  const double dt =
+      last_frame_ == std::chrono::steady_clock::time_point{} ? 0 : std::chrono::duration<double>(now - last_frame_).count();
+  last_frame_ = now;
+  for (size_t i = 0; i < live_.size(); ++i) {
+    for (index::LiveMessage& m : live_[i]->messages(messages_seen_[i])) {
+      std::fprintf(stderr, "tinescope view: %s\n", m.text.c_str());
+      messages_.push_back(std::move(m));
+      ++messages_seen_[i];
+    }
+  }
+  if (!live_.empty() && !scene_->lanes().empty()) {
+    // "Now" runs on from the newest data at the wall clock's pace (at most a
+    // second ahead of it), so the live view glides instead of jumping.
+    if (scene_->last_ns() != data_end_) data_end_ = scene_->last_ns(), data_end_at_ = now;
+    const int64_t ahead = std::min<int64_t>(
+        int64_t(1e9), std::chrono::duration_cast<std::chrono::nanoseconds>(now - data_end_at_).count());
+    live_now_ = std::max(live_now_, data_end_ + ahead);
+  }
+  switch (play_) {
+    case Play::Paused: break;
+    case Play::Live:
+      if (live_now_ != INT64_MIN) {
+        const int64_t span = t1_ - t0_;
+        t1_ = live_now_ + 1, t0_ = t1_ - span;
+      }
+      break;
+    case Play::Playing: {
+      play_carry_ns_ += (reverse_ ? -1 : 1) * speed_ * std::min(dt, 0.25) * 1e9;
+      const int64_t shift = int64_t(play_carry_ns_);
+      play_carry_ns_ -= double(shift);
+      t0_ += shift, t1_ += shift;
+      if (!reverse_ && !live_.empty() && live_now_ != INT64_MIN && t1_ > live_now_) play_ = Play::Live;
+      else if (!reverse_ && live_.empty() && t1_ > scene_->last_ns()) play_ = Play::Paused;
+      else if (reverse_ && t0_ < scene_->first_ns()) play_ = Play::Paused;
+      break;
+    }
+  }
+}
+
+void Viewer::play_controls() {
+  auto record = [&](const char* id) {
+    const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+    controls_.push_back({id, {a.x, a.y, b.x - a.x, b.y - a.y}});
+  };
+  if (ImGui::Button("<< Reverse (R)")) play(true);
+  record("reverse");
+  ImGui::SameLine();
+  if (ImGui::Button("|| Pause")) pause();
+  record("pause");
+  ImGui::SameLine();
+  if (ImGui::Button("> Play")) play(false);
+  record("play");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(live_.empty());
+  if (ImGui::Button("Live (End)")) go_live();
+  record("live");
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  float speed = float(speed_);
+  ImGui::SetNextItemWidth(140);
+  if (ImGui::SliderFloat("speed", &speed, float(kMinSpeed), float(kMaxSpeed), "%.3gx", ImGuiSliderFlags_Logarithmic))
+    set_speed(speed);
+  record("speed");
+  ImGui::SameLine();
+  if (ImGui::Button("<| Step (,)")) step(-1);
+  record("step_back");
+  ImGui::SameLine();
+  if (ImGui::Button("Step |> (.)")) step(+1);
+  record("step_forward");
+  ImGui::SameLine();
+  if (ImGui::Button("< Bookmark (P)")) jump_bookmark(-1);
+  record("bookmark_prev");
+  ImGui::SameLine();
+  if (ImGui::Button("Bookmark > (N)")) jump_bookmark(+1);
+  record("bookmark_next");
+  ImGui::SameLine();
+  char state[64];
+  switch (play_) {
+    case Play::Paused: std::snprintf(state, sizeof state, "PAUSED"); break;
+    case Play::Live: std::snprintf(state, sizeof state, "LIVE"); break;
+    case Play::Playing: std::snprintf(state, sizeof state, "%s %.3gx", reverse_ ? "REVERSE" : "PLAY", speed_); break;
+  }
+  ImGui::TextColored(play_ == Play::Live ? ImVec4(1, 0.35f, 0.3f, 1) : ImVec4(0.8f, 0.8f, 0.8f, 1), "%s", state);
+}
+
+void Viewer::live_panel() {
+  if (live_.empty()) return;
+  const ImGuiIO& io = ImGui::GetIO();
+  ImGui::SetNextWindowPos({4, io.DisplaySize.y - 4}, ImGuiCond_Always, {0, 1});
+  ImGui::SetNextWindowBgAlpha(0.8f);
+  ImGui::Begin("live sources", nullptr,
+               ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_AlwaysAutoResize |
+                   ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoFocusOnAppearing);
+  for (auto& l : live_) {
+    const index::LiveSource::Status st = l->status();
+    ImGui::Text("%s  %s  %.1f MB  %s", l->address().c_str(), st.receiving ? "receiving" : "not connected",
+                double(st.bytes) / 1e6, st.saving_to.c_str());
+  }
+  const size_t first = messages_.size() > 4 ? messages_.size() - 4 : 0;
+  for (size_t i = first; i < messages_.size(); ++i)
+    ImGui::TextColored(messages_[i].error ? ImVec4(1, 0.6f, 0.3f, 1) : ImVec4(0.7f, 0.7f, 0.7f, 1), "%s",
+                       messages_[i].text.c_str());
+  ImGui::End();
 }
 
 void Viewer::fit() { set_window(scene_->first_ns(), scene_->last_ns() + 1); }
@@ -297,6 +535,8 @@ void Viewer::controls() {
     ImGui::SameLine();
     ImGui::TextDisabled("cursor %s", render::format_time(marks_.cursor - scene_->first_ns(), 1).c_str());
   }
+
+  play_controls();
 
   // The scope's controls act on every scope figure.
   Figure* scope = nullptr;
@@ -396,12 +636,24 @@ void Viewer::handle_input() {
     if (ImGui::IsKeyPressed(GLFW_KEY_ESCAPE)) marks_.sel0 = marks_.sel1 = render::Marks::kNone, has_selected_ = false;
     if (ImGui::IsKeyPressed(GLFW_KEY_B) && marks_.cursor != render::Marks::kNone)
       marks_.bookmarks.push_back(marks_.cursor);
+    if (ImGui::IsKeyPressed(GLFW_KEY_SPACE)) play_ == Play::Paused ? play(false) : pause();
+    if (ImGui::IsKeyPressed(GLFW_KEY_R)) play(true);
+    if (ImGui::IsKeyPressed(GLFW_KEY_END)) go_live();
+    if (ImGui::IsKeyPressed(GLFW_KEY_COMMA)) step(-1);
+    if (ImGui::IsKeyPressed(GLFW_KEY_PERIOD)) step(+1);
+    if (ImGui::IsKeyPressed(GLFW_KEY_LEFT_BRACKET)) set_speed(speed_ / 2);
+    if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT_BRACKET)) set_speed(speed_ * 2);
+    if (ImGui::IsKeyPressed(GLFW_KEY_N)) jump_bookmark(+1);
+    if (ImGui::IsKeyPressed(GLFW_KEY_P)) jump_bookmark(-1);
+    // Moving through time by hand leaves live (zooming does not).
+    if ((ImGui::IsKeyPressed(GLFW_KEY_A) || ImGui::IsKeyPressed(GLFW_KEY_D)) && play_ == Play::Live) pause();
   }
   if (io.WantCaptureMouse && drag_ == Drag::None) return;
 
   // The overview: click or drag to centre the window there.
   if (drag_ == Drag::None && ImGui::IsMouseClicked(0) && overview_rect_.contains(m.x, m.y)) drag_ = Drag::Overview;
   if (drag_ == Drag::Overview) {
+    if (play_ == Play::Live) pause();
     const double f = std::clamp((m.x - overview_rect_.x) / overview_rect_.w, 0.f, 1.f);
     const int64_t at = scene_->first_ns() + int64_t(f * double(scene_->last_ns() - scene_->first_ns()));
     const int64_t half = (t1_ - t0_) / 2;
@@ -445,7 +697,7 @@ void Viewer::handle_timeline_input(Figure& f, size_t index) {
       for (const render::Row& row : f.timeline->request.layout.rows) {
         const float y = g.plot.y + row.y - f.params.scroll_y;
         if (row.kind != render::Row::Group || m.y < y || m.y >= y + row.h) continue;
-        const std::string& group = scene_->lanes()[row.lane].group;
+        const std::string& group = (f.scene ? *f.scene : *scene_).lanes()[row.lane].group;
         auto it = std::find(f.params.collapsed.begin(), f.params.collapsed.end(), group);
         if (it == f.params.collapsed.end()) f.params.collapsed.push_back(group);
         else f.params.collapsed.erase(it);
@@ -456,6 +708,7 @@ void Viewer::handle_timeline_input(Figure& f, size_t index) {
   const bool down = ImGui::IsMouseDown(0) || ImGui::IsMouseDown(1);
   drag_moved_ |= std::fabs(m.x - drag_x_) > 2 || std::fabs(m.y - drag_y_) > 2;
   if (drag_ == Drag::Pan && drag_moved_) {
+    if (play_ == Play::Live) pause();
     const double ns_per_px = double(drag_t1_ - drag_t0_) / std::max(1.f, g.plot.w);
     const int64_t dt = int64_t(std::llround((m.x - drag_x_) * ns_per_px));
     set_window(drag_t0_ - dt, drag_t1_ - dt);
@@ -472,7 +725,13 @@ void Viewer::handle_timeline_input(Figure& f, size_t index) {
     marks_.cursor = drag_anchor_;
     has_selected_ = false;
     const Hit h = hit(f, m.x, m.y);
-    if (h.box) has_selected_ = true, selected_ = *h.box, selected_lane_ = f.timeline->request.layout.rows[h.row].lane;
+    if (h.box) {
+      const render::Scene& scene = f.scene ? *f.scene : *scene_;
+      const render::Lane& lane = scene.lanes()[f.timeline->request.layout.rows[h.row].lane];
+      has_selected_ = true, selected_ = *h.box;
+      selected_thread_ = lane.name, selected_process_ = lane.group;
+      selected_name_ = scene.string(h.box->source, h.box->name);
+    }
   }
   drag_ = Drag::None;
 }
@@ -548,11 +807,12 @@ void Viewer::tooltip(Figure& f) {
   const uint32_t r = uint32_t(h.row);
   const float col = h.column;
   const render::Row& row = p.request.layout.rows[r];
-  const render::Lane& lane = scene_->lanes()[row.lane];
+  const render::Scene& scene = f.scene ? *f.scene : *scene_;
+  const render::Lane& lane = scene.lanes()[row.lane];
   if (const render::Box* b = h.box) {
     ImGui::BeginTooltip();
-    ImGui::Text("%s", std::string(scene_->string(b->source, b->name)).c_str());
-    ImGui::Text("start    %s", render::format_time(b->start - scene_->first_ns(), 1).c_str());
+    ImGui::Text("%s", std::string(scene.string(b->source, b->name)).c_str());
+    ImGui::Text("start    %s", render::format_time(b->start - scene.first_ns(), 1).c_str());
     if (b->end != INT64_MAX) ImGui::Text("duration %s", render::format_duration(b->end - b->start).c_str());
     else ImGui::Text("duration (still open)");
     ImGui::Text("thread   %s   depth %u", lane.name.c_str(), b->depth);
@@ -568,8 +828,8 @@ void Viewer::tooltip(Figure& f) {
     ImGui::Text("%s", lane.counter_names[row.index].c_str());
     if (!std::isnan(a)) ImGui::Text("%.6g .. %.6g", lo + a * (hi - lo), lo + z * (hi - lo));
   } else if (p.count[cell]) {
-    ImGui::Text("%u x %s ...", p.count[cell], std::string(scene_->string(lane.source, p.top_name[cell])).c_str());
-    ImGui::Text("at %s", render::format_time(f.axis.time(m.x - g.plot.x) - scene_->first_ns(), 1).c_str());
+    ImGui::Text("%u x %s ...", p.count[cell], std::string(scene.string(lane.source, p.top_name[cell])).c_str());
+    ImGui::Text("at %s", render::format_time(f.axis.time(m.x - g.plot.x) - scene.first_ns(), 1).c_str());
     ImGui::TextDisabled("zoom in for each one");
   } else {
     ImGui::Text("%s", lane.name.c_str());
@@ -584,9 +844,8 @@ void Viewer::details() {
   ImGui::SetNextWindowSize({320, 140});
   ImGui::Begin("selected", &has_selected_, ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoSavedSettings);
   const render::Box& b = selected_;
-  const render::Lane& lane = scene_->lanes()[selected_lane_];
-  ImGui::Text("%s", std::string(scene_->string(b.source, b.name)).c_str());
-  ImGui::Text("thread  %s (%s)", lane.name.c_str(), lane.group.c_str());
+  ImGui::Text("%s", selected_name_.c_str());
+  ImGui::Text("thread  %s (%s)", selected_thread_.c_str(), selected_process_.c_str());
   ImGui::Text("start   %s", render::format_time(b.start - scene_->first_ns(), 1).c_str());
   if (b.end != INT64_MAX) {
     ImGui::Text("end     %s", render::format_time(b.end - scene_->first_ns(), 1).c_str());
@@ -608,21 +867,24 @@ bool Viewer::frame() {
   ImGui_ImplGlfw_NewFrame();
   ImGui::NewFrame();
   if (frames_++ == 0 && t1_ - t0_ <= 1) fit();
+  advance_play();
   controls();
   handle_input();
   request_pictures();
 
   ImDrawList* dl = ImGui::GetBackgroundDrawList();
   for (auto& f : figures_) {
+    const render::Scene& scene = f->scene ? *f->scene : *scene_;
     if (f->params.type == FigureParams::Timeline && f->timeline)
-      render::timeline_overlay(dl, *scene_, *f->timeline, f->tg(), f->axis, f->params.scroll_y, marks_,
+      render::timeline_overlay(dl, scene, *f->timeline, f->tg(), f->axis, f->params.scroll_y, marks_,
                                f->params.collapsed);
-    if (f->params.type == FigureParams::Scope && f->scope) render::scope_overlay(dl, *scene_, *f->scope, f->sg(), marks_);
+    if (f->params.type == FigureParams::Scope && f->scope) render::scope_overlay(dl, scene, *f->scope, f->sg(), marks_);
     if (f->generation != f->shown)
       dl->AddText({f->rect.x + f->rect.w - 90, f->rect.y + 3}, IM_COL32(255, 200, 80, 255), "drawing...");
   }
   dl->AddText({4, overview_rect_.y + 8}, IM_COL32(150, 150, 150, 255), "whole trace");
   details();
+  live_panel();
   ImGui::Render();
 
   glfwGetFramebufferSize(window_, &fb_w_, &fb_h_);
@@ -648,11 +910,21 @@ bool Viewer::frame() {
 }
 
 void Viewer::run() {
+  auto next = std::chrono::steady_clock::now();
   while (frame()) {
+    if (play_ != Play::Paused || !live_.empty()) {
+      // Moving pictures: at most max_fps frames a second.
+      next += std::chrono::microseconds(1000000 / std::max(1, options_.max_fps));
+      const auto now = std::chrono::steady_clock::now();
+      if (next > now) std::this_thread::sleep_until(next);
+      else next = now;
+      continue;
+    }
     // Idle: nothing pending and no input — sleep until something happens.
     bool pending = false;
     for (auto& f : figures_) pending |= f->shown != f->generation;
     if (!pending && drag_ == Drag::None) glfwWaitEventsTimeout(0.25);
+    next = std::chrono::steady_clock::now();
   }
 }
 

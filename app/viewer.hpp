@@ -8,6 +8,8 @@
 #define GLFW_INCLUDE_NONE  // epoxy provides the GL declarations
 #include <GLFW/glfw3.h>
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -19,6 +21,7 @@
 
 #include "tinescope/figure_params.hpp"
 #include "tinescope/gl_renderer.hpp"
+#include "tinescope/live_source.hpp"
 
 namespace tinescope::app {
 
@@ -26,6 +29,7 @@ struct ViewerOptions {
   int width = 1280, height = 800;
   bool vsync = true;
   bool capture = false;  // keep every frame's pixels (tests)
+  int max_fps = 60;      // while playing or live (llvmpipe would otherwise draw as fast as it can)
   std::string title = "tinescope";
 };
 
@@ -36,6 +40,33 @@ class Viewer {
   static std::unique_ptr<Viewer> create(std::shared_ptr<render::Scene> scene, const render::FigureParams& first,
                                         const render::Marks& marks, const ViewerOptions& options, std::string& error);
   ~Viewer();
+
+  // Watches a live source: its captures join the scene as they arrive and
+  // the view follows "now" (play mode Live) until told otherwise.
+  void add_live(std::shared_ptr<index::LiveSource> source);
+
+  // TiVo controls, for every figure at once (buttons and keys call these).
+  enum class Play { Paused, Playing, Live };
+  void pause() { play_ = Play::Paused; }
+  void play(bool reverse);  // at speed()
+  void go_live();
+  void set_speed(double s) { speed_ = std::clamp(s, kMinSpeed, kMaxSpeed); }
+  void step(int direction);  // by one window span, back (-1) or forward (+1)
+  void jump_bookmark(int direction);
+  Play play_mode() const { return play_; }
+  bool reverse() const { return reverse_; }
+  double speed() const { return speed_; }
+  static constexpr double kMinSpeed = 0.01, kMaxSpeed = 1000;
+  // "Now" of the live sources: the newest data, advanced smoothly by the
+  // wall clock since it arrived.
+  int64_t live_now() const { return live_now_; }
+  int64_t window_t0() const { return t0_; }
+  int64_t window_t1() const { return t1_; }
+  // Everything the live sources said so far, oldest first.
+  const std::vector<index::LiveMessage>& messages() const { return messages_; }
+  // The newest data time shown by every figure's picture (INT64_MIN if none
+  // yet): an event with a time at or before it is on screen.
+  int64_t shown_until() const;
 
   // One frame: events, controls, figures, swap. False once the window is closed.
   bool frame();
@@ -83,6 +114,12 @@ class Viewer {
   void fit();
   void set_window(int64_t t0, int64_t t1);
   void add_figure(render::FigureParams::Type type);
+  void play_controls();
+  void advance_play();
+  void live_panel();
+  // Worker: a new scene when the live sources have grown (at most every few ms).
+  void refresh_live(const std::vector<std::shared_ptr<index::LiveSource>>& live,
+                    std::shared_ptr<render::Scene>& scene);
 
   std::shared_ptr<render::Scene> scene_;
   GLFWwindow* window_ = nullptr;
@@ -113,7 +150,27 @@ class Viewer {
   // The selected interval, for the details panel.
   bool has_selected_ = false;
   render::Box selected_{};
-  uint32_t selected_lane_ = 0;
+  std::string selected_name_, selected_thread_, selected_process_;
+
+  // Playing and live sources.
+  Play play_ = Play::Paused;
+  bool reverse_ = false;
+  double speed_ = 1;
+  double play_carry_ns_ = 0;             // fractions of a ns between frames
+  std::chrono::steady_clock::time_point last_frame_{};
+  int64_t live_now_ = INT64_MIN, data_end_ = INT64_MIN;
+  std::chrono::steady_clock::time_point data_end_at_{};
+  std::vector<std::shared_ptr<index::LiveSource>> live_;
+  std::vector<index::LiveMessage> messages_;
+  std::vector<size_t> messages_seen_;   // per live source
+  uint64_t scene_serial_ = 0;           // of scene_
+  std::shared_ptr<render::Scene> pending_scene_;  // from the worker
+  uint64_t pending_serial_ = 0;
+  std::shared_ptr<render::TimelinePicture> pending_overview_;
+  // The worker's own (see refresh_live).
+  uint64_t live_generation_ = 0;
+  std::chrono::steady_clock::time_point live_refreshed_{}, overview_built_{};
+  float overview_width_ = 1280;
 
   // Picture building off the UI thread: latest request per figure wins.
   struct Job;

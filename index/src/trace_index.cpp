@@ -226,6 +226,14 @@ std::unique_ptr<TraceIndex> TraceIndex::follow(const std::string& trace, std::st
   return ix;
 }
 
+std::shared_ptr<const trace::Catalog> TraceIndex::catalog_snapshot() const {
+  std::shared_lock lock(mu_);
+  std::lock_guard snap(snapshot_mu_);
+  if (!snapshot_ || snapshot_->version != catalog_.version || snapshot_->strings.size() != catalog_.strings.size())
+    snapshot_ = std::make_shared<const trace::Catalog>(catalog_);
+  return snapshot_;
+}
+
 bool TraceIndex::update(std::string& error) {
   std::unique_lock lock(mu_);
   return run_builder(false, error);

@@ -74,6 +74,8 @@ const uint8_t* chunk_payload(const uint8_t* chunk, std::vector<uint8_t>& buf) {
 // ---------------------------------------------------------------- catalog
 
 void Catalog::apply(const Event& e) {
+  if (e.type >= kFirstUserType) return;
+  ++version;
   switch (e.type) {
     case kStringDef: {
       uint64_t id = e.u[0];

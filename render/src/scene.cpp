@@ -70,7 +70,13 @@ void Scene::refresh() {
   lanes_.clear();
   first_ns_ = INT64_MAX;
   last_ns_ = INT64_MIN;
-  for (uint32_t i = 0; i < sources_.size(); ++i) scan(sources_[i], i);
+  for (uint32_t i = 0; i < sources_.size(); ++i) {
+    Source& s = sources_[i];
+    if (!s.scan || s.scan->bytes != s.index->trace_bytes() || s.catalog != s.index->catalog_snapshot()) scan(s, i);
+    lanes_.insert(lanes_.end(), s.scan->lanes.begin(), s.scan->lanes.end());
+    first_ns_ = std::min(first_ns_, s.scan->first_ns);
+    last_ns_ = std::max(last_ns_, s.scan->last_ns);
+  }
   if (first_ns_ > last_ns_) first_ns_ = last_ns_ = 0;
   // By process, then by the trace's sort index, then by feedlet.
   std::stable_sort(lanes_.begin(), lanes_.end(), [](const Lane& a, const Lane& b) {
@@ -80,10 +86,19 @@ void Scene::refresh() {
 
 void Scene::scan(Source& s, uint32_t source) {
   const index::TraceIndex& ix = *s.index;
-  const trace::Catalog& cat = ix.catalog();
-  if (ix.events() == 0) return;
-  first_ns_ = std::min(first_ns_, ix.to_ns(ix.first_ts()));
-  last_ns_ = std::max(last_ns_, ix.to_ns(ix.last_ts()));
+  auto scan = std::make_shared<Source::Scan>();
+  s.scan = scan;
+  scan->bytes = ix.trace_bytes();
+  s.catalog = ix.catalog_snapshot();
+  const trace::Catalog& cat = *s.catalog;
+  scan->catalog_version = cat.version;
+  auto to_ns = [&](uint64_t ticks) { return cat.clock.to_ns(ticks); };
+  // One reading of the extent: a growing index may move on between calls.
+  const uint64_t events = ix.events(), first_ts = ix.first_ts(), last_ts = ix.last_ts();
+  s.gaps.clear();
+  if (events == 0) return;
+  scan->first_ns = to_ns(first_ts);
+  scan->last_ns = to_ns(last_ts);
 
   const std::vector<index::StreamInfo> streams = ix.streams();
   s.stream_colour.assign(streams.size(), 0);
@@ -99,15 +114,15 @@ void Scene::scan(Source& s, uint32_t source) {
   }
   for (size_t id = 0; id < streams.size(); ++id) {
     const index::StreamInfo& st = streams[id];
+    const std::string_view name = st.kind == StreamKind::Sched ? "" : cat.string(st.key);
+    s.stream_colour[id] = name_colour(name);
     auto it = by_feedlet.find(st.feedlet);
     if (it == by_feedlet.end() || st.items == 0) continue;
     Lane& l = it->second;
-    const std::string_view name = st.kind == StreamKind::Sched ? "" : cat.string(st.key);
-    s.stream_colour[id] = name_colour(name);
     switch (st.kind) {
       case StreamKind::Interval: {
         l.has_intervals = true;
-        const index::Buckets b = ix.query(int(id), ix.first_ts(), ix.last_ts(), 1);
+        const index::Buckets b = ix.query(int(id), first_ts, last_ts, 1);
         for (const index::Node& n : b.nodes) l.depth_rows = std::max(l.depth_rows, std::min(kMaxDepthRows, n.max_depth + 1));
         break;
       }
@@ -119,22 +134,21 @@ void Scene::scan(Source& s, uint32_t source) {
       default: break;
     }
   }
-  for (auto& [f, l] : by_feedlet) lanes_.push_back(std::move(l));
+  for (auto& [f, l] : by_feedlet) scan->lanes.push_back(std::move(l));
 
   // Gaps: drops before a chunk, lost chunks, damaged bytes.
-  s.gaps.clear();
   const std::vector<index::ChunkRecord> chunks = ix.chunks();
   std::map<uint32_t, std::vector<const index::ChunkRecord*>> per_feedlet;
   for (const index::ChunkRecord& c : chunks) per_feedlet[c.feedlet].push_back(&c);
   for (auto& [f, list] : per_feedlet)
     for (size_t k = 0; k < list.size(); ++k)
       if (list[k]->dropped_before)
-        s.gaps.push_back({f, ix.to_ns(k ? list[k - 1]->last_ts : list[k]->first_ts), ix.to_ns(list[k]->first_ts),
+        s.gaps.push_back({f, to_ns(k ? list[k - 1]->last_ts : list[k]->first_ts), to_ns(list[k]->first_ts),
                           list[k]->dropped_before});
   for (const trace::Loss& loss : ix.losses()) {
     auto it = per_feedlet.find(loss.feedlet);
     if (it == per_feedlet.end()) continue;
-    uint64_t t0 = ix.first_ts(), t1 = ix.last_ts();
+    uint64_t t0 = first_ts, t1 = last_ts;
     for (const index::ChunkRecord* c : it->second) {
       if (c->sequence < loss.first_sequence) t0 = c->last_ts;
       if (c->sequence >= loss.first_sequence + loss.count) {
@@ -142,10 +156,10 @@ void Scene::scan(Source& s, uint32_t source) {
         break;
       }
     }
-    s.gaps.push_back({loss.feedlet, ix.to_ns(t0), ix.to_ns(t1), 0});
+    s.gaps.push_back({loss.feedlet, to_ns(t0), to_ns(t1), 0});
   }
   for (const trace::Damage& d : ix.damage()) {
-    uint64_t t0 = ix.first_ts(), t1 = ix.last_ts();
+    uint64_t t0 = first_ts, t1 = last_ts;
     for (const index::ChunkRecord& c : chunks) {  // in trace order
       if (c.offset < d.offset) t0 = std::max(t0, c.last_ts);
       else if (c.offset >= d.offset + d.length) {
@@ -153,7 +167,7 @@ void Scene::scan(Source& s, uint32_t source) {
         break;
       }
     }
-    s.gaps.push_back({Gap::kAllFeedlets, ix.to_ns(t0), ix.to_ns(t1), 0});
+    s.gaps.push_back({Gap::kAllFeedlets, to_ns(t0), to_ns(t1), 0});
   }
 }
 

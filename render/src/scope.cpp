@@ -68,7 +68,8 @@ ScopePicture build_scope(const Scene& scene, const ScopeRequest& req) {
     if (lane_id >= scene.lanes().size() || P.truncated) continue;
     const Lane& lane = scene.lanes()[lane_id];
     const index::TraceIndex& ix = *scene.sources()[lane.source].index;
-    const ClockWindow cw(ix.catalog().clock, req.start, end);
+    const trace::Catalog& cat = *scene.sources()[lane.source].catalog;
+    const ClockWindow cw(cat.clock, req.start, end);
     auto add_interval = [&](int64_t s, int64_t e, uint32_t depth, uint32_t colour) {
       const double u = double(std::max(s, req.start) - req.start) / period;
       const double v = double(std::min(e, end) - req.start) / period;
@@ -94,10 +95,10 @@ ScopePicture build_scope(const Scene& scene, const ScopeRequest& req) {
         P.truncated = true;
         return;
       }
-      add_interval(cw.ns(it.start), cw.ns(it.end), it.depth, name_colour(ix.catalog().string(it.name)));
+      add_interval(cw.ns(it.start), cw.ns(it.end), it.depth, name_colour(cat.string(it.name)));
     });
     for (const index::OpenInterval& o : ix.open_at(lane.feedlet, cw.k1))
-      add_interval(cw.ns(o.start), end, o.depth, name_colour(ix.catalog().string(o.name)));
+      add_interval(cw.ns(o.start), end, o.depth, name_colour(cat.string(o.name)));
   }
 
   P.rgba.assign(size_t(S) * W, 0);

@@ -138,8 +138,11 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
   for (const Layout::LaneRows& lr : req.layout.lanes) {
     const Lane& lane = scene.lanes()[lr.lane];
     const index::TraceIndex& ix = *scene.sources()[lane.source].index;
-    LaneQuery q{&lr, &lane, ClockWindow(ix.catalog().clock, req.t0, req.t1), {}, {}};
+    LaneQuery q{&lr, &lane, ClockWindow(scene.sources()[lane.source].catalog->clock, req.t0, req.t1), {}, {}};
     q.buckets = ix.query_lane(lane.feedlet, q.clock.k0, q.clock.k1, resolution);
+    // A growing trace may have gained streams since the scene was read: they wait for the next one.
+    const size_t known = std::min(streams[lane.source].size(), scene.sources()[lane.source].stream_colour.size());
+    std::erase_if(q.buckets, [&](const auto& b) { return size_t(b.first) >= known; });
     q.open = ix.open_at(lane.feedlet, q.clock.k1);
     queries.push_back(std::move(q));
   }
@@ -240,7 +243,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       if (!depth_rows) break;
       const int64_t s = q.clock.ns(o.start);
       const double x0 = axis.x(s);
-      const std::string_view name = src.index->catalog().string(o.name);
+      const std::string_view name = src.catalog->string(o.name);
       const uint32_t row = depth_row(o.depth);
       paint.span(row, x0, req.width, 1.0, name_colour(name), o.name, 1);
       add_box(row, lane.source, o.name, x0, req.width + 1, s, INT64_MAX, o.depth);
@@ -284,7 +287,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
   auto mid_y = [&](const Layout::LaneRows* lr) { return lr->y0 + req.layout.rows[lr->first].h * 0.5f; };
   for (uint32_t s = 0; s < scene.sources().size(); ++s) {
     const index::TraceIndex& ix = *scene.sources()[s].index;
-    const ClockWindow cw(ix.catalog().clock, req.t0, req.t1);
+    const ClockWindow cw(scene.sources()[s].catalog->clock, req.t0, req.t1);
     std::vector<index::Flow> flows = ix.flows(cw.k0, cw.k1, req.max_arrows);
     // Arrows only where they can be told apart: a wall of lines says nothing.
     if (flows.size() > req.max_arrows) {

@@ -198,9 +198,13 @@ class TraceIndex {
   // ---- what is in the trace
   const std::string& trace_path() const { return trace_path_; }
   const std::string& index_path() const { return index_path_; }
+  // The names, schema and clock. While update() may run on another thread,
+  // use catalog_snapshot() instead: update() changes this one in place.
   const trace::Catalog& catalog() const { return catalog_; }
+  // A copy that stays as it is, shared until the catalog changes again.
+  std::shared_ptr<const trace::Catalog> catalog_snapshot() const;
   const trace::Header& header() const { return header_; }
-  uint64_t trace_bytes() const { return covered_; }
+  uint64_t trace_bytes() const { return covered_.load(std::memory_order_relaxed); }
   uint64_t index_bytes() const;
   uint64_t events() const;  // data events (not the metadata feedlet)
   uint64_t dropped() const;
@@ -267,9 +271,11 @@ class TraceIndex {
   std::unique_ptr<Builder> builder_;
   trace::Catalog catalog_;
   trace::Header header_;
-  uint64_t covered_ = 0;
+  std::atomic<uint64_t> covered_{0};
   std::unique_ptr<State> s_;
   mutable std::shared_mutex mu_;  // update() is exclusive, queries are shared
+  mutable std::mutex snapshot_mu_;
+  mutable std::shared_ptr<const trace::Catalog> snapshot_;
   friend struct IndexFile;
 };
 

@@ -24,9 +24,15 @@ struct Gap {
 
 struct Source {
   std::shared_ptr<index::TraceIndex> index;
+  // Names and clock as of the last refresh: a growing trace's index changes
+  // its own catalog while it is updated, so pictures use this copy.
+  std::shared_ptr<const trace::Catalog> catalog;
   std::string path;
   std::vector<Gap> gaps;
   std::vector<uint32_t> stream_colour;  // by stream id: RGBA8 of the stream's name
+  // What the last scan found, kept until the index grows.
+  struct Scan;
+  std::shared_ptr<const Scan> scan;
 };
 
 struct Lane {
@@ -38,6 +44,13 @@ struct Lane {
   bool has_intervals = false, has_instants = false;
   std::vector<int> counters;       // counter stream ids
   std::vector<std::string> counter_names;
+};
+
+struct Source::Scan {
+  uint64_t bytes = 0;            // the index's trace_bytes() when scanned
+  uint64_t catalog_version = 0;
+  std::vector<Lane> lanes;
+  int64_t first_ns = INT64_MAX, last_ns = INT64_MIN;
 };
 
 // The colour of a name: stable across traces and runs (a hash of the text).
@@ -63,7 +76,9 @@ class Scene {
   bool add_trace(const std::string& path, std::string& error, const index::BuildOptions& options = {});
   // The same for an index already open (a live, growing trace).
   void add_index(std::shared_ptr<index::TraceIndex> index);
-  // Re-reads lanes, depths and gaps after a growing trace's index was updated.
+  // Re-reads lanes, depths and gaps of the traces whose index has grown
+  // since (a live, growing trace). A scene is not changed while pictures are
+  // built from it: a live viewer refreshes a copy and swaps it in.
   void refresh();
 
   const std::vector<Source>& sources() const { return sources_; }
@@ -71,7 +86,7 @@ class Scene {
   int64_t first_ns() const { return first_ns_; }
   int64_t last_ns() const { return last_ns_; }
   std::string_view string(uint32_t source, uint32_t id) const {
-    return sources_[source].index->catalog().string(id);
+    return sources_[source].catalog->string(id);
   }
   // Lanes whose thread or process name matches `name` (exactly, or as a
   // prefix followed by '.'/'#'), or lane numbers; for --lanes.
