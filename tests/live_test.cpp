@@ -1,0 +1,246 @@
+// Live sources without a window: a feed saved and indexed in pieces equals the
+// trace indexed whole; real recording processes that stream, die and come
+// back; sources that send garbage; a trace file that grows while followed.
+#include <fcntl.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "live_helpers.hpp"
+#include "synthetic_trace.hpp"
+#include "tinescope/live_source.hpp"
+
+namespace tinescope::test {
+namespace {
+
+namespace fs = std::filesystem;
+using index::FeedCapture;
+using index::LiveOptions;
+using index::LiveSource;
+using index::TraceIndex;
+
+std::string temp_dir() {
+  char tmpl[] = "/tmp/tinescope-live-XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::string synthetic(const std::string& dir, uint64_t events) {
+  const std::string path = dir + "/synthetic.tine";
+  bench::SyntheticOptions o;
+  o.events = events;
+  o.threads = 4;
+  bench::SyntheticResult r;
+  std::string error;
+  EXPECT_TRUE(bench::write_synthetic_trace(path, o, r, error)) << error;
+  return path;
+}
+
+bool said(const LiveSource& s, const std::string& words) {
+  for (const index::LiveMessage& m : s.messages())
+    if (m.text.find(words) != std::string::npos) return true;
+  return false;
+}
+
+std::string all_messages(const LiveSource& s) {
+  std::string out;
+  for (const index::LiveMessage& m : s.messages()) out += m.text + "\n";
+  return out;
+}
+
+TEST(Live, CaptureInPiecesEqualsTheTraceIndexedWhole) {
+  const std::string dir = temp_dir();
+  const std::string bytes = read_all(synthetic(dir, 300'000));
+  std::string error;
+  auto whole = TraceIndex::build(dir + "/synthetic.tine", error);
+  ASSERT_TRUE(whole) << error;
+
+  FeedCapture cap;
+  ASSERT_TRUE(cap.open(dir + "/capture.tine", {}, error)) << error;
+  std::mt19937_64 rng(7);
+  size_t updates = 0;
+  for (size_t at = 0; at < bytes.size();) {
+    const size_t n = std::min<size_t>(bytes.size() - at, 1 + rng() % 40000);
+    ASSERT_TRUE(cap.append(reinterpret_cast<const uint8_t*>(bytes.data() + at), n, error)) << error;
+    at += n;
+    if (rng() % 3 == 0) {
+      ASSERT_TRUE(cap.update(error)) << error;
+      ++updates;
+    }
+  }
+  ASSERT_GT(updates, 10u);
+  ASSERT_TRUE(cap.finish(error)) << error;
+  const TraceIndex& got = *cap.index();
+  EXPECT_EQ(got.events(), whole->events());
+  EXPECT_EQ(got.chunks().size(), whole->chunks().size());
+  EXPECT_TRUE(got.damage().empty());
+  ASSERT_EQ(got.streams().size(), whole->streams().size());
+  for (size_t i = 0; i < got.streams().size(); ++i) {
+    EXPECT_EQ(got.streams()[i].items, whole->streams()[i].items) << "stream " << i;
+    const index::Buckets a = got.query(int(i), got.first_ts(), got.last_ts(), 300);
+    const index::Buckets b = whole->query(int(i), whole->first_ts(), whole->last_ts(), 300);
+    ASSERT_EQ(a.nodes.size(), b.nodes.size()) << "stream " << i;
+    for (size_t k = 0; k < a.nodes.size(); ++k) EXPECT_EQ(a.nodes[k].count, b.nodes[k].count);
+  }
+  // The capture is a trace like any other: it opens later without re-indexing.
+  auto reopened = TraceIndex::load(cap.path(), TraceIndex::default_index_path(cap.path()), error);
+  ASSERT_TRUE(reopened) << error;
+  EXPECT_EQ(reopened->events(), whole->events());
+  fs::remove_all(dir);
+}
+
+TEST(Live, BytesThatAreNotAFeedAreRefusedAndNotSaved) {
+  const std::string dir = temp_dir();
+  FeedCapture cap;
+  std::string error;
+  ASSERT_TRUE(cap.open(dir + "/capture.tine", {}, error)) << error;
+  const std::string junk = "GET / HTTP/1.1\r\nHost: example\r\n\r\n";
+  EXPECT_FALSE(cap.append(reinterpret_cast<const uint8_t*>(junk.data()), junk.size(), error));
+  EXPECT_NE(error.find("not a tinescope live feed"), std::string::npos) << error;
+  EXPECT_FALSE(cap.finish(error));
+  EXPECT_FALSE(fs::exists(dir + "/capture.tine"));
+  fs::remove_all(dir);
+}
+
+TEST(Live, RecordingProcessKilledMidStreamThenBackKeepsEverything) {
+  const std::string dir = temp_dir(), address = "unix:" + dir + "/feed.sock";
+  LiveOptions o;
+  o.save_dir = dir + "/saved";
+  o.retry_ms = 20;
+  std::string error;
+  auto src = LiveSource::start(address, o, error);
+  ASSERT_TRUE(src) << error;
+  // Nobody there yet: it waits, and says so.
+  ASSERT_TRUE(eventually([&] { return said(*src, "waiting for the source"); }, 5)) << all_messages(*src);
+
+  pid_t demo = start_demo(address, 60);
+  auto events = [&](size_t i) {
+    auto ix = src->indexes();
+    return i < ix.size() ? ix[i]->events() : 0;
+  };
+  ASSERT_TRUE(eventually([&] { return events(0) > 50'000; }, 30)) << all_messages(*src);
+  EXPECT_TRUE(running(demo));
+  EXPECT_TRUE(src->status().receiving);
+  const uint64_t seen = events(0);
+  kill_and_reap(demo);
+  ASSERT_TRUE(eventually([&] { return said(*src, "saved "); }, 10)) << all_messages(*src);
+  EXPECT_TRUE(said(*src, "the source closed the feed")) << all_messages(*src);
+  const std::string first = src->indexes()[0]->trace_path();
+  EXPECT_GE(events(0), seen);
+  // Everything that arrived complete is kept and reopens without the viewer.
+  auto reopened = TraceIndex::load(first, TraceIndex::default_index_path(first), error);
+  ASSERT_TRUE(reopened) << error;
+  EXPECT_EQ(reopened->events(), events(0));
+
+  // The source comes back: a new connection, a new capture beside the first.
+  demo = start_demo(address, 60);
+  ASSERT_TRUE(eventually([&] { return events(1) > 10'000; }, 30)) << all_messages(*src);
+  kill_and_reap(demo);
+  ASSERT_TRUE(eventually([&] { return !src->status().receiving; }, 10));
+  src->stop();
+  EXPECT_EQ(src->status().connections, 2u);
+  ASSERT_EQ(src->indexes().size(), 2u);
+  EXPECT_NE(src->indexes()[1]->trace_path(), first);
+  EXPECT_EQ(reopened->events(), TraceIndex::load(first, TraceIndex::default_index_path(first), error)->events());
+  fs::remove_all(dir);
+}
+
+TEST(Live, GarbageFromASourceGetsAClearMessageAndCostsOnlyItself) {
+  const std::string dir = temp_dir(), sock = dir + "/feed.sock";
+  const std::string trace = read_all(synthetic(dir, 200'000));
+  std::string error;
+  auto whole = TraceIndex::build(dir + "/synthetic.tine", error);
+  ASSERT_TRUE(whole) << error;
+  LiveOptions o;
+  o.save_dir = dir + "/saved";
+  o.retry_ms = 20;
+
+  {  // Random bytes from the first byte: not a feed at all.
+    FakeSource fake(sock, [] {
+      std::mt19937_64 rng(3);
+      std::string b(256 << 10, '\0');
+      for (char& c : b) c = char(rng());
+      return b;
+    });
+    ASSERT_TRUE(fake.ok());
+    auto src = LiveSource::start("unix:" + sock, o, error);
+    ASSERT_TRUE(src) << error;
+    ASSERT_TRUE(eventually([&] { return said(*src, "not a tinescope live feed"); }, 10)) << all_messages(*src);
+    src->stop();
+    EXPECT_TRUE(src->indexes().empty());
+    for (const auto& e : fs::directory_iterator(o.save_dir)) ADD_FAILURE() << "saved " << e.path();
+  }
+  {  // A feed with 1 MB of garbage between two chunks: only the garbage is lost.
+    const std::vector<index::ChunkRecord> chunks = whole->chunks();
+    const uint64_t cut = chunks[chunks.size() / 2].offset;
+    FakeSource fake(sock, [&] {
+      std::mt19937_64 rng(4);
+      std::string junk(1 << 20, '\0');
+      for (char& c : junk) c = char(rng());
+      return trace.substr(0, cut) + junk + trace.substr(cut);
+    });
+    ASSERT_TRUE(fake.ok());
+    auto src = LiveSource::start("unix:" + sock, o, error);
+    ASSERT_TRUE(src) << error;
+    ASSERT_TRUE(eventually([&] { return said(*src, "saved "); }, 20)) << all_messages(*src);
+    src->stop();
+    EXPECT_TRUE(said(*src, "damaged bytes [" + std::to_string(cut))) << all_messages(*src);
+    ASSERT_EQ(src->indexes().size(), 1u);
+    const TraceIndex& got = *src->indexes()[0];
+    EXPECT_EQ(got.events(), whole->events());
+    ASSERT_EQ(got.damage().size(), 1u);
+    EXPECT_EQ(got.damage()[0].offset, cut);
+    EXPECT_EQ(got.damage()[0].length, 1u << 20);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Live, FollowsATraceFileWhileItGrows) {
+  const std::string dir = temp_dir();
+  const std::string trace = read_all(synthetic(dir, 200'000));
+  std::string error;
+  auto whole = TraceIndex::build(dir + "/synthetic.tine", error);
+  ASSERT_TRUE(whole) << error;
+  const std::string path = dir + "/growing.tine";
+  LiveOptions o;
+  o.retry_ms = 20;
+  auto src = LiveSource::start("file:" + path, o, error);
+  ASSERT_TRUE(src) << error;
+  ASSERT_TRUE(eventually([&] { return said(*src, "waiting for the trace"); }, 5)) << all_messages(*src);
+  {
+    std::ofstream out(path, std::ios::binary);
+    uint64_t seen = 0;
+    for (int piece = 0; piece < 10; ++piece) {
+      const size_t a = trace.size() * size_t(piece) / 10, b = trace.size() * size_t(piece + 1) / 10;
+      out.write(trace.data() + a, std::streamsize(b - a));
+      out.flush();
+      // Each piece shows up before the next is written.
+      ASSERT_TRUE(eventually([&] { return !src->indexes().empty() && src->status().bytes == b; }, 10));
+      EXPECT_GE(src->indexes()[0]->events(), seen);
+      seen = src->indexes()[0]->events();
+    }
+  }
+  src->stop();
+  ASSERT_EQ(src->indexes().size(), 1u);
+  EXPECT_EQ(src->indexes()[0]->events(), whole->events());
+  EXPECT_TRUE(src->indexes()[0]->damage().empty());
+  fs::remove_all(dir);
+}
+
+TEST(Live, AddressesItCannotUseAreRefusedAtOnce) {
+  std::string error;
+  EXPECT_FALSE(LiveSource::start("http://example", {}, error));
+  EXPECT_NE(error.find("unix:PATH"), std::string::npos) << error;
+  EXPECT_FALSE(LiveSource::start("tcp:localhost", {}, error));
+  EXPECT_NE(error.find("tcp:HOST:PORT"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace tinescope::test
