@@ -306,7 +306,7 @@ void Viewer::add_live(std::shared_ptr<index::LiveSource> source) {
     live_.push_back(std::move(source));
   }
   messages_seen_.push_back(0);
-  if (t1_ - t0_ <= 1) t0_ = 0, t1_ = int64_t(2e9);  // two seconds of "now" to start with
+  if (scene_->lanes().empty() || t1_ - t0_ <= 1) t0_ = 0, t1_ = int64_t(2e9);  // two seconds of "now" to start with
   play_ = Play::Live;
   cv_.notify_all();
 }
