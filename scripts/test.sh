@@ -33,12 +33,13 @@ if [ "${TINESCOPE_SANITIZERS:-1}" != 0 ]; then
     -DTINESCOPE_BUILD_BENCH=OFF -- -E '^install\.'
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
   run_suite build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTINESCOPE_SANITIZE=thread \
-    -DTINESCOPE_BUILD_BENCH=OFF -- -R 'Recorder|CApi|Instrument|TraceKill|DemoWorkload|SplitAnywhere|Index\.|Fault\.'
+    -DTINESCOPE_BUILD_BENCH=OFF -- -R 'Recorder|CApi|Instrument|TraceKill|DemoWorkload|SplitAnywhere|Index\.|Fault\.|Live\.'
   unset ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS
   echo "=== build-fuzz: clang, libFuzzer + ASan + UBSan"
   CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTINESCOPE_FUZZ=ON \
     -DTINESCOPE_BUILD_BENCH=OFF >/dev/null
-  cmake --build build-fuzz -j "$jobs" --target fuzz_trace_reader fuzz_trace_index fuzz_index_file fuzz_chrome_json
+  cmake --build build-fuzz -j "$jobs" --target fuzz_trace_reader fuzz_trace_index fuzz_index_file fuzz_chrome_json \
+    fuzz_live_ingest
   ctest --test-dir build-fuzz --output-on-failure -j "$jobs" --timeout 900 -R '^fuzz\.'
 fi
 echo "scripts/test.sh: all suites passed"
