@@ -164,7 +164,10 @@ void Viewer::worker_loop() {
         jobs_.pop_front();
         // A newer request for the same figure makes this one moot.
         for (auto& j : jobs_)
-          if (j->figure == job->figure) job = nullptr;
+          if (j->figure == job->figure) {
+            job = nullptr;
+            break;
+          }
       }
     }
     if (!live.empty()) {
