@@ -42,5 +42,11 @@ else
   run index build/bench/index_bench "${quick[@]}" "${trace[@]}"
   run render build/bench/render_bench "${quick[@]}" "${trace[@]}"
 fi
+# The live viewer needs a window: a virtual display where there is none.
+if [ -n "${DISPLAY:-}" ]; then
+  run live build/bench/live_bench "${quick[@]}"
+else
+  run live xvfb-run -a -s "-screen 0 1600x1000x24" build/bench/live_bench "${quick[@]}"
+fi
 echo
 python3 scripts/bench_report.py report "$out" "$logs"/*.txt

@@ -28,6 +28,7 @@ GOALS = {
     "recorder.bytes_per_event": ("<=", 6.0, None),
     "index.events_per_s": (">=", 150e6, None),
     "index.cold_mb_per_s": (">=", 0.8, "machine.disk_read_mb_per_s"),
+    "live.ingest_events_per_s": (">=", 10e6, None),
 }
 LINE = re.compile(r"^figure: (\S+) (\S+) (\S+)(?: (.*))?$")
 GOAL = re.compile(r"goal(?: p\d+)? *(<=|>=|≤|≥)? *([0-9.]+(?:e[0-9]+)?) *(?:(k|M|G)(?=/s))?")
