@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up what is missing, builds Release, records the demo workload and
 # shows what the trace holds.
-#   scripts/demo.sh [SECONDS]     (default 5)
+#   scripts/demo.sh [SECONDS]          (default 5)
+#   scripts/demo.sh --live [SECONDS]   the demo streams live into the viewer
+#                                      (TiVo mode; default 60 s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -9,6 +11,25 @@ tinescope_install_deps
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$(nproc)"
+
+if [ "${1:-}" = "--live" ]; then
+  seconds=${2:-60}
+  mkdir -p out/live
+  sock=$(mktemp -u /tmp/tinescope-demo-XXXXXX.sock)
+  build/recorder/tinescope-demo -o - --live "unix:$sock" --duration "$seconds" > /dev/null &
+  demo=$!
+  trap 'kill $demo 2>/dev/null || true' EXIT
+  if [ -n "${DISPLAY:-}" ] && [ -z "${TINESCOPE_DEMO_NO_WINDOW:-}" ]; then
+    echo "live: the demo streams into the viewer (Space pause/play, R reverse, , . step, [ ] speed, End live)"
+    build/app/tinescope view --live "unix:$sock" --save-dir out/live
+  else
+    # No display: the same viewer in a virtual one, for a few seconds, then its last frame.
+    xvfb-run -a -s "-screen 0 1280x800x24" build/app/tinescope view --live "unix:$sock" --save-dir out/live \
+      --frames $((seconds * 45)) --snapshot out/demo-live.png
+    echo "no display: the live viewer's last frame is out/demo-live.png; the feed was saved in out/live/"
+  fi
+  exit 0
+fi
 
 mkdir -p out
 trace=out/demo.tine
