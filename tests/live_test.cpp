@@ -152,6 +152,34 @@ TEST(Live, RecordingProcessKilledMidStreamThenBackKeepsEverything) {
   fs::remove_all(dir);
 }
 
+TEST(Live, TwoRecordingProcessesShareOneTimeline) {
+  const std::string dir = temp_dir();
+  LiveOptions o;
+  o.save_dir = dir + "/saved";
+  o.retry_ms = 20;
+  std::string error;
+  std::vector<std::unique_ptr<LiveSource>> sources;
+  std::vector<pid_t> demos;
+  for (int i = 0; i < 2; ++i) {
+    const std::string address = "unix:" + dir + "/feed" + std::to_string(i) + ".sock";
+    sources.push_back(LiveSource::start(address, o, error));
+    ASSERT_TRUE(sources.back()) << error;
+    demos.push_back(start_demo(address, 60));
+  }
+  for (auto& s : sources)
+    ASSERT_TRUE(eventually([&] { return !s->indexes().empty() && s->indexes()[0]->events() > 20'000; }, 30))
+        << all_messages(*s);
+  for (pid_t d : demos) kill_and_reap(d);
+  for (auto& s : sources) s->stop();
+  // One scene: both processes' lanes on the host's monotonic clock, overlapping in time.
+  auto a = sources[0]->indexes()[0], b = sources[1]->indexes()[0];
+  const int64_t a0 = a->to_ns(a->first_ts()), a1 = a->to_ns(a->last_ts());
+  const int64_t b0 = b->to_ns(b->first_ts()), b1 = b->to_ns(b->last_ts());
+  EXPECT_LT(std::max(a0, b0), std::min(a1, b1)) << "the two recordings ran at the same time";
+  EXPECT_EQ(a->feedlets().size(), b->feedlets().size());
+  fs::remove_all(dir);
+}
+
 TEST(Live, GarbageFromASourceGetsAClearMessageAndCostsOnlyItself) {
   const std::string dir = temp_dir(), sock = dir + "/feed.sock";
   const std::string trace = read_all(synthetic(dir, 200'000));

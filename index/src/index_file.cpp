@@ -292,18 +292,18 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
     void on_header(const trace::Header& h) override { header = h; }
   } v;
   trace::Parser parser(v, {.decode_data = false});
-  if (s.trace_map_size < format::kFileHeaderFixed) {
-    error = path + ": the trace has no header";
-    return false;
-  }
   // Present the header as the builder saw it: its stated size when that is
   // possible, else just the fixed part (no magic, an impossible size: the
-  // parser calls it damaged and goes on); cut short by the end of the file,
-  // with eof, so it reads as damaged too. The chunks after it still count.
-  const uint32_t stated = format::load_le<uint32_t>(s.trace_map + 12);
-  const bool plausible = std::memcmp(s.trace_map, format::kFileMagic, 8) == 0 &&
-                         stated >= format::kFileHeaderFixed + 8 && stated <= format::kMaxFileHeader;
-  const uint64_t header_size = std::min<uint64_t>(plausible ? stated : format::kFileHeaderFixed, s.trace_map_size);
+  // parser calls it damaged and goes on); cut short by the end of the file
+  // (even before the fixed part ends), with eof, so it reads as damaged too.
+  // The chunks after it still count.
+  uint64_t header_size = s.trace_map_size;
+  if (s.trace_map_size >= format::kFileHeaderFixed) {
+    const uint32_t stated = format::load_le<uint32_t>(s.trace_map + 12);
+    const bool plausible = std::memcmp(s.trace_map, format::kFileMagic, 8) == 0 &&
+                           stated >= format::kFileHeaderFixed + 8 && stated <= format::kMaxFileHeader;
+    header_size = std::min<uint64_t>(plausible ? stated : format::kFileHeaderFixed, s.trace_map_size);
+  }
   parser.parse(s.trace_map, header_size, 0, header_size >= s.trace_map_size);
   for (const ChunkRecord& c : s.chunks)
     if (c.feedlet == format::kMetadataFeedlet && c.offset + c.size <= s.trace_map_size)

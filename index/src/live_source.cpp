@@ -222,6 +222,11 @@ LiveSource::Status LiveSource::status() const {
   return status_;
 }
 
+void LiveSource::nap(uint32_t ms) const {
+  // In small steps, so that stop() is never kept waiting.
+  for (uint32_t t = 0; t < ms && !stop_.load(); t += 2) ::usleep(2000);
+}
+
 void LiveSource::say(bool error, std::string text) {
   std::lock_guard lock(mu_);
   messages_.push_back({wall_ns(), error, address_ + ": " + std::move(text)});
@@ -290,7 +295,7 @@ void LiveSource::run_socket() {
     if (fd < 0) {
       if (why != last_connect_error) say(false, "waiting for the source (" + why + "); retrying");
       last_connect_error = why;
-      for (uint32_t t = 0; t < options_.retry_ms && !stop_.load(); t += 10) ::usleep(10000);
+      nap(options_.retry_ms);
       continue;
     }
     last_connect_error.clear();
@@ -299,7 +304,7 @@ void LiveSource::run_socket() {
     if (!capture.open(next_capture_path(), options_.build, error)) {
       say(true, error);
       ::close(fd);
-      for (uint32_t t = 0; t < 1000 && !stop_.load(); t += 10) ::usleep(10000);
+      nap(1000);
       continue;
     }
     {
@@ -365,8 +370,7 @@ void LiveSource::run_socket() {
       say(true, error);
     }
     generation_.fetch_add(1, std::memory_order_release);
-    if (bad)  // garbage or a broken file: give the source a moment before trying again
-      for (uint32_t t = 0; t < 4 * options_.retry_ms && !stop_.load(); t += 10) ::usleep(10000);
+    if (bad) nap(4 * options_.retry_ms);  // garbage or a broken file: give the source a moment
   }
 }
 
@@ -381,7 +385,7 @@ void LiveSource::run_file() {
       std::string why = there ? "the file is empty" : errno_text();
       if (why != last_error) say(false, "waiting for the trace (" + why + ")");
       last_error = why;
-      for (uint32_t t = 0; t < options_.retry_ms && !stop_.load(); t += 10) ::usleep(10000);
+      nap(options_.retry_ms);
       continue;
     }
     std::string error;
@@ -390,7 +394,7 @@ void LiveSource::run_file() {
       if (!ix) {
         if (error != last_error) say(true, error);
         last_error = error;
-        for (uint32_t t = 0; t < options_.retry_ms && !stop_.load(); t += 10) ::usleep(10000);
+        nap(options_.retry_ms);
         continue;
       }
       {
@@ -419,7 +423,7 @@ void LiveSource::run_file() {
       status_.bytes = size_seen;
     }
     check_news(*ix);
-    for (uint32_t t = 0; t < options_.update_ms && !stop_.load(); t += 2) ::usleep(2000);
+    nap(options_.update_ms);
   }
   {
     std::lock_guard lock(mu_);

@@ -97,6 +97,7 @@ class LiveSource {
   void run_socket();
   void run_file();
   void say(bool error, std::string text);
+  void nap(uint32_t ms) const;
   void publish_index(std::shared_ptr<TraceIndex> ix);
   void check_news(const TraceIndex& ix);  // damage, lost chunks, drops: once each
   std::string next_capture_path();
