@@ -80,8 +80,18 @@ TEST_F(DemoWorkload, AudioRunsAt22kHzWith300usInterruptionsEvery50ms) {
   std::vector<double> lengths;
   for (const Interval& i : irq) lengths.push_back(double(i.end - i.start));
   std::nth_element(lengths.begin(), lengths.begin() + long(lengths.size() / 2), lengths.end());
+#if defined(__SANITIZE_THREAD__)
+  // Under ThreadSanitizer the demo's seven busy threads share two cores with
+  // a slowed-down recorder: preemption stretches most interruptions. What
+  // still holds: none is cut short, and none is stretched past double.
+  EXPECT_GE(lengths[lengths.size() / 2], 295e3) << "median interruption";
+  EXPECT_LE(lengths[lengths.size() / 2], 600e3) << "median interruption";
+  const double every_tolerance = 5e6;
+#else
   EXPECT_NEAR(lengths[lengths.size() / 2], 300e3, 30e3) << "median interruption";
-  EXPECT_NEAR(double(irq.back().start - irq.front().start) / double(irq.size() - 1), 50e6, 1e6)
+  const double every_tolerance = 1e6;
+#endif
+  EXPECT_NEAR(double(irq.back().start - irq.front().start) / double(irq.size() - 1), 50e6, every_tolerance)
       << "one interruption every 50 ms";
 }
 
