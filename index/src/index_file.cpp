@@ -219,7 +219,8 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
             std::to_string(kIndexVersion);
     return false;
   }
-  if (f.dir_offset + f.dir_size + sizeof f != uint64_t(st.st_size)) {
+  const uint64_t before_footer = uint64_t(st.st_size) - sizeof f;  // st_size >= sizeof f: the footer was read
+  if (f.dir_offset > before_footer || f.dir_size != before_footer - f.dir_offset) {
     error = path + ": index directory out of place";
     return false;
   }
@@ -306,7 +307,8 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   }
   parser.parse(s.trace_map, header_size, 0, header_size >= s.trace_map_size);
   for (const ChunkRecord& c : s.chunks)
-    if (c.feedlet == format::kMetadataFeedlet && c.offset + c.size <= s.trace_map_size)
+    // (Subtraction: an offset read from a damaged index may be near 2^64.)
+    if (c.feedlet == format::kMetadataFeedlet && c.offset <= s.trace_map_size && c.size <= s.trace_map_size - c.offset)
       parser.parse(s.trace_map + c.offset, c.size, c.offset, false);
   if (!parser.header_done()) {
     error = path + ": the trace's header does not read: " + parser.error();
