@@ -249,17 +249,18 @@ void Viewer::request_pictures() {
     }
     done_.clear();
   }
+  std::string live_key;
+  if (!live_.empty()) {
+    // New data in the window, or new gaps or lanes anywhere: new pictures.
+    size_t gaps = 0;
+    for (const render::Source& src : scene_->sources()) gaps += src.gaps.size();
+    live_key = " live " + std::to_string(std::min(t1_, scene_->last_ns())) + " " + std::to_string(gaps) + " " +
+               std::to_string(scene_->lanes().size());
+  }
   for (size_t i = 0; i < figures_.size(); ++i) {
     Figure& f = *figures_[i];
     f.params.t0 = t0_, f.params.t1 = t1_, f.params.theta = theta_us_ / 1e3;
-    std::string key = state_key(f.params, f.rect);
-    if (!live_.empty()) {
-      // New data in the window, or new gaps anywhere: a new picture.
-      size_t gaps = 0;
-      for (const render::Source& src : scene_->sources()) gaps += src.gaps.size();
-      key += " live " + std::to_string(std::min(t1_, scene_->last_ns())) + " " + std::to_string(gaps) + " " +
-             std::to_string(scene_->lanes().size());
-    }
+    const std::string key = state_key(f.params, f.rect) + live_key;
     if (key == f.requested || f.rect.w < 8 || f.rect.h < 8) continue;
     f.requested = key;
     auto job = std::make_shared<Job>();
@@ -398,43 +399,35 @@ void Viewer::advance_play() {
   }
 }
 
+void Viewer::record_control(const char* id) {
+  const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+  controls_.push_back({id, {a.x, a.y, b.x - a.x, b.y - a.y}});
+}
+
 void Viewer::play_controls() {
-  auto record = [&](const char* id) {
-    const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
-    controls_.push_back({id, {a.x, a.y, b.x - a.x, b.y - a.y}});
+  // A button on the row, recorded under `id` for tests and tools.
+  auto button = [&](const char* label, const char* id) {
+    const bool pressed = ImGui::Button(label);
+    record_control(id);
+    ImGui::SameLine();
+    return pressed;
   };
-  if (ImGui::Button("<< Reverse (R)")) play(true);
-  record("reverse");
-  ImGui::SameLine();
-  if (ImGui::Button("|| Pause")) pause();
-  record("pause");
-  ImGui::SameLine();
-  if (ImGui::Button("> Play")) play(false);
-  record("play");
-  ImGui::SameLine();
+  if (button("<< Reverse (R)", "reverse")) play(true);
+  if (button("|| Pause", "pause")) pause();
+  if (button("> Play", "play")) play(false);
   ImGui::BeginDisabled(live_.empty());
-  if (ImGui::Button("Live (End)")) go_live();
-  record("live");
+  if (button("Live (End)", "live")) go_live();
   ImGui::EndDisabled();
-  ImGui::SameLine();
   float speed = float(speed_);
   ImGui::SetNextItemWidth(140);
   if (ImGui::SliderFloat("speed", &speed, float(kMinSpeed), float(kMaxSpeed), "%.3gx", ImGuiSliderFlags_Logarithmic))
     set_speed(speed);
-  record("speed");
+  record_control("speed");
   ImGui::SameLine();
-  if (ImGui::Button("<| Step (,)")) step(-1);
-  record("step_back");
-  ImGui::SameLine();
-  if (ImGui::Button("Step |> (.)")) step(+1);
-  record("step_forward");
-  ImGui::SameLine();
-  if (ImGui::Button("< Bookmark (P)")) jump_bookmark(-1);
-  record("bookmark_prev");
-  ImGui::SameLine();
-  if (ImGui::Button("Bookmark > (N)")) jump_bookmark(+1);
-  record("bookmark_next");
-  ImGui::SameLine();
+  if (button("<| Step (,)", "step_back")) step(-1);
+  if (button("Step |> (.)", "step_forward")) step(+1);
+  if (button("< Bookmark (P)", "bookmark_prev")) jump_bookmark(-1);
+  if (button("Bookmark > (N)", "bookmark_next")) jump_bookmark(+1);
   char state[64];
   switch (play_) {
     case Play::Paused: std::snprintf(state, sizeof state, "PAUSED"); break;
@@ -500,10 +493,6 @@ const render::TimeAxis& Viewer::figure_axis(size_t i) const { return figures_[i]
 
 void Viewer::controls() {
   controls_.clear();
-  auto record = [&](const char* id) {
-    const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
-    controls_.push_back({id, {a.x, a.y, b.x - a.x, b.y - a.y}});
-  };
   const ImGuiIO& io = ImGui::GetIO();
   ImGui::SetNextWindowPos({0, 0});
   ImGui::SetNextWindowSize({io.DisplaySize.x, 0});
@@ -512,26 +501,26 @@ void Viewer::controls() {
                    ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_AlwaysAutoResize |
                    ImGuiWindowFlags_NoBringToFrontOnFocus);
   if (ImGui::Button("Fit (F)")) fit();
-  record("fit");
+  record_control("fit");
   ImGui::SameLine();
   if (ImGui::Button("Zoom to selection (Z)") && marks_.has_selection()) set_window(marks_.sel0, marks_.sel1);
-  record("zoom_selection");
+  record_control("zoom_selection");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(180);
   float theta = float(theta_us_);
   if (ImGui::SliderFloat("log time", &theta, 0.f, 1000.f, theta == 0 ? "linear" : "theta %.3g/us",
                          ImGuiSliderFlags_Logarithmic))
     theta_us_ = theta;
-  record("theta");
+  record_control("theta");
   ImGui::SameLine();
   if (ImGui::Button("Linear (L)")) theta_us_ = 0;
-  record("linear");
+  record_control("linear");
   ImGui::SameLine();
   if (ImGui::Button("+ Timeline")) add_figure(FigureParams::Timeline);
-  record("add_timeline");
+  record_control("add_timeline");
   ImGui::SameLine();
   if (ImGui::Button("+ Scope")) add_figure(FigureParams::Scope);
-  record("add_scope");
+  record_control("add_scope");
   ImGui::SameLine();
   ImGui::TextDisabled("window %s", render::format_duration(t1_ - t0_).c_str());
   if (marks_.cursor != render::Marks::kNone) {
@@ -552,7 +541,7 @@ void Viewer::controls() {
     if (ImGui::InputDouble("period us", &period_us, 0, 0, "%.6f", ImGuiInputTextFlags_EnterReturnsTrue) &&
         period_us > 0)
       p.period_ns = period_us * 1e3;
-    record("period");
+    record_control("period");
     ImGui::SameLine();
     // Fine control: a drag that moves by parts per million of the period.
     ImGui::SetNextItemWidth(160);
@@ -561,23 +550,23 @@ void Viewer::controls() {
                           "%.4f ns") &&
         fine > 0)
       p.period_ns = fine;
-    record("period_fine");
+    record_control("period_fine");
     ImGui::SameLine();
     if (ImGui::ArrowButton("##less", ImGuiDir_Left)) p.period_ns -= 0.1;
-    record("period_less");
+    record_control("period_less");
     ImGui::SameLine();
     if (ImGui::ArrowButton("##more", ImGuiDir_Right)) p.period_ns += 0.1;
-    record("period_more");
+    record_control("period_more");
     ImGui::SameLine();
     int fold = int(p.fold);
     ImGui::SetNextItemWidth(160);
     if (ImGui::SliderInt("fold", &fold, 1, 4096, "%d", ImGuiSliderFlags_Logarithmic)) p.fold = uint32_t(std::max(1, fold));
-    record("fold");
+    record_control("fold");
     ImGui::SameLine();
     int strip = int(p.strip_px);
     ImGui::SetNextItemWidth(100);
     if (ImGui::SliderInt("strip px", &strip, 1, 64)) p.strip_px = uint32_t(std::max(1, strip));
-    record("strip");
+    record_control("strip");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(140);
     const std::vector<render::Lane>& lanes = scene_->lanes();
@@ -587,7 +576,7 @@ void Viewer::controls() {
         if (ImGui::Selectable(lanes[i].name.c_str(), i == current)) p.lanes = {i};
       ImGui::EndCombo();
     }
-    record("lane");
+    record_control("lane");
     for (auto& f : figures_)
       if (f->params.type == FigureParams::Scope && f.get() != scope)
         f->params.period_ns = p.period_ns, f->params.fold = p.fold, f->params.strip_px = p.strip_px;

@@ -114,6 +114,7 @@ class Viewer {
   void fit();
   void set_window(int64_t t0, int64_t t1);
   void add_figure(render::FigureParams::Type type);
+  void record_control(const char* id);  // the last ImGui item's rectangle, for control()
   void play_controls();
   void advance_play();
   void live_panel();

@@ -83,11 +83,7 @@ class LiveGui : public ::testing::Test {
       }
     return n;
   }
-  bool said(const std::string& words) const {
-    for (const index::LiveMessage& m : v_->messages())
-      if (m.text.find(words) != std::string::npos) return true;
-    return false;
-  }
+  bool said(const std::string& words) const { return mentions(v_->messages(), words); }
   uint64_t events(const index::LiveSource& s) const {
     uint64_t n = 0;
     for (auto& ix : s.indexes()) n += ix->events();

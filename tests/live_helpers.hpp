@@ -16,7 +16,16 @@
 #include <thread>
 #include <vector>
 
+#include "tinescope/live_source.hpp"
+
 namespace tinescope::test {
+
+// Some message says `words`.
+inline bool mentions(const std::vector<index::LiveMessage>& messages, const std::string& words) {
+  for (const index::LiveMessage& m : messages)
+    if (m.text.find(words) != std::string::npos) return true;
+  return false;
+}
 
 // The demo workload recording to a live feed (and nowhere else), as a child process.
 inline pid_t start_demo(const std::string& live_address, double seconds) {

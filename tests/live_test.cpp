@@ -32,7 +32,13 @@ std::string read_all(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
-std::string synthetic(const std::string& dir, uint64_t events) {
+// A synthetic trace in `dir`: its bytes, and its index built whole (what a
+// feed of the same bytes must come to).
+struct Synthetic {
+  std::string bytes;
+  std::unique_ptr<TraceIndex> whole;
+};
+Synthetic synthetic(const std::string& dir, uint64_t events) {
   const std::string path = dir + "/synthetic.tine";
   bench::SyntheticOptions o;
   o.events = events;
@@ -40,14 +46,12 @@ std::string synthetic(const std::string& dir, uint64_t events) {
   bench::SyntheticResult r;
   std::string error;
   EXPECT_TRUE(bench::write_synthetic_trace(path, o, r, error)) << error;
-  return path;
+  Synthetic out{read_all(path), TraceIndex::build(path, error)};
+  EXPECT_TRUE(out.whole) << error;
+  return out;
 }
 
-bool said(const LiveSource& s, const std::string& words) {
-  for (const index::LiveMessage& m : s.messages())
-    if (m.text.find(words) != std::string::npos) return true;
-  return false;
-}
+bool said(const LiveSource& s, const std::string& words) { return mentions(s.messages(), words); }
 
 std::string all_messages(const LiveSource& s) {
   std::string out;
@@ -57,10 +61,11 @@ std::string all_messages(const LiveSource& s) {
 
 TEST(Live, CaptureInPiecesEqualsTheTraceIndexedWhole) {
   const std::string dir = temp_dir();
-  const std::string bytes = read_all(synthetic(dir, 300'000));
+  const Synthetic syn = synthetic(dir, 300'000);
+  ASSERT_TRUE(syn.whole);
+  const std::string& bytes = syn.bytes;
+  const TraceIndex* whole = syn.whole.get();
   std::string error;
-  auto whole = TraceIndex::build(dir + "/synthetic.tine", error);
-  ASSERT_TRUE(whole) << error;
 
   FeedCapture cap;
   ASSERT_TRUE(cap.open(dir + "/capture.tine", {}, error)) << error;
@@ -182,10 +187,11 @@ TEST(Live, TwoRecordingProcessesShareOneTimeline) {
 
 TEST(Live, GarbageFromASourceGetsAClearMessageAndCostsOnlyItself) {
   const std::string dir = temp_dir(), sock = dir + "/feed.sock";
-  const std::string trace = read_all(synthetic(dir, 200'000));
+  const Synthetic syn = synthetic(dir, 200'000);
+  ASSERT_TRUE(syn.whole);
+  const std::string& trace = syn.bytes;
+  const TraceIndex* whole = syn.whole.get();
   std::string error;
-  auto whole = TraceIndex::build(dir + "/synthetic.tine", error);
-  ASSERT_TRUE(whole) << error;
   LiveOptions o;
   o.save_dir = dir + "/saved";
   o.retry_ms = 20;
@@ -232,10 +238,11 @@ TEST(Live, GarbageFromASourceGetsAClearMessageAndCostsOnlyItself) {
 
 TEST(Live, FollowsATraceFileWhileItGrows) {
   const std::string dir = temp_dir();
-  const std::string trace = read_all(synthetic(dir, 200'000));
+  const Synthetic syn = synthetic(dir, 200'000);
+  ASSERT_TRUE(syn.whole);
+  const std::string& trace = syn.bytes;
+  const TraceIndex* whole = syn.whole.get();
   std::string error;
-  auto whole = TraceIndex::build(dir + "/synthetic.tine", error);
-  ASSERT_TRUE(whole) << error;
   const std::string path = dir + "/growing.tine";
   LiveOptions o;
   o.retry_ms = 20;

@@ -282,6 +282,15 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
     error = path + ": malformed index directory";
     return false;
   }
+  // Every chunk named must lie in the trace: queries and the catalog below read them.
+  bool in_trace = true;
+  for (const ChunkRecord& c : s.chunks) in_trace &= fits_in(c.offset, c.size, s.trace_map_size);
+  for (auto& [id, fs] : s.feedlets)
+    for (const FeedletChunk& fc : fs->chunks) in_trace &= fc.chunk < s.chunks.size();
+  if (!in_trace) {
+    error = path + ": malformed index directory (a chunk outside the trace)";
+    return false;
+  }
   for (auto& [id, fs] : s.feedlets)
     for (uint32_t k = 0; k < fs->streams.size(); ++k) s.stream_ids.emplace_back(id, k);
   if (s.flow_count) s.flows = reinterpret_cast<const Flow*>(s.index_map + s.flows_offset);  // no copy
@@ -307,8 +316,7 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   }
   parser.parse(s.trace_map, header_size, 0, header_size >= s.trace_map_size);
   for (const ChunkRecord& c : s.chunks)
-    // (Subtraction: an offset read from a damaged index may be near 2^64.)
-    if (c.feedlet == format::kMetadataFeedlet && c.offset <= s.trace_map_size && c.size <= s.trace_map_size - c.offset)
+    if (c.feedlet == format::kMetadataFeedlet)
       parser.parse(s.trace_map + c.offset, c.size, c.offset, false);
   if (!parser.header_done()) {
     error = path + ": the trace's header does not read: " + parser.error();

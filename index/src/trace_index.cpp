@@ -69,7 +69,7 @@ bool State::read_page(const Stream& st, uint32_t level, const PageRef& ref, std:
 
 const uint8_t* State::payload(uint32_t c, std::vector<uint8_t>& buf, std::string& why) const {
   const ChunkRecord& r = chunks[c];
-  if (!trace_map || r.offset + r.size > trace_map_size) {
+  if (!trace_map || !fits_in(r.offset, r.size, trace_map_size)) {
     why = "chunk beyond the end of the trace";
     return nullptr;
   }
