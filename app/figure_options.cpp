@@ -19,22 +19,7 @@ void add_figure_options(CLI::App& cmd, FigureOptions& o) {
   cmd.add_option("--select", o.select, "a selected range FROM:TO");
 }
 
-bool parse_duration(const std::string& text, double& ns) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str()) return false;
-  const std::string unit(end);
-  double scale;
-  if (unit.empty() || unit == "ns") scale = 1;
-  else if (unit == "us") scale = 1e3;
-  else if (unit == "ms") scale = 1e6;
-  else if (unit == "s") scale = 1e9;
-  else if (unit == "min") scale = 60e9;
-  else if (unit == "h") scale = 3600e9;
-  else return false;
-  ns = v * scale;
-  return std::isfinite(ns);
-}
+bool parse_duration(const std::string& text, double& ns) { return analysis::parse_duration(text, ns); }
 
 bool figure_params(const FigureOptions& o, const render::Scene& scene, render::FigureParams& f,
                    render::Marks& marks, std::string& error) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tinescope/figure_params.hpp"
+#include "tinescope/stream_expr.hpp"
 
 namespace tinescope::app {
 

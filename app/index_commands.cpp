@@ -33,7 +33,9 @@ struct ProgressBar {
   }
 };
 
-std::unique_ptr<TraceIndex> open_index(const std::string& trace, bool quiet, bool force = false) {
+}  // namespace
+
+std::unique_ptr<TraceIndex> open_index(const std::string& trace, bool quiet, bool force) {
   std::string error, why;
   index::BuildOptions o;
   ProgressBar bar;
@@ -43,6 +45,8 @@ std::unique_ptr<TraceIndex> open_index(const std::string& trace, bool quiet, boo
   if (!ix) std::fprintf(stderr, "tinescope: %s\n", error.c_str());
   return ix;
 }
+
+namespace {
 
 std::string type_name(const TraceIndex& ix, size_t code) { return std::string(ix.catalog().type_name(uint16_t(code))); }
 
@@ -168,9 +172,14 @@ void add_index_commands(CLI::App& app, int* exit_code) {
     if (!r.warning.empty()) std::fprintf(stderr, "tinescope: warning: %s\n", r.warning.c_str());
   });
 
-  auto* stats = app.add_subcommand("stats", "counts, time range, feedlets, drops and damage of a trace");
+  static bool durations = false, by_thread = false;
+  static std::string stream;
+  auto* stats = app.add_subcommand("stats", "counts, time range, feedlets, drops and damage of a trace; durations per name");
   stats->add_option("trace", trace, "trace file")->required();
   stats->add_flag("--json", json_out, "print stable JSON");
+  stats->add_flag("--durations", durations, "count, total, min, mean, max, p50/p90/p99/p99.9 per name (a pass over the trace)");
+  stats->add_flag("--by-thread", by_thread, "--durations per name and per thread");
+  stats->add_option("--stream", stream, "--durations of this interval stream (docs/ANALYSIS.md)");
   stats->callback([=] {
     auto ix = open_index(trace, true);
     if (!ix) {
@@ -178,11 +187,18 @@ void add_index_commands(CLI::App& app, int* exit_code) {
       return;
     }
     auto j = stats_json(*ix);
+    std::string error;
+    if ((durations || by_thread || !stream.empty()) && !add_duration_table(j, *ix, stream, by_thread, error)) {
+      std::fprintf(stderr, "tinescope: %s\n", error.c_str());
+      *exit_code = 2;
+      return;
+    }
     if (json_out) {
       std::printf("%s\n", j.dump(2).c_str());
     } else {
       for (auto& [k, v] : j.items())
         if (!v.is_array() && !v.is_object()) std::printf("%-14s %s\n", k.c_str(), v.dump().c_str());
+      if (j.contains("durations")) print_duration_table(j["durations"]);
     }
   });
 }

@@ -141,6 +141,23 @@ void merge(StreamKind kind, Node& a, const Node& b) {
   a.iv.max_end = std::max(a.iv.max_end, b.iv.max_end);
 }
 
+bool read_page(const Stream& st, uint32_t level, const PageRef& ref, const uint8_t* map, size_t map_size, int fd,
+               std::vector<Node>& buf) {
+  if (ref.count == 0 || ref.count > kNodesPerPage) return false;
+  buf.resize(ref.count);
+  uint8_t local[kNodesPerPage * 96];
+  const uint8_t* bytes = local;
+  if (ref.bytes > sizeof local) return false;
+  if (map && fits_in(ref.offset, ref.bytes, map_size)) {
+    bytes = map + ref.offset;
+  } else if (::pread(fd, local, ref.bytes, off_t(ref.offset)) != ssize_t(ref.bytes)) {
+    return false;
+  }
+  return format::checksum_matches(uint32_t(format::checksum(bytes, ref.bytes)), ref.checksum) &&
+         unpack_nodes(st.info.kind, st.info.leaf_shift + level, ref.first_bucket, bytes, ref.bytes, ref.count,
+                      buf.data());
+}
+
 uint32_t choose_leaf_shift(uint64_t count, uint64_t span) {
   if (count == 0) count = 1;
   // Wide enough for kLeafItems items at this density, at least 1 tick.

@@ -4,6 +4,7 @@
 // page table, a partly filled page and the bucket it is still filling.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -20,6 +21,10 @@ constexpr uint32_t kNodesPerPage = kPageBytes / sizeof(Node);  // 56
 // size (72 bytes per bucket) against the work of a query below that level.
 constexpr uint64_t kLeafItems = 48;
 constexpr uint32_t kMaxShift = 62;
+
+// [offset, offset + size) lies within `total` bytes, without the addition
+// (an offset read from a damaged index may be near 2^64).
+inline bool fits_in(uint64_t offset, uint64_t size, uint64_t total) { return offset <= total && size <= total - offset; }
 
 struct PageRef {  // 24 bytes
   uint64_t offset = 0;        // in the index file
@@ -74,7 +79,63 @@ struct Stream {
   void complete(size_t level, Node node, PageWriter& pages);  // by value: `levels` may grow
 };
 
+// Reads one page of `st`'s level from a mapping of its file (or with pread
+// where the mapping does not reach): false if it is damaged.
+bool read_page(const Stream& st, uint32_t level, const PageRef& ref, const uint8_t* map, size_t map_size, int fd,
+               std::vector<Node>& buf);
+
+// The buckets of 2^shift ticks (shift >= the stream's leaf shift) whose key
+// lies in [t0, t1], from the stored levels of a stream, the growing edge
+// included. `read` fetches a page of a level (false: left out).
+template <class ReadPage>
+void query_levels(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, ReadPage&& read, Buckets& out);
+
 // The leaf shift for a stream that has `count` items in a chunk spanning `span` ticks.
 uint32_t choose_leaf_shift(uint64_t count, uint64_t span);
+
+// Folds a node into the answer: merged with the last one when it has the same bucket.
+inline void fold(StreamKind kind, std::vector<Node>& out, const Node& n) {
+  if (!out.empty() && out.back().bucket == n.bucket) {
+    merge(kind, out.back(), n);
+  } else {
+    out.push_back(n);
+  }
+}
+
+template <class ReadPage>
+void query_levels(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, ReadPage&& read, Buckets& out) {
+  const StreamKind kind = st.info.kind;
+  size_t L = std::min<size_t>(shift - st.info.leaf_shift, st.levels.size() - 1);
+  out.shift = st.info.leaf_shift + uint32_t(L);
+  // Odd levels are not stored: pairs of buckets of the level below make them.
+  const size_t stored = L & ~size_t(1);
+  const uint32_t up = uint32_t(L - stored);
+  const uint64_t b0 = (t0 >> out.shift) << up, b1 = ((t1 >> out.shift) << up) | ((uint64_t(1) << up) - 1);
+  const Level& lv = st.levels[stored];
+  auto page = std::upper_bound(lv.pages.begin(), lv.pages.end(), b0,
+                               [](uint64_t b, const PageRef& p) { return b < p.first_bucket; });
+  if (page != lv.pages.begin()) --page;
+  std::vector<Node> buf;
+  auto take = [&](Node n) {
+    n.bucket >>= up;
+    fold(kind, out.nodes, n);
+  };
+  for (; page != lv.pages.end() && page->first_bucket <= b1; ++page) {
+    if (!read(uint32_t(stored), *page, buf)) continue;
+    for (const Node& n : buf)
+      if (n.bucket >= b0 && n.bucket <= b1) take(n);
+  }
+  for (const Node& n : lv.tail)
+    if (n.bucket >= b0 && n.bucket <= b1) take(n);
+  // Still filling (a growing trace): the open buckets of this level and of
+  // those below it, which hold the newest items.
+  for (size_t l = stored + 1; l-- > 0;) {
+    const Level& below = st.levels[l];
+    if (!below.has_open) continue;
+    Node n = below.open;
+    n.bucket >>= (stored - l);
+    if (n.bucket >= b0 && n.bucket <= b1) take(n);
+  }
+}
 
 }  // namespace tinescope::index

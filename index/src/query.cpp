@@ -48,14 +48,6 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
   return walk_chunk(raw, h.raw_size, h, layouts, w, on_event, on_item, [](const MessageEvent&) {}, why);
 }
 
-void fold(StreamKind kind, std::vector<Node>& out, const Node& n) {
-  if (!out.empty() && out.back().bucket == n.bucket) {
-    merge(kind, out.back(), n);
-  } else {
-    out.push_back(n);
-  }
-}
-
 uint32_t shift_for(uint64_t t0, uint64_t t1, uint32_t columns) {
   uint64_t width = (t1 - t0) / std::max(columns, 1u) + 1;
   return uint32_t(std::bit_width(width)) - 1;
@@ -154,39 +146,12 @@ Buckets TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift
     std::shared_lock lock(mu_);
     const Stream* st = s_->stream(id);
     if (!st) return out;
-    const StreamKind kind = st->info.kind;
     if (shift >= st->info.leaf_shift && !st->levels.empty()) {
-      size_t L = std::min<size_t>(shift - st->info.leaf_shift, st->levels.size() - 1);
-      out.shift = st->info.leaf_shift + uint32_t(L);
-      // Odd levels are not stored: pairs of buckets of the level below make them.
-      const size_t stored = L & ~size_t(1);
-      const uint32_t up = uint32_t(L - stored);
-      const uint64_t b0 = (t0 >> out.shift) << up, b1 = ((t1 >> out.shift) << up) | ((uint64_t(1) << up) - 1);
-      const Level& lv = st->levels[stored];
-      auto page = std::upper_bound(lv.pages.begin(), lv.pages.end(), b0,
-                                   [](uint64_t b, const PageRef& p) { return b < p.first_bucket; });
-      if (page != lv.pages.begin()) --page;
-      std::vector<Node> buf;
-      auto take = [&](Node n) {
-        n.bucket >>= up;
-        fold(kind, out.nodes, n);
-      };
-      for (; page != lv.pages.end() && page->first_bucket <= b1; ++page) {
-        if (!s_->read_page(*st, uint32_t(stored), *page, buf)) continue;
-        for (const Node& n : buf)
-          if (n.bucket >= b0 && n.bucket <= b1) take(n);
-      }
-      for (const Node& n : lv.tail)
-        if (n.bucket >= b0 && n.bucket <= b1) take(n);
-      // Still filling (a growing trace): the open buckets of this level and
-      // of those below it, which hold the newest items.
-      for (size_t l = stored + 1; l-- > 0;) {
-        const Level& below = st->levels[l];
-        if (!below.has_open) continue;
-        Node n = below.open;
-        n.bucket >>= (stored - l);
-        if (n.bucket >= b0 && n.bucket <= b1) take(n);
-      }
+      query_levels(*st, t0, t1, shift,
+                   [&](uint32_t level, const PageRef& page, std::vector<Node>& buf) {
+                     return s_->read_page(*st, level, page, buf);
+                   },
+                   out);
       return out;
     }
   }

@@ -95,9 +95,6 @@ struct State {
   void publish(uint32_t grid_shift);
 };
 
-// [offset, offset + size) lies within `total` bytes, without the addition
-// (an offset read from a damaged index may be near 2^64).
-inline bool fits_in(uint64_t offset, uint64_t size, uint64_t total) { return offset <= total && size <= total - offset; }
 
 constexpr uint32_t kGridBudget = 4096;  // most checkpoints kept
 constexpr uint32_t kGridMinShift = 10;

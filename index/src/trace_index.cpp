@@ -41,30 +41,9 @@ FeedletState* State::feedlet(uint32_t id) const {
 }
 
 bool State::read_page(const Stream& st, uint32_t level, const PageRef& ref, std::vector<Node>& buf) const {
-  if (ref.count == 0 || ref.count > kNodesPerPage) {
-    ++page_errors;
-    return false;
-  }
-  buf.resize(ref.count);
-  uint8_t local[kNodesPerPage * 96];
-  const uint8_t* bytes = local;
-  if (ref.bytes > sizeof local) {
-    ++page_errors;
-    return false;
-  }
-  if (index_map && ref.offset + ref.bytes <= index_map_size) {
-    bytes = index_map + ref.offset;
-  } else if (::pread(index_fd, local, ref.bytes, off_t(ref.offset)) != ssize_t(ref.bytes)) {
-    ++page_errors;
-    return false;
-  }
-  if (!format::checksum_matches(uint32_t(format::checksum(bytes, ref.bytes)), ref.checksum) ||
-      !unpack_nodes(st.info.kind, st.info.leaf_shift + level, ref.first_bucket, bytes, ref.bytes, ref.count,
-                    buf.data())) {
-    ++page_errors;
-    return false;
-  }
-  return true;
+  if (index::read_page(st, level, ref, index_map, index_map_size, index_fd, buf)) return true;
+  ++page_errors;
+  return false;
 }
 
 const uint8_t* State::payload(uint32_t c, std::vector<uint8_t>& buf, std::string& why) const {

@@ -1,0 +1,844 @@
+// Stream evaluation: base cursors that decode the trace window by window,
+// operator cursors, and the stored, summarised result.
+#include "tinescope/derived_stream.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <future>
+#include <queue>
+#include <thread>
+
+#include "pyramid.hpp"
+
+namespace tinescope::analysis {
+
+using index::Buckets;
+using index::Item;
+using index::Node;
+using index::StreamInfo;
+using index::StreamKind;
+using index::TraceIndex;
+
+namespace {
+
+double ticks_per_ns(const TraceIndex& ix) { return ix.catalog_snapshot()->clock.ticks_per_ns(); }
+
+StreamKind base_kind(Op op) {
+  return op == Op::Samples ? StreamKind::Counter : op == Op::Instants ? StreamKind::Instant : StreamKind::Interval;
+}
+
+bool by_key(const Record& a, const Record& b) {
+  return a.end != b.end ? a.end < b.end : a.feedlet != b.feedlet ? a.feedlet < b.feedlet : a.start < b.start;
+}
+
+// ---------------------------------------------------------------- base streams
+
+// Decodes the selected streams of a trace in windows of about a million
+// events, each window's feedlets on every core, the next window while the
+// caller reads this one; merges the feedlets' records into key order.
+class BaseCursor : public Cursor {
+ public:
+  BaseCursor(const TraceIndex& ix, const Expr& e, const EvalOptions& opt, uint64_t min_duration)
+      : ix_(ix), filter_(e.filter), kind_(base_kind(e.op)), min_duration_(min_duration) {
+    threads_ = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
+    auto streams = ix.streams();
+    std::vector<uint64_t> feedlet_events;
+    for (const auto& f : ix.feedlets()) {
+      if (feedlet_events.size() <= f.id) feedlet_events.resize(f.id + 1);
+      feedlet_events[f.id] = f.events;
+    }
+    uint64_t events = 0;
+    for (int id : select_streams(ix, e)) {
+      const StreamInfo& s = streams[size_t(id)];
+      auto it = std::find_if(lanes_.begin(), lanes_.end(), [&](const Lane& l) { return l.feedlet == s.feedlet; });
+      if (it == lanes_.end()) {
+        lanes_.push_back(Lane{s.feedlet, {}, {}, {}});
+        it = lanes_.end() - 1;
+        if (s.feedlet < feedlet_events.size()) events += feedlet_events[s.feedlet];
+      }
+      it->streams.push_back(id);
+      it->leaf_shifts.push_back(s.leaf_shift);
+      if (it->names.size() <= s.key) it->names.resize(s.key + 1);
+      it->names[s.key] = 1;
+      // The longest item, from the top of the pyramid.
+      uint32_t top = s.leaf_shift + std::max(s.levels, 1u) - 1;
+      for (const Node& n : ix.query_shift(id, ix.first_ts(), ix.last_ts(), top).nodes)
+        if (kind_ != StreamKind::Counter) max_dur_ = std::max(max_dur_, n.iv.max_dur);
+    }
+    lo_ = std::max(opt.t0, ix.first_ts());
+    hi_ = std::min(opt.t1, ix.last_ts());
+    if (lanes_.empty() || lo_ > hi_) return;  // nothing to read
+    done_ = false;
+    const uint64_t windows = std::max<uint64_t>(1, events / kWindowEvents);
+    window_ = std::max<uint64_t>(1, (hi_ - lo_) / windows + 1);
+    next_window_ = lo_;
+    prefetch();
+  }
+  ~BaseCursor() override {
+    if (pending_.valid()) pending_.wait();
+  }
+
+  bool next(Record& r) override {
+    while (at_ == buf_.size()) {
+      if (!pending_.valid()) return false;
+      buf_ = pending_.get();
+      at_ = 0;
+      prefetch();
+    }
+    r = buf_[at_++];
+    return true;
+  }
+  uint64_t max_duration() const override { return max_dur_; }
+  uint64_t events_read() const override { return events_read_.load(); }
+
+ private:
+  static constexpr uint64_t kWindowEvents = 1 << 20;
+  struct Lane {
+    uint32_t feedlet;
+    std::vector<int> streams;
+    std::vector<uint32_t> leaf_shifts;
+    std::vector<uint8_t> names;  // [string id] = selected
+  };
+
+  void prefetch() {
+    if (done_) return;
+    uint64_t w0 = next_window_, w1 = hi_ - w0 < window_ - 1 ? hi_ : w0 + window_ - 1;
+    done_ = w1 == hi_;
+    next_window_ = w1 + 1;
+    pending_ = std::async(std::launch::async, [this, w0, w1] { return decode(w0, w1); });
+  }
+
+  // Whether lane l may hold a wanted item in [w0, w1], from its pyramids.
+  bool worth_decoding(const Lane& l, uint64_t w0, uint64_t w1) const {
+    const uint32_t shift = uint32_t(std::bit_width(w1 - w0));
+    for (size_t i = 0; i < l.streams.size(); ++i) {
+      Buckets b = ix_.query_shift(l.streams[i], w0, w1, std::max(shift, l.leaf_shifts[i]));
+      for (const Node& n : b.nodes)
+        if (n.count && (min_duration_ == 0 || n.iv.max_dur > min_duration_)) return true;
+    }
+    return false;
+  }
+
+  std::vector<Record> decode(uint64_t w0, uint64_t w1) {
+    std::vector<std::vector<Record>> per_lane(lanes_.size());
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next++) < lanes_.size();) {
+        const Lane& l = lanes_[i];
+        if (!worth_decoding(l, w0, w1)) continue;
+        std::vector<Record>& out = per_lane[i];
+        uint64_t seen = 0;
+        ix_.lane_items(l.feedlet, w0, w1, [&](const Item& it) {
+          ++seen;
+          if (it.kind != kind_ || it.name >= l.names.size() || !l.names[it.name]) return;
+          if (filter_.depth >= 0 && it.depth != uint32_t(filter_.depth)) return;
+          if (it.end - it.start <= min_duration_ && min_duration_) return;
+          for (const ValueTest& t : filter_.values)
+            if (!t.passes(it.value)) return;
+          out.push_back(Record{it.start, it.end, it.value, it.name, l.feedlet});
+        });
+        events_read_ += seen;
+      }
+    };
+    std::vector<std::thread> helpers;
+    for (unsigned t = 1; t < std::min<size_t>(threads_, lanes_.size()); ++t) helpers.emplace_back(work);
+    work();
+    for (auto& h : helpers) h.join();
+    // Each lane is in key order already: merge them.
+    std::vector<Record> out;
+    size_t total = 0, nonempty = 0;
+    for (auto& v : per_lane) total += v.size(), nonempty += !v.empty();
+    if (nonempty <= 1) {
+      for (auto& v : per_lane)
+        if (!v.empty()) return std::move(v);
+      return out;
+    }
+    out.reserve(total);
+    using Head = std::pair<size_t, size_t>;  // (lane, position)
+    auto later = [&](const Head& a, const Head& b) { return by_key(per_lane[b.first][b.second], per_lane[a.first][a.second]); };
+    std::priority_queue<Head, std::vector<Head>, decltype(later)> heap(later);
+    for (size_t i = 0; i < per_lane.size(); ++i)
+      if (!per_lane[i].empty()) heap.push({i, 0});
+    while (!heap.empty()) {
+      Head h = heap.top();
+      heap.pop();
+      out.push_back(per_lane[h.first][h.second]);
+      if (++h.second < per_lane[h.first].size()) heap.push(h);
+    }
+    return out;
+  }
+
+  const TraceIndex& ix_;
+  Filter filter_;
+  StreamKind kind_;
+  uint64_t min_duration_;  // a longer() over this stream, pushed down
+  unsigned threads_ = 1;
+  std::vector<Lane> lanes_;
+  uint64_t max_dur_ = 0;
+  uint64_t lo_ = 0, hi_ = 0, window_ = 1, next_window_ = 0;
+  bool done_ = true;
+  std::future<std::vector<Record>> pending_;
+  std::vector<Record> buf_;
+  size_t at_ = 0;
+  std::atomic<uint64_t> events_read_{0};
+};
+
+// Messages from send to receive, matched by id, keyed by the receive.
+class MessageCursor : public Cursor {
+ public:
+  MessageCursor(const TraceIndex& ix, const Expr& e, const EvalOptions& opt) : ix_(ix), channel_(e.filter.channel) {
+    lo_ = std::max(opt.t0, ix.first_ts());
+    hi_ = std::min(opt.t1, ix.last_ts());
+    const uint64_t windows = std::max<uint64_t>(1, ix.events() / (1 << 22));
+    window_ = lo_ <= hi_ ? std::max<uint64_t>(1, (hi_ - lo_) / windows + 1) : 1;
+    next_window_ = lo_;
+    done_ = lo_ > hi_;
+    values_ = e.filter.values;
+  }
+  bool next(Record& r) override {
+    while (at_ == buf_.size()) {
+      if (done_) return false;
+      uint64_t w0 = next_window_, w1 = hi_ - w0 < window_ - 1 ? hi_ : w0 + window_ - 1;
+      done_ = w1 == hi_;
+      next_window_ = w1 + 1;
+      buf_.clear();
+      at_ = 0;
+      for (const index::Flow& f : ix_.flows(w0, w1)) {
+        ++read_;
+        if (!f.matched() || f.recv_ts < w0 || f.recv_ts > w1 || !channel_.matches(std::to_string(f.channel))) continue;
+        bool ok = true;
+        for (const ValueTest& t : values_) ok = ok && t.passes(double(f.size));
+        if (ok) buf_.push_back(Record{std::min(f.send_ts, f.recv_ts), f.recv_ts, double(f.size), 0, f.dst});
+      }
+      std::sort(buf_.begin(), buf_.end(), by_key);
+    }
+    r = buf_[at_++];
+    return true;
+  }
+  uint64_t max_duration() const override { return UINT64_MAX; }
+  uint64_t events_read() const override { return read_; }
+
+ private:
+  const TraceIndex& ix_;
+  NameMatcher channel_;
+  std::vector<ValueTest> values_;
+  uint64_t lo_ = 0, hi_ = 0, window_ = 1, next_window_ = 0, read_ = 0;
+  bool done_ = true;
+  std::vector<Record> buf_;
+  size_t at_ = 0;
+};
+
+// ---------------------------------------------------------------- operators
+
+// A cursor with one or more inputs.
+class OpCursor : public Cursor {
+ public:
+  explicit OpCursor(std::vector<std::unique_ptr<Cursor>> in) : in_(std::move(in)) {}
+  explicit OpCursor(std::unique_ptr<Cursor> in) { in_.push_back(std::move(in)); }
+  uint64_t events_read() const override {
+    uint64_t n = 0;
+    for (auto& c : in_) n += c->events_read();
+    return n;
+  }
+  std::string error() const override {
+    for (auto& c : in_)
+      if (auto e = c->error(); !e.empty()) return e;
+    return {};
+  }
+
+ protected:
+  std::vector<std::unique_ptr<Cursor>> in_;
+};
+
+// longer / shorter: intervals strictly longer (shorter) than a threshold.
+class DurationFilter : public OpCursor {
+ public:
+  DurationFilter(std::unique_ptr<Cursor> in, uint64_t ticks, bool longer)
+      : OpCursor(std::move(in)), ticks_(ticks), longer_(longer) {}
+  bool next(Record& r) override {
+    while (in_[0]->next(r))
+      if (longer_ ? r.duration() > ticks_ : r.duration() < ticks_) return true;
+    return false;
+  }
+  uint64_t max_duration() const override { return longer_ ? in_[0]->max_duration() : std::min(in_[0]->max_duration(), ticks_); }
+  bool flat() const override { return in_[0]->flat(); }
+
+ private:
+  uint64_t ticks_;
+  bool longer_;
+};
+
+// The inputs merged into one key order.
+class MergeCursor : public OpCursor {
+ public:
+  explicit MergeCursor(std::vector<std::unique_ptr<Cursor>> in) : OpCursor(std::move(in)), head_(in_.size()), has_(in_.size()) {
+    for (size_t i = 0; i < in_.size(); ++i) has_[i] = in_[i]->next(head_[i]);
+  }
+  bool next(Record& r) override {
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < in_.size(); ++i)
+      if (has_[i] && (best == SIZE_MAX || by_key(head_[i], head_[best]))) best = i;
+    if (best == SIZE_MAX) return false;
+    r = head_[best];
+    has_[best] = in_[best]->next(head_[best]);
+    return true;
+  }
+  uint64_t max_duration() const override {
+    uint64_t m = 0;
+    for (auto& c : in_) m = std::max(m, c->max_duration());
+    return m;
+  }
+
+ private:
+  std::vector<Record> head_;
+  std::vector<bool> has_;
+};
+
+// The time an interval stream covers, as disjoint intervals in order. An
+// interval that arrives (by end) may still join intervals ending after its
+// start, so a merged interval is final once the input has passed its end by
+// more than the input's longest interval.
+class Flatten : public OpCursor {
+ public:
+  explicit Flatten(std::unique_ptr<Cursor> in) : OpCursor(std::move(in)) {}
+  bool next(Record& r) override {
+    for (;;) {
+      if (!open_.empty() && (done_ || open_.front().end < horizon())) {
+        r = open_.front();
+        open_.pop_front();
+        return true;
+      }
+      if (done_) return false;
+      Record x;
+      if (!in_[0]->next(x)) {
+        done_ = true;
+        continue;
+      }
+      last_key_ = x.end;
+      Record seg{x.start, x.end, 0, 0, kNoFeedlet};
+      while (!open_.empty() && open_.back().end >= seg.start) {
+        seg.start = std::min(seg.start, open_.back().start);
+        seg.end = std::max(seg.end, open_.back().end);
+        open_.pop_back();
+      }
+      open_.push_back(seg);
+    }
+  }
+  uint64_t max_duration() const override { return UINT64_MAX; }
+  bool flat() const override { return true; }
+
+ private:
+  uint64_t horizon() const {
+    uint64_t m = in_[0]->max_duration();
+    return last_key_ > m ? last_key_ - m : 0;
+  }
+  std::deque<Record> open_;
+  uint64_t last_key_ = 0;
+  bool done_ = false;
+};
+
+// The time both of two flat streams cover.
+class IntersectTwo : public OpCursor {
+ public:
+  IntersectTwo(std::vector<std::unique_ptr<Cursor>> in) : OpCursor(std::move(in)) {
+    has_a_ = in_[0]->next(a_);
+    has_b_ = in_[1]->next(b_);
+  }
+  bool next(Record& r) override {
+    while (has_a_ && has_b_) {
+      uint64_t lo = std::max(a_.start, b_.start), hi = std::min(a_.end, b_.end);
+      // Zero-length inputs (instants) intersect where they lie inside the other.
+      bool overlap = lo < hi || (lo == hi && (a_.start == a_.end || b_.start == b_.end));
+      if (a_.end < b_.end) {
+        has_a_ = in_[0]->next(a_);
+      } else {
+        has_b_ = in_[1]->next(b_);
+      }
+      if (overlap) {
+        r = Record{lo, hi, 0, 0, kNoFeedlet};
+        return true;
+      }
+    }
+    return false;
+  }
+  uint64_t max_duration() const override { return std::min(in_[0]->max_duration(), in_[1]->max_duration()); }
+  bool flat() const override { return true; }
+
+ private:
+  Record a_, b_;
+  bool has_a_ = false, has_b_ = false;
+};
+
+// From each start (first input) to the end of the first unused end (second
+// input) that ends at or after it: first in, first out.
+class Span : public OpCursor {
+ public:
+  explicit Span(std::vector<std::unique_ptr<Cursor>> in) : OpCursor(std::move(in)) {
+    has_a_ = in_[0]->next(a_);
+    has_b_ = in_[1]->next(b_);
+  }
+  bool next(Record& r) override {
+    for (;;) {
+      if (has_a_ && (!has_b_ || a_.end <= b_.end)) {  // a start comes first (ties: before the end)
+        waiting_.push_back(a_);
+        has_a_ = in_[0]->next(a_);
+        continue;
+      }
+      if (!has_b_) return false;
+      Record end = b_;
+      has_b_ = in_[1]->next(b_);
+      if (waiting_.empty()) continue;
+      Record start = waiting_.front();
+      waiting_.pop_front();
+      r = Record{start.start, end.end, 0, start.name, start.feedlet};
+      return true;
+    }
+  }
+  uint64_t max_duration() const override { return UINT64_MAX; }
+
+ private:
+  Record a_, b_;
+  bool has_a_ = false, has_b_ = false;
+  std::deque<Record> waiting_;
+};
+
+// Samples: a running total. Intervals: the running total of their time, in ns.
+class Sum : public OpCursor {
+ public:
+  Sum(std::unique_ptr<Cursor> in, bool intervals, double ticks_per_ns)
+      : OpCursor(std::move(in)), intervals_(intervals), tpn_(ticks_per_ns) {}
+  bool next(Record& r) override {
+    if (!in_[0]->next(r)) return false;
+    if (intervals_) {
+      total_ += double(r.duration()) / tpn_;
+      r.start = r.end;
+    } else {
+      total_ += r.value;
+    }
+    r.value = total_;
+    return true;
+  }
+  uint64_t max_duration() const override { return 0; }
+
+ private:
+  bool intervals_;
+  double tpn_, total_ = 0;
+};
+
+// The change per second of virtual time between consecutive samples.
+class Rate : public OpCursor {
+ public:
+  Rate(std::unique_ptr<Cursor> in, double ticks_per_ns) : OpCursor(std::move(in)), tpn_(ticks_per_ns) {}
+  bool next(Record& r) override {
+    while (in_[0]->next(r)) {
+      Record prev = prev_;
+      bool had = has_prev_;
+      if (had && r.start <= prev.start) {  // no virtual time passed: the newer value holds
+        prev_.value = r.value;
+        continue;
+      }
+      prev_ = r;
+      has_prev_ = true;
+      if (!had) continue;
+      double seconds = double(r.start - prev.start) / tpn_ / 1e9;
+      r.value = (r.value - prev.value) / seconds;
+      return true;
+    }
+    return false;
+  }
+  uint64_t max_duration() const override { return 0; }
+
+ private:
+  double tpn_;
+  Record prev_;
+  bool has_prev_ = false;
+};
+
+// Samples outside the intervals of a flat stream, their virtual time less
+// the time those intervals took before them.
+class Exclude : public OpCursor {
+ public:
+  explicit Exclude(std::vector<std::unique_ptr<Cursor>> in) : OpCursor(std::move(in)) { has_seg_ = in_[1]->next(seg_); }
+  bool next(Record& r) override {
+    while (in_[0]->next(r)) {
+      while (has_seg_ && seg_.end <= r.end) {
+        excluded_ += seg_.duration();
+        has_seg_ = in_[1]->next(seg_);
+      }
+      if (has_seg_ && seg_.start <= r.end) continue;  // inside [start, end): excluded
+      r.start = r.start > excluded_ ? r.start - excluded_ : 0;
+      return true;
+    }
+    return false;
+  }
+  uint64_t max_duration() const override { return 0; }
+
+ private:
+  Record seg_;
+  bool has_seg_ = false;
+  uint64_t excluded_ = 0;
+};
+
+// The mean of the samples in the trailing window (t - w, t].
+class Smooth : public OpCursor {
+ public:
+  Smooth(std::unique_ptr<Cursor> in, uint64_t window) : OpCursor(std::move(in)), window_(window) {}
+  bool next(Record& r) override {
+    if (!in_[0]->next(r)) return false;
+    recent_.emplace_back(r.end, r.value);
+    sum_ += r.value;
+    while (r.end - recent_.front().first >= window_ && recent_.size() > 1) {
+      sum_ -= recent_.front().second;
+      recent_.pop_front();
+    }
+    // A running sum drifts as values come and go; start again now and then.
+    if (++since_exact_ >= 4096) {
+      sum_ = 0;
+      for (auto& p : recent_) sum_ += p.second;
+      since_exact_ = 0;
+    }
+    r.value = sum_ / double(recent_.size());
+    return true;
+  }
+  uint64_t max_duration() const override { return 0; }
+
+ private:
+  uint64_t window_;
+  std::deque<std::pair<uint64_t, double>> recent_;
+  double sum_ = 0;
+  int since_exact_ = 0;
+};
+
+// A stored stream read back.
+class StoredCursor : public Cursor {
+ public:
+  explicit StoredCursor(std::unique_ptr<DerivedStream> s) : s_(std::move(s)) {
+    if (s_->intervals())
+      for (const Node& n : s_->query_shift(0, UINT64_MAX, s_->top_shift()).nodes) max_ = std::max(max_, n.iv.max_dur);
+  }
+  bool next(Record& r) override {
+    if (at_ == s_->size()) return false;
+    r = s_->records()[at_++];
+    return true;
+  }
+  uint64_t max_duration() const override { return max_; }
+  uint64_t events_read() const override { return s_->events_read(); }
+
+ private:
+  std::unique_ptr<DerivedStream> s_;
+  uint64_t at_ = 0, max_ = 0;
+};
+
+class FailedCursor : public Cursor {
+ public:
+  explicit FailedCursor(std::string e) : e_(std::move(e)) {}
+  bool next(Record&) override { return false; }
+  uint64_t max_duration() const override { return 0; }
+  uint64_t events_read() const override { return 0; }
+  std::string error() const override { return e_; }
+
+ private:
+  std::string e_;
+};
+
+std::unique_ptr<Cursor> build(const TraceIndex& ix, const Expr& e, const EvalOptions& opt, uint64_t min_duration);
+
+// An input of union / intersect / exclude, as a flat stream. An input whose
+// longest interval is not known is stored first, which tells it.
+std::unique_ptr<Cursor> flat_input(const TraceIndex& ix, const Expr& e, const EvalOptions& opt) {
+  auto c = build(ix, e, opt, 0);
+  if (c->flat()) return c;
+  if (c->max_duration() == UINT64_MAX) {
+    std::string error;
+    auto stored = DerivedStream::store(*c, true, error, opt.temp_dir);
+    if (!stored) return std::make_unique<FailedCursor>(error);
+    c = std::make_unique<StoredCursor>(std::move(stored));
+  }
+  return std::make_unique<Flatten>(std::move(c));
+}
+
+// Union's inputs, with nested unions taken in (they are flat, which a merge
+// with other inputs would not keep).
+void union_inputs(const TraceIndex& ix, const Expr& e, const EvalOptions& opt, std::vector<std::unique_ptr<Cursor>>& out) {
+  for (const Expr& a : e.args) {
+    if (a.op == Op::Union) {
+      union_inputs(ix, a, opt, out);
+      continue;
+    }
+    auto c = build(ix, a, opt, 0);
+    if (c->max_duration() == UINT64_MAX) {
+      std::string error;
+      auto stored = DerivedStream::store(*c, true, error, opt.temp_dir);
+      if (!stored) {
+        out.push_back(std::make_unique<FailedCursor>(error));
+        continue;
+      }
+      c = std::make_unique<StoredCursor>(std::move(stored));
+    }
+    out.push_back(std::move(c));
+  }
+}
+
+std::unique_ptr<Cursor> build(const TraceIndex& ix, const Expr& e, const EvalOptions& opt, uint64_t min_duration) {
+  std::vector<std::unique_ptr<Cursor>> in;
+  switch (e.op) {
+    case Op::Intervals:
+    case Op::Instants:
+    case Op::Samples: return std::make_unique<BaseCursor>(ix, e, opt, min_duration);
+    case Op::Messages: return std::make_unique<MessageCursor>(ix, e, opt);
+    case Op::Longer: {
+      uint64_t t = duration_ticks(ix, e.ns);
+      // Pushed down into a base stream, it skips what the pyramid says is shorter.
+      auto c = build(ix, e.args[0], opt, is_base(e.args[0].op) ? std::max(min_duration, t) : 0);
+      return std::make_unique<DurationFilter>(std::move(c), t, true);
+    }
+    case Op::Shorter: return std::make_unique<DurationFilter>(build(ix, e.args[0], opt, 0), duration_ticks(ix, e.ns), false);
+    case Op::Union: {
+      union_inputs(ix, e, opt, in);
+      return std::make_unique<Flatten>(std::make_unique<MergeCursor>(std::move(in)));
+    }
+    case Op::Intersect: {
+      auto acc = flat_input(ix, e.args[0], opt);
+      for (size_t i = 1; i < e.args.size(); ++i) {
+        std::vector<std::unique_ptr<Cursor>> two;
+        two.push_back(std::move(acc));
+        two.push_back(flat_input(ix, e.args[i], opt));
+        acc = std::make_unique<IntersectTwo>(std::move(two));
+      }
+      return acc;
+    }
+    case Op::Span:
+      in.push_back(build(ix, e.args[0], opt, 0));
+      in.push_back(build(ix, e.args[1], opt, 0));
+      return std::make_unique<Span>(std::move(in));
+    case Op::Sum: return std::make_unique<Sum>(build(ix, e.args[0], opt, 0), yields_intervals(e.args[0]), ticks_per_ns(ix));
+    case Op::Rate: return std::make_unique<Rate>(build(ix, e.args[0], opt, 0), ticks_per_ns(ix));
+    case Op::Exclude:
+      in.push_back(build(ix, e.args[0], opt, 0));
+      in.push_back(flat_input(ix, e.args[1], opt));
+      return std::make_unique<Exclude>(std::move(in));
+    case Op::Smooth: return std::make_unique<Smooth>(build(ix, e.args[0], opt, 0), std::max<uint64_t>(1, duration_ticks(ix, e.ns)));
+  }
+  return std::make_unique<FailedCursor>("unknown operator");
+}
+
+}  // namespace
+
+uint64_t duration_ticks(const TraceIndex& ix, int64_t ns) {
+  double t = double(std::max<int64_t>(ns, 0)) * ticks_per_ns(ix);
+  return t >= 1.8e19 ? UINT64_MAX : uint64_t(t + 0.5);
+}
+
+std::vector<int> select_streams(const TraceIndex& ix, const Expr& base) {
+  std::vector<int> out;
+  if (!is_base(base.op) || base.op == Op::Messages) return out;
+  auto catalog = ix.catalog_snapshot();
+  NameMatcher name(base.filter.name), thread(base.filter.thread), process(base.filter.process);
+  if (!process.matches(catalog->process_name)) return out;
+  const StreamKind kind = base_kind(base.op);
+  auto streams = ix.streams();
+  std::vector<int8_t> name_ok(catalog->strings.size(), -1);  // matched once per name
+  for (size_t id = 0; id < streams.size(); ++id) {
+    const StreamInfo& s = streams[id];
+    if (s.kind != kind) continue;
+    if (!thread.any()) {
+      auto f = catalog->feedlets.find(s.feedlet);
+      if (!thread.matches(f == catalog->feedlets.end() ? std::string_view() : std::string_view(f->second.name))) continue;
+    }
+    if (s.key < name_ok.size()) {
+      if (name_ok[s.key] < 0) name_ok[s.key] = name.matches(catalog->string(s.key));
+      if (!name_ok[s.key]) continue;
+    } else if (!name.matches(catalog->string(s.key))) {
+      continue;
+    }
+    out.push_back(int(id));
+  }
+  return out;
+}
+
+std::unique_ptr<Cursor> open_cursor(const TraceIndex& ix, const Expr& e, const EvalOptions& options, std::string& error) {
+  auto c = build(ix, e, options, 0);
+  error = c->error();
+  if (!error.empty()) return nullptr;
+  return c;
+}
+
+// ---------------------------------------------------------------- stored streams
+
+struct DerivedStream::Pyramid {
+  index::Stream stream;
+};
+
+DerivedStream::DerivedStream() = default;
+
+DerivedStream::~DerivedStream() {
+  if (map_) ::munmap(const_cast<uint8_t*>(map_), map_size_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::unique_ptr<DerivedStream> DerivedStream::evaluate(const TraceIndex& ix, const Expr& e, std::string& error,
+                                                       const EvalOptions& options) {
+  auto c = open_cursor(ix, e, options, error);
+  if (!c) return nullptr;
+  return store(*c, yields_intervals(e), error, options.temp_dir);
+}
+
+namespace {
+
+int temp_file(const std::string& dir_option, std::string& error) {
+  std::string dir = dir_option;
+  if (dir.empty()) {
+    const char* t = std::getenv("TMPDIR");
+    dir = t && *t ? t : "/tmp";
+  }
+  // Unnamed: it goes away with the stream, even after a crash.
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0) return fd;
+  std::string path = dir + "/tinescope-stream-XXXXXX";
+  fd = ::mkstemp(path.data());
+  if (fd < 0) {
+    error = "cannot make a temporary file in " + dir + ": " + std::strerror(errno);
+    return -1;
+  }
+  ::unlink(path.c_str());
+  return fd;
+}
+
+bool write_all(int fd, const void* data, size_t size, uint64_t at, std::string& error) {
+  const char* p = static_cast<const char*>(data);
+  for (size_t done = 0; done < size;) {
+    ssize_t w = ::pwrite(fd, p + done, size - done, off_t(at + done));
+    if (w <= 0) {
+      if (w < 0 && errno == EINTR) continue;
+      error = std::string("cannot write a stream's temporary file: ") + std::strerror(w < 0 ? errno : ENOSPC);
+      return false;
+    }
+    done += size_t(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<DerivedStream> DerivedStream::store(Cursor& cursor, bool intervals, std::string& error,
+                                                    const std::string& temp_dir) {
+  std::unique_ptr<DerivedStream> s(new DerivedStream());
+  s->intervals_ = intervals;
+  s->fd_ = temp_file(temp_dir, error);
+  if (s->fd_ < 0) return nullptr;
+  // The records, in order, through a buffer.
+  std::vector<Record> buf;
+  buf.reserve(1 << 15);
+  uint64_t written = 0, first_key = 0, last_key = 0;
+  Record r;
+  while (cursor.next(r)) {
+    if (s->count_ && r.end < last_key) {
+      error = "internal: a stream's records came out of order";
+      return nullptr;
+    }
+    if (!s->count_) first_key = r.end;
+    last_key = r.end;
+    ++s->count_;
+    buf.push_back(r);
+    if (buf.size() == buf.capacity()) {
+      if (!write_all(s->fd_, buf.data(), buf.size() * sizeof(Record), written, error)) return nullptr;
+      written += buf.size() * sizeof(Record);
+      buf.clear();
+    }
+  }
+  if (error = cursor.error(); !error.empty()) return nullptr;
+  if (!buf.empty() && !write_all(s->fd_, buf.data(), buf.size() * sizeof(Record), written, error)) return nullptr;
+  written += buf.size() * sizeof(Record);
+  s->events_read_ = cursor.events_read();
+  // The pyramid, from the records mapped back, its pages after them.
+  s->pyramid_ = std::make_unique<Pyramid>();
+  index::Stream& st = s->pyramid_->stream;
+  st.info.kind = s->kind();
+  st.info.feedlet = kNoFeedlet;
+  st.info.leaf_shift = index::choose_leaf_shift(s->count_, last_key - first_key);
+  if (s->count_) {
+    void* m = ::mmap(nullptr, written, PROT_READ, MAP_SHARED, s->fd_, 0);
+    if (m == MAP_FAILED) {
+      error = std::string("cannot map a stream's temporary file: ") + std::strerror(errno);
+      return nullptr;
+    }
+    ::madvise(m, written, MADV_SEQUENTIAL);
+    const Record* rec = static_cast<const Record*>(m);
+    index::PageWriter pages(s->fd_, written);
+    Item it;
+    it.kind = st.info.kind;
+    for (uint64_t i = 0; i < s->count_; ++i) {
+      it.start = rec[i].start, it.end = rec[i].end, it.value = rec[i].value, it.name = rec[i].name;
+      st.add(it, pages);
+    }
+    st.finish(pages);
+    ::munmap(m, written);
+    if (!pages.error().empty()) {
+      error = pages.error();
+      return nullptr;
+    }
+    s->map_size_ = pages.end();
+    m = ::mmap(nullptr, s->map_size_, PROT_READ, MAP_SHARED, s->fd_, 0);
+    if (m == MAP_FAILED) {
+      error = std::string("cannot map a stream's temporary file: ") + std::strerror(errno);
+      return nullptr;
+    }
+    s->map_ = static_cast<const uint8_t*>(m);
+    s->records_ = reinterpret_cast<const Record*>(s->map_);
+  }
+  return s;
+}
+
+std::span<const Record> DerivedStream::records(uint64_t t0, uint64_t t1) const {
+  auto all = records();
+  auto b = std::partition_point(all.begin(), all.end(), [&](const Record& r) { return r.end < t0; });
+  auto e = std::partition_point(b, all.end(), [&](const Record& r) { return r.end <= t1; });
+  return {b, e};
+}
+
+uint32_t DerivedStream::leaf_shift() const { return pyramid_->stream.info.leaf_shift; }
+uint32_t DerivedStream::top_shift() const {
+  return pyramid_->stream.info.leaf_shift + std::max(pyramid_->stream.info.levels, 1u) - 1;
+}
+
+Buckets DerivedStream::query(uint64_t t0, uint64_t t1, uint32_t columns) const {
+  if (t1 < t0) std::swap(t0, t1);
+  uint64_t width = (t1 - t0) / std::max(columns, 1u) + 1;
+  return query_shift(t0, t1, uint32_t(std::bit_width(width)) - 1);
+}
+
+Buckets DerivedStream::query_shift(uint64_t t0, uint64_t t1, uint32_t shift) const {
+  Buckets out;
+  if (t1 < t0) std::swap(t0, t1);
+  const index::Stream& st = pyramid_->stream;
+  if (shift >= st.info.leaf_shift && !st.levels.empty()) {
+    index::query_levels(st, t0, t1, shift,
+                        [&](uint32_t level, const index::PageRef& page, std::vector<Node>& buf) {
+                          return index::read_page(st, level, page, map_, map_size_, fd_, buf);
+                        },
+                        out);
+    return out;
+  }
+  // Below the finest level: from the records of the whole buckets.
+  out.shift = shift;
+  out.from_events = true;
+  uint64_t from = (t0 >> shift) << shift, to = ((t1 >> shift) + 1) << shift;
+  to = to == 0 || to <= from ? UINT64_MAX : to - 1;
+  Item it;
+  it.kind = kind();
+  for (const Record& r : records(from, to)) {
+    it.start = r.start, it.end = r.end, it.value = r.value, it.name = r.name;
+    index::fold(it.kind, out.nodes, index::leaf_node(it, r.end >> shift));
+  }
+  return out;
+}
+
+}  // namespace tinescope::analysis
