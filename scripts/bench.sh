@@ -37,9 +37,11 @@ run machine build/bench/machine_bench "${quick[@]}" --dir "$work"
 run recorder build/bench/recorder_bench "${quick[@]}" --demo build/recorder/tinescope-demo
 if [ ${#trace[@]} -eq 0 ]; then
   run index build/bench/index_bench "${quick[@]}" --trace "$work/index.tine"
+  run analysis build/bench/analysis_bench "${quick[@]}" --trace "$work/index.tine"
   run render build/bench/render_bench "${quick[@]}" --trace "$work/render.tine"
 else
   run index build/bench/index_bench "${quick[@]}" "${trace[@]}"
+  run analysis build/bench/analysis_bench "${quick[@]}" "${trace[@]}"
   run render build/bench/render_bench "${quick[@]}" "${trace[@]}"
 fi
 # The live viewer needs a window: a virtual display where there is none.

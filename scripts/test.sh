@@ -33,7 +33,7 @@ if [ "${TINESCOPE_SANITIZERS:-1}" != 0 ]; then
     -DTINESCOPE_BUILD_BENCH=OFF -- -E '^install\.'
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
   run_suite build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTINESCOPE_SANITIZE=thread \
-    -DTINESCOPE_BUILD_BENCH=OFF -- -R 'Recorder|CApi|Instrument|TraceKill|DemoWorkload|SplitAnywhere|Index\.|Fault\.|Live\.'
+    -DTINESCOPE_BUILD_BENCH=OFF -- -R 'Recorder|CApi|Instrument|TraceKill|DemoWorkload|SplitAnywhere|Index\.|Fault\.|Live\.|Operators\.|Synthetic\.DerivedPyramids'
   unset ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS
   echo "=== build-fuzz: clang, libFuzzer + ASan + UBSan"
   CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTINESCOPE_FUZZ=ON \

@@ -13,7 +13,6 @@
 #include <cstring>
 #include <deque>
 #include <future>
-#include <queue>
 #include <thread>
 
 #include "pyramid.hpp"
@@ -50,19 +49,12 @@ class BaseCursor : public Cursor {
       : ix_(ix), filter_(e.filter), kind_(base_kind(e.op)), min_duration_(min_duration) {
     threads_ = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
     auto streams = ix.streams();
-    std::vector<uint64_t> feedlet_events;
-    for (const auto& f : ix.feedlets()) {
-      if (feedlet_events.size() <= f.id) feedlet_events.resize(f.id + 1);
-      feedlet_events[f.id] = f.events;
-    }
-    uint64_t events = 0;
     for (int id : select_streams(ix, e)) {
       const StreamInfo& s = streams[size_t(id)];
       auto it = std::find_if(lanes_.begin(), lanes_.end(), [&](const Lane& l) { return l.feedlet == s.feedlet; });
       if (it == lanes_.end()) {
         lanes_.push_back(Lane{s.feedlet, {}, {}, {}});
         it = lanes_.end() - 1;
-        if (s.feedlet < feedlet_events.size()) events += feedlet_events[s.feedlet];
       }
       it->streams.push_back(id);
       it->leaf_shifts.push_back(s.leaf_shift);
@@ -73,10 +65,16 @@ class BaseCursor : public Cursor {
       for (const Node& n : ix.query_shift(id, ix.first_ts(), ix.last_ts(), top).nodes)
         if (kind_ != StreamKind::Counter) max_dur_ = std::max(max_dur_, n.iv.max_dur);
     }
+    std::sort(lanes_.begin(), lanes_.end(), [](const Lane& x, const Lane& y) { return x.feedlet < y.feedlet; });
     lo_ = std::max(opt.t0, ix.first_ts());
     hi_ = std::min(opt.t1, ix.last_ts());
     if (lanes_.empty() || lo_ > hi_) return;  // nothing to read
     done_ = false;
+    // Windows of about kWindowEvents events of the lanes read (a chunk
+    // across a window's edge is decoded twice: windows of many chunks).
+    uint64_t events = 0;
+    for (const Lane& l : lanes_)
+      events += ix.feedlet_position_at(l.feedlet, hi_ == UINT64_MAX ? hi_ : hi_ + 1) - ix.feedlet_position_at(l.feedlet, lo_);
     const uint64_t windows = std::max<uint64_t>(1, events / kWindowEvents);
     window_ = std::max<uint64_t>(1, (hi_ - lo_) / windows + 1);
     next_window_ = lo_;
@@ -89,7 +87,9 @@ class BaseCursor : public Cursor {
   bool next(Record& r) override {
     while (at_ == buf_.size()) {
       if (!pending_.valid()) return false;
-      buf_ = pending_.get();
+      std::vector<Record> done = std::move(buf_);
+      buf_ = pending_.get();  // the decoding task has finished: spare_ is free
+      spare_ = std::move(done);
       at_ = 0;
       prefetch();
     }
@@ -100,7 +100,7 @@ class BaseCursor : public Cursor {
   uint64_t events_read() const override { return events_read_.load(); }
 
  private:
-  static constexpr uint64_t kWindowEvents = 1 << 20;
+  static constexpr uint64_t kWindowEvents = 4 << 20;
   struct Lane {
     uint32_t feedlet;
     std::vector<int> streams;
@@ -128,7 +128,10 @@ class BaseCursor : public Cursor {
   }
 
   std::vector<Record> decode(uint64_t w0, uint64_t w1) {
-    std::vector<std::vector<Record>> per_lane(lanes_.size());
+    // Buffers kept from window to window: fresh memory costs a page fault a page.
+    std::vector<std::vector<Record>>& per_lane = per_lane_;
+    per_lane.resize(lanes_.size());
+    for (auto& v : per_lane) v.clear();
     std::atomic<size_t> next{0};
     auto work = [&] {
       for (size_t i; (i = next++) < lanes_.size();) {
@@ -153,25 +156,35 @@ class BaseCursor : public Cursor {
     work();
     for (auto& h : helpers) h.join();
     // Each lane is in key order already: merge them.
-    std::vector<Record> out;
+    std::vector<Record> out = std::move(spare_);
+    out.clear();
     size_t total = 0, nonempty = 0;
     for (auto& v : per_lane) total += v.size(), nonempty += !v.empty();
     if (nonempty <= 1) {
       for (auto& v : per_lane)
-        if (!v.empty()) return std::move(v);
+        if (!v.empty()) out.swap(v);
       return out;
     }
+    // A heap of the lanes' next keys, inline (no indirection to compare);
+    // lanes are in feedlet order, so ties go by feedlet, as by_key says.
+    using Head = std::pair<uint64_t, uint32_t>;  // (key, lane)
+    std::vector<Head> heap;
+    std::vector<size_t> pos(per_lane.size());
+    for (uint32_t i = 0; i < per_lane.size(); ++i)
+      if (!per_lane[i].empty()) heap.emplace_back(per_lane[i][0].end, i);
+    std::make_heap(heap.begin(), heap.end(), std::greater<>());
     out.reserve(total);
-    using Head = std::pair<size_t, size_t>;  // (lane, position)
-    auto later = [&](const Head& a, const Head& b) { return by_key(per_lane[b.first][b.second], per_lane[a.first][a.second]); };
-    std::priority_queue<Head, std::vector<Head>, decltype(later)> heap(later);
-    for (size_t i = 0; i < per_lane.size(); ++i)
-      if (!per_lane[i].empty()) heap.push({i, 0});
     while (!heap.empty()) {
-      Head h = heap.top();
-      heap.pop();
-      out.push_back(per_lane[h.first][h.second]);
-      if (++h.second < per_lane[h.first].size()) heap.push(h);
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      Head& h = heap.back();
+      const std::vector<Record>& v = per_lane[h.second];
+      out.push_back(v[pos[h.second]]);
+      if (++pos[h.second] < v.size()) {
+        h.first = v[pos[h.second]].end;
+        std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      } else {
+        heap.pop_back();
+      }
     }
     return out;
   }
@@ -186,7 +199,8 @@ class BaseCursor : public Cursor {
   uint64_t lo_ = 0, hi_ = 0, window_ = 1, next_window_ = 0;
   bool done_ = true;
   std::future<std::vector<Record>> pending_;
-  std::vector<Record> buf_;
+  std::vector<Record> buf_, spare_;  // the window being read; the one before, for reuse
+  std::vector<std::vector<Record>> per_lane_;
   size_t at_ = 0;
   std::atomic<uint64_t> events_read_{0};
 };

@@ -1,0 +1,122 @@
+// analysis_bench: needle finding and derived streams on a synthetic trace of
+// N events (2e9 by default, or --trace BIG.tine; --quick for a smoke run).
+//   analysis.topk_ms               the 100 longest intervals of every thread's
+//                                  interval streams over the whole trace (p50 of
+//                                  10 runs, warm index pages; the first run too)
+//   analysis.derive_events_per_s   computing a derived stream with its pyramid,
+//                                  in trace events of the evaluated window per second
+// Each printed with its ratio to the goal, and the cost behind it.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "synthetic_trace.hpp"
+#include "tinescope/derived_stream.hpp"
+#include "tinescope/needles.hpp"
+#include "tinescope/trace_index.hpp"
+
+using namespace tinescope;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// Trace events whose time lies in [t0, t1], from the feedlet sub-index.
+uint64_t events_between(const index::TraceIndex& ix, uint64_t t0, uint64_t t1) {
+  uint64_t n = 0;
+  for (const auto& f : ix.feedlets())
+    n += ix.feedlet_position_at(f.id, t1 == UINT64_MAX ? t1 : t1 + 1) - ix.feedlet_position_at(f.id, t0);
+  return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"analysis_bench: needles and derived streams"};
+  std::string trace, expr = "shorter(intervals(name=\"phase.*\"), 3us)";
+  double events = 2e9, derive_events = 2e8;
+  bool quick = false;
+  size_t k = 100;
+  app.add_option("--trace", trace, "an indexed or indexable trace (default: generate one)");
+  app.add_option("-n,--events", events, "events in the generated trace");
+  app.add_option("--derive-events", derive_events, "events in the window the derived stream is computed over");
+  app.add_option("--stream", expr, "the derived stream to compute");
+  app.add_option("-k", k, "needles to find");
+  app.add_flag("--quick", quick, "a small trace: checks that every figure prints");
+  CLI11_PARSE(app, argc, argv);
+  if (quick) events = 2e6, derive_events = 1e6;
+  if (trace.empty()) trace = "index_bench." + std::to_string(uint64_t(events)) + ".tine";  // shared with index_bench
+  if (::access(trace.c_str(), F_OK) != 0) {
+    bench::SyntheticOptions opt;
+    opt.events = uint64_t(events);
+    opt.threads = 32;
+    bench::SyntheticResult r;
+    std::string error;
+    auto t0 = Clock::now();
+    if (!bench::write_synthetic_trace(trace, opt, r, error)) {
+      std::fprintf(stderr, "analysis_bench: %s\n", error.c_str());
+      return 1;
+    }
+    std::printf("generated %s: %llu events in %.1f s\n", trace.c_str(), (unsigned long long)r.events, ms_since(t0) / 1e3);
+  }
+  std::string error;
+  auto ix = index::TraceIndex::open(trace, error);
+  if (!ix) {
+    std::fprintf(stderr, "analysis_bench: %s\n", error.c_str());
+    return 1;
+  }
+  std::printf("trace %s: %llu events, %zu streams\n", trace.c_str(), (unsigned long long)ix->events(), ix->streams().size());
+
+  // ---- needles
+  auto streams = analysis::select_streams(*ix, analysis::Expr{});
+  analysis::NeedleQuery q;
+  q.k = k;
+  std::vector<double> runs;
+  analysis::NeedleCost cost;
+  std::vector<analysis::Record> found;
+  for (int i = 0; i < 11; ++i) {
+    analysis::NeedleCost c;
+    auto t0 = Clock::now();
+    found = analysis::longest(*ix, streams, q, &c);
+    runs.push_back(ms_since(t0));
+    if (i == 0) cost = c;
+  }
+  const double first = runs[0];
+  std::sort(runs.begin() + 1, runs.end());
+  const double p50 = runs[1 + runs.size() / 2 - 1];
+  std::printf("figure: analysis.topk_ms %.2f ms (k = %zu over %llu events, %zu streams; goal <= 50 ms: %.2fx; "
+              "first run %.2f ms; %llu buckets opened, %llu leaves decoded; longest %.1f us, %zuth %.1f us)\n",
+              p50, k, (unsigned long long)ix->events(), streams.size(), p50 / 50, first,
+              (unsigned long long)cost.nodes_opened, (unsigned long long)cost.leaves_decoded,
+              found.empty() ? 0.0 : double(found.front().duration()) / 1e3, found.size(),
+              found.empty() ? 0.0 : double(found.back().duration()) / 1e3);
+
+  // ---- a derived stream over a window of about derive_events events
+  analysis::Expr e;
+  if (!analysis::parse_stream(expr, e, error)) {
+    std::fprintf(stderr, "analysis_bench: --stream: %s\n", error.c_str());
+    return 1;
+  }
+  analysis::EvalOptions o;
+  o.t0 = ix->first_ts();
+  const double fraction = std::min(1.0, derive_events / double(std::max<uint64_t>(1, ix->events())));
+  o.t1 = o.t0 + uint64_t(double(ix->last_ts() - ix->first_ts()) * fraction);
+  const uint64_t window_events = events_between(*ix, o.t0, o.t1);
+  auto t0 = Clock::now();
+  auto s = analysis::DerivedStream::evaluate(*ix, e, error, o);
+  const double ms = ms_since(t0);
+  if (!s) {
+    std::fprintf(stderr, "analysis_bench: %s\n", error.c_str());
+    return 1;
+  }
+  const double per_s = double(window_events) / (ms / 1e3);
+  std::printf("figure: analysis.derive_events_per_s %.0f events/s (%.1f M/s; goal >= 50 M/s: %.2fx; %s over %llu events "
+              "in %.0f ms -> %llu records, %u-level pyramid)\n",
+              per_s, per_s / 1e6, per_s / 50e6, analysis::format_stream(e).c_str(), (unsigned long long)window_events, ms,
+              (unsigned long long)s->size(), s->top_shift() - s->leaf_shift() + 1);
+  return 0;
+}
