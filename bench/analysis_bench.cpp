@@ -6,8 +6,6 @@
 //   analysis.derive_events_per_s   computing a derived stream with its pyramid,
 //                                  in trace events of the evaluated window per second
 // Each printed with its ratio to the goal, and the cost behind it.
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -50,19 +48,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (quick) events = 2e6, derive_events = 1e6;
   if (trace.empty()) trace = "index_bench." + std::to_string(uint64_t(events)) + ".tine";  // shared with index_bench
-  if (::access(trace.c_str(), F_OK) != 0) {
-    bench::SyntheticOptions opt;
-    opt.events = uint64_t(events);
-    opt.threads = 32;
-    bench::SyntheticResult r;
-    std::string error;
-    auto t0 = Clock::now();
-    if (!bench::write_synthetic_trace(trace, opt, r, error)) {
-      std::fprintf(stderr, "analysis_bench: %s\n", error.c_str());
-      return 1;
-    }
-    std::printf("generated %s: %llu events in %.1f s\n", trace.c_str(), (unsigned long long)r.events, ms_since(t0) / 1e3);
-  }
+  if (!bench::ensure_bench_trace(trace, uint64_t(events), 16, "analysis_bench")) return 1;
   std::string error;
   auto ix = index::TraceIndex::open(trace, error);
   if (!ix) {

@@ -130,21 +130,7 @@ int main(int argc, char** argv) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   bool generated = false;
   if (trace.empty()) trace = "index_bench." + std::to_string(uint64_t(events)) + ".tine";
-  if (::access(trace.c_str(), R_OK) != 0) {
-    bench::SyntheticOptions opt;
-    opt.events = uint64_t(events);
-    opt.threads = 16;
-    bench::SyntheticResult r;
-    std::string error;
-    auto t0 = Clock::now();
-    if (!bench::write_synthetic_trace(trace, opt, r, error)) {
-      std::fprintf(stderr, "index_bench: %s\n", error.c_str());
-      return 1;
-    }
-    std::printf("generated %s: %llu events, %.2f GB in %.1f s\n", trace.c_str(), (unsigned long long)r.events,
-                double(r.bytes) / 1e9, seconds_since(t0));
-    generated = true;
-  }
+  if (!bench::ensure_bench_trace(trace, uint64_t(events), 16, "index_bench", &generated)) return 1;
   const std::string idx = trace + ".idx";
   struct stat st;
   ::stat(trace.c_str(), &st);

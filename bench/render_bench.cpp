@@ -45,18 +45,7 @@ int main(int argc, char** argv) {
 
   std::string error;
   bool generated = false;
-  if (!std::filesystem::exists(trace)) {
-    bench::SyntheticOptions opt;
-    opt.events = events;
-    opt.threads = 32;
-    bench::SyntheticResult r;
-    std::printf("writing a synthetic trace of %llu events, 32 threads: %s\n", (unsigned long long)events, trace.c_str());
-    if (!bench::write_synthetic_trace(trace, opt, r, error)) {
-      std::fprintf(stderr, "render_bench: %s\n", error.c_str());
-      return 1;
-    }
-    generated = true;
-  }
+  if (!bench::ensure_bench_trace(trace, events, 32, "render_bench", &generated)) return 1;
   render::Scene scene;
   if (!scene.add_trace(trace, error)) {
     std::fprintf(stderr, "render_bench: %s\n", error.c_str());

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <barrier>
 #include <cerrno>
 #include <cstring>
@@ -257,6 +259,27 @@ bool write_synthetic_trace(const std::string& path, const SyntheticOptions& opt,
   result.anomalies = anomalies;
   result.messages = messages;
   result.orphans = orphans;
+  return true;
+}
+
+bool ensure_bench_trace(const std::string& path, uint64_t events, uint32_t threads, const char* tool,
+                        bool* generated) {
+  if (generated) *generated = false;
+  if (::access(path.c_str(), F_OK) == 0) return true;
+  SyntheticOptions opt;
+  opt.events = events;
+  opt.threads = threads;
+  SyntheticResult r;
+  std::string error;
+  auto t0 = std::chrono::steady_clock::now();
+  if (!write_synthetic_trace(path, opt, r, error)) {
+    std::fprintf(stderr, "%s: %s\n", tool, error.c_str());
+    return false;
+  }
+  std::printf("generated %s: %llu events on %u threads, %.2f GB in %.1f s\n", path.c_str(), (unsigned long long)r.events,
+              threads, double(r.bytes) / 1e9,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (generated) *generated = true;
   return true;
 }
 

@@ -28,4 +28,10 @@ struct SyntheticResult {
 bool write_synthetic_trace(const std::string& path, const SyntheticOptions& opt, SyntheticResult& result,
                            std::string& error);
 
+// For benchmarks: writes a synthetic trace of `events` events on `threads`
+// threads at `path` unless a file is there already, and says so on stdout.
+// False after printing "TOOL: why" if it cannot.
+bool ensure_bench_trace(const std::string& path, uint64_t events, uint32_t threads, const char* tool,
+                        bool* generated = nullptr);
+
 }  // namespace tinescope::bench

@@ -12,7 +12,7 @@
 #include "tinescope/derived_stream.hpp"
 #include "tinescope/duration_stats.hpp"
 #include "tinescope/needles.hpp"
-#include "trace_helpers.hpp"
+#include "index_helpers.hpp"
 
 namespace tinescope::test {
 namespace {
@@ -168,21 +168,8 @@ struct KnownTrace {
   }
 };
 
-struct Indexed {
-  std::string path;
-  std::unique_ptr<TraceIndex> ix;
-  explicit Indexed(const std::string& name, const std::string& bytes) : path(temp_path(name)) {
-    ::unlink(path.c_str());
-    ::unlink((path + ".idx").c_str());
-    write_file(path, bytes);
-    std::string error;
-    ix = TraceIndex::build(path, error);
-    EXPECT_TRUE(ix) << error;
-  }
-  ~Indexed() {
-    ::unlink(path.c_str());
-    ::unlink((path + ".idx").c_str());
-  }
+struct Indexed : IndexedTrace {
+  using IndexedTrace::IndexedTrace;
   std::vector<Record> eval(const std::string& text) const {
     Expr e;
     std::string error;
@@ -308,8 +295,7 @@ class Synthetic : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     path_ = new std::string(temp_path("analysis_synthetic"));
-    ::unlink(path_->c_str());
-    ::unlink((*path_ + ".idx").c_str());
+    remove_trace(*path_);
     bench::SyntheticOptions opt;
     opt.events = 3'000'000;
     opt.threads = 6;
@@ -322,8 +308,7 @@ class Synthetic : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     delete ix_;
-    ::unlink(path_->c_str());
-    ::unlink((*path_ + ".idx").c_str());
+    remove_trace(*path_);
     delete path_;
   }
   static std::unique_ptr<DerivedStream> eval(const std::string& text, EvalOptions o = {}) {
@@ -531,8 +516,7 @@ int run(const std::string& cmd, std::string* out = nullptr) {
 
 std::string record_demo(const std::string& name, const std::string& args) {
   std::string path = temp_path(name);
-  ::unlink(path.c_str());
-  ::unlink((path + ".idx").c_str());
+  remove_trace(path);
   EXPECT_EQ(run(bin("recorder/tinescope-demo") + " --duration 2 --workers 1 --rate 0.1 " + args + " -o " + path + " 2>&1"), 0);
   return path;
 }
@@ -549,8 +533,7 @@ class Demo : public ::testing::Test {
   static void TearDownTestSuite() {
     delete ix_;
     delete trace_;
-    ::unlink(path_->c_str());
-    ::unlink((*path_ + ".idx").c_str());
+    remove_trace(*path_);
     delete path_;
   }
   // Intervals of a name on any thread, straight from the trace (not the index).
@@ -693,7 +676,7 @@ TEST(Compare, CatchesTheSweepBugAndStaysQuietBetweenNormalRuns) {
   EXPECT_EQ(out.find("REGRESSED  audio"), std::string::npos) << out;
   EXPECT_EQ(out.find("REGRESSED  interrupt"), std::string::npos) << out;
   EXPECT_EQ(run(tool + a + " /nonexistent.tine 2>&1", &out), 2) << out;
-  for (auto& p : {a, b, c}) ::unlink(p.c_str()), ::unlink((p + ".idx").c_str());
+  for (auto& p : {a, b, c}) remove_trace(p);
 }
 
 }  // namespace

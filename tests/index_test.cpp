@@ -17,7 +17,7 @@
 #include "synthetic_trace.hpp"
 #include "tinescope/trace_index.hpp"
 #include "tinescope/trace_writer.hpp"
-#include "trace_helpers.hpp"
+#include "index_helpers.hpp"
 
 namespace tinescope::test {
 namespace {
@@ -227,23 +227,9 @@ void expect_same_nodes(StreamKind kind, const std::vector<Node>& want, const std
   }
 }
 
-struct Fixture {
-  std::string path;
+struct Fixture : IndexedTrace {
   Collected c;
-  std::unique_ptr<TraceIndex> ix;
-  explicit Fixture(const std::string& name, const std::string& bytes) : path(temp_path(name)) {
-    ::unlink(path.c_str());
-    ::unlink((path + ".idx").c_str());
-    write_file(path, bytes);
-    c = read_trace(path);
-    std::string error;
-    ix = TraceIndex::build(path, error);
-    EXPECT_TRUE(ix) << error;
-  }
-  ~Fixture() {
-    ::unlink(path.c_str());
-    ::unlink((path + ".idx").c_str());
-  }
+  Fixture(const std::string& name, const std::string& bytes) : IndexedTrace(name, bytes), c(read_trace(path)) {}
 };
 
 void check_pyramids_against_brute_force(const Collected& c, const TraceIndex& ix, uint64_t seed, int rounds) {
@@ -437,7 +423,7 @@ TEST(Index, OpenIntervalsAtAnyTime) {
 TEST(Index, GrowingTraceEqualsWholeIndex) {
   std::string bytes = mixed_trace(120'000, 21);
   std::string grow = temp_path("index_grow"), whole = temp_path("index_whole");
-  for (auto& p : {grow, whole}) ::unlink(p.c_str()), ::unlink((p + ".idx").c_str());
+  for (auto& p : {grow, whole}) remove_trace(p);
   write_file(whole, bytes);
   std::string error;
   auto full = TraceIndex::build(whole, error);
@@ -503,7 +489,7 @@ TEST(Index, GrowingTraceEqualsWholeIndex) {
     ASSERT_EQ(x.feedlet, y.feedlet);
     ASSERT_EQ(x.position, y.position);
   }
-  for (auto& p : {grow, whole}) ::unlink(p.c_str()), ::unlink((p + ".idx").c_str());
+  for (auto& p : {grow, whole}) remove_trace(p);
 }
 
 TEST(Index, DamagedTraceKeepsEveryIntactChunk) {

@@ -34,9 +34,8 @@ StreamKind base_kind(Op op) {
   return op == Op::Samples ? StreamKind::Counter : op == Op::Instants ? StreamKind::Instant : StreamKind::Interval;
 }
 
-bool by_key(const Record& a, const Record& b) {
-  return a.end != b.end ? a.end < b.end : a.feedlet != b.feedlet ? a.feedlet < b.feedlet : a.start < b.start;
-}
+// The order of a stream: by key, then by feedlet; within a feedlet, as it came.
+bool by_key(const Record& a, const Record& b) { return a.end != b.end ? a.end < b.end : a.feedlet < b.feedlet; }
 
 // ---------------------------------------------------------------- base streams
 
@@ -232,7 +231,7 @@ class MessageCursor : public Cursor {
         for (const ValueTest& t : values_) ok = ok && t.passes(double(f.size));
         if (ok) buf_.push_back(Record{std::min(f.send_ts, f.recv_ts), f.recv_ts, double(f.size), 0, f.dst});
       }
-      std::sort(buf_.begin(), buf_.end(), by_key);
+      std::stable_sort(buf_.begin(), buf_.end(), by_key);
     }
     r = buf_[at_++];
     return true;
@@ -565,18 +564,21 @@ class FailedCursor : public Cursor {
 
 std::unique_ptr<Cursor> build(const TraceIndex& ix, const Expr& e, const EvalOptions& opt, uint64_t min_duration);
 
-// An input of union / intersect / exclude, as a flat stream. An input whose
-// longest interval is not known is stored first, which tells it.
+// An input whose longest interval is not known is stored first, which
+// tells it (union and flattening need the bound).
+std::unique_ptr<Cursor> bounded(std::unique_ptr<Cursor> c, const EvalOptions& opt) {
+  if (c->max_duration() != UINT64_MAX) return c;
+  std::string error;
+  auto stored = DerivedStream::store(*c, true, error, opt.temp_dir);
+  if (!stored) return std::make_unique<FailedCursor>(error);
+  return std::make_unique<StoredCursor>(std::move(stored));
+}
+
+// An input of intersect / exclude, as a flat stream.
 std::unique_ptr<Cursor> flat_input(const TraceIndex& ix, const Expr& e, const EvalOptions& opt) {
   auto c = build(ix, e, opt, 0);
   if (c->flat()) return c;
-  if (c->max_duration() == UINT64_MAX) {
-    std::string error;
-    auto stored = DerivedStream::store(*c, true, error, opt.temp_dir);
-    if (!stored) return std::make_unique<FailedCursor>(error);
-    c = std::make_unique<StoredCursor>(std::move(stored));
-  }
-  return std::make_unique<Flatten>(std::move(c));
+  return std::make_unique<Flatten>(bounded(std::move(c), opt));
 }
 
 // Union's inputs, with nested unions taken in (they are flat, which a merge
@@ -585,19 +587,9 @@ void union_inputs(const TraceIndex& ix, const Expr& e, const EvalOptions& opt, s
   for (const Expr& a : e.args) {
     if (a.op == Op::Union) {
       union_inputs(ix, a, opt, out);
-      continue;
+    } else {
+      out.push_back(bounded(build(ix, a, opt, 0), opt));
     }
-    auto c = build(ix, a, opt, 0);
-    if (c->max_duration() == UINT64_MAX) {
-      std::string error;
-      auto stored = DerivedStream::store(*c, true, error, opt.temp_dir);
-      if (!stored) {
-        out.push_back(std::make_unique<FailedCursor>(error));
-        continue;
-      }
-      c = std::make_unique<StoredCursor>(std::move(stored));
-    }
-    out.push_back(std::move(c));
   }
 }
 
