@@ -233,6 +233,15 @@ TEST_F(Operators, DurationFiltersAreStrict) {
   EXPECT_EQ(spans(k.eval("longer(\"task\", 99ns)")), (std::vector<Span2>{{100, 200}, {150, 320}, {400, 1000}}));
   EXPECT_EQ(spans(k.eval("shorter(\"task\", 100ns)")), (std::vector<Span2>{{300, 350}}));
   EXPECT_EQ(spans(k.eval("shorter(longer(\"task\", 60), 200)")), (std::vector<Span2>{{100, 200}, {150, 320}}));
+  // Nested filters over a base stream are applied while decoding; over
+  // anything else as a filter: the same answers.
+  EXPECT_EQ(spans(k.eval("longer(shorter(\"task\", 600), 100)")), (std::vector<Span2>{{150, 320}}));
+  EXPECT_EQ(spans(k.eval("longer(longer(shorter(\"task\", 601), 99), 60)")),
+            (std::vector<Span2>{{100, 200}, {150, 320}, {400, 1000}}));
+  EXPECT_TRUE(k.eval("shorter(\"task\", 0)").empty());
+  EXPECT_TRUE(k.eval("longer(shorter(\"task\", 100), 100)").empty());
+  EXPECT_EQ(spans(k.eval("longer(union(\"task\"), 300)")), (std::vector<Span2>{{400, 1000}}));
+  EXPECT_EQ(spans(k.eval("shorter(longer(union(\"task\"), 100), 300)")), (std::vector<Span2>{{100, 350}}));
 }
 
 TEST_F(Operators, UnionAndIntersectionOfTime) {

@@ -38,6 +38,12 @@ class Cursor {
  public:
   virtual ~Cursor() = default;
   virtual bool next(Record& r) = 0;
+  // Up to out.size() records at once (0: the end); what next() would give.
+  virtual size_t next_batch(std::span<Record> out) {
+    size_t n = 0;
+    while (n < out.size() && next(out[n])) ++n;
+    return n;
+  }
   // No interval of the stream is longer than this (UINT64_MAX: not known).
   virtual uint64_t max_duration() const = 0;
   // Its intervals are disjoint (so they are also in start order).
