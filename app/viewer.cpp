@@ -457,6 +457,20 @@ void Viewer::live_panel() {
   ImGui::End();
 }
 
+SharedView Viewer::shared_view() {
+  SharedView v;
+  v.scene = scene_.get();
+  v.marks = &marks_;
+  v.t0 = t0_, v.t1 = t1_;
+  v.playing = play_ != Play::Paused;
+  v.set_window = [this](int64_t a, int64_t b) {
+    if (play_ != Play::Paused) pause();  // a jump is a move by hand
+    set_window(a, b);
+  };
+  v.record_control = [this](const char* id) { record_control(id); };
+  return v;
+}
+
 void Viewer::fit() { set_window(scene_->first_ns(), scene_->last_ns() + 1); }
 
 void Viewer::zoom(double factor, double at_x) {
@@ -521,6 +535,9 @@ void Viewer::controls() {
   ImGui::SameLine();
   if (ImGui::Button("+ Scope")) add_figure(FigureParams::Scope);
   record_control("add_scope");
+  ImGui::SameLine();
+  if (ImGui::Button(analysis_open_ ? "Analysis <<" : "Analysis >>")) analysis_open_ = !analysis_open_;
+  record_control("analysis");
   ImGui::SameLine();
   ImGui::TextDisabled("window %s", render::format_duration(t1_ - t0_).c_str());
   if (marks_.cursor != render::Marks::kNone) {
@@ -588,13 +605,20 @@ void Viewer::controls() {
 
 void Viewer::layout_figures(float top) {
   const ImGuiIO& io = ImGui::GetIO();
-  overview_rect_ = {render::TimelineGeometry::kNamesPx, top + 2, io.DisplaySize.x - render::TimelineGeometry::kNamesPx,
-                    kOverviewPx};
+  // The analysis panel takes the right side; its stream figure the bottom.
+  const float width = io.DisplaySize.x - (analysis_open_ ? AnalysisPanel::kWidth : 0);
+  float bottom = io.DisplaySize.y;
+  stream_figure_rect_ = {};
+  if (analysis_.has_figure()) {
+    bottom -= AnalysisPanel::kFigureHeight;
+    stream_figure_rect_ = {0, bottom, width, AnalysisPanel::kFigureHeight};
+  }
+  overview_rect_ = {render::TimelineGeometry::kNamesPx, top + 2, width - render::TimelineGeometry::kNamesPx, kOverviewPx};
   top += kOverviewPx + 6;
-  const float each = (io.DisplaySize.y - top) / float(std::max<size_t>(1, figures_.size()));
+  const float each = (bottom - top) / float(std::max<size_t>(1, figures_.size()));
   for (size_t i = 0; i < figures_.size(); ++i) {
     Figure& f = *figures_[i];
-    f.rect = {0, top + each * float(i), io.DisplaySize.x, each - 4};
+    f.rect = {0, top + each * float(i), width, each - 4};
     if (f.params.type == FigureParams::Timeline) {
       const Rect plot = f.tg().plot;
       // On screen: the picture's own mapping when it is for this window, else linear.
@@ -637,6 +661,7 @@ void Viewer::handle_input() {
     if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT_BRACKET)) set_speed(speed_ * 2);
     if (ImGui::IsKeyPressed(GLFW_KEY_N)) jump_bookmark(+1);
     if (ImGui::IsKeyPressed(GLFW_KEY_P)) jump_bookmark(-1);
+    if (ImGui::IsKeyPressed(GLFW_KEY_T)) analysis_open_ = !analysis_open_;
     // Moving through time by hand leaves live (zooming does not).
     if ((ImGui::IsKeyPressed(GLFW_KEY_A) || ImGui::IsKeyPressed(GLFW_KEY_D)) && play_ == Play::Live) pause();
   }
@@ -832,7 +857,9 @@ void Viewer::tooltip(Figure& f) {
 void Viewer::details() {
   if (!has_selected_) return;
   const ImGuiIO& io = ImGui::GetIO();
-  ImGui::SetNextWindowPos({io.DisplaySize.x - 330, io.DisplaySize.y - 150}, ImGuiCond_Always);
+  const float right = io.DisplaySize.x - (analysis_open_ ? AnalysisPanel::kWidth : 0);
+  const float bottom = io.DisplaySize.y - (stream_figure_rect_.w > 0 ? stream_figure_rect_.h : 0);
+  ImGui::SetNextWindowPos({right - 330, bottom - 150}, ImGuiCond_Always);
   ImGui::SetNextWindowSize({320, 140});
   ImGui::Begin("selected", &has_selected_, ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoSavedSettings);
   const render::Box& b = selected_;
@@ -875,6 +902,22 @@ bool Viewer::frame() {
       dl->AddText({f->rect.x + f->rect.w - 90, f->rect.y + 3}, IM_COL32(255, 200, 80, 255), "drawing...");
   }
   dl->AddText({4, overview_rect_.y + 8}, IM_COL32(150, 150, 150, 255), "whole trace");
+  if (analysis_.has_figure() && stream_figure_rect_.w > 0) {
+    // On the first timeline's axis, so it lines up with the lanes above.
+    const render::TimelineGeometry g = render::TimelineGeometry::of(stream_figure_rect_);
+    render::TimeAxis axis(t0_, t1_, g.plot.w);
+    for (auto& f : figures_)
+      if (f->params.type == FigureParams::Timeline && f->axis.width() == g.plot.w) {
+        axis = f->axis;
+        break;
+      }
+    analysis_.draw_figure(dl, shared_view(), stream_figure_rect_, axis);
+  }
+  if (analysis_open_) {
+    SharedView v = shared_view();
+    const float top = overview_rect_.y - 2;
+    analysis_.draw(v, {ImGui::GetIO().DisplaySize.x - AnalysisPanel::kWidth, top, AnalysisPanel::kWidth, ImGui::GetIO().DisplaySize.y - top});
+  }
   details();
   live_panel();
   ImGui::Render();

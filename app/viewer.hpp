@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "analysis_panel.hpp"
 #include "tinescope/figure_params.hpp"
 #include "tinescope/gl_renderer.hpp"
 #include "tinescope/live_source.hpp"
@@ -90,6 +91,18 @@ class Viewer {
   const render::TimeAxis& figure_axis(size_t i) const;  // timeline: the mapping on screen
   const render::Marks& marks() const { return marks_; }
   const render::Scene& scene() const { return *scene_; }
+  // The analysis panel (right): streams, statistics, histogram, search.
+  AnalysisPanel& analysis() { return analysis_; }
+  void show_analysis(bool open) { analysis_open_ = open; }
+  // Opens the panel and evaluates a stream (its text as on the command
+  // line); with bookmark, its intervals become the bookmarks.
+  void evaluate_stream(const std::string& text, bool bookmark) {
+    analysis_open_ = true;
+    analysis_.evaluate(shared_view(), text, bookmark);
+  }
+  bool analysis_shown() const { return analysis_open_; }
+  // The evaluated stream's figure, under the others (empty if none).
+  render::Rect stream_figure_rect() const { return stream_figure_rect_; }
 
  private:
   Viewer() = default;
@@ -118,6 +131,7 @@ class Viewer {
   void play_controls();
   void advance_play();
   void live_panel();
+  SharedView shared_view();
   // Worker: a new scene when the live sources have grown (at most every few ms).
   void refresh_live(const std::vector<std::shared_ptr<index::LiveSource>>& live,
                     std::shared_ptr<render::Scene>& scene);
@@ -131,6 +145,9 @@ class Viewer {
   int fb_w_ = 0, fb_h_ = 0;
   std::vector<uint8_t> pixels_;
   std::vector<std::pair<std::string, render::Rect>> controls_;
+  AnalysisPanel analysis_;
+  bool analysis_open_ = false;
+  render::Rect stream_figure_rect_;
 
   // Shared view: every figure shows [t0, t1) (a scope starts its strips at t0).
   int64_t t0_ = 0, t1_ = 1;

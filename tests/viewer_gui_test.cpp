@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "tinescope/derived_stream.hpp"
+#include "tinescope/duration_stats.hpp"
 #include "tinescope/headless.hpp"
 #include "tinescope/trace_index.hpp"
 #include "trace_helpers.hpp"
@@ -332,6 +334,232 @@ TEST_F(ViewerGui, ThetaSliderWarpsTimeAndOneClickGoesBackToLinear) {
   EXPECT_EQ(v_->figure_params(0).theta, 0);
   EXPECT_TRUE(v_->figure_axis(0).linear());
   EXPECT_EQ(differing(linear), 0) << "back to exactly the linear picture";
+}
+
+// ---- the analysis panel: streams, bookmarks, statistics, histogram, search
+
+class AnalysisGui : public ViewerGui {
+ protected:
+  void open_panel() {
+    ASSERT_NO_FATAL_FAILURE(open({}));
+    press("analysis");
+    ASSERT_TRUE(v_->analysis_shown());
+    ASSERT_TRUE(v_->settle());
+  }
+  void press(const std::string& control) {
+    pump(2);
+    const render::Rect r = v_->control(control);
+    ASSERT_GT(r.w, 0) << "no control " << control;
+    click(r.x + r.w / 2, r.y + r.h / 2);
+    move(5, float(v_->fb_height() - 5));
+  }
+  // Types into a text field and presses Return, as a person does.
+  void type_into(const std::string& control, const std::string& text) {
+    ASSERT_NO_FATAL_FAILURE(press(control));
+    const render::Rect r = v_->control(control);
+    click(r.x + r.w / 2, r.y + r.h / 2);
+    xdo("keydown ctrl");
+    key("a");  // down and up in separate frames: ImGui 1.86 reads key state per frame
+    xdo("keyup ctrl");
+    xdo("type '" + text + "'");
+    key("Return");
+  }
+  // Frames until the panel's evaluations are done and the figures drawn.
+  void finish() {
+    for (int i = 0; i < 2000 && v_->analysis().busy(); ++i) pump(1);
+    ASSERT_FALSE(v_->analysis().busy()) << v_->analysis().status();
+    pump(3);
+    ASSERT_TRUE(v_->settle());
+  }
+  const index::TraceIndex& ix() const { return *scene_->sources()[0].index; }
+  // What the library says, evaluated directly.
+  std::vector<analysis::Record> eval(const std::string& text) const {
+    analysis::Expr e;
+    std::string error;
+    EXPECT_TRUE(analysis::parse_stream(text, e, error)) << error;
+    auto s = analysis::DerivedStream::evaluate(ix(), e, error);
+    EXPECT_TRUE(s) << error;
+    return s ? std::vector<analysis::Record>(s->records().begin(), s->records().end()) : std::vector<analysis::Record>{};
+  }
+};
+
+TEST_F(AnalysisGui, AStreamTypedInBecomesBookmarksThatMoveEveryFigure) {
+  ASSERT_NO_FATAL_FAILURE(open_panel());
+  const std::string text = "longer(intervals(name=\"interrupt\"), 250us)";
+  ASSERT_NO_FATAL_FAILURE(type_into("stream_text", text));
+  ASSERT_NO_FATAL_FAILURE(finish());
+  const auto want = eval(text);
+  ASSERT_GE(want.size(), 10u) << "the demo interrupts its audio task every 50 ms";
+  ASSERT_TRUE(v_->analysis().stream());
+  ASSERT_EQ(v_->analysis().stream()->size(), want.size()) << v_->analysis().status();
+  ASSERT_NO_FATAL_FAILURE(press("stream_bookmark"));
+  pump();
+  std::vector<int64_t> starts;
+  for (const auto& r : want) starts.push_back(ix().to_ns(r.start));
+  std::sort(starts.begin(), starts.end());
+  EXPECT_EQ(v_->marks().bookmarks, starts) << "every interval's start is a bookmark";
+
+  // The stream is a figure under the timeline: ink at its intervals, none between.
+  const render::Rect sf = v_->stream_figure_rect();
+  ASSERT_GT(sf.w, 0);
+  const render::TimelineGeometry g = render::TimelineGeometry::of(sf);
+  const render::TimeAxis& axis = v_->figure_axis(0);
+  const int y = int(sf.y + sf.h / 2 + 9);
+  const int at = int(g.plot.x + float(axis.x(starts[3])) + 0.5f);
+  int inked = 0;
+  for (int dx = -2; dx <= 2; ++dx) inked = std::max(inked, ink(px(at + dx, y)));
+  EXPECT_GT(inked, 20) << "interval " << 3 << " drawn in the stream figure";
+  const int between = int(g.plot.x + float(axis.x(starts[3] + 20'000'000)));  // 20 ms later: nothing
+  EXPECT_LT(ink(px(between, y)), 8);
+
+  // Next bookmark (key N) centres every figure on the next interval.
+  const int64_t mid = (v_->window_t0() + v_->window_t1()) / 2;
+  key("n");
+  ASSERT_TRUE(v_->settle());
+  const int64_t next = *std::upper_bound(starts.begin(), starts.end(), mid + 1);
+  EXPECT_EQ(v_->marks().cursor, next);
+  EXPECT_NEAR(double((v_->window_t0() + v_->window_t1()) / 2), double(next), 2);
+  const render::Rect plot = v_->plot_rect(0);
+  const int cx = int(plot.x + float(std::floor(v_->figure_axis(0).x(next))));
+  bool cursor_drawn = false;
+  for (int dx = 0; dx <= 1; ++dx)
+    cursor_drawn |= (px(cx + dx, int(plot.y + plot.h - 10)) & 0xffffff) == (render::kCursorColour & 0xffffff);
+  EXPECT_TRUE(cursor_drawn) << "the cursor line at the bookmark";
+
+  // The one action for the common case: a name longer than a threshold.
+  ASSERT_NO_FATAL_FAILURE(type_into("quick_name", "interrupt"));
+  ASSERT_NO_FATAL_FAILURE(type_into("quick_longer", "250us"));
+  v_->show_analysis(true);
+  v_->evaluate_stream("intervals(name=\"audio.sample\")", false);  // something else first
+  ASSERT_NO_FATAL_FAILURE(finish());
+  const_cast<render::Marks&>(v_->marks()).bookmarks.clear();
+  ASSERT_NO_FATAL_FAILURE(press("quick_bookmark"));
+  ASSERT_NO_FATAL_FAILURE(finish());
+  EXPECT_EQ(v_->marks().bookmarks, starts) << v_->analysis().status();
+}
+
+TEST_F(AnalysisGui, StatisticsSortByAClickAndARowsHistogramPlaysUpToTheCursor) {
+  ASSERT_NO_FATAL_FAILURE(open_panel());
+  ASSERT_NO_FATAL_FAILURE(press("tab_Statistics"));
+  ASSERT_NO_FATAL_FAILURE(press("stats_compute"));
+  ASSERT_NO_FATAL_FAILURE(finish());
+  const auto& rows = v_->analysis().stats();
+  ASSERT_GE(rows.size(), 5u);
+  std::string error;
+  const auto direct = analysis::duration_stats(ix(), analysis::Expr{}, false, error);
+  ASSERT_EQ(rows.size(), direct.size());
+  for (const auto& d : direct) {
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const analysis::DurationStats& r) { return r.name == d.name; });
+    ASSERT_NE(it, rows.end()) << d.name;
+    EXPECT_EQ(it->h.count(), d.h.count()) << d.name;
+    EXPECT_EQ(it->h.max(), d.h.max()) << d.name;
+  }
+  for (size_t i = 1; i < rows.size(); ++i) EXPECT_GE(rows[i - 1].h.count(), rows[i].h.count()) << "by count at first";
+  ASSERT_NO_FATAL_FAILURE(press("stats_head_max"));
+  pump();
+  for (size_t i = 1; i < rows.size(); ++i) EXPECT_GE(rows[i - 1].h.max(), rows[i].h.max()) << "a click sorts by max";
+  ASSERT_NO_FATAL_FAILURE(press("stats_head_max"));
+  pump();
+  for (size_t i = 1; i < rows.size(); ++i) EXPECT_LE(rows[i - 1].h.max(), rows[i].h.max()) << "again: the other way";
+
+  // A click on the interrupt row: its histogram.
+  size_t row = 0;
+  while (row < rows.size() && rows[row].name != "interrupt") ++row;
+  ASSERT_LT(row, 64u);
+  const uint64_t count = rows[row].h.count();
+  ASSERT_NO_FATAL_FAILURE(press("stats_row_" + std::to_string(row)));
+  ASSERT_NO_FATAL_FAILURE(finish());
+  ASSERT_NO_FATAL_FAILURE(finish());  // the stream, then its bins
+  EXPECT_EQ(v_->analysis().tab(), 2) << "the histogram shows";
+  ASSERT_TRUE(v_->analysis().stream());
+  EXPECT_EQ(v_->analysis().stream()->size(), count);
+  pump(3);
+  // No cursor yet, paused: the play head is the window's end, which holds everything.
+  EXPECT_EQ(v_->analysis().histogram_shown(), count);
+  // A click in the timeline puts the cursor, the play head, at 40 % of the trace.
+  const render::Rect plot = v_->plot_rect(0);
+  click(plot.x + plot.w * 0.4f, plot.y + 20);
+  move(5, float(v_->fb_height() - 5));
+  pump(3);
+  const int64_t head = v_->marks().cursor;
+  ASSERT_NE(head, render::Marks::kNone);
+  EXPECT_EQ(v_->analysis().play_head(), head);
+  const auto all = v_->analysis().stream()->records();
+  const uint64_t tick = ix().catalog().clock.to_ticks(head);
+  const uint64_t before = uint64_t(std::count_if(all.begin(), all.end(), [&](const auto& r) { return r.end <= tick; }));
+  EXPECT_EQ(v_->analysis().histogram_shown(), before);
+  EXPECT_GT(before, count / 5);
+  EXPECT_LT(before, count * 3 / 5);
+  uint64_t sum = 0;
+  for (uint64_t c : v_->analysis().histogram()) sum += c;
+  EXPECT_EQ(sum, before);
+  // Bars on screen.
+  const render::Rect hp = v_->control("hist_plot");
+  ASSERT_GT(hp.w, 0);
+  int lit = 0;
+  for (int x = int(hp.x); x < int(hp.x + hp.w); ++x) lit += ink(px(x, int(hp.y + hp.h - 2))) > 30;
+  EXPECT_GT(lit, 3) << "the histogram's bars";
+}
+
+TEST_F(AnalysisGui, SearchListsHitsAndAClickMovesEveryFigureToOne) {
+  ASSERT_NO_FATAL_FAILURE(open_panel());
+  ASSERT_NO_FATAL_FAILURE(press("tab_Search"));
+  ASSERT_NO_FATAL_FAILURE(type_into("search_text", "^INTERRUPT$"));  // case does not matter
+  ASSERT_NO_FATAL_FAILURE(finish());
+  const auto& hits = v_->analysis().hits();
+  const auto want = eval("intervals(name=\"interrupt\")");
+  ASSERT_EQ(hits.size(), want.size()) << v_->analysis().status();
+  for (size_t i = 0; i < hits.size(); ++i) {
+    EXPECT_EQ(hits[i].kind, app::SearchHit::Event);
+    EXPECT_EQ(hits[i].t0, ix().to_ns(want[i].start));
+    EXPECT_NE(hits[i].text.find("interrupt"), std::string::npos);
+  }
+  ASSERT_NO_FATAL_FAILURE(press("hit_4"));
+  pump();
+  const int64_t span = v_->window_t1() - v_->window_t0();
+  EXPECT_NEAR(double(v_->window_t0() + span / 2), double(hits[4].t0 + (hits[4].t1 - hits[4].t0) / 2), 2);
+  EXPECT_EQ(v_->marks().cursor, hits[4].t0);
+  EXPECT_EQ(v_->marks().sel0, hits[4].t0);
+  EXPECT_EQ(v_->marks().sel1, hits[4].t1);
+  ASSERT_NO_FATAL_FAILURE(press("hit_next"));
+  EXPECT_EQ(v_->marks().cursor, hits[5].t0);
+  // Threads and message ids are searched too.
+  ASSERT_NO_FATAL_FAILURE(type_into("search_text", "^gc$|^audio$"));
+  ASSERT_NO_FATAL_FAILURE(finish());
+  size_t threads = 0;
+  for (const auto& h : v_->analysis().hits()) threads += h.kind == app::SearchHit::Thread;
+  EXPECT_EQ(threads, 2u);
+  const auto flows = ix().flows(ix().first_ts(), ix().last_ts(), 100);
+  ASSERT_GT(flows.size(), 10u);
+  const index::Flow& f = flows[flows.size() / 2];
+  ASSERT_NO_FATAL_FAILURE(type_into("search_text", "^" + std::to_string(f.id) + "$"));
+  ASSERT_NO_FATAL_FAILURE(finish());
+  ASSERT_EQ(v_->analysis().hits().size(), 1u) << v_->analysis().status();
+  const app::SearchHit& h = v_->analysis().hits()[0];
+  EXPECT_EQ(h.kind, app::SearchHit::Message);
+  EXPECT_EQ(h.text.rfind("message " + std::to_string(f.id), 0), 0u);
+  EXPECT_EQ(h.t0, ix().to_ns(std::min(f.send_ts, f.recv_ts)));
+  ASSERT_NO_FATAL_FAILURE(press("hit_0"));
+  EXPECT_EQ(v_->marks().cursor, h.t0) << "from its send";
+}
+
+TEST_F(AnalysisGui, MeasuringFromMarkToSweepGivesOneResponseTimePerCycle) {
+  ASSERT_NO_FATAL_FAILURE(open_panel());
+  ASSERT_NO_FATAL_FAILURE(press("measure"));
+  ASSERT_NO_FATAL_FAILURE(finish());
+  ASSERT_NO_FATAL_FAILURE(finish());
+  ASSERT_TRUE(v_->analysis().stream());
+  const auto want = eval("span(\"gc.mark\", \"gc.sweep\")");
+  const auto cycles = eval("\"gc.cycle\"");
+  ASSERT_GE(want.size(), 3u);
+  EXPECT_EQ(v_->analysis().stream()->size(), want.size());
+  EXPECT_EQ(v_->analysis().tab(), 2) << "the histogram of the response times shows";
+  // Each measurement runs from a mark's start to its sweep's end: inside one cycle.
+  for (const auto& m : want) {
+    const bool inside = std::any_of(cycles.begin(), cycles.end(),
+                                    [&](const auto& c) { return c.start <= m.start && m.end <= c.end; });
+    EXPECT_TRUE(inside) << m.start << ".." << m.end;
+  }
 }
 
 }  // namespace

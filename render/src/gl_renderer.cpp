@@ -247,6 +247,7 @@ void GlRenderer::draw_timeline(const TimelinePicture& p, TextureSlot& slot, cons
     rect(plot.x + float(view.x(marks.sel0)), plot.y, plot.x + float(view.x(marks.sel1)), plot.y + plot.h,
          kSelectionColour);
   for (int64_t b : marks.bookmarks) {
+    if (b < view.t0() || b > view.t1()) continue;  // thousands may come from a stream
     const float x = plot.x + float(view.x(b));
     line(x, g.ruler.y, x, plot.y + plot.h, kBookmarkColour);
   }
