@@ -285,12 +285,22 @@ void AnalysisPanel::bookmark_stream(SharedView& v) {
             ": N / P or the Bookmark buttons step through them in every figure";
 }
 
+void AnalysisPanel::start_histogram() {
+  if (!stream_ || !catalog_ || hist_job_.valid()) return;
+  hist_.reset();
+  hist_job_ = std::async(std::launch::async, [s = stream_.get(), cat = catalog_, log = hist_log_] {
+    return PlayableHistogram::build(*s, cat->clock, log);
+  });
+}
+
 void AnalysisPanel::poll(SharedView& v) {
   if (ready(job_)) {
     Evaluated r = job_.get();
     if (!r.stream) {
       status_ = r.text + ": " + r.error;
     } else {
+      if (hist_job_.valid()) hist_job_.wait();  // it reads the stream being replaced
+      hist_job_ = {};
       stream_ = std::move(r.stream);
       stream_text_ = r.text;
       figure_.reset();
@@ -300,14 +310,14 @@ void AnalysisPanel::poll(SharedView& v) {
                     stream_->intervals() ? "intervals" : "samples", r.ms, (unsigned long long)stream_->events_read());
       status_ = buf;
       if (bookmark_when_done_ && stream_->intervals()) bookmark_stream(v);
-      if (stream_->intervals() && catalog_)
-        hist_job_ = std::async(std::launch::async, [s = stream_.get(), cat = catalog_, log = hist_log_] {
-          return PlayableHistogram::build(*s, cat->clock, log);
-        });
+      if (stream_->intervals()) start_histogram();
     }
     bookmark_when_done_ = false;
   }
-  if (ready(hist_job_)) hist_ = std::make_shared<PlayableHistogram>(hist_job_.get());
+  if (ready(hist_job_)) {
+    hist_ = std::make_shared<PlayableHistogram>(hist_job_.get());
+    if (hist_->log_bins != hist_log_) start_histogram();  // the box was ticked while it was binned
+  }
   if (ready(stats_job_)) {
     auto [rows, error] = stats_job_.get();
     stats_ = std::move(rows);
@@ -531,13 +541,7 @@ void AnalysisPanel::histogram_tab(SharedView& v) {
     return;
   }
   ImGui::TextWrapped("%s", stream_text_.c_str());
-  if (ImGui::Checkbox("log bins", &hist_log_) && catalog_) {
-    hist_.reset();
-    if (!hist_job_.valid())
-      hist_job_ = std::async(std::launch::async, [s = stream_.get(), cat = catalog_, log = hist_log_] {
-        return PlayableHistogram::build(*s, cat->clock, log);
-      });
-  }
+  if (ImGui::Checkbox("log bins", &hist_log_) && !hist_job_.valid()) start_histogram();
   v.record_control("hist_log");
   ImGui::SameLine();
   ImGui::Checkbox("up to the play head", &hist_play_);

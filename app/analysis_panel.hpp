@@ -107,6 +107,7 @@ class AnalysisPanel {
   void histogram_tab(SharedView& v);
   void search_tab(SharedView& v);
   void sort_stats();
+  void start_histogram();  // bins the stream's durations off the UI thread
 
   uint32_t source_ = 0;  // the trace streams are evaluated on
   std::shared_ptr<index::TraceIndex> index_;          // of the stream shown

@@ -124,6 +124,7 @@ class BaseCursor : public Cursor {
 
  private:
   static constexpr uint64_t kWindowEvents = 4 << 20;
+  static constexpr size_t kParallelMerge = 1 << 16;  // records: fewer are merged on one core
   struct Lane {
     uint32_t feedlet;
     std::vector<int> streams;
@@ -189,28 +190,54 @@ class BaseCursor : public Cursor {
         if (!v.empty()) out.swap(v);
       return out;
     }
+    // Two halves split at a key, merged on both cores: records with a key
+    // below the split all come before the others, whatever their lane.
+    out.resize(total);
+    std::vector<size_t> split(per_lane.size(), 0), ends(per_lane.size());
+    for (size_t i = 0; i < per_lane.size(); ++i) ends[i] = per_lane[i].size();
+    if (total >= kParallelMerge && threads_ > 1) {
+      size_t largest = 0;
+      for (size_t i = 1; i < per_lane.size(); ++i)
+        if (per_lane[i].size() > per_lane[largest].size()) largest = i;
+      const uint64_t key = per_lane[largest][per_lane[largest].size() / 2].end;
+      for (size_t i = 0; i < per_lane.size(); ++i)
+        split[i] = size_t(std::partition_point(per_lane[i].begin(), per_lane[i].end(),
+                                               [&](const Record& r) { return r.end < key; }) -
+                          per_lane[i].begin());
+    }
+    size_t first_half = 0;
+    for (size_t s : split) first_half += s;
+    std::vector<size_t> zero(per_lane.size(), 0);
+    std::thread helper;
+    if (first_half) helper = std::thread([&] { merge_lanes(per_lane, zero, split, out.data()); });
+    merge_lanes(per_lane, split, ends, out.data() + first_half);
+    if (helper.joinable()) helper.join();
+    return out;
+  }
+
+  // Merges per_lane[i][from[i], to[i]) of every lane into dst, in key order.
+  static void merge_lanes(const std::vector<std::vector<Record>>& per_lane, const std::vector<size_t>& from,
+                          const std::vector<size_t>& to, Record* dst) {
     // A heap of the lanes' next keys, inline (no indirection to compare);
     // lanes are in feedlet order, so ties go by feedlet, as by_key says.
     using Head = std::pair<uint64_t, uint32_t>;  // (key, lane)
     std::vector<Head> heap;
-    std::vector<size_t> pos(per_lane.size());
+    std::vector<size_t> pos(from);
     for (uint32_t i = 0; i < per_lane.size(); ++i)
-      if (!per_lane[i].empty()) heap.emplace_back(per_lane[i][0].end, i);
+      if (pos[i] < to[i]) heap.emplace_back(per_lane[i][pos[i]].end, i);
     std::make_heap(heap.begin(), heap.end(), std::greater<>());
-    out.reserve(total);
     while (!heap.empty()) {
       std::pop_heap(heap.begin(), heap.end(), std::greater<>());
       Head& h = heap.back();
       const std::vector<Record>& v = per_lane[h.second];
-      out.push_back(v[pos[h.second]]);
-      if (++pos[h.second] < v.size()) {
+      *dst++ = v[pos[h.second]];
+      if (++pos[h.second] < to[h.second]) {
         h.first = v[pos[h.second]].end;
         std::push_heap(heap.begin(), heap.end(), std::greater<>());
       } else {
         heap.pop_back();
       }
     }
-    return out;
   }
 
   const TraceIndex& ix_;
