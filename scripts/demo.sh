@@ -42,8 +42,10 @@ echo "trace: $trace   (all events: build/app/tinescope dump $trace | less)"
 
 # The viewer: a window when there is a display, else the same figures as PNGs.
 if [ -n "${DISPLAY:-}" ] && [ -z "${TINESCOPE_DEMO_NO_WINDOW:-}" ]; then
-  echo "opening the viewer (wheel/W/S zoom, drag/A/D pan, shift-drag selects, F fits)"
-  build/app/tinescope view "$trace" --figure scope --lanes audio --period 45.351474us --fold 1024 --strip 4
+  echo "opening the viewer (wheel/W/S zoom, drag/A/D pan, shift-drag selects, F fits;"
+  echo "  the GC quanta longer than 600 us are bookmarks: N / P step through them; T: the analysis panel)"
+  build/app/tinescope view "$trace" --figure scope --lanes audio --period 45.351474us --fold 1024 --strip 4 \
+    --bookmark 'longer(intervals(name="gc.quantum"), 600us)'
 else
   build/app/tinescope render "$trace" -o out/demo-timeline.png
   build/app/tinescope render "$trace" -o out/demo-gc-sweep.png --from 0.2s --to 0.45s --lanes gc,audio
@@ -51,5 +53,8 @@ else
     --period 45.351474us --fold 1024 --strip 4
   build/app/tinescope render "$trace" -o out/demo-audio-wrong-period.png --figure scope --lanes audio \
     --period 45.40us --fold 1024 --strip 4
+  # The viewer itself on a virtual display, its analysis panel bookmarking the long GC quanta.
+  xvfb-run -a -s "-screen 0 1400x900x24" build/app/tinescope view "$trace" --size 1400x900 --frames 200 \
+    --bookmark 'longer(intervals(name="gc.quantum"), 600us)' --snapshot out/demo-analysis.png > /dev/null
   echo "no display: the viewer's figures are in out/demo-*.png"
 fi

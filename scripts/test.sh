@@ -5,7 +5,7 @@
 #   3. ThreadSanitizer build, the tests where threads meet (recorder,
 #      collector, live feeds, the demo workload);
 #   4. libFuzzer build (clang), a short run of every fuzz target
-#      (TINESCOPE_FUZZ_SECONDS each, default 60).
+#      (TINESCOPE_FUZZ_SECONDS each, default 50).
 # TINESCOPE_SANITIZERS=0 skips 2, 3 and 4 (a quick local run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
