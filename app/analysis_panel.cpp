@@ -8,6 +8,7 @@
 #include <cstring>
 #include <regex>
 
+#include "tinescope/needles.hpp"
 #include "tinescope/stream_expr.hpp"
 
 namespace tinescope::app {
@@ -179,6 +180,7 @@ void AnalysisPanel::search(const SharedView& v, const std::string& pattern) {
   const render::Source* src = source(v);
   if (!src || search_job_.valid()) return;
   std::snprintf(pattern_, sizeof pattern_, "%s", pattern.c_str());
+  hits_title_ = "hits for /" + pattern + "/";
   search_job_ = std::async(std::launch::async, [ix = src->index, cat = src->catalog, pattern] {
     std::vector<SearchHit> hits;
     std::regex re;
@@ -255,6 +257,56 @@ void AnalysisPanel::search(const SharedView& v, const std::string& pattern) {
   });
 }
 
+void AnalysisPanel::find_needles(const SharedView& v, const std::string& text, bool outliers) {
+  const render::Source* src = source(v);
+  if (!src || search_job_.valid()) return;
+  analysis::Expr e;
+  std::string error;
+  if (!analysis::parse_stream(text, e, error)) {
+    status_ = "stream: " + error;
+    return;
+  }
+  if (outliers && (!analysis::is_base(e.op) || e.op == analysis::Op::Messages)) {
+    status_ = "outliers are found per name of a base stream, e.g. intervals(thread=\"gc\")";
+    return;
+  }
+  char title[160];
+  if (outliers) std::snprintf(title, sizeof title, "over %.3gx their name's mean", double(outlier_factor_));
+  else std::snprintf(title, sizeof title, "the %d longest", needles_k_);
+  hits_title_ = std::string(title) + " of " + analysis::format_stream(e);
+  search_job_ = std::async(std::launch::async, [ix = src->index, cat = src->catalog, e, outliers,
+                                                k = size_t(std::max(1, needles_k_)), factor = double(outlier_factor_)] {
+    std::vector<SearchHit> hits;
+    std::string error;
+    std::vector<Record> found;
+    if (outliers) {
+      for (const analysis::Outlier& o : analysis::outliers(*ix, e, factor, 10)) found.push_back(o.r);
+      std::sort(found.begin(), found.end(), [](const Record& a, const Record& b) { return a.duration() > b.duration(); });
+    } else {
+      analysis::NeedleQuery q;
+      q.k = k;
+      found = analysis::longest(*ix, e, q, error);
+    }
+    for (const Record& r : found) {
+      auto f = cat->feedlets.find(r.feedlet);
+      const int64_t t0 = cat->clock.to_ns(r.start), t1 = cat->clock.to_ns(r.end);
+      hits.push_back({SearchHit::Event, t0, t1,
+                      render::format_duration(t1 - t0) + "  " + std::string(r.name ? cat->string(r.name) : "") + "  (" +
+                          (f == cat->feedlets.end() ? "" : f->second.name) + ")"});
+    }
+    return std::make_pair(hits, error);
+  });
+  want_tab_ = 3;
+}
+
+void AnalysisPanel::bookmark_hits(SharedView& v) {
+  std::vector<int64_t>& b = v.marks->bookmarks;
+  b.clear();
+  for (const SearchHit& h : hits_) b.push_back(h.t0);
+  std::sort(b.begin(), b.end());
+  status_ = std::to_string(b.size()) + " bookmarks from the hit list";
+}
+
 void AnalysisPanel::go_to_hit(SharedView& v, size_t i) {
   if (i >= hits_.size()) return;
   const SearchHit& h = hits_[i];
@@ -328,7 +380,7 @@ void AnalysisPanel::poll(SharedView& v) {
     auto [hits, note] = search_job_.get();
     hits_ = std::move(hits);
     current_hit_ = -1;
-    status_ = std::to_string(hits_.size()) + " hits for /" + pattern_ + "/" + (note.empty() ? "" : "; " + note);
+    status_ = std::to_string(hits_.size()) + " " + hits_title_ + (note.empty() ? "" : "; " + note);
   }
 }
 
@@ -432,6 +484,23 @@ void AnalysisPanel::streams_tab(SharedView& v) {
     want_tab_ = 2;
   }
   v.record_control("measure");
+  ImGui::EndDisabled();
+  ImGui::Separator();
+
+  // Needles of the stream above, into the hit list (Search tab).
+  ImGui::BeginDisabled(search_job_.valid());
+  ImGui::SetNextItemWidth(90);
+  ImGui::InputInt("##k", &needles_k_, 10, 100);
+  needles_k_ = std::clamp(needles_k_, 1, 100000);
+  ImGui::SameLine();
+  if (ImGui::Button("Longest of the stream")) find_needles(v, text_, false);
+  v.record_control("needles_longest");
+  ImGui::SetNextItemWidth(90);
+  ImGui::InputFloat("##factor", &outlier_factor_, 1, 5, "%.3gx");
+  outlier_factor_ = std::max(1.01f, outlier_factor_);
+  ImGui::SameLine();
+  if (ImGui::Button("Outliers per name")) find_needles(v, text_, true);
+  v.record_control("needles_outliers");
   ImGui::EndDisabled();
   ImGui::Separator();
   ImGui::TextWrapped("%s", status_.c_str());
@@ -619,6 +688,9 @@ void AnalysisPanel::search_tab(SharedView& v) {
   ImGui::SameLine();
   if (ImGui::Button("Next hit >")) go_to_hit(v, size_t(std::min<int>(int(hits_.size()) - 1, current_hit_ + 1)));
   v.record_control("hit_next");
+  ImGui::SameLine();
+  if (ImGui::Button("Bookmark hits")) bookmark_hits(v);
+  v.record_control("hit_bookmark");
   ImGui::EndDisabled();
   ImGui::TextWrapped("%s", status_.c_str());
   ImGui::BeginChild("hits");

@@ -80,7 +80,12 @@ class AnalysisPanel {
   void evaluate(const SharedView& v, const std::string& text, bool bookmark = false);
   void compute_stats(const SharedView& v);
   void search(const SharedView& v, const std::string& pattern);
+  // Needles of the stream typed in: its k longest intervals over the whole
+  // trace (through the pyramids), or with outliers, the intervals longer
+  // than `factor` times their name's mean. They become the hit list.
+  void find_needles(const SharedView& v, const std::string& text, bool outliers);
   void go_to_hit(SharedView& v, size_t i);
+  void bookmark_hits(SharedView& v);
   void bookmark_stream(SharedView& v);
 
   // ---- for tests and tools
@@ -143,6 +148,9 @@ class AnalysisPanel {
 
   // Search
   char pattern_[256] = "";
+  std::string hits_title_;  // what the list holds
+  int needles_k_ = 100;
+  float outlier_factor_ = 5;
   std::future<std::pair<std::vector<SearchHit>, std::string>> search_job_;
   std::vector<SearchHit> hits_;
   size_t hits_total_ = 0;

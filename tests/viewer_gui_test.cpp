@@ -12,6 +12,7 @@
 #include "tinescope/derived_stream.hpp"
 #include "tinescope/duration_stats.hpp"
 #include "tinescope/headless.hpp"
+#include "tinescope/needles.hpp"
 #include "tinescope/trace_index.hpp"
 #include "trace_helpers.hpp"
 #include "viewer.hpp"
@@ -541,6 +542,70 @@ TEST_F(AnalysisGui, SearchListsHitsAndAClickMovesEveryFigureToOne) {
   EXPECT_EQ(h.t0, ix().to_ns(std::min(f.send_ts, f.recv_ts)));
   ASSERT_NO_FATAL_FAILURE(press("hit_0"));
   EXPECT_EQ(v_->marks().cursor, h.t0) << "from its send";
+}
+
+TEST_F(AnalysisGui, NeedlesOfAStreamAreListedLongestFirstAndBookmarkable) {
+  ASSERT_NO_FATAL_FAILURE(open_panel());
+  const std::string text = "intervals(thread=\"audio\", depth=0)";
+  ASSERT_NO_FATAL_FAILURE(type_into("stream_text", text));
+  ASSERT_NO_FATAL_FAILURE(finish());
+  ASSERT_NO_FATAL_FAILURE(press("needles_longest"));
+  ASSERT_NO_FATAL_FAILURE(finish());
+  EXPECT_EQ(v_->analysis().tab(), 3) << "the needles are the hit list";
+  analysis::Expr e;
+  std::string error;
+  ASSERT_TRUE(analysis::parse_stream(text, e, error));
+  analysis::NeedleQuery q;
+  q.k = 100;
+  const auto want = analysis::longest(ix(), e, q, error);
+  const auto& hits = v_->analysis().hits();
+  ASSERT_EQ(hits.size(), want.size()) << v_->analysis().status();
+  for (size_t i = 0; i < hits.size(); ++i) {
+    EXPECT_EQ(hits[i].t0, ix().to_ns(want[i].start));
+    EXPECT_EQ(hits[i].t1, ix().to_ns(want[i].end));
+    if (i > 0) {  // (in ticks exactly; in ns each end is rounded)
+      EXPECT_GE(hits[i - 1].t1 - hits[i - 1].t0 + 1, hits[i].t1 - hits[i].t0) << "longest first";
+    }
+  }
+  // Each says what it is (an interruption, or a sample the OS preempted).
+  EXPECT_NE(hits[0].text.find(std::string(ix().catalog().string(want[0].name))), std::string::npos) << hits[0].text;
+  ASSERT_NO_FATAL_FAILURE(press("hit_bookmark"));
+  std::vector<int64_t> starts;
+  for (const auto& h : hits) starts.push_back(h.t0);
+  std::sort(starts.begin(), starts.end());
+  EXPECT_EQ(v_->marks().bookmarks, starts);
+
+  // Outliers per name of the gc thread, as the library finds them.
+  v_->evaluate_stream("intervals(thread=\"gc\")", false);
+  ASSERT_NO_FATAL_FAILURE(finish());
+  ASSERT_NO_FATAL_FAILURE(press("tab_Streams"));
+  ASSERT_NO_FATAL_FAILURE(press("needles_outliers"));
+  ASSERT_NO_FATAL_FAILURE(finish());
+  ASSERT_TRUE(analysis::parse_stream("intervals(thread=\"gc\")", e, error));
+  EXPECT_EQ(v_->analysis().hits().size(), analysis::outliers(ix(), e, 5, 10).size()) << v_->analysis().status();
+}
+
+TEST_F(AnalysisGui, ASampleStreamIsATimeSeriesUnderTheTimeline) {
+  ASSERT_NO_FATAL_FAILURE(open_panel());
+  ASSERT_NO_FATAL_FAILURE(type_into("stream_text", "samples(name=\"heap.allocated_bytes\")"));
+  ASSERT_NO_FATAL_FAILURE(finish());
+  ASSERT_TRUE(v_->analysis().stream());
+  EXPECT_FALSE(v_->analysis().stream()->intervals());
+  const render::Rect sf = v_->stream_figure_rect();
+  ASSERT_GT(sf.w, 0);
+  const render::TimelineGeometry g = render::TimelineGeometry::of(sf);
+  // The heap grows and is swept: in most columns the series is drawn at
+  // some height, and not at the same height everywhere.
+  const uint32_t c = render::name_colour("samples(name=\"heap.allocated_bytes\")") & 0xffffff;
+  int columns = 0, top = INT32_MAX, bottom = 0;
+  for (int x = int(g.plot.x) + 2; x < int(g.plot.x + g.plot.w) - 2; ++x) {
+    bool any = false;
+    for (int y = int(sf.y) + 18; y < int(sf.y + sf.h); ++y)
+      if ((px(x, y) & 0xffffff) == c) any = true, top = std::min(top, y), bottom = std::max(bottom, y);
+    columns += any;
+  }
+  EXPECT_GT(columns, int(g.plot.w * 0.5)) << "a series across the trace";
+  EXPECT_GT(bottom - top, int(sf.h / 2)) << "from the heap's low to its high";
 }
 
 TEST_F(AnalysisGui, MeasuringFromMarkToSweepGivesOneResponseTimePerCycle) {
