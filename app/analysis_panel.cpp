@@ -55,14 +55,23 @@ ImU32 colour(uint32_t rgba, float alpha = 1) {
 
 }  // namespace
 
-std::string exact_name_filter(const std::string& name) {
-  if (name.find_first_of("*?/") == std::string::npos) return name;
-  std::string re = "/^";
-  for (char c : name) {
+namespace {
+
+// `text` as a regular expression that matches exactly it.
+std::string regex_escape(const std::string& text) {
+  std::string re;
+  for (char c : text) {
     if (std::strchr("\\^$.|?*+()[]{}/", c)) re += '\\';
     re += c;
   }
-  return re + "$/";
+  return re;
+}
+
+}  // namespace
+
+std::string exact_name_filter(const std::string& name) {
+  if (name.find_first_of("*?/") == std::string::npos) return name;
+  return "/^" + regex_escape(name) + "$/";
 }
 
 // ---------------------------------------------------------------- histogram
@@ -214,14 +223,7 @@ void AnalysisPanel::search(const SharedView& v, const std::string& pattern) {
       for (int id : streams) names.emplace_back(cat->string(infos[size_t(id)].key));
       std::sort(names.begin(), names.end());
       names.erase(std::unique(names.begin(), names.end()), names.end());
-      for (const std::string& n : names) {
-        std::string esc;
-        for (char c : n) {
-          if (std::strchr("\\^$.|?*+()[]{}/", c)) esc += '\\';
-          esc += c;
-        }
-        alternation += (alternation.empty() ? "" : "|") + esc;
-      }
+      for (const std::string& n : names) alternation += (alternation.empty() ? "" : "|") + regex_escape(n);
       for (analysis::Op op : {analysis::Op::Intervals, analysis::Op::Instants}) {
         analysis::Expr e;
         e.op = op;
