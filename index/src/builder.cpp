@@ -143,7 +143,7 @@ void Builder::walk(const Job& job, std::vector<uint8_t>& buf, std::vector<Item>&
   const uint32_t g = job.grid_shift;
   bool ok = raw && walk_chunk(
       raw, h.raw_size, h, *layouts_, walk,
-      [&](uint64_t ts, uint16_t type) {
+      [&](uint64_t ts, uint16_t type) __attribute__((always_inline)) {  // once per event: no call
         ++type_counts[type];
         if (!(first && position == f.events)) {
           // Checkpoints T_j in (prev_ts, ts]: `position` events come before them.
@@ -166,7 +166,7 @@ void Builder::walk(const Job& job, std::vector<uint8_t>& buf, std::vector<Item>&
         prev_ts = ts;
         ++position;
       },
-      [&](const Item& it) {
+      [&](const Item& it) __attribute__((always_inline)) {
         if (n_items < items.size()) items[n_items++] = it;
       },
       [&](const MessageEvent& m) { messages.push_back(m); }, why);
@@ -200,28 +200,30 @@ void Builder::walk(const Job& job, std::vector<uint8_t>& buf, std::vector<Item>&
   }
   f.grid_hits.insert(f.grid_hits.end(), hits.begin(), hits.end());
 
-  // New streams get their leaf width from their density in this chunk.
-  uint64_t span = h.last_ts - h.first_ts;
-  std::unordered_map<uint64_t, uint64_t> fresh;
-  const std::span<const Item> chunk_items(items.data(), n_items);
-  for (const Item& it : chunk_items)
-    if (f.find(stream_key(it)) < 0) ++fresh[stream_key(it)];
-  for (const Item& it : chunk_items) {
-    uint64_t key = stream_key(it);
-    if (f.find(key) >= 0) continue;
-    Stream st;
-    st.info.kind = it.kind;
-    st.info.feedlet = f.id;
-    st.info.key = uint32_t(key);
-    st.info.leaf_shift = choose_leaf_shift(fresh[key], span);
-    f.insert(key, uint32_t(f.streams.size()));
-    f.streams.push_back(std::move(st));
-  }
+  // Items to their streams' pyramids. A stream seen for the first time gets
+  // its leaf width from its density in this chunk.
+  const uint64_t span = h.last_ts - h.first_ts;
   uint64_t last_key = UINT64_MAX;
   Stream* last = nullptr;
-  for (const Item& it : chunk_items) {
-    uint64_t key = stream_key(it);
-    if (key != last_key) last_key = key, last = &f.streams[size_t(f.find(key))];
+  for (size_t i = 0; i < n_items; ++i) {
+    const Item& it = items[i];
+    const uint64_t key = stream_key(it);
+    if (key != last_key) {
+      int at = f.find(key);
+      if (at < 0) {
+        uint64_t count = 0;
+        for (size_t j = i; j < n_items; ++j) count += stream_key(items[j]) == key;
+        Stream st;
+        st.info.kind = it.kind;
+        st.info.feedlet = f.id;
+        st.info.key = uint32_t(key);
+        st.info.leaf_shift = choose_leaf_shift(count, span);
+        at = int(f.streams.size());
+        f.insert(key, uint32_t(at));
+        f.streams.push_back(std::move(st));
+      }
+      last_key = key, last = &f.streams[size_t(at)];  // (push_back may have moved the streams)
+    }
     last->add(it, *s_.pages);
   }
   for (const MessageEvent& m : messages) flows_.add(f.id, m);

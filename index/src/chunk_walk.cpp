@@ -9,6 +9,8 @@ Layouts::Layouts(const format::Schema& schema) {
     type[code].known = true;
     type[code].count = uint8_t(std::min(d->fields.size(), format::kMaxFields));
     for (size_t k = 0; k < type[code].count; ++k) type[code].field[k] = d->fields[k].type;
+    const format::FieldType f0 = type[code].field[0];
+    type[code].one_varint = type[code].count == 1 && (f0 == format::FieldType::U64 || f0 == format::FieldType::String);
   }
 }
 

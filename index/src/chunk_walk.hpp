@@ -19,6 +19,7 @@ namespace tinescope::index {
 struct Layouts {
   struct Type {
     bool known = false;
+    bool one_varint = false;  // one U64 or string field (begin, end, enter, exit, instant): decoded directly
     uint8_t count = 0;
     format::FieldType field[format::kMaxFields]{};
   };
@@ -90,30 +91,34 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
       continue;
     }
     if (!lay.known) return fail("event type not in the schema");
-    for (size_t k = 0; k < lay.count; ++k) {
-      uint64_t v;
-      switch (lay.field[k]) {
-        case FieldType::U64:
-        case FieldType::String:
-        case FieldType::I64:
-          if (!get_varint(p, fields_end, v)) return fail("truncated field");
-          u[k] = lay.field[k] == FieldType::I64 ? uint64_t(unzigzag(v)) : v;
-          break;
-        case FieldType::DeltaU64:
-          if (!get_varint(p, fields_end, v)) return fail("truncated field");
-          prev_delta += uint64_t(unzigzag(v));
-          u[k] = prev_delta;
-          break;
-        case FieldType::F64:
-          if (fields_end - p < 8) return fail("truncated field");
-          std::memcpy(&u[k], p, 8);
-          p += 8;
-          break;
-        case FieldType::Bytes:
-          if (!get_varint(p, fields_end, v) || v > uint64_t(fields_end - p)) return fail("truncated field");
-          u[k] = v;
-          p += v;
-          break;
+    if (lay.one_varint) {
+      if (!get_varint(p, fields_end, u[0])) return fail("truncated field");
+    } else {
+      for (size_t k = 0; k < lay.count; ++k) {
+        uint64_t v;
+        switch (lay.field[k]) {
+          case FieldType::U64:
+          case FieldType::String:
+          case FieldType::I64:
+            if (!get_varint(p, fields_end, v)) return fail("truncated field");
+            u[k] = lay.field[k] == FieldType::I64 ? uint64_t(unzigzag(v)) : v;
+            break;
+          case FieldType::DeltaU64:
+            if (!get_varint(p, fields_end, v)) return fail("truncated field");
+            prev_delta += uint64_t(unzigzag(v));
+            u[k] = prev_delta;
+            break;
+          case FieldType::F64:
+            if (fields_end - p < 8) return fail("truncated field");
+            std::memcpy(&u[k], p, 8);
+            p += 8;
+            break;
+          case FieldType::Bytes:
+            if (!get_varint(p, fields_end, v) || v > uint64_t(fields_end - p)) return fail("truncated field");
+            u[k] = v;
+            p += v;
+            break;
+        }
       }
     }
     on_event(ts, uint16_t(type));

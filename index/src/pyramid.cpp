@@ -167,8 +167,7 @@ uint32_t choose_leaf_shift(uint64_t count, uint64_t span) {
   return std::min(uint32_t(std::bit_width(w)) - 1, 40u);
 }
 
-void Stream::add(const Item& it, PageWriter& pages) {
-  ++info.items;
+void Stream::add_new_bucket(const Item& it, PageWriter& pages) {
   if (levels.empty()) levels.emplace_back();
   Level& leaf = levels[0];
   uint64_t bucket = it.key() >> info.leaf_shift;

@@ -71,11 +71,45 @@ struct Stream {
   StreamInfo info;
   std::vector<Level> levels;
 
-  void add(const Item& it, PageWriter& pages);
+  // Inline: the indexer adds every item of a trace through here, and most
+  // fall into the bucket being filled.
+  void add(const Item& it, PageWriter& pages) {
+    ++info.items;
+    if (!levels.empty()) {
+      Node& open = levels[0].open;
+      if (levels[0].has_open && open.count && open.bucket == it.key() >> info.leaf_shift) {
+        accumulate(info.kind, open, it);
+        return;
+      }
+    }
+    add_new_bucket(it, pages);
+  }
   // Closes every open bucket: the stream is complete.
   void finish(PageWriter& pages);
 
+  // merge(kind, into, leaf_node(it, into.bucket)) for a bucket that holds
+  // items already, in place.
+  static void accumulate(StreamKind kind, Node& a, const Item& it) {
+    ++a.count;
+    if (kind == StreamKind::Counter) {
+      a.s.min = std::min(a.s.min, it.value);
+      a.s.max = std::max(a.s.max, it.value);
+      a.s.last = it.value;
+      a.s.sum += it.value;
+      a.s.last_ts = it.end;
+      return;
+    }
+    const uint64_t dur = it.end - it.start;
+    a.max_depth = std::max(a.max_depth, it.depth);
+    a.iv.busy += kind == StreamKind::Send ? uint64_t(it.value) : dur;
+    a.iv.min_dur = std::min(a.iv.min_dur, dur);
+    if (dur > a.iv.max_dur) a.iv.max_dur = dur, a.iv.longest_end = it.end;
+    a.iv.min_start = std::min(a.iv.min_start, it.start);
+    a.iv.max_end = std::max(a.iv.max_end, it.end);
+  }
+
  private:
+  void add_new_bucket(const Item& it, PageWriter& pages);
   void complete(size_t level, Node node, PageWriter& pages);  // by value: `levels` may grow
 };
 

@@ -216,6 +216,10 @@ inline void append_varint(std::string& out, uint64_t v) {
 // Reads a varint; returns false (and leaves p unchanged) if it runs past end
 // or is longer than 10 bytes.
 inline bool get_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
+  if (p < end && *p < 0x80) {  // most deltas and names fit one byte
+    v = *p++;
+    return true;
+  }
   uint64_t r = 0;
   const uint8_t* q = p;
   for (int shift = 0; shift < 64 && q < end; shift += 7) {
