@@ -122,10 +122,11 @@ void Builder::on_damage(const trace::Damage& d) {
 
 void Builder::on_loss(const trace::Loss& l) { s_.losses.push_back(l); }
 
-void Builder::walk(const Job& job, std::vector<uint8_t>& buf, std::vector<Item>& items) {
+void Builder::walk(const Job& job, Scratch& scratch) {
   FeedletState& f = *job.feedlet;
   std::string why;
-  const uint8_t* raw = trace::chunk_payload(job.bytes, buf);
+  std::vector<Item>& items = scratch.items;
+  const uint8_t* raw = trace::chunk_payload(job.bytes, scratch.payload);
   if (!raw) why = "payload does not decompress";
   ChunkHeader h;
   std::memcpy(&h, job.bytes, sizeof h);
@@ -135,8 +136,9 @@ void Builder::walk(const Job& job, std::vector<uint8_t>& buf, std::vector<Item>&
   // At most one item per event: write in place, no growth checks per item.
   if (items.size() < h.event_count) items.resize(h.event_count);
   size_t n_items = 0;
-  std::vector<MessageEvent> messages;
-  std::vector<std::pair<uint64_t, uint64_t>> hits;
+  std::vector<MessageEvent>& messages = scratch.messages;
+  std::vector<std::pair<uint64_t, uint64_t>>& hits = scratch.hits;
+  messages.clear(), hits.clear();
   uint64_t type_counts[format::kMaxEventType + 1] = {};
   uint64_t position = f.events, prev_ts = f.last_ts;
   const bool first = f.events == 0;
@@ -234,8 +236,7 @@ void Builder::start_workers(unsigned n) {
   for (unsigned i = 0; i < n; ++i) workers_->queues.push_back(std::make_unique<Workers::Queue>());
   for (unsigned i = 0; i < n; ++i) {
     workers_->threads.emplace_back([this, q = workers_->queues[i].get()] {
-      std::vector<uint8_t> buf;
-      std::vector<Item> items;
+      Scratch scratch;
       for (;;) {
         Job job;
         {
@@ -248,7 +249,7 @@ void Builder::start_workers(unsigned n) {
           q->jobs.pop_front();
           q->busy = true;
         }
-        walk(job, buf, items);
+        walk(job, scratch);
       }
     });
   }

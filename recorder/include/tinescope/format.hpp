@@ -216,8 +216,13 @@ inline void append_varint(std::string& out, uint64_t v) {
 // Reads a varint; returns false (and leaves p unchanged) if it runs past end
 // or is longer than 10 bytes.
 inline bool get_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
-  if (p < end && *p < 0x80) {  // most deltas and names fit one byte
+  if (p < end && *p < 0x80) {  // most names and many deltas fit one byte...
     v = *p++;
+    return true;
+  }
+  if (end - p >= 2 && p[1] < 0x80) {  // ...and most other deltas two
+    v = uint64_t(p[0] & 0x7f) | uint64_t(p[1]) << 7;
+    p += 2;
     return true;
   }
   uint64_t r = 0;
