@@ -30,7 +30,12 @@ struct Job {
   uint32_t grid_shift;
 };
 
-void FlowMatcher::add(uint32_t feedlet, const MessageEvent& m) {
+void FlowMatcher::add(uint32_t feedlet, std::span<const MessageEvent> messages) {
+  std::lock_guard lock(mu);  // once a chunk
+  for (const MessageEvent& m : messages) add_locked(feedlet, m);
+}
+
+void FlowMatcher::add_locked(uint32_t feedlet, const MessageEvent& m) {
   auto fill = [&](FlowRecord& f) {
     if (m.send) {  // the send's channel and size are the message's
       f.send_ts = m.ts, f.src = feedlet, f.flags |= kFlowSent;
@@ -39,7 +44,6 @@ void FlowMatcher::add(uint32_t feedlet, const MessageEvent& m) {
       f.recv_ts = m.ts, f.dst = feedlet, f.flags |= kFlowReceived;
     }
   };
-  std::lock_guard lock(mu);
   auto it = pending.find(m.id);
   if (it != pending.end() && !(log[it->second].flags & (m.send ? kFlowSent : kFlowReceived))) {
     fill(log[it->second]);
@@ -228,7 +232,7 @@ void Builder::walk(const Job& job, Scratch& scratch) {
     }
     last->add(it, *s_.pages);
   }
-  for (const MessageEvent& m : messages) flows_.add(f.id, m);
+  if (!messages.empty()) flows_.add(f.id, messages);
 }
 
 void Builder::start_workers(unsigned n) {

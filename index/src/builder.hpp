@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <unordered_map>
 
 #include "flow_table.hpp"
@@ -18,7 +19,10 @@ struct FlowMatcher {
   FlowTable log;                                 // in the order halves were first seen
   std::unordered_map<uint64_t, size_t> pending;  // id -> index in log, waiting for its other half
   uint64_t lost = 0;                             // not kept: the flow file could not grow
-  void add(uint32_t feedlet, const MessageEvent& m);
+  void add(uint32_t feedlet, std::span<const MessageEvent> messages);  // a chunk's
+
+ private:
+  void add_locked(uint32_t feedlet, const MessageEvent& m);
 };
 
 struct Job;
