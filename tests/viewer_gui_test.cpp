@@ -175,8 +175,9 @@ TEST_F(ViewerGui, FoldingTheAudioTaskAtItsPeriodGivesAColumnAndAWrongPeriodASmea
   for (int s = 1; s < strips - 1; ++s) {
     const bool ok = best[size_t(s)] >= full * 55 / 100 && wide[size_t(s)] <= int(plot.w * 0.2);
     dense += ok;
-    if (!ok) thin += " " + std::to_string(s) + " (" + std::to_string(best[size_t(s)]) + ", " +
-                     std::to_string(wide[size_t(s)]) + " wide)";
+    char what[64];
+    std::snprintf(what, sizeof what, " %d (%d, %d wide)", s, best[size_t(s)], wide[size_t(s)]);
+    if (!ok) thin += what;
   }
   EXPECT_GE(dense, (strips - 2) * 4 / 5) << "the folded samples should be a dense colour in one narrow column; not in" << thin;
   std::vector<int> middle(best.begin() + 1, best.end() - 1);
