@@ -387,7 +387,6 @@ void AnalysisPanel::poll(SharedView& v) {
 }
 
 void AnalysisPanel::draw(SharedView& v, Rect area) {
-  poll(v);
   ImGui::SetNextWindowPos({area.x, area.y});
   ImGui::SetNextWindowSize({area.w, area.h});
   ImGui::Begin("analysis", nullptr,

@@ -69,6 +69,9 @@ class AnalysisPanel {
   AnalysisPanel(const AnalysisPanel&) = delete;
   AnalysisPanel& operator=(const AnalysisPanel&) = delete;
 
+  // Takes what finished evaluating (every frame, shown or not: bookmarks
+  // asked for on the command line arrive with the panel closed too).
+  void poll(SharedView& v);
   // The panel's window in `area` (screen coordinates).
   void draw(SharedView& v, render::Rect area);
   // The evaluated stream as a figure in `rect`, on the figures' time axis.
@@ -106,7 +109,6 @@ class AnalysisPanel {
     double ms = 0;
   };
   const render::Source* source(const SharedView& v) const;
-  void poll(SharedView& v);
   void streams_tab(SharedView& v);
   void stats_tab(SharedView& v);
   void histogram_tab(SharedView& v);

@@ -913,10 +913,12 @@ bool Viewer::frame() {
       }
     analysis_.draw_figure(dl, shared_view(), stream_figure_rect_, axis);
   }
+  SharedView view = shared_view();
+  analysis_.poll(view);
   if (analysis_open_) {
-    SharedView v = shared_view();
+    const ImVec2 size = ImGui::GetIO().DisplaySize;
     const float top = overview_rect_.y - 2;
-    analysis_.draw(v, {ImGui::GetIO().DisplaySize.x - AnalysisPanel::kWidth, top, AnalysisPanel::kWidth, ImGui::GetIO().DisplaySize.y - top});
+    analysis_.draw(view, {size.x - AnalysisPanel::kWidth, top, AnalysisPanel::kWidth, size.y - top});
   }
   details();
   live_panel();
