@@ -97,23 +97,12 @@ class BaseCursor : public Cursor {
   }
 
   bool next(Record& r) override {
-    while (at_ == buf_.size()) {
-      if (!pending_.valid()) return false;
-      std::vector<Record> done = std::move(buf_);
-      buf_ = pending_.get();  // the decoding task has finished: spare_ is free
-      spare_ = std::move(done);
-      at_ = 0;
-      prefetch();
-    }
+    if (!refill()) return false;
     r = buf_[at_++];
     return true;
   }
   size_t next_batch(std::span<Record> out) override {
-    while (at_ == buf_.size()) {
-      Record r;
-      if (!next(r)) return 0;
-      --at_;  // next() refilled the buffer: take r again below
-    }
+    if (!refill()) return 0;
     const size_t n = std::min(out.size(), buf_.size() - at_);
     std::memcpy(out.data(), buf_.data() + at_, n * sizeof(Record));
     at_ += n;
@@ -131,6 +120,20 @@ class BaseCursor : public Cursor {
     std::vector<uint32_t> leaf_shifts;
     std::vector<uint8_t> names;  // [string id] = selected
   };
+
+  // Records to read in buf_ (false at the end): the next decoded window
+  // when this one is read.
+  bool refill() {
+    while (at_ == buf_.size()) {
+      if (!pending_.valid()) return false;
+      std::vector<Record> done = std::move(buf_);
+      buf_ = pending_.get();  // the decoding task has finished: spare_ is free
+      spare_ = std::move(done);
+      at_ = 0;
+      prefetch();
+    }
+    return true;
+  }
 
   void prefetch() {
     if (done_) return;

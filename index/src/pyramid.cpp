@@ -95,52 +95,6 @@ bool unpack_nodes(StreamKind kind, uint32_t shift, uint64_t first_bucket, const 
   return p == end;
 }
 
-bool interval_like(StreamKind kind) { return kind != StreamKind::Counter; }
-
-Node leaf_node(const Item& it, uint64_t bucket) {
-  Node n;
-  n.bucket = bucket;
-  n.count = 1;
-  if (it.kind == StreamKind::Counter) {
-    n.s.min = n.s.max = n.s.first = n.s.last = n.s.sum = it.value;
-    n.s.first_ts = n.s.last_ts = it.end;
-    return n;
-  }
-  uint64_t dur = it.end - it.start;
-  n.max_depth = it.depth;
-  n.iv.busy = it.kind == StreamKind::Send ? uint64_t(it.value) : dur;
-  n.iv.min_dur = n.iv.max_dur = dur;
-  n.iv.longest_end = it.end;
-  n.iv.min_start = it.start;
-  n.iv.max_end = it.end;
-  return n;
-}
-
-void merge(StreamKind kind, Node& a, const Node& b) {
-  if (b.count == 0) return;
-  if (a.count == 0) {
-    uint64_t bucket = a.bucket;
-    a = b;
-    a.bucket = bucket;
-    return;
-  }
-  a.count += b.count;
-  if (!interval_like(kind)) {
-    a.s.min = std::min(a.s.min, b.s.min);
-    a.s.max = std::max(a.s.max, b.s.max);
-    a.s.last = b.s.last;
-    a.s.sum += b.s.sum;
-    a.s.last_ts = b.s.last_ts;
-    return;
-  }
-  a.max_depth = std::max(a.max_depth, b.max_depth);
-  a.iv.busy += b.iv.busy;
-  a.iv.min_dur = std::min(a.iv.min_dur, b.iv.min_dur);
-  if (b.iv.max_dur > a.iv.max_dur) a.iv.max_dur = b.iv.max_dur, a.iv.longest_end = b.iv.longest_end;
-  a.iv.min_start = std::min(a.iv.min_start, b.iv.min_start);
-  a.iv.max_end = std::max(a.iv.max_end, b.iv.max_end);
-}
-
 bool read_page(const Stream& st, uint32_t level, const PageRef& ref, const uint8_t* map, size_t map_size, int fd,
                std::vector<Node>& buf) {
   if (ref.count == 0 || ref.count > kNodesPerPage) return false;
@@ -171,10 +125,6 @@ void Stream::add_new_bucket(const Item& it, PageWriter& pages) {
   if (levels.empty()) levels.emplace_back();
   Level& leaf = levels[0];
   uint64_t bucket = it.key() >> info.leaf_shift;
-  if (leaf.has_open && leaf.open.bucket == bucket) {
-    merge(info.kind, leaf.open, leaf_node(it, bucket));
-    return;
-  }
   if (leaf.has_open) complete(0, leaf.open, pages);
   // complete() may have grown `levels`: index again.
   levels[0].open = leaf_node(it, bucket);

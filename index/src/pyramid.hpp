@@ -62,10 +62,53 @@ class PageWriter {
   std::string error_;
 };
 
-Node leaf_node(const Item& it, uint64_t bucket);
+// Inline: the indexer folds every item of a trace through these.
+inline bool interval_like(StreamKind kind) { return kind != StreamKind::Counter; }
+
+inline Node leaf_node(const Item& it, uint64_t bucket) {
+  Node n;
+  n.bucket = bucket;
+  n.count = 1;
+  if (it.kind == StreamKind::Counter) {
+    n.s.min = n.s.max = n.s.first = n.s.last = n.s.sum = it.value;
+    n.s.first_ts = n.s.last_ts = it.end;
+    return n;
+  }
+  uint64_t dur = it.end - it.start;
+  n.max_depth = it.depth;
+  n.iv.busy = it.kind == StreamKind::Send ? uint64_t(it.value) : dur;
+  n.iv.min_dur = n.iv.max_dur = dur;
+  n.iv.longest_end = it.end;
+  n.iv.min_start = it.start;
+  n.iv.max_end = it.end;
+  return n;
+}
+
 // Folds `later` (whose items all come after into's) into `into`.
-void merge(StreamKind kind, Node& into, const Node& later);
-bool interval_like(StreamKind kind);
+inline void merge(StreamKind kind, Node& a, const Node& b) {
+  if (b.count == 0) return;
+  if (a.count == 0) {
+    uint64_t bucket = a.bucket;
+    a = b;
+    a.bucket = bucket;
+    return;
+  }
+  a.count += b.count;
+  if (!interval_like(kind)) {
+    a.s.min = std::min(a.s.min, b.s.min);
+    a.s.max = std::max(a.s.max, b.s.max);
+    a.s.last = b.s.last;
+    a.s.sum += b.s.sum;
+    a.s.last_ts = b.s.last_ts;
+    return;
+  }
+  a.max_depth = std::max(a.max_depth, b.max_depth);
+  a.iv.busy += b.iv.busy;
+  a.iv.min_dur = std::min(a.iv.min_dur, b.iv.min_dur);
+  if (b.iv.max_dur > a.iv.max_dur) a.iv.max_dur = b.iv.max_dur, a.iv.longest_end = b.iv.longest_end;
+  a.iv.min_start = std::min(a.iv.min_start, b.iv.min_start);
+  a.iv.max_end = std::max(a.iv.max_end, b.iv.max_end);
+}
 
 struct Stream {
   StreamInfo info;
@@ -75,10 +118,11 @@ struct Stream {
   // fall into the bucket being filled.
   void add(const Item& it, PageWriter& pages) {
     ++info.items;
-    if (!levels.empty()) {
+    if (!levels.empty() && levels[0].has_open) {
       Node& open = levels[0].open;
-      if (levels[0].has_open && open.count && open.bucket == it.key() >> info.leaf_shift) {
-        accumulate(info.kind, open, it);
+      const uint64_t bucket = it.key() >> info.leaf_shift;
+      if (open.bucket == bucket) {
+        merge(info.kind, open, leaf_node(it, bucket));
         return;
       }
     }
@@ -86,27 +130,6 @@ struct Stream {
   }
   // Closes every open bucket: the stream is complete.
   void finish(PageWriter& pages);
-
-  // merge(kind, into, leaf_node(it, into.bucket)) for a bucket that holds
-  // items already, in place.
-  static void accumulate(StreamKind kind, Node& a, const Item& it) {
-    ++a.count;
-    if (kind == StreamKind::Counter) {
-      a.s.min = std::min(a.s.min, it.value);
-      a.s.max = std::max(a.s.max, it.value);
-      a.s.last = it.value;
-      a.s.sum += it.value;
-      a.s.last_ts = it.end;
-      return;
-    }
-    const uint64_t dur = it.end - it.start;
-    a.max_depth = std::max(a.max_depth, it.depth);
-    a.iv.busy += kind == StreamKind::Send ? uint64_t(it.value) : dur;
-    a.iv.min_dur = std::min(a.iv.min_dur, dur);
-    if (dur > a.iv.max_dur) a.iv.max_dur = dur, a.iv.longest_end = it.end;
-    a.iv.min_start = std::min(a.iv.min_start, it.start);
-    a.iv.max_end = std::max(a.iv.max_end, it.end);
-  }
 
  private:
   void add_new_bucket(const Item& it, PageWriter& pages);
