@@ -441,17 +441,20 @@ void AnalysisPanel::streams_tab(SharedView& v) {
   if (ImGui::Button("Clear bookmarks")) v.marks->bookmarks.clear();
   ImGui::Separator();
 
+  // "label [field]" on one line, the field recorded under `id` for tests.
+  auto field = [&](const char* label, const char* id, char* buf, size_t size, float width) {
+    ImGui::TextUnformatted(label);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(width);
+    ImGui::InputText((std::string("##") + id).c_str(), buf, size);
+    v.record_control(id);
+  };
+
   // The common case in one action: a name's intervals longer than a threshold.
-  ImGui::TextUnformatted("Bookmark intervals named");
-  ImGui::SetNextItemWidth(200);
-  ImGui::InputText("##quick_name", quick_name_, sizeof quick_name_);
-  v.record_control("quick_name");
+  ImGui::TextUnformatted("Bookmark intervals");
+  field("named", "quick_name", quick_name_, sizeof quick_name_, 180);
   ImGui::SameLine();
-  ImGui::TextUnformatted("longer than");
-  ImGui::SameLine();
-  ImGui::SetNextItemWidth(70);
-  ImGui::InputText("##quick_longer", quick_longer_, sizeof quick_longer_);
-  v.record_control("quick_longer");
+  field("longer than", "quick_longer", quick_longer_, sizeof quick_longer_, 70);
   if (ImGui::Button("Bookmark them")) {
     int64_t ns = 0;
     if (!analysis::parse_duration_ns(quick_longer_, ns)) {
@@ -469,17 +472,9 @@ void AnalysisPanel::streams_tab(SharedView& v) {
   ImGui::Separator();
 
   // Response time: from each start to the next end.
-  ImGui::TextUnformatted("Measure from");
+  field("Measure from", "measure_from", measure_from_, sizeof measure_from_, 140);
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(140);
-  ImGui::InputText("##from", measure_from_, sizeof measure_from_);
-  v.record_control("measure_from");
-  ImGui::SameLine();
-  ImGui::TextUnformatted("to");
-  ImGui::SameLine();
-  ImGui::SetNextItemWidth(140);
-  ImGui::InputText("##to", measure_to_, sizeof measure_to_);
-  v.record_control("measure_to");
+  field("to", "measure_to", measure_to_, sizeof measure_to_, 140);
   if (ImGui::Button("Measure (histogram)")) {
     evaluate(v, std::string("span(") + measure_from_ + ", " + measure_to_ + ")");
     want_tab_ = 2;
