@@ -136,10 +136,31 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
   std::vector<LossRecord> losses;
   for (const trace::Loss& l : s.losses) losses.push_back({l.feedlet, 0, l.first_sequence, l.count});
   o.vec(losses);
-  // The flows go after the pages, straight from their table.
-  const uint64_t flows_offset = (s.pages->end() + 7) & ~uint64_t(7);  // Flow is read in place: align it
-  const uint64_t flow_bytes = s.flow_count * sizeof(Flow);
-  o.put(flows_offset), o.put(uint64_t(s.flow_count));
+  // The flows go after the pages, packed in blocks (the table is sorted now),
+  // written a few megabytes at a time: the table may be larger than memory.
+  std::vector<FlowBlock> blocks;
+  uint64_t flows_end = s.pages->end();
+  {
+    std::string buf;
+    for (size_t i = 0; i < s.flow_count; i += kFlowsPerBlock) {
+      FlowBlock b;
+      const size_t start = buf.size();
+      pack_flows(s.flows + i, uint32_t(std::min<size_t>(kFlowsPerBlock, s.flow_count - i)), buf, b);
+      b.offset = flows_end + start;
+      b.bytes = uint32_t(buf.size() - start);
+      b.checksum = uint32_t(format::checksum(buf.data() + start, b.bytes));
+      blocks.push_back(b);
+      if (buf.size() >= (4u << 20) || i + kFlowsPerBlock >= s.flow_count) {
+        if (!pwrite_all(s.index_fd, buf.data(), buf.size(), flows_end)) {
+          error = path + ": cannot write the index: " + std::strerror(errno);
+          return false;
+        }
+        flows_end += buf.size();
+        buf.clear();
+      }
+    }
+  }
+  o.vec(blocks), o.put(uint64_t(s.flow_count));
   o.put(s.grid_shift), o.put(s.grid_first);
   o.vec(s.grid_feedlets), o.vec(s.grid_before), o.vec(s.grid_positions);
 
@@ -147,7 +168,7 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
   std::memcpy(f.magic, kIndexMagic, 8);
   f.version = kIndexVersion;
   f.page_bytes = kPageBytes;
-  f.dir_offset = flows_offset + flow_bytes;
+  f.dir_offset = flows_end;
   f.dir_size = o.b.size();
   f.dir_checksum = format::checksum(o.b.data(), o.b.size());
   f.trace_size = ix.covered_;
@@ -159,15 +180,17 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
   std::memcpy(head + 12, &f.page_bytes, 4);
   // Directory and footer first, then fsync, then (by the caller) rename: a
   // killed indexer leaves a temporary file, never a half-written index.
-  if ((flow_bytes && !pwrite_all(s.index_fd, s.flows, flow_bytes, flows_offset)) ||
-      !pwrite_all(s.index_fd, o.b.data(), o.b.size(), f.dir_offset) ||
+  if (!pwrite_all(s.index_fd, o.b.data(), o.b.size(), f.dir_offset) ||
       !pwrite_all(s.index_fd, &f, sizeof f, f.dir_offset + f.dir_size) ||
       !pwrite_all(s.index_fd, head, sizeof head, 0) || ::fdatasync(s.index_fd) != 0) {
     error = path + ": cannot write the index: " + std::strerror(errno);
     return false;
   }
   s.index_size = f.dir_offset + f.dir_size + sizeof f;
-  s.flows_offset = flows_offset;
+  // From now on the flows are read from the file (the builder's table goes).
+  s.flows = nullptr;
+  s.flow_blocks = std::move(blocks);
+  s.flow_index.build(s.flow_blocks);
   return true;
 }
 
@@ -186,7 +209,6 @@ bool IndexFile::map_pages(TraceIndex& ix, std::string& error) {
   s.index_map = static_cast<const uint8_t*>(m);
   s.index_map_size = size_t(st.st_size);
   s.index_size = uint64_t(st.st_size);
-  if (s.flow_count) s.flows = reinterpret_cast<const Flow*>(s.index_map + s.flows_offset);  // no copy
   return true;
 }
 
@@ -271,11 +293,14 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   std::vector<LossRecord> losses;
   in.vec(losses);
   for (const LossRecord& l : losses) s.losses.push_back(trace::Loss{l.feedlet, l.first, l.count});
-  s.flows_offset = in.get<uint64_t>();
+  in.vec(s.flow_blocks);
   s.flow_count = in.get<uint64_t>();
-  if (s.flows_offset < kPageBytes || s.flows_offset % alignof(Flow) != 0 ||
-      s.flow_count > (f.dir_offset - std::min(f.dir_offset, s.flows_offset)) / sizeof(Flow))
-    in.ok = false;
+  uint64_t flows_in_blocks = 0;
+  for (const FlowBlock& b : s.flow_blocks) {
+    in.ok &= b.offset >= kPageBytes && fits_in(b.offset, b.bytes, f.dir_offset) && b.count <= kFlowsPerBlock;
+    flows_in_blocks += b.count;
+  }
+  in.ok &= flows_in_blocks == s.flow_count;
   s.grid_shift = in.get<uint32_t>(), s.grid_first = in.get<uint64_t>();
   in.vec(s.grid_feedlets), in.vec(s.grid_before), in.vec(s.grid_positions);
   if (!in.ok || in.p != in.end || s.grid_positions.size() != s.grid_before.size() * s.grid_feedlets.size()) {
@@ -293,7 +318,7 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   }
   for (auto& [id, fs] : s.feedlets)
     for (uint32_t k = 0; k < fs->streams.size(); ++k) s.stream_ids.emplace_back(id, k);
-  if (s.flow_count) s.flows = reinterpret_cast<const Flow*>(s.index_map + s.flows_offset);  // no copy
+  s.flow_index.build(s.flow_blocks);
 
   // The catalog (names, clock, schema) comes again from the trace's header
   // and metadata chunks, which are few and small.

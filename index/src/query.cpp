@@ -221,17 +221,31 @@ std::vector<Flow> TraceIndex::flows(uint64_t t0, uint64_t t1, size_t limit) cons
   std::shared_lock lock(mu_);
   std::vector<Flow> out;
   if (limit < SIZE_MAX) ++limit;  // one more than asked tells the caller there are more
-  // A scan of the flow table (messages are a small share of events); the
-  // viewer issue may add a pyramid per lane pair if arrows need it.
+  auto in = [&](const Flow& f) {
+    return ((f.flags & kFlowSent) && f.send_ts >= t0 && f.send_ts <= t1) ||
+           ((f.flags & kFlowReceived) && f.recv_ts >= t0 && f.recv_ts <= t1);
+  };
+  if (!s_->flows) {
+    // The index file's blocks, in order: only those whose times meet the window.
+    auto [from, to] = s_->flow_index.range(t0, t1);
+    std::vector<Flow> block;
+    for (size_t i = from; i < to && out.size() < limit; ++i) {
+      const FlowBlock& b = s_->flow_blocks[i];
+      if (b.last < t0 || b.first > t1) continue;
+      block.clear();
+      s_->read_flows(b, block);  // a damaged block is counted and left out
+      for (const Flow& f : block)
+        if (in(f) && out.size() < limit) out.push_back(f);
+    }
+    return out;
+  }
+  // While indexing (a growing trace): a scan of the builder's table, which
+  // keeps flows in arrival order, so what is returned is sorted.
   for (const Flow& f : std::span<const Flow>(s_->flows, s_->flow_count)) {
-    bool in = ((f.flags & kFlowSent) && f.send_ts >= t0 && f.send_ts <= t1) ||
-              ((f.flags & kFlowReceived) && f.recv_ts >= t0 && f.recv_ts <= t1);
-    if (in) out.push_back(f);
+    if (in(f)) out.push_back(f);
     if (out.size() >= limit) break;
   }
-  // Growing traces keep flows in arrival order: sort what is returned.
-  auto first = [](const Flow& x) { return (x.flags & kFlowSent) ? x.send_ts : x.recv_ts; };
-  std::stable_sort(out.begin(), out.end(), [&](const Flow& a, const Flow& b) { return first(a) < first(b); });
+  std::stable_sort(out.begin(), out.end(), [](const Flow& a, const Flow& b) { return first_half(a) < first_half(b); });
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "chunk_walk.hpp"
+#include "flow_blocks.hpp"
 #include "pyramid.hpp"
 #include "tinescope/trace_index.hpp"
 
@@ -58,11 +59,13 @@ struct State {
   std::vector<std::pair<uint32_t, uint32_t>> stream_ids;  // global id -> (feedlet, index)
   std::vector<trace::Damage> damage;
   std::vector<trace::Loss> losses;
-  // Messages: the builder's table while indexing, then the index file's
-  // mapping; sorted by the time of their first half once complete.
+  // Messages: the builder's table while indexing (`flows`, in arrival
+  // order until complete, then sorted by the time of their first half);
+  // once the index file is written, its packed blocks instead.
   const Flow* flows = nullptr;
   size_t flow_count = 0;
-  uint64_t flows_offset = 0;  // in the index file
+  std::vector<FlowBlock> flow_blocks;
+  FlowBlockIndex flow_index;
 
   // Global merged-order checkpoints at T_j = (grid_first + j) << grid_shift.
   uint32_t grid_shift = 0;
@@ -89,6 +92,8 @@ struct State {
   FeedletState* feedlet(uint32_t id) const;
   // Reads a page's nodes into buf (checking its checksum); false if damaged.
   bool read_page(const Stream& st, uint32_t level, const PageRef& ref, std::vector<Node>& buf) const;
+  // Appends a flow block's flows to out (checking its checksum); false if damaged.
+  bool read_flows(const FlowBlock& b, std::vector<Flow>& out) const;
   // The raw payload of chunk `c` (decompressed into buf).
   const uint8_t* payload(uint32_t c, std::vector<uint8_t>& buf, std::string& why) const;
   // Rebuilds the derived tables (stream ids, checkpoints) after indexing.

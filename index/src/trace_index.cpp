@@ -46,6 +46,17 @@ bool State::read_page(const Stream& st, uint32_t level, const PageRef& ref, std:
   return false;
 }
 
+bool State::read_flows(const FlowBlock& b, std::vector<Flow>& out) const {
+  const size_t had = out.size();
+  if (index_map && fits_in(b.offset, b.bytes, index_map_size) &&
+      format::checksum_matches(uint32_t(format::checksum(index_map + b.offset, b.bytes)), b.checksum) &&
+      unpack_flows(index_map + b.offset, b.bytes, b.count, out))
+    return true;
+  out.resize(had);
+  ++page_errors;
+  return false;
+}
+
 const uint8_t* State::payload(uint32_t c, std::vector<uint8_t>& buf, std::string& why) const {
   const ChunkRecord& r = chunks[c];
   if (!trace_map || !fits_in(r.offset, r.size, trace_map_size)) {
