@@ -276,7 +276,7 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
       Stream st;
       st.info = in.get<StreamInfo>();
       uint32_t nl = in.get<uint32_t>();
-      if (nl > 64) in.ok = false;
+      if (nl > 64 || st.info.leaf_shift + uint64_t(nl) > kMaxShift + 1) in.ok = false;  // shifts stay < 64
       for (uint32_t l = 0; in.ok && l < nl; ++l) in.vec(st.levels.emplace_back().pages);
       fs->insert(stream_key(st.info.kind, st.info.key), k);
       fs->streams.push_back(std::move(st));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include "tinescope/format.hpp"
@@ -33,18 +34,59 @@ bool PageWriter::write(StreamKind kind, uint32_t shift, const Node* nodes, uint3
   return true;
 }
 
+namespace {
+
+// Counter values are often integers: those (exactly representable, not -0)
+// go as zigzag varints, the rest as their 8 bytes; a mask byte says which.
+bool small_integer(double v) {
+  return v >= -9007199254740992.0 && v <= 9007199254740992.0 && v == double(int64_t(v)) && !(v == 0 && std::signbit(v));
+}
+
+void pack_doubles(const double* v, int n, std::string& out) {
+  uint8_t mask = 0;
+  for (int k = 0; k < n; ++k) mask |= uint8_t(small_integer(v[k]) << k);
+  out.push_back(char(mask));
+  for (int k = 0; k < n; ++k) {
+    if (mask >> k & 1) {
+      format::append_varint(out, format::zigzag(int64_t(v[k])));
+    } else {
+      out.append(reinterpret_cast<const char*>(&v[k]), sizeof(double));
+    }
+  }
+}
+
+bool unpack_doubles(const uint8_t*& p, const uint8_t* end, double* v, int n) {
+  if (p == end) return false;
+  const uint8_t mask = *p++;
+  for (int k = 0; k < n; ++k) {
+    if (mask >> k & 1) {
+      uint64_t z;
+      if (!format::get_varint(p, end, z)) return false;
+      v[k] = double(format::unzigzag(z));
+    } else {
+      if (end - p < 8) return false;
+      std::memcpy(&v[k], p, 8);
+      p += 8;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 void pack_nodes(StreamKind kind, uint32_t shift, const Node* nodes, uint32_t count, std::string& out) {
   using format::append_varint;
   using format::zigzag;
   uint64_t prev = nodes[0].bucket;
   for (uint32_t i = 0; i < count; ++i) {
     const Node& n = nodes[i];
-    const uint64_t base = n.bucket << shift;
+    const uint64_t base = n.bucket << shift, last = base + ((uint64_t(1) << shift) - 1);
     append_varint(out, n.bucket - prev);
     prev = n.bucket;
     append_varint(out, n.count);
     if (!interval_like(kind)) {
-      out.append(reinterpret_cast<const char*>(&n.s.min), 5 * sizeof(double));  // min max first last sum
+      const double v[5] = {n.s.min, n.s.max, n.s.first, n.s.last, n.s.sum};
+      pack_doubles(v, 5, out);
       append_varint(out, n.s.first_ts - base);
       append_varint(out, n.s.last_ts - base);
       continue;
@@ -55,7 +97,7 @@ void pack_nodes(StreamKind kind, uint32_t shift, const Node* nodes, uint32_t cou
     append_varint(out, n.iv.max_dur - n.iv.min_dur);
     append_varint(out, n.iv.longest_end - base);
     append_varint(out, zigzag(int64_t(n.iv.min_start - base)));
-    append_varint(out, n.iv.max_end - base);
+    append_varint(out, last - n.iv.max_end);  // keys are ends: the latest is near the bucket's end
   }
 }
 
@@ -72,11 +114,11 @@ bool unpack_nodes(StreamKind kind, uint32_t shift, uint64_t first_bucket, const 
     bucket += v[0];
     n.bucket = bucket;
     n.count = uint32_t(v[1]);
-    const uint64_t base = bucket << shift;
+    const uint64_t base = bucket << shift, last = base + ((uint64_t(1) << shift) - 1);
     if (!interval_like(kind)) {
-      if (size_t(end - p) < 5 * sizeof(double)) return false;
-      std::memcpy(&n.s.min, p, 5 * sizeof(double));
-      p += 5 * sizeof(double);
+      double d[5];
+      if (!unpack_doubles(p, end, d, 5)) return false;
+      n.s.min = d[0], n.s.max = d[1], n.s.first = d[2], n.s.last = d[3], n.s.sum = d[4];
       if (!get(v[2]) || !get(v[3])) return false;
       n.s.first_ts = base + v[2];
       n.s.last_ts = base + v[3];
@@ -90,7 +132,7 @@ bool unpack_nodes(StreamKind kind, uint32_t shift, uint64_t first_bucket, const 
     n.iv.max_dur = v[2] + v[3];
     n.iv.longest_end = base + v[4];
     n.iv.min_start = base + uint64_t(format::unzigzag(v[5]));
-    n.iv.max_end = base + v[6];
+    n.iv.max_end = last - v[6];
   }
   return p == end;
 }
