@@ -13,12 +13,12 @@
 namespace tinescope::index {
 
 bool PageWriter::write(StreamKind kind, uint32_t shift, const Node* nodes, uint32_t count, PageRef& ref) {
-  std::string page;
-  pack_nodes(kind, shift, nodes, count, page);
-  const uint8_t* p = reinterpret_cast<const uint8_t*>(page.data());
-  uint64_t at = next_.fetch_add(page.size());
-  for (size_t done = 0; done < page.size();) {
-    ssize_t w = ::pwrite(fd_, p + done, page.size() - done, off_t(at + done));
+  uint8_t p[kNodesPerPage * kMaxPackedNode];
+  count = std::min(count, kNodesPerPage);  // callers write at most a page
+  const size_t size = pack_nodes(kind, shift, nodes, count, p);
+  uint64_t at = next_.fetch_add(size);
+  for (size_t done = 0; done < size;) {
+    ssize_t w = ::pwrite(fd_, p + done, size - done, off_t(at + done));
     if (w <= 0) {
       if (w < 0 && errno == EINTR) continue;
       error_ = std::string("cannot write the index: ") + std::strerror(w < 0 ? errno : ENOSPC);
@@ -29,8 +29,8 @@ bool PageWriter::write(StreamKind kind, uint32_t shift, const Node* nodes, uint3
   ref.offset = at;
   ref.first_bucket = nodes[0].bucket;
   ref.count = uint16_t(count);
-  ref.bytes = uint16_t(page.size());
-  ref.checksum = uint32_t(format::checksum(page.data(), page.size()));
+  ref.bytes = uint16_t(size);
+  ref.checksum = uint32_t(format::checksum(p, size));
   return true;
 }
 
@@ -42,17 +42,19 @@ bool small_integer(double v) {
   return v >= -9007199254740992.0 && v <= 9007199254740992.0 && v == double(int64_t(v)) && !(v == 0 && std::signbit(v));
 }
 
-void pack_doubles(const double* v, int n, std::string& out) {
+uint8_t* pack_doubles(const double* v, int n, uint8_t* out) {
   uint8_t mask = 0;
   for (int k = 0; k < n; ++k) mask |= uint8_t(small_integer(v[k]) << k);
-  out.push_back(char(mask));
+  *out++ = mask;
   for (int k = 0; k < n; ++k) {
     if (mask >> k & 1) {
-      format::append_varint(out, format::zigzag(int64_t(v[k])));
+      out = format::put_varint(out, format::zigzag(int64_t(v[k])));
     } else {
-      out.append(reinterpret_cast<const char*>(&v[k]), sizeof(double));
+      std::memcpy(out, &v[k], sizeof(double));
+      out += sizeof(double);
     }
   }
+  return out;
 }
 
 bool unpack_doubles(const uint8_t*& p, const uint8_t* end, double* v, int n) {
@@ -74,31 +76,33 @@ bool unpack_doubles(const uint8_t*& p, const uint8_t* end, double* v, int n) {
 
 }  // namespace
 
-void pack_nodes(StreamKind kind, uint32_t shift, const Node* nodes, uint32_t count, std::string& out) {
-  using format::append_varint;
+size_t pack_nodes(StreamKind kind, uint32_t shift, const Node* nodes, uint32_t count, uint8_t* out) {
+  using format::put_varint;
   using format::zigzag;
+  uint8_t* const start = out;
   uint64_t prev = nodes[0].bucket;
   for (uint32_t i = 0; i < count; ++i) {
     const Node& n = nodes[i];
     const uint64_t base = n.bucket << shift, last = base + ((uint64_t(1) << shift) - 1);
-    append_varint(out, n.bucket - prev);
+    out = put_varint(out, n.bucket - prev);
     prev = n.bucket;
-    append_varint(out, n.count);
+    out = put_varint(out, n.count);
     if (!interval_like(kind)) {
       const double v[5] = {n.s.min, n.s.max, n.s.first, n.s.last, n.s.sum};
-      pack_doubles(v, 5, out);
-      append_varint(out, n.s.first_ts - base);
-      append_varint(out, n.s.last_ts - base);
+      out = pack_doubles(v, 5, out);
+      out = put_varint(out, n.s.first_ts - base);
+      out = put_varint(out, n.s.last_ts - base);
       continue;
     }
-    append_varint(out, n.max_depth);
-    append_varint(out, n.iv.busy);
-    append_varint(out, n.iv.min_dur);
-    append_varint(out, n.iv.max_dur - n.iv.min_dur);
-    append_varint(out, n.iv.longest_end - base);
-    append_varint(out, zigzag(int64_t(n.iv.min_start - base)));
-    append_varint(out, last - n.iv.max_end);  // keys are ends: the latest is near the bucket's end
+    out = put_varint(out, n.max_depth);
+    out = put_varint(out, n.iv.busy);
+    out = put_varint(out, n.iv.min_dur);
+    out = put_varint(out, n.iv.max_dur - n.iv.min_dur);
+    out = put_varint(out, n.iv.longest_end - base);
+    out = put_varint(out, zigzag(int64_t(n.iv.min_start - base)));
+    out = put_varint(out, last - n.iv.max_end);  // keys are ends: the latest is near the bucket's end
   }
+  return size_t(out - start);
 }
 
 bool unpack_nodes(StreamKind kind, uint32_t shift, uint64_t first_bucket, const uint8_t* p, size_t size,
@@ -141,7 +145,7 @@ bool read_page(const Stream& st, uint32_t level, const PageRef& ref, const uint8
                std::vector<Node>& buf) {
   if (ref.count == 0 || ref.count > kNodesPerPage) return false;
   buf.resize(ref.count);
-  uint8_t local[kNodesPerPage * 96];
+  uint8_t local[kNodesPerPage * kMaxPackedNode];
   const uint8_t* bytes = local;
   if (ref.bytes > sizeof local) return false;
   if (map && fits_in(ref.offset, ref.bytes, map_size)) {

@@ -35,8 +35,10 @@ struct PageRef {  // 24 bytes
 };
 
 // A page's nodes, packed (docs/INDEX.md): varints relative to the previous
-// bucket and to the bucket's start, which makes a node about 20 bytes.
-void pack_nodes(StreamKind kind, uint32_t shift, const Node* nodes, uint32_t count, std::string& out);
+// bucket and to the bucket's start, which makes a node about 20 bytes and
+// never more than kMaxPackedNode. Writes to out, returns the bytes written.
+constexpr size_t kMaxPackedNode = 96;
+size_t pack_nodes(StreamKind kind, uint32_t shift, const Node* nodes, uint32_t count, uint8_t* out);
 bool unpack_nodes(StreamKind kind, uint32_t shift, uint64_t first_bucket, const uint8_t* p, size_t size,
                   uint32_t count, Node* out);
 
