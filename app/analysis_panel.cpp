@@ -244,7 +244,7 @@ void AnalysisPanel::search(const SharedView& v, const std::string& pattern) {
     size_t messages = 0;
     for (const index::Flow& f : ix->flows(ix->first_ts(), ix->last_ts())) {
       if (!std::regex_search(std::to_string(f.id), re) || ++messages > kMaxHits) continue;
-      const uint64_t a = (f.flags & index::kFlowSent) ? f.send_ts : f.recv_ts;
+      const uint64_t a = f.first_half();
       const uint64_t b = (f.flags & index::kFlowReceived) ? f.recv_ts : a;
       hits.push_back({SearchHit::Message, clock.to_ns(std::min(a, b)), clock.to_ns(std::max(a, b)),
                       "message " + std::to_string(f.id) + (f.matched() ? "" : "  (never received)")});

@@ -337,6 +337,66 @@ TEST(Index, PyramidsEqualBruteForceOnEveryKind) {
   }
 }
 
+// Message matching with ids that repeat, halves in either order and many
+// waiting at once (the matcher's table grows, and entries leave it from
+// anywhere in a probe run), against a plain map doing what docs/INDEX.md says:
+// a half completes the waiting flow of its id if that lacks this half, else
+// it starts a new flow (which the id now names; the older stays an orphan).
+TEST(Index, FlowMatchingWithRepeatedIds) {
+  TraceBytes trace("flows");
+  ChunkBuilder cb;
+  cb.feedlet = 1;  // one feedlet: the halves are matched in the trace's order
+  std::mt19937_64 rng(9);
+  std::vector<index::Flow> want;
+  std::unordered_map<uint64_t, size_t> waiting;
+  uint64_t t = 1000;
+  for (int i = 0; i < 30000; ++i) {
+    const bool send = rng() % 2;
+    const uint64_t id = (rng() % 3000) * 0x100000001ull;  // few distinct ids, spread over 64 bits
+    const uint64_t channel = 1 + rng() % 3, size = rng() % 100;
+    t += 1 + rng() % 50;
+    uint8_t* p = cb.begin(send ? kMessageSend : kMessageRecv, t);
+    p = cb.put_delta(p, id), p = ChunkBuilder::put_u64(p, channel), p = ChunkBuilder::put_u64(p, size);
+    p = ChunkBuilder::put_bytes(p, nullptr, 0);
+    cb.end(p);
+    if (cb.full() || rng() % 300 == 0) trace.flush(cb);
+    auto fill = [&](index::Flow& f) {
+      if (send) {
+        f.send_ts = t, f.src = 1, f.flags |= index::kFlowSent, f.channel = channel, f.size = uint32_t(size);
+      } else {
+        f.recv_ts = t, f.dst = 1, f.flags |= index::kFlowReceived;
+      }
+    };
+    auto w = waiting.find(id);
+    if (w != waiting.end() && !(want[w->second].flags & (send ? index::kFlowSent : index::kFlowReceived))) {
+      fill(want[w->second]);
+      waiting.erase(w);
+      continue;
+    }
+    index::Flow f;
+    f.id = id, f.channel = channel, f.size = uint32_t(size);
+    fill(f);
+    want.push_back(f);
+    waiting[id] = want.size() - 1;
+  }
+  trace.flush(cb);
+  IndexedTrace fx("index_flow_ids", trace.out);
+  ASSERT_TRUE(fx.ix);
+  auto got = fx.ix->flows(0, UINT64_MAX);
+  auto key = [](const index::Flow& f) {
+    return std::make_tuple(f.first_half(), f.id, f.flags, f.src, f.dst, f.recv_ts);
+  };
+  std::sort(want.begin(), want.end(), [&](auto& a, auto& b) { return key(a) < key(b); });
+  ASSERT_EQ(got.size(), want.size());
+  size_t matched = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof got[i]), 0) << "flow " << i << " id " << want[i].id;
+    matched += want[i].matched();
+  }
+  EXPECT_GT(matched, got.size() / 4);
+  EXPECT_GT(got.size() - matched, got.size() / 10);
+}
+
 TEST(Index, PyramidsEqualBruteForceOnSyntheticTrace) {
   std::string path = temp_path("index_synth");
   ::unlink(path.c_str());

@@ -16,7 +16,6 @@
 #include <deque>
 #include <span>
 #include <thread>
-#include <unordered_map>
 
 namespace tinescope::index {
 
@@ -29,6 +28,59 @@ struct Job {
   FeedletState* feedlet;
   uint32_t grid_shift;
 };
+
+size_t PendingFlows::home(uint64_t id) const {
+  uint64_t h = id * 0x9e3779b97f4a7c15ull;  // Fibonacci hashing: sequences spread over the table
+  return size_t(h >> 32 ^ h) & (slots_.size() - 1);
+}
+
+size_t* PendingFlows::find(uint64_t id) {
+  if (slots_.empty()) return nullptr;
+  for (size_t i = home(id);; i = (i + 1) & (slots_.size() - 1)) {
+    Slot& s = slots_[i];
+    if (!s.used) return nullptr;
+    if (s.id == id) return &s.at;
+  }
+}
+
+void PendingFlows::put(uint64_t id, size_t at) {
+  if (size_t* there = find(id)) {
+    *there = at;
+    return;
+  }
+  if ((used_ + 1) * 4 > slots_.size() * 3) grow();
+  size_t i = home(id);
+  while (slots_[i].used) i = (i + 1) & (slots_.size() - 1);
+  slots_[i] = Slot{id, at, true};
+  ++used_;
+}
+
+void PendingFlows::erase(uint64_t id) {
+  if (slots_.empty()) return;
+  const size_t mask = slots_.size() - 1;
+  size_t i = home(id);
+  while (slots_[i].used && slots_[i].id != id) i = (i + 1) & mask;
+  if (!slots_[i].used) return;
+  // Backward shift: move up every later slot of the run that may live at i,
+  // so that lookups never meet a hole inside a run.
+  for (size_t j = (i + 1) & mask; slots_[j].used; j = (j + 1) & mask) {
+    const size_t h = home(slots_[j].id);
+    if (((j - h) & mask) >= ((j - i) & mask)) {  // i lies between its home and j: it may move to i
+      slots_[i] = slots_[j];
+      i = j;
+    }
+  }
+  slots_[i] = Slot{};
+  --used_;
+}
+
+void PendingFlows::grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(std::max<size_t>(64, old.size() * 2), Slot{});
+  used_ = 0;
+  for (const Slot& s : old)
+    if (s.used) put(s.id, s.at);
+}
 
 void FlowMatcher::add(uint32_t feedlet, std::span<const MessageEvent> messages) {
   std::lock_guard lock(mu);  // once a chunk
@@ -44,10 +96,10 @@ void FlowMatcher::add_locked(uint32_t feedlet, const MessageEvent& m) {
       f.recv_ts = m.ts, f.dst = feedlet, f.flags |= kFlowReceived;
     }
   };
-  auto it = pending.find(m.id);
-  if (it != pending.end() && !(log[it->second].flags & (m.send ? kFlowSent : kFlowReceived))) {
-    fill(log[it->second]);
-    pending.erase(it);
+  const size_t* at = pending.find(m.id);
+  if (at && !(log[*at].flags & (m.send ? kFlowSent : kFlowReceived))) {
+    fill(log[*at]);
+    pending.erase(m.id);
     return;
   }
   FlowRecord f;
@@ -59,7 +111,7 @@ void FlowMatcher::add_locked(uint32_t feedlet, const MessageEvent& m) {
     ++lost;
     return;
   }
-  pending[m.id] = log.size() - 1;  // a repeated id replaces the older, which stays an orphan
+  pending.put(m.id, log.size() - 1);  // a repeated id replaces the older, which stays an orphan
 }
 
 struct Builder::Workers {
@@ -309,10 +361,9 @@ void Builder::publish_flows(bool eof) {
   if (eof) {
     // In place (the table may be larger than memory); the key is total, so
     // the order does not depend on which worker matched first.
-    auto first = [](const Flow& x) { return (x.flags & kFlowSent) ? x.send_ts : x.recv_ts; };
-    std::sort(f, f + n, [&](const Flow& a, const Flow& b) {
-      return std::make_tuple(first(a), a.id, a.flags, a.src, a.dst, a.recv_ts) <
-             std::make_tuple(first(b), b.id, b.flags, b.src, b.dst, b.recv_ts);
+    std::sort(f, f + n, [](const Flow& a, const Flow& b) {
+      return std::make_tuple(a.first_half(), a.id, a.flags, a.src, a.dst, a.recv_ts) <
+             std::make_tuple(b.first_half(), b.id, b.flags, b.src, b.dst, b.recv_ts);
     });
     flows_.pending.clear();
   }

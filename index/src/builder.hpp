@@ -6,7 +6,6 @@
 #include <memory>
 #include <mutex>
 #include <span>
-#include <unordered_map>
 
 #include "flow_table.hpp"
 #include "state.hpp"
@@ -14,10 +13,32 @@
 namespace tinescope::index {
 
 // Matches sends with receives by message id, across all feedlets.
+// Message id -> index in the flow log, for halves waiting for their other
+// half: open addressing with linear probing and backward-shift deletion (no
+// allocation per message; std::unordered_map's nodes were most of matching).
+class PendingFlows {
+ public:
+  size_t* find(uint64_t id);       // nullptr if absent
+  void put(uint64_t id, size_t at);  // inserts or replaces
+  void erase(uint64_t id);
+  void clear() { slots_.clear(), used_ = 0; }
+
+ private:
+  struct Slot {
+    uint64_t id = 0;
+    size_t at = 0;
+    bool used = false;
+  };
+  size_t home(uint64_t id) const;
+  void grow();
+  std::vector<Slot> slots_;  // a power of two, at most 3/4 full
+  size_t used_ = 0;
+};
+
 struct FlowMatcher {
   std::mutex mu;
   FlowTable log;                                 // in the order halves were first seen
-  std::unordered_map<uint64_t, size_t> pending;  // id -> index in log, waiting for its other half
+  PendingFlows pending;                          // id -> index in log, waiting for its other half
   uint64_t lost = 0;                             // not kept: the flow file could not grow
   void add(uint32_t feedlet, std::span<const MessageEvent> messages);  // a chunk's
 

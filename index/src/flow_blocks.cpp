@@ -36,7 +36,7 @@ void pack_flows(const Flow* flows, uint32_t n, std::string& out, FlowBlock& bloc
   LastIds ids;
   for (uint32_t i = 0; i < n; ++i) {
     const Flow& f = flows[i];
-    const uint64_t t = first_half(f);
+    const uint64_t t = f.first_half();
     append_varint(out, uint64_t(f.src) << 2 | (f.flags & 3));
     append_varint(out, t - prev_time);
     uint64_t& prev_id = ids.of(f.src);

@@ -27,9 +27,6 @@ struct FlowBlock {  // 40 bytes, in the directory
 };
 static_assert(sizeof(FlowBlock) == 40);
 
-// The time a flow is ordered by: its send, or its receive for an orphan receive.
-inline uint64_t first_half(const Flow& f) { return (f.flags & kFlowSent) ? f.send_ts : f.recv_ts; }
-
 // Appends flows [0, n) (n <= kFlowsPerBlock, sorted by first_half) packed;
 // fills the block's times and count (not its offset or checksum).
 void pack_flows(const Flow* flows, uint32_t n, std::string& out, FlowBlock& block);

@@ -245,7 +245,7 @@ std::vector<Flow> TraceIndex::flows(uint64_t t0, uint64_t t1, size_t limit) cons
     if (in(f)) out.push_back(f);
     if (out.size() >= limit) break;
   }
-  std::stable_sort(out.begin(), out.end(), [](const Flow& a, const Flow& b) { return first_half(a) < first_half(b); });
+  std::stable_sort(out.begin(), out.end(), [](const Flow& a, const Flow& b) { return a.first_half() < b.first_half(); });
   return out;
 }
 

@@ -142,6 +142,7 @@ struct EventRef {
 
 // A message from send to receive, matched by id. An orphan has only one half
 // (its flags say which).
+constexpr uint32_t kFlowSent = 1, kFlowReceived = 2;
 struct Flow {  // 48 bytes
   uint64_t send_ts = 0, recv_ts = 0, id = 0;
   uint32_t src = 0, dst = 0;  // feedlets
@@ -149,8 +150,9 @@ struct Flow {  // 48 bytes
   uint32_t size = 0;
   uint32_t flags = 0;  // kFlowSent | kFlowReceived
   bool matched() const { return flags == 3; }
+  // The time flows are ordered by: the send, or the receive of an orphan receive.
+  uint64_t first_half() const { return (flags & kFlowSent) ? send_ts : recv_ts; }
 };
-constexpr uint32_t kFlowSent = 1, kFlowReceived = 2;
 
 struct Progress {
   uint64_t bytes_done = 0, bytes_total = 0;
