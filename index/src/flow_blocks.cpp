@@ -27,9 +27,10 @@ struct LastIds {
 // channel, varint size; then varint destination feedlet if received, and
 // zigzag varint receive - send if both halves are there. An absent half's
 // fields are 0.
-void pack_flows(const Flow* flows, uint32_t n, std::string& out, FlowBlock& block) {
-  using format::append_varint;
+size_t pack_flows(const Flow* flows, uint32_t n, uint8_t* out, FlowBlock& block) {
+  using format::put_varint;
   using format::zigzag;
+  uint8_t* const start = out;
   block.count = uint16_t(n);
   block.first = UINT64_MAX, block.last = 0;
   uint64_t prev_time = 0;
@@ -37,20 +38,21 @@ void pack_flows(const Flow* flows, uint32_t n, std::string& out, FlowBlock& bloc
   for (uint32_t i = 0; i < n; ++i) {
     const Flow& f = flows[i];
     const uint64_t t = f.first_half();
-    append_varint(out, uint64_t(f.src) << 2 | (f.flags & 3));
-    append_varint(out, t - prev_time);
+    out = put_varint(out, uint64_t(f.src) << 2 | (f.flags & 3));
+    out = put_varint(out, t - prev_time);
     uint64_t& prev_id = ids.of(f.src);
-    append_varint(out, zigzag(int64_t(f.id - prev_id)));
-    append_varint(out, f.channel);
-    append_varint(out, f.size);
-    if (f.flags & kFlowReceived) append_varint(out, f.dst);
-    if (f.matched()) append_varint(out, zigzag(int64_t(f.recv_ts - f.send_ts)));
+    out = put_varint(out, zigzag(int64_t(f.id - prev_id)));
+    out = put_varint(out, f.channel);
+    out = put_varint(out, f.size);
+    if (f.flags & kFlowReceived) out = put_varint(out, f.dst);
+    if (f.matched()) out = put_varint(out, zigzag(int64_t(f.recv_ts - f.send_ts)));
     prev_time = t, prev_id = f.id;
     auto cover = [&](uint64_t half) { block.first = std::min(block.first, half), block.last = std::max(block.last, half); };
     if (f.flags & kFlowSent) cover(f.send_ts);
     if (f.flags & kFlowReceived) cover(f.recv_ts);
   }
   if (block.first > block.last) block.first = block.last = 0;
+  return size_t(out - start);
 }
 
 bool unpack_flows(const uint8_t* p, size_t size, uint32_t count, std::vector<Flow>& out) {

@@ -27,9 +27,11 @@ struct FlowBlock {  // 40 bytes, in the directory
 };
 static_assert(sizeof(FlowBlock) == 40);
 
-// Appends flows [0, n) (n <= kFlowsPerBlock, sorted by first_half) packed;
-// fills the block's times and count (not its offset or checksum).
-void pack_flows(const Flow* flows, uint32_t n, std::string& out, FlowBlock& block);
+// Packs flows [0, n) (n <= kFlowsPerBlock, sorted by first_half()) into out,
+// which has room for kMaxPackedFlow bytes a flow; returns the bytes written.
+// Fills the block's times and count (not its offset or checksum).
+constexpr size_t kMaxPackedFlow = 7 * 10;
+size_t pack_flows(const Flow* flows, uint32_t n, uint8_t* out, FlowBlock& block);
 // Unpacks a block's bytes; false if they do not hold exactly `count` flows.
 bool unpack_flows(const uint8_t* p, size_t size, uint32_t count, std::vector<Flow>& out);
 

@@ -141,22 +141,24 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
   std::vector<FlowBlock> blocks;
   uint64_t flows_end = s.pages->end();
   {
-    std::string buf;
+    constexpr size_t kBatch = 4u << 20;
+    std::vector<uint8_t> buf(kBatch + kFlowsPerBlock * kMaxPackedFlow);
+    size_t used = 0;
     for (size_t i = 0; i < s.flow_count; i += kFlowsPerBlock) {
       FlowBlock b;
-      const size_t start = buf.size();
-      pack_flows(s.flows + i, uint32_t(std::min<size_t>(kFlowsPerBlock, s.flow_count - i)), buf, b);
-      b.offset = flows_end + start;
-      b.bytes = uint32_t(buf.size() - start);
-      b.checksum = uint32_t(format::checksum(buf.data() + start, b.bytes));
+      b.bytes = uint32_t(pack_flows(s.flows + i, uint32_t(std::min<size_t>(kFlowsPerBlock, s.flow_count - i)),
+                                    buf.data() + used, b));
+      b.offset = flows_end + used;
+      b.checksum = uint32_t(format::checksum(buf.data() + used, b.bytes));
       blocks.push_back(b);
-      if (buf.size() >= (4u << 20) || i + kFlowsPerBlock >= s.flow_count) {
-        if (!pwrite_all(s.index_fd, buf.data(), buf.size(), flows_end)) {
+      used += b.bytes;
+      if (used >= kBatch || i + kFlowsPerBlock >= s.flow_count) {
+        if (!pwrite_all(s.index_fd, buf.data(), used, flows_end)) {
           error = path + ": cannot write the index: " + std::strerror(errno);
           return false;
         }
-        flows_end += buf.size();
-        buf.clear();
+        flows_end += used;
+        used = 0;
       }
     }
   }
