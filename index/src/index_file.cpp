@@ -318,6 +318,26 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
     error = path + ": malformed index directory (a chunk outside the trace)";
     return false;
   }
+  // Positions must be consistent, since queries step through them: each
+  // feedlet's chunks start at event 0 and go up; checkpoints name feedlets
+  // that exist and positions within them.
+  bool positions = std::is_sorted(s.grid_before.begin(), s.grid_before.end());
+  for (auto& [id, fs] : s.feedlets) {
+    positions &= fs->events == 0 || (!fs->chunks.empty() && fs->chunks[0].first_event == 0);
+    for (size_t k = 0; k < fs->chunks.size(); ++k)
+      positions &= fs->chunks[k].first_event < fs->events &&
+                   (k == 0 || fs->chunks[k - 1].first_event < fs->chunks[k].first_event);
+  }
+  for (size_t c = 0; c < s.grid_feedlets.size(); ++c) {
+    const FeedletState* fs = s.feedlet(s.grid_feedlets[c]);
+    positions &= fs != nullptr;
+    for (size_t j = 0; fs && j < s.grid_before.size(); ++j)
+      positions &= s.grid_positions[j * s.grid_feedlets.size() + c] <= fs->events;
+  }
+  if (!positions) {
+    error = path + ": malformed index directory (event positions out of order or out of range)";
+    return false;
+  }
   for (auto& [id, fs] : s.feedlets)
     for (uint32_t k = 0; k < fs->streams.size(); ++k) s.stream_ids.emplace_back(id, k);
   s.flow_index.build(s.flow_blocks);
