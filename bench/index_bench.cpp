@@ -187,7 +187,8 @@ int main(int argc, char** argv) {
   std::printf("figure: index.open_ms %.2f ms (goal <= 50 ms: %.2fx)\n", open_ms, open_ms / 50);
 
   // Queries: one lane (every stream of one feedlet), 1280 columns, random zooms
-  // from the whole trace down to 1280 ns.
+  // from the whole trace down to 1280 ns; each answer into the last one's
+  // memory, as the viewer's picture builder asks.
   PeakAnon peak_query;
   auto streams = ix->streams();
   std::vector<std::vector<int>> lanes;
@@ -198,23 +199,39 @@ int main(int argc, char** argv) {
   }
   const uint64_t lo = ix->first_ts(), hi = ix->last_ts();
   std::mt19937_64 rng(1);
-  std::vector<double> us;
-  const int queries = quick ? 300 : 3000;
-  uint64_t nodes = 0;
-  for (int q = 0; q < queries; ++q) {
-    const auto& lane = lanes[rng() % lanes.size()];
+  struct Query {
+    uint32_t feedlet;
+    uint64_t t, span;
+  };
+  std::vector<Query> list(quick ? 300 : 3000);
+  for (Query& q : list) {
+    q.feedlet = streams[size_t(lanes[rng() % lanes.size()][0])].feedlet;
     double zoom = std::uniform_real_distribution<double>(std::log2(1280.0), std::log2(double(hi - lo)))(rng);
-    uint64_t span = uint64_t(std::exp2(zoom));
-    uint64_t t = lo + rng() % (hi - lo - span + 1);
-    auto q0 = Clock::now();
-    for (auto& [id, b] : ix->query_lane(streams[size_t(lane[0])].feedlet, t, t + span, 1280)) nodes += b.nodes.size();
-    us.push_back(seconds_since(q0) * 1e6);
+    q.span = uint64_t(std::exp2(zoom));
+    q.t = lo + rng() % (hi - lo - q.span + 1);
   }
-  std::sort(us.begin(), us.end());
-  double p50 = us[us.size() / 2], p99 = us[us.size() * 99 / 100];
+  uint64_t nodes = 0;
+  std::vector<std::pair<int, index::Buckets>> answer;
+  // The first pass right after opening (index pages come from the disk as
+  // they are first needed), then the same queries again (in the page cache).
+  auto run = [&](double& p50, double& p99) {
+    std::vector<double> us;
+    for (const Query& q : list) {
+      auto q0 = Clock::now();
+      ix->query_lane(q.feedlet, q.t, q.t + q.span, 1280, answer);
+      for (auto& [id, b] : answer) nodes += b.nodes.size();
+      us.push_back(seconds_since(q0) * 1e6);
+    }
+    std::sort(us.begin(), us.end());
+    p50 = us[us.size() / 2], p99 = us[us.size() * 99 / 100];
+  };
+  double p50, p99, warm50, warm99;
+  run(p50, p99);
+  run(warm50, warm99);
   double anon_query = peak_query.finish_mb();
-  std::printf("figure: index.query_us %.0f us p99 (p50 %.0f us; goal p99 <= 200 us: %.2fx; %zu streams a lane, %.0f buckets a query)\n",
-              p99, p50, p99 / 200, lanes[0].size(), double(nodes) / queries);
+  std::printf("figure: index.query_us %.0f us p99 (p50 %.0f us; goal p99 <= 200 us: %.2fx; just opened; %zu streams a lane, %.0f buckets a query)\n",
+              p99, p50, p99 / 200, lanes[0].size(), double(nodes) / double(2 * list.size()));
+  std::printf("figure: index.query_warm_us %.0f us p99 (p50 %.0f us; the same queries again)\n", warm99, warm50);
   double budget = 256 + 0.005 * trace_mb;
   std::printf("figure: index.anon_rss_mb %.0f MB (peak while indexing; while querying %.0f MB; goal <= %.0f MB: %.2fx)\n",
               anon_indexing, anon_query, budget, std::max(anon_indexing, anon_query) / budget);

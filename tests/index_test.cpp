@@ -420,12 +420,21 @@ TEST(Index, LaneQueryEqualsEachStreamsQuery) {
   auto streams = fx.ix->streams();
   std::mt19937_64 rng(4);
   uint64_t lo = fx.ix->first_ts(), hi = fx.ix->last_ts();
+  std::vector<std::pair<int, index::Buckets>> reused;  // answers into the last one's memory, lanes changing
   for (int r = 0; r < 300; ++r) {
     uint32_t f = 1 + uint32_t(rng() % 3);
     uint64_t span = std::max<uint64_t>(1, (hi - lo) >> (rng() % 24));
     uint64_t t0 = lo + rng() % (hi - lo + 1), t1 = t0 + span;
     uint32_t columns = 1 + uint32_t(rng() % 1500);
     auto lane = fx.ix->query_lane(f, t0, t1, columns);
+    fx.ix->query_lane(f, t0, t1, columns, reused);
+    ASSERT_EQ(reused.size(), lane.size());
+    for (size_t i = 0; i < lane.size(); ++i) {
+      ASSERT_EQ(reused[i].first, lane[i].first);
+      EXPECT_EQ(reused[i].second.shift, lane[i].second.shift);
+      EXPECT_EQ(reused[i].second.from_events, lane[i].second.from_events);
+      expect_same_nodes(streams[size_t(lane[i].first)].kind, lane[i].second.nodes, reused[i].second.nodes, "reused");
+    }
     size_t want = 0;
     for (auto& s : streams) want += s.feedlet == f;
     ASSERT_EQ(lane.size(), want);

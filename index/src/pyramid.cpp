@@ -74,6 +74,26 @@ bool unpack_doubles(const uint8_t*& p, const uint8_t* end, double* v, int n) {
   return true;
 }
 
+// A varint the caller knows lies in the buffer (a node never takes more
+// than kMaxPackedNode bytes): unrolled, since node fields are mostly one to
+// four bytes, each field about the same length from node to node.
+inline uint64_t read_varint_in(const uint8_t*& p) {
+  uint64_t v = p[0];
+  if (v < 0x80) return p += 1, v;
+  v = (v & 0x7f) | uint64_t(p[1]) << 7;
+  if (p[1] < 0x80) return p += 2, v;
+  v = (v & 0x3fff) | uint64_t(p[2]) << 14;
+  if (p[2] < 0x80) return p += 3, v;
+  v = (v & 0x1fffff) | uint64_t(p[3]) << 21;
+  if (p[3] < 0x80) return p += 4, v;
+  v &= 0xfffffff;
+  for (int shift = 28, i = 4; i < int(format::kMaxVarint); ++i, shift += 7) {
+    v |= uint64_t(p[i] & 0x7f) << shift;
+    if (p[i] < 0x80) return p += i + 1, v;
+  }
+  return p += format::kMaxVarint, v;  // malformed; the page's size check catches it
+}
+
 }  // namespace
 
 size_t pack_nodes(StreamKind kind, uint32_t shift, const Node* nodes, uint32_t count, uint8_t* out) {
@@ -112,9 +132,13 @@ bool unpack_nodes(StreamKind kind, uint32_t shift, uint64_t first_bucket, const 
   uint64_t bucket = first_bucket, v[7];
   auto get = [&](uint64_t& x) { return get_varint(p, end, x); };
   for (uint32_t i = 0; i < count; ++i) {
-    Node& n = out[i];
-    n = Node();
-    if (!get(v[0]) || !get(v[1])) return false;
+    Node& n = out[i];  // every field is set below (the reserved one to 0)
+    const bool whole = end - p >= ptrdiff_t(kMaxPackedNode);  // the whole node is in the page: no checks
+    if (whole) {
+      v[0] = read_varint_in(p), v[1] = read_varint_in(p);
+    } else if (!get(v[0]) || !get(v[1])) {
+      return false;
+    }
     bucket += v[0];
     n.bucket = bucket;
     n.count = uint32_t(v[1]);
@@ -122,14 +146,19 @@ bool unpack_nodes(StreamKind kind, uint32_t shift, uint64_t first_bucket, const 
     if (!interval_like(kind)) {
       double d[5];
       if (!unpack_doubles(p, end, d, 5)) return false;
+      n.max_depth = 0;
       n.s.min = d[0], n.s.max = d[1], n.s.first = d[2], n.s.last = d[3], n.s.sum = d[4];
       if (!get(v[2]) || !get(v[3])) return false;
       n.s.first_ts = base + v[2];
       n.s.last_ts = base + v[3];
       continue;
     }
-    for (int k = 0; k < 7; ++k)
-      if (!get(v[k])) return false;
+    if (whole) {
+      for (int k = 0; k < 7; ++k) v[k] = read_varint_in(p);
+    } else {
+      for (int k = 0; k < 7; ++k)
+        if (!get(v[k])) return false;
+    }
     n.max_depth = uint32_t(v[0]);
     n.iv.busy = v[1];
     n.iv.min_dur = v[2];
@@ -137,6 +166,7 @@ bool unpack_nodes(StreamKind kind, uint32_t shift, uint64_t first_bucket, const 
     n.iv.longest_end = base + v[4];
     n.iv.min_start = base + uint64_t(format::unzigzag(v[5]));
     n.iv.max_end = last - v[6];
+    n.iv.reserved = 0;
   }
   return p == end;
 }
@@ -144,7 +174,6 @@ bool unpack_nodes(StreamKind kind, uint32_t shift, uint64_t first_bucket, const 
 bool read_page(const Stream& st, uint32_t level, const PageRef& ref, const uint8_t* map, size_t map_size, int fd,
                std::vector<Node>& buf) {
   if (ref.count == 0 || ref.count > kNodesPerPage) return false;
-  buf.resize(ref.count);
   uint8_t local[kNodesPerPage * kMaxPackedNode];
   const uint8_t* bytes = local;
   if (ref.bytes > sizeof local) return false;
@@ -153,9 +182,14 @@ bool read_page(const Stream& st, uint32_t level, const PageRef& ref, const uint8
   } else if (::pread(fd, local, ref.bytes, off_t(ref.offset)) != ssize_t(ref.bytes)) {
     return false;
   }
-  return format::checksum_matches(uint32_t(format::checksum(bytes, ref.bytes)), ref.checksum) &&
-         unpack_nodes(st.info.kind, st.info.leaf_shift + level, ref.first_bucket, bytes, ref.bytes, ref.count,
-                      buf.data());
+  if (!format::checksum_matches(uint32_t(format::checksum(bytes, ref.bytes)), ref.checksum)) return false;
+  const size_t had = buf.size();
+  buf.resize(had + ref.count);
+  if (unpack_nodes(st.info.kind, st.info.leaf_shift + level, ref.first_bucket, bytes, ref.bytes, ref.count,
+                   buf.data() + had))
+    return true;
+  buf.resize(had);
+  return false;
 }
 
 uint32_t choose_leaf_shift(uint64_t count, uint64_t span) {

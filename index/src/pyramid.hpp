@@ -138,8 +138,9 @@ struct Stream {
   void complete(size_t level, Node node, PageWriter& pages);  // by value: `levels` may grow
 };
 
-// Reads one page of `st`'s level from a mapping of its file (or with pread
-// where the mapping does not reach): false if it is damaged.
+// Appends the nodes of one page of `st`'s level to buf, from a mapping of its
+// file (or with pread where the mapping does not reach): false (and nothing
+// appended) if it is damaged.
 bool read_page(const Stream& st, uint32_t level, const PageRef& ref, const uint8_t* map, size_t map_size, int fd,
                std::vector<Node>& buf);
 
@@ -153,7 +154,7 @@ void query_levels(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, Re
 uint32_t choose_leaf_shift(uint64_t count, uint64_t span);
 
 // Folds a node into the answer: merged with the last one when it has the same bucket.
-inline void fold(StreamKind kind, std::vector<Node>& out, const Node& n) {
+[[gnu::always_inline]] inline void fold(StreamKind kind, std::vector<Node>& out, const Node& n) {
   if (!out.empty() && out.back().bucket == n.bucket) {
     merge(kind, out.back(), n);
   } else {
@@ -184,6 +185,16 @@ void query_levels(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, Re
     fold(kind, out.nodes, n);
   };
   for (; page != lv.pages.end() && page->first_bucket <= b1; ++page) {
+    if (up == 0) {  // a stored level: its nodes are the answer's, straight into it
+      const size_t from = out.nodes.size();
+      if (!read(uint32_t(stored), *page, out.nodes)) continue;
+      if (out.nodes[from].bucket < b0 || out.nodes.back().bucket > b1)  // the window's first or last page
+        out.nodes.erase(std::remove_if(out.nodes.begin() + ptrdiff_t(from), out.nodes.end(),
+                                       [&](const Node& n) { return n.bucket < b0 || n.bucket > b1; }),
+                        out.nodes.end());
+      continue;
+    }
+    buf.clear();
     if (!read(uint32_t(stored), *page, buf)) continue;
     for (const Node& n : buf)
       if (n.bucket >= b0 && n.bucket <= b1) take(n);

@@ -97,26 +97,42 @@ Buckets TraceIndex::query(int stream, uint64_t t0, uint64_t t1, uint32_t columns
 
 std::vector<std::pair<int, Buckets>> TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1,
                                                             uint32_t columns) const {
+  std::vector<std::pair<int, Buckets>> out;
+  query_lane(feedlet, t0, t1, columns, out);
+  return out;
+}
+
+void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t columns,
+                            std::vector<std::pair<int, Buckets>>& out) const {
   if (t1 < t0) std::swap(t0, t1);
   const uint32_t shift = shift_for(t0, t1, columns);
-  std::vector<std::pair<int, Buckets>> out;
   std::unordered_map<uint64_t, size_t> raw;  // below their finest level: stream key -> index in out
-  std::vector<int> stored;
+  size_t n = 0;                              // answers in out, in stream id order
+  auto next = [&](int id) -> Buckets& {
+    if (out.size() == n) out.emplace_back();
+    out[n].first = id;
+    Buckets& b = out[n++].second;
+    b.nodes.clear();  // keeps its memory
+    return b;
+  };
+  std::vector<std::pair<size_t, uint32_t>> stored;  // (index in out, shift)
   {
     std::shared_lock lock(mu_);
     const bool affordable = decode_affordable(*s_, feedlet, t0, t1, columns);
     auto first = std::lower_bound(s_->stream_ids.begin(), s_->stream_ids.end(), std::make_pair(feedlet, 0u));
     for (auto it = first; it != s_->stream_ids.end() && it->first == feedlet; ++it) {
-      int id = int(it - s_->stream_ids.begin());
+      const int id = int(it - s_->stream_ids.begin());
       const StreamInfo& info = s_->stream(id)->info;
+      Buckets& b = next(id);
       if (shift >= info.leaf_shift || !affordable) {
-        stored.push_back(id);
+        stored.emplace_back(n - 1, std::max(shift, info.leaf_shift));
         continue;
       }
-      raw[stream_key(info.kind, info.key)] = out.size();
-      out.emplace_back(id, Buckets{shift, true, {}});
+      raw[stream_key(info.kind, info.key)] = n - 1;
+      b.shift = shift, b.from_events = true;
     }
   }
+  out.resize(n);
   // One walk of the chunks for every stream that needs the events
   // (walk_items and query_shift take the lock themselves).
   if (!raw.empty()) {
@@ -126,33 +142,31 @@ std::vector<std::pair<int, Buckets>> TraceIndex::query_lane(uint32_t feedlet, ui
       if (r != raw.end()) fold(it.kind, out[r->second].second.nodes, leaf_node(it, it.key() >> shift));
     });
   }
-  for (int id : stored) {
-    uint32_t at = shift;
-    {
-      std::shared_lock lock(mu_);
-      at = std::max(at, s_->stream(id)->info.leaf_shift);
-    }
-    out.emplace_back(id, query_shift(id, t0, t1, at));
-  }
-  std::sort(out.begin(), out.end(), [](auto& x, auto& y) { return x.first < y.first; });
-  return out;
+  for (auto [at, s] : stored) query_shift(out[at].first, t0, t1, s, out[at].second);
 }
 
 Buckets TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift) const {
   Buckets out;
+  query_shift(id, t0, t1, shift, out);
+  return out;
+}
+
+void TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift, Buckets& out) const {
+  out.nodes.clear();
+  out.shift = 0, out.from_events = false;
   if (t1 < t0) std::swap(t0, t1);
   std::vector<Item> raw;
   {
     std::shared_lock lock(mu_);
     const Stream* st = s_->stream(id);
-    if (!st) return out;
+    if (!st) return;
     if (shift >= st->info.leaf_shift && !st->levels.empty()) {
       query_levels(*st, t0, t1, shift,
                    [&](uint32_t level, const PageRef& page, std::vector<Node>& buf) {
                      return s_->read_page(*st, level, page, buf);
                    },
                    out);
-      return out;
+      return;
     }
   }
   // Below the finest stored level: from the events of the whole buckets.
@@ -162,7 +176,6 @@ Buckets TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift
   raw = items(id, from, to);
   const StreamKind kind = raw.empty() ? StreamKind::Interval : raw[0].kind;
   for (const Item& it : raw) fold(kind, out.nodes, leaf_node(it, it.key() >> shift));
-  return out;
 }
 
 void TraceIndex::walk_items(uint32_t feedlet, uint64_t t0, uint64_t t1,

@@ -131,15 +131,19 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
   P.axis = TimeAxis(req.t0, req.t1, req.width);
   const uint32_t resolution = P.columns * (req.theta > 0 ? 4 : 1);
 
-  // 1. Ask every lane's pyramids for the window.
+  // 1. Ask every lane's pyramids for the window, into the memory of this
+  // thread's last picture's answers (pictures are built again and again).
+  thread_local std::vector<std::vector<std::pair<int, index::Buckets>>> answers;
+  if (answers.size() < req.layout.lanes.size()) answers.resize(req.layout.lanes.size());
   std::vector<LaneQuery> queries;
   std::vector<std::vector<index::StreamInfo>> streams(scene.sources().size());
   for (size_t s = 0; s < scene.sources().size(); ++s) streams[s] = scene.sources()[s].index->streams();
   for (const Layout::LaneRows& lr : req.layout.lanes) {
     const Lane& lane = scene.lanes()[lr.lane];
     const index::TraceIndex& ix = *scene.sources()[lane.source].index;
-    LaneQuery q{&lr, &lane, ClockWindow(scene.sources()[lane.source].catalog->clock, req.t0, req.t1), {}, {}};
-    q.buckets = ix.query_lane(lane.feedlet, q.clock.k0, q.clock.k1, resolution);
+    LaneQuery q{&lr, &lane, ClockWindow(scene.sources()[lane.source].catalog->clock, req.t0, req.t1),
+                std::move(answers[queries.size()]), {}};
+    ix.query_lane(lane.feedlet, q.clock.k0, q.clock.k1, resolution, q.buckets);
     // A growing trace may have gained streams since the scene was read: they wait for the next one.
     const size_t known = std::min(streams[lane.source].size(), scene.sources()[lane.source].stream_colour.size());
     std::erase_if(q.buckets, [&](const auto& b) { return size_t(b.first) >= known; });
@@ -322,6 +326,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       }
     }
   }
+  for (size_t i = 0; i < queries.size(); ++i) answers[i] = std::move(queries[i].buckets);
   P.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return P;
 }
