@@ -96,6 +96,7 @@ void State::publish(uint32_t shift) {
     const FeedletState& f = *feedlets.at(grid_feedlets[c]);
     const uint32_t d = shift - f.grid_shift;
     auto hit = f.grid_hits.begin();
+    uint64_t last = 0;
     for (uint64_t j = 0; j < count; ++j) {
       uint64_t gj = grid_first + j;  // at this shift
       uint64_t fine = gj << d;
@@ -106,6 +107,9 @@ void State::publish(uint32_t shift) {
       } else {
         pos = (gj << shift) <= f.first_ts ? 0 : f.events;
       }
+      // Events before T_j never decrease with j; a feedlet whose chunks go
+      // back in time (a damaged trace) would otherwise break the order.
+      pos = last = std::max(last, pos);
       grid_positions[j * nf + c] = pos;
       grid_before[j] += pos;
     }
