@@ -253,7 +253,7 @@ std::vector<Flow> TraceIndex::flows(uint64_t t0, uint64_t t1, size_t limit) cons
     return out;
   }
   // While indexing (a growing trace): a scan of the builder's table, which
-  // keeps flows in arrival order, so what is returned is sorted.
+  // keeps flows in arrival order; what is returned is sorted here.
   for (const Flow& f : std::span<const Flow>(s_->flows, s_->flow_count)) {
     if (in(f)) out.push_back(f);
     if (out.size() >= limit) break;
