@@ -43,11 +43,7 @@ size_t* PendingFlows::find(uint64_t id) {
   }
 }
 
-void PendingFlows::put(uint64_t id, size_t at) {
-  if (size_t* there = find(id)) {
-    *there = at;
-    return;
-  }
+void PendingFlows::insert(uint64_t id, size_t at) {
   if ((used_ + 1) * 4 > slots_.size() * 3) grow();
   size_t i = home(id);
   while (slots_[i].used) i = (i + 1) & (slots_.size() - 1);
@@ -79,7 +75,7 @@ void PendingFlows::grow() {
   slots_.assign(std::max<size_t>(64, old.size() * 2), Slot{});
   used_ = 0;
   for (const Slot& s : old)
-    if (s.used) put(s.id, s.at);
+    if (s.used) insert(s.id, s.at);
 }
 
 void FlowMatcher::add(uint32_t feedlet, std::span<const MessageEvent> messages) {
@@ -96,7 +92,7 @@ void FlowMatcher::add_locked(uint32_t feedlet, const MessageEvent& m) {
       f.recv_ts = m.ts, f.dst = feedlet, f.flags |= kFlowReceived;
     }
   };
-  const size_t* at = pending.find(m.id);
+  size_t* at = pending.find(m.id);
   if (at && !(log[*at].flags & (m.send ? kFlowSent : kFlowReceived))) {
     fill(log[*at]);
     pending.erase(m.id);
@@ -111,7 +107,11 @@ void FlowMatcher::add_locked(uint32_t feedlet, const MessageEvent& m) {
     ++lost;
     return;
   }
-  pending.put(m.id, log.size() - 1);  // a repeated id replaces the older, which stays an orphan
+  if (at) {
+    *at = log.size() - 1;  // a repeated id replaces the older, which stays an orphan
+  } else {
+    pending.insert(m.id, log.size() - 1);
+  }
 }
 
 struct Builder::Workers {

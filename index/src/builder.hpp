@@ -12,14 +12,13 @@
 
 namespace tinescope::index {
 
-// Matches sends with receives by message id, across all feedlets.
 // Message id -> index in the flow log, for halves waiting for their other
 // half: open addressing with linear probing and backward-shift deletion (no
 // allocation per message; std::unordered_map's nodes were most of matching).
 class PendingFlows {
  public:
-  size_t* find(uint64_t id);       // nullptr if absent
-  void put(uint64_t id, size_t at);  // inserts or replaces
+  size_t* find(uint64_t id);           // nullptr if absent
+  void insert(uint64_t id, size_t at);  // an id not in the table
   void erase(uint64_t id);
   void clear() { slots_.clear(), used_ = 0; }
 
@@ -35,6 +34,7 @@ class PendingFlows {
   size_t used_ = 0;
 };
 
+// Matches sends with receives by message id, across all feedlets.
 struct FlowMatcher {
   std::mutex mu;
   FlowTable log;                                 // in the order halves were first seen

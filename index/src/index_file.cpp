@@ -162,7 +162,7 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
       }
     }
   }
-  o.vec(blocks), o.put(uint64_t(s.flow_count));
+  o.vec(blocks);
   o.put(s.grid_shift), o.put(s.grid_first);
   o.vec(s.grid_feedlets), o.vec(s.grid_before), o.vec(s.grid_positions);
 
@@ -296,13 +296,11 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   in.vec(losses);
   for (const LossRecord& l : losses) s.losses.push_back(trace::Loss{l.feedlet, l.first, l.count});
   in.vec(s.flow_blocks);
-  s.flow_count = in.get<uint64_t>();
-  uint64_t flows_in_blocks = 0;
+  s.flow_count = 0;
   for (const FlowBlock& b : s.flow_blocks) {
     in.ok &= b.offset >= kPageBytes && fits_in(b.offset, b.bytes, f.dir_offset) && b.count <= kFlowsPerBlock;
-    flows_in_blocks += b.count;
+    s.flow_count += b.count;
   }
-  in.ok &= flows_in_blocks == s.flow_count;
   s.grid_shift = in.get<uint32_t>(), s.grid_first = in.get<uint64_t>();
   in.vec(s.grid_feedlets), in.vec(s.grid_before), in.vec(s.grid_positions);
   if (!in.ok || in.p != in.end || s.grid_positions.size() != s.grid_before.size() * s.grid_feedlets.size()) {
