@@ -88,10 +88,12 @@ bool Collector::start(std::string& error) {
     BufferState s = b->state.load(std::memory_order_acquire);
     uint64_t head = b->head.load(std::memory_order_acquire);
     b->tail.store(head, std::memory_order_release);
+    const uint64_t generation = b->generation.load(std::memory_order_acquire);
     if (s == BufferState::Exited) {
+      b->retired_generation = generation;
       b->state.store(BufferState::Free, std::memory_order_release);
-    } else if (s == BufferState::Active) {
-      Feedlet& f = feedlet_for(*b, b->generation.load(std::memory_order_acquire));
+    } else if (s == BufferState::Active && generation != b->retired_generation) {
+      Feedlet& f = feedlet_for(*b, generation);
       f.pos = head;
       f.drops_seen = b->dropped_total.load(std::memory_order_relaxed);
     }
@@ -140,8 +142,10 @@ bool Collector::poll(bool final) {
     // head before generation: a new owner bumps the generation before its first commit.
     uint64_t head = b->head.load(std::memory_order_acquire);
     const uint64_t generation = b->generation.load(std::memory_order_acquire);
-    // A buffer still being set up by its first thread (its tid is not written yet).
-    if (generation == 0) continue;
+    // A buffer being taken by a new thread that has not bumped the generation
+    // yet (its tid may be half written): no feedlet until it has. Without this
+    // the collector declared an empty feedlet named after the new thread.
+    if (generation == b->retired_generation) continue;
     Feedlet& f = feedlet_for(*b, generation);
     if (!final && state == BufferState::Active && head != f.pos && head - f.pos < batch_bytes(*b)) {
       // Let a little accumulate: a collector that chases the producer's
@@ -162,6 +166,7 @@ bool Collector::poll(bool final) {
       publish(f.chunk, kChunkFeedletEnd);
       if (state == BufferState::Exited) {
         feedlets_.erase(b);
+        b->retired_generation = generation;
         b->state.store(BufferState::Free, std::memory_order_release);
       }
     }
@@ -205,14 +210,15 @@ Collector::Feedlet& Collector::feedlet_for(ThreadBuffer& b, uint64_t generation)
   f.chunk.feedlet = next_feedlet_++;
 
   // Name the feedlet after the OS thread; ts_thread_name() may rename it later.
+  const uint32_t tid = b.tid.load(std::memory_order_relaxed);
   char path[64];
-  std::snprintf(path, sizeof path, "/proc/self/task/%u/comm", b.tid);
+  std::snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
   std::string comm = read_file_string(path);
   while (!comm.empty() && comm.back() == '\n') comm.pop_back();
   uint32_t name = text_id(comm);
   uint8_t* p = meta_.begin(kFeedletInfo, read_ticks());
   p = ChunkBuilder::put_u64(p, f.chunk.feedlet);
-  p = ChunkBuilder::put_u64(p, b.tid);
+  p = ChunkBuilder::put_u64(p, tid);
   p = ChunkBuilder::put_u64(p, name);
   end_event(meta_, p);
   return f;

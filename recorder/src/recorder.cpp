@@ -96,7 +96,7 @@ __attribute__((noinline, cold)) ThreadBuffer* register_thread() {
   b->tail_cache = b->tail.load(std::memory_order_acquire);
   b->dropped = b->dropped_reported = 0;
   b->dropped_total.store(0, std::memory_order_relaxed);
-  b->tid = uint32_t(syscall(SYS_gettid));
+  b->tid.store(uint32_t(syscall(SYS_gettid)), std::memory_order_relaxed);
   b->generation.fetch_add(1, std::memory_order_release);
   pthread_setspecific(s.exit_key, b);
   tl_buf = b;

@@ -38,8 +38,15 @@ struct ThreadBuffer {
   std::atomic<BufferState> state{BufferState::Active};
   std::atomic<uint64_t> generation{0};  // +1 each time a thread takes the buffer
   uint32_t feedlet_hint = 0;            // feedlet number used in message ids
-  uint32_t tid = 0;
+  // Set by each new owner before `generation` moves (release); the collector
+  // reads it only after it has seen the new generation (acquire). Atomic so
+  // that a collector bug here would be a wrong name, not undefined behaviour.
+  std::atomic<uint32_t> tid{0};
   ThreadBuffer* next = nullptr;         // registry list, push-only
+  // Collector-private: the generation whose feedlet the collector ended when
+  // its thread exited. Until `generation` moves past it, the buffer has no
+  // owner yet (a new one may be between taking it and bumping the count).
+  uint64_t retired_generation = 0;
 
   // Room for `bytes` at the head, or nullptr. Never blocks.
   inline uint8_t* reserve(uint64_t bytes) {
