@@ -397,6 +397,49 @@ TEST(Index, FlowMatchingWithRepeatedIds) {
   EXPECT_GT(got.size() - matched, got.size() / 10);
 }
 
+// Two dense streams in one feedlet, so that their levels span tens of pages:
+// an odd level folds pairs of buckets of the level below, and a pair split
+// by a page boundary must still become one bucket.
+std::string dense_trace(uint64_t events, uint64_t seed) {
+  TraceBytes trace("dense");
+  ChunkBuilder meta;
+  const char* names[] = {"", "work", "load"};
+  for (uint64_t id = 1; id < std::size(names); ++id) {
+    uint8_t* p = meta.begin(kStringDef, 0, 8);
+    p = ChunkBuilder::put_u64(p, id);
+    p = ChunkBuilder::put_bytes(p, names[id], std::strlen(names[id]));
+    meta.end(p);
+  }
+  trace.flush(meta);
+  std::mt19937_64 rng(seed);
+  ChunkBuilder c;
+  c.feedlet = 1;
+  uint64_t t = 1000;
+  for (uint64_t i = 0; i < events; ++i) {
+    // Now and then an idle stretch longer than a leaf bucket (~250 000 ticks):
+    // the empty buckets it leaves put page boundaries between pairs.
+    t += rng() % 2000 == 0 ? rng() % 3'000'000 : rng() % 8 == 0 ? rng() % 20000 : 1 + rng() % 100;
+    uint8_t* p;
+    if (rng() % 4) {
+      p = c.begin(kIntervalComplete, t), p = ChunkBuilder::put_u64(p, 1), p = ChunkBuilder::put_u64(p, rng() % 900);
+    } else {
+      p = c.begin(kCounterInt, t), p = ChunkBuilder::put_u64(p, 2), p = ChunkBuilder::put_i64(p, int64_t(rng() % 50));
+    }
+    c.end(p);
+    if (c.full()) trace.flush(c);
+  }
+  trace.flush(c);
+  return trace.out;
+}
+
+TEST(Index, PyramidsEqualBruteForceWhereLevelsSpanManyPages) {
+  Fixture fx("index_dense", dense_trace(400'000, 17));
+  ASSERT_TRUE(fx.ix);
+  for (const auto& info : fx.ix->streams())  // 8 leaf pages a stream or more
+    EXPECT_GT(info.items, 8 * 56 * 192) << index::kind_name(info.kind);
+  check_pyramids_against_brute_force(fx.c, *fx.ix, 23, 3000);
+}
+
 TEST(Index, PyramidsEqualBruteForceOnSyntheticTrace) {
   std::string path = temp_path("index_synth");
   ::unlink(path.c_str());
@@ -446,6 +489,49 @@ TEST(Index, LaneQueryEqualsEachStreamsQuery) {
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
+}
+
+// A lane query that answers many buckets from stored levels shares its
+// streams with helper threads (on a machine with two cores or more), the
+// chunk walk for the decoded streams beside them: each answer must equal
+// that stream's own query, whichever thread made it.
+TEST(Index, LaneQueryInParallelEqualsEachStreamsQuery) {
+  const std::string path = temp_path("index_lane_parallel");
+  ::unlink(path.c_str());
+  bench::SyntheticOptions opt;  // one busy lane: ~20 streams of ~100 000 items
+  opt.events = 3'000'000;
+  opt.threads = 1;
+  bench::SyntheticResult r;
+  std::string error;
+  ASSERT_TRUE(bench::write_synthetic_trace(path, opt, r, error)) << error;
+  auto ix = TraceIndex::open(path, error);
+  ASSERT_TRUE(ix) << error;
+  auto streams = ix->streams();
+  std::mt19937_64 rng(8);
+  const uint64_t lo = ix->first_ts(), hi = ix->last_ts();
+  size_t stored = 0, decoded = 0;
+  std::vector<std::pair<int, index::Buckets>> lane;
+  for (int q = 0; q < 100; ++q) {
+    // Wide windows answer from stored levels; a few narrow ones decode some streams.
+    const uint64_t span = q % 10 ? (hi - lo) / 10 * (5 + rng() % 5) : (hi - lo) >> (8 + rng() % 6);
+    const uint64_t t0 = lo + rng() % (hi - lo - span), t1 = t0 + span;
+    const uint32_t columns = 1000 + uint32_t(rng() % 3000);
+    ix->query_lane(streams[0].feedlet, t0, t1, columns, lane);
+    ASSERT_GT(lane.size(), 10u);
+    for (auto& [id, got] : lane) {
+      (got.from_events ? decoded : stored) += got.nodes.size();
+      auto one = ix->query(id, t0, t1, columns);
+      EXPECT_EQ(got.shift, one.shift);
+      EXPECT_EQ(got.from_events, one.from_events);
+      expect_same_nodes(streams[size_t(id)].kind, one.nodes, got.nodes, "parallel");
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+  EXPECT_GT(stored, 200'000u) << "most answers must come from stored levels";
+  EXPECT_GT(decoded, 1'000u) << "some from the chunks";
+  ix.reset();
+  ::unlink(path.c_str());
+  ::unlink(TraceIndex::default_index_path(path).c_str());
 }
 
 TEST(Index, GlobalOrderEqualsNaiveMerge) {
@@ -676,7 +762,11 @@ TEST(Index, FileReopensAndIsRebuiltWhenBad) {
   auto hurt = TraceIndex::load(fx.path, idx, error);
   ASSERT_TRUE(hurt) << error;  // the directory is intact
   for (int id = 0; id < int(s.size()); ++id) hurt->query_shift(id, 0, UINT64_MAX, s[size_t(id)].leaf_shift);
-  EXPECT_GT(hurt->page_errors(), 0u);
+  const uint64_t found = hurt->page_errors();
+  EXPECT_GT(found, 0u);
+  // Pages are checked once: a good one is remembered, a damaged one never is.
+  for (int id = 0; id < int(s.size()); ++id) hurt->query_shift(id, 0, UINT64_MAX, s[size_t(id)].leaf_shift);
+  EXPECT_EQ(hurt->page_errors(), 2 * found);
 
   // So is a damaged flow block (the flows end where the directory starts):
   // its flows are left out, every other block's are kept.

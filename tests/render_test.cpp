@@ -25,11 +25,10 @@ std::string temp_dir() {
   return dir;
 }
 
-// A trace of one feedlet (1 tick = 1 ns) from (begin ts, end ts, name) triples.
-std::string write_intervals(const std::string& name, const std::vector<std::tuple<uint64_t, uint64_t, uint32_t>>& iv,
-                            const std::vector<std::string>& names) {
+// A trace (1 tick = 1 ns) whose string ids 1, 2, ... name `names`; its
+// events follow in feedlet 1's chunks.
+TraceBytes named_trace(const std::vector<std::string>& names) {
   TraceBytes trace("test");
-  auto flush = [&](ChunkBuilder& cb) { trace.flush(cb); };
   ChunkBuilder meta;
   for (uint64_t id = 1; id <= names.size(); ++id) {
     uint8_t* p = meta.begin(kStringDef, 0, 64);
@@ -37,7 +36,20 @@ std::string write_intervals(const std::string& name, const std::vector<std::tupl
     p = ChunkBuilder::put_bytes(p, names[id - 1].data(), names[id - 1].size());
     meta.end(p);
   }
-  flush(meta);
+  trace.flush(meta);
+  return trace;
+}
+
+std::string save(const TraceBytes& trace, const std::string& name) {
+  const std::string path = temp_dir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << trace.out;
+  return path;
+}
+
+// A trace of one feedlet from (begin ts, end ts, name) triples.
+std::string write_intervals(const std::string& name, const std::vector<std::tuple<uint64_t, uint64_t, uint32_t>>& iv,
+                            const std::vector<std::string>& names) {
+  TraceBytes trace = named_trace(names);
   ChunkBuilder cb;
   cb.feedlet = 1;
   for (auto [b, e, n] : iv) {
@@ -47,12 +59,10 @@ std::string write_intervals(const std::string& name, const std::vector<std::tupl
     p = cb.begin(kIntervalEnd, e);
     p = ChunkBuilder::put_u64(p, n);
     cb.end(p);
-    if (cb.full()) flush(cb);
+    if (cb.full()) trace.flush(cb);
   }
-  flush(cb);
-  const std::string path = temp_dir() + "/" + name;
-  std::ofstream(path, std::ios::binary) << trace.out;
-  return path;
+  trace.flush(cb);
+  return save(trace, name);
 }
 
 std::unique_ptr<render::HeadlessRenderer> headless(int w, int h) {
@@ -172,6 +182,65 @@ TEST(Render, FoldingAnExactPeriodGivesAColumnAndAWrongOneASmear) {
   for (int s = 0; s < 20; ++s) {
     EXPECT_LE(smear_best[size_t(s)], full / 3) << "strip " << s;
     EXPECT_GE(smear_wide[size_t(s)], 700) << "strip " << s;
+  }
+}
+
+TEST(Render, TheOneSlowIntervalStandsOutWhereItsStreamIsSummarised) {
+  // One feedlet: a counter sampled every 4 us (so the lane is too busy to
+  // decode at this zoom) and a 100 us task every 1 ms, one of which takes
+  // 5 ms. Over a 1 s window (781 us a column) the task stream answers from
+  // its leaf level, buckets of ~190 tasks: a faint smear, in which the slow
+  // task must still be drawn whole.
+  TraceBytes trace = named_trace({"work", "load"});
+  ChunkBuilder cb;
+  cb.feedlet = 1;
+  auto put = [&](uint16_t type, uint64_t ts, uint64_t name, const int64_t* value) {
+    uint8_t* p = cb.begin(type, ts);
+    p = ChunkBuilder::put_u64(p, name);
+    if (value) p = ChunkBuilder::put_i64(p, *value);
+    cb.end(p);
+    if (cb.full()) trace.flush(cb);
+  };
+  const uint64_t T = 1'000'000'000, slow = 500'000'000;
+  uint64_t sample = 0;
+  for (uint64_t task = 0; task < T; task += 1'000'000) {
+    const uint64_t end = task + (task == slow ? 5'000'000 : 100'000);
+    for (; sample < end; sample += 4'000) {
+      if (sample == task) put(kIntervalBegin, task, 1, nullptr);
+      const int64_t v = int64_t(sample / 4'000 % 97);
+      put(kCounterInt, sample + 1, 2, &v);
+    }
+    put(kIntervalEnd, end, 1, nullptr);
+  }
+  trace.flush(cb);
+
+  render::Scene scene;
+  std::string error;
+  ASSERT_TRUE(scene.add_trace(save(trace, "slow-one.tine"), error)) << error;
+  const int W = 1430, H = 200;
+  auto r = headless(W, H);
+  ASSERT_TRUE(r);
+  FigureParams f;
+  f.t0 = 0, f.t1 = int64_t(T);
+  r->draw(scene, f, {});
+  const render::TimelineGeometry g = render::TimelineGeometry::of({0, 0, float(W), float(H)});
+  const index::TraceIndex& ix = *scene.sources()[0].index;
+  const int stream = ix.find_stream(index::StreamKind::Interval, 1, "work");
+  ASSERT_GE(stream, 0);
+  const index::Buckets answer = ix.query(stream, 0, T, uint32_t(g.plot.w));
+  ASSERT_FALSE(answer.from_events);  // summarised, not decoded...
+  ASSERT_GT(double(uint64_t(1) << answer.shift), 20 * double(T) / g.plot.w);  // ...in buckets of many columns
+  const std::vector<uint8_t> px = r->context().read_rgba();
+  const render::Layout layout = render::layout_lanes(scene, render::layout_options(f));
+  const int y = int(g.plot.y + layout.rows[layout.lanes[0].first].y + 3);
+  const double px_per_ns = g.plot.w / double(T);
+  const uint32_t work = render::name_colour("work") & 0xffffff;
+  const double a = g.plot.x + double(slow) * px_per_ns, b = a + 5e6 * px_per_ns;
+  for (int x = int(std::ceil(a)) + 1; x < int(b) - 1; ++x) EXPECT_EQ(pixel(px, W, x, y), work) << "slow task, x " << x;
+  // Around it the same stream is a fainter smear: the 5 ms stands out.
+  for (int x : {int(a) - 40, int(b) + 40}) {
+    EXPECT_NE(pixel(px, W, x, y), work) << "x " << x;
+    EXPECT_GT(ink(pixel(px, W, x, y)), 0) << "x " << x;
   }
 }
 

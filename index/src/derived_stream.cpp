@@ -914,7 +914,7 @@ Buckets DerivedStream::query_shift(uint64_t t0, uint64_t t1, uint32_t shift) con
   const index::Stream& st = pyramid_->stream;
   if (shift >= st.info.leaf_shift && !st.levels.empty()) {
     index::query_levels(st, t0, t1, shift,
-                        [&](uint32_t level, const index::PageRef& page, std::vector<Node>& buf) {
+                        [&](uint32_t level, size_t page, std::vector<Node>& buf) {
                           return index::read_page(st, level, page, map_, map_size_, fd_, buf);
                         },
                         out);

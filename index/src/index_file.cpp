@@ -47,6 +47,22 @@ struct Out {
   }
 };
 
+// Maps the pages under a large table about to be filled (or a range of the
+// index's mapping about to be read) in one system call rather than one page
+// fault each: on a virtual machine the faults were most of the time to open
+// an index of 2*10^9 events.
+#ifndef MADV_POPULATE_READ  // Linux 5.14; older kernels refuse the advice, which changes nothing
+#define MADV_POPULATE_READ 22
+#define MADV_POPULATE_WRITE 23
+#endif
+void populate(void* data, size_t bytes, int how = MADV_POPULATE_WRITE) {
+  constexpr uintptr_t kPage = 4096;
+  if (bytes < 64 * kPage) return;
+  const uintptr_t a = (reinterpret_cast<uintptr_t>(data) + kPage - 1) & ~(kPage - 1);
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kPage - 1);
+  if (b > a) ::madvise(reinterpret_cast<void*>(a), b - a, how);  // a hint: failure changes nothing
+}
+
 // Reads with bounds checks: a damaged directory is an error, never a crash.
 struct In {
   const uint8_t* p;
@@ -70,6 +86,9 @@ struct In {
       ok = false;
       return;
     }
+    v.clear();
+    v.reserve(n);
+    populate(v.data(), n * sizeof(T));
     v.resize(n);
     if (n) std::memcpy(v.data(), p, n * sizeof(T));
     p += n * sizeof(T);
@@ -255,6 +274,7 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   }
   if (!map_pages(ix, error)) return false;
   const uint8_t* dir = s.index_map + f.dir_offset;
+  populate(const_cast<uint8_t*>(dir), f.dir_size, MADV_POPULATE_READ);  // read whole below
   if (!format::checksum_matches(format::checksum(dir, f.dir_size), f.dir_checksum)) {
     error = path + ": damaged index directory at offset " + std::to_string(f.dir_offset);
     return false;
@@ -279,7 +299,11 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
       st.info = in.get<StreamInfo>();
       uint32_t nl = in.get<uint32_t>();
       if (nl > 64 || st.info.leaf_shift + uint64_t(nl) > kMaxShift + 1) in.ok = false;  // shifts stay < 64
-      for (uint32_t l = 0; in.ok && l < nl; ++l) in.vec(st.levels.emplace_back().pages);
+      for (uint32_t l = 0; in.ok && l < nl; ++l) {
+        Level& lv = st.levels.emplace_back();
+        in.vec(lv.pages);
+        lv.verified.assign(lv.pages.size(), 0);
+      }
       fs->insert(stream_key(st.info.kind, st.info.key), k);
       fs->streams.push_back(std::move(st));
     }

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -74,120 +75,199 @@ bool unpack_doubles(const uint8_t*& p, const uint8_t* end, double* v, int n) {
   return true;
 }
 
-// A varint the caller knows lies in the buffer (a node never takes more
-// than kMaxPackedNode bytes): unrolled, since node fields are mostly one to
-// four bytes, each field about the same length from node to node.
-inline uint64_t read_varint_in(const uint8_t*& p) {
-  uint64_t v = p[0];
-  if (v < 0x80) return p += 1, v;
-  v = (v & 0x7f) | uint64_t(p[1]) << 7;
-  if (p[1] < 0x80) return p += 2, v;
-  v = (v & 0x3fff) | uint64_t(p[2]) << 14;
-  if (p[2] < 0x80) return p += 3, v;
-  v = (v & 0x1fffff) | uint64_t(p[3]) << 21;
-  if (p[3] < 0x80) return p += 4, v;
-  v &= 0xfffffff;
-  for (int shift = 28, i = 4; i < int(format::kMaxVarint); ++i, shift += 7) {
-    v |= uint64_t(p[i] & 0x7f) << shift;
-    if (p[i] < 0x80) return p += i + 1, v;
+// Interval-like pages are stored column by column: a byte per field gives
+// its bit width over the page, then each field's values for every node,
+// bit-packed from the low bit up, one column after the other. Fields of one
+// stream and level are alike from node to node, so the widest value of a
+// page costs little more than a varint of each, and reading is a load, a
+// shift and a mask per field with no branch on lengths (varints made a
+// coarse query's nodes wait on mispredicted branches).
+constexpr int kColumns = 9;
+
+struct BitWriter {
+  uint8_t* out;
+  uint64_t acc = 0;
+  unsigned n = 0;  // bits in acc
+  void put(uint64_t v, unsigned w) {  // v < 2^w, w <= 64
+    if (w == 0) return;
+    acc |= v << n;
+    if (n + w >= 64) {
+      std::memcpy(out, &acc, 8);
+      out += 8;
+      acc = n ? v >> (64 - n) : 0;
+      n = n + w - 64;
+    } else {
+      n += w;
+    }
   }
-  return p += format::kMaxVarint, v;  // malformed; the page's size check catches it
+  uint8_t* finish() {
+    for (; n > 0; n = n > 8 ? n - 8 : 0, acc >>= 8) *out++ = uint8_t(acc);
+    return out;
+  }
+};
+
+// Unpacks `count` values of w bits from bit `pos` of p into out; the caller
+// leaves 16 readable bytes past the packed bits (the page's padding).
+void unpack_column(const uint8_t* p, uint64_t pos, unsigned w, uint32_t count, uint64_t* out) {
+  if (w == 0) {
+    std::fill_n(out, count, 0);
+  } else if (w <= 56) {  // one load a value: its bits lie within 8 bytes
+    const uint64_t mask = (uint64_t(1) << w) - 1;
+    for (uint32_t i = 0; i < count; ++i, pos += w) {
+      uint64_t v;
+      std::memcpy(&v, p + (pos >> 3), 8);
+      out[i] = (v >> (pos & 7)) & mask;
+    }
+  } else {
+    const uint64_t mask = w == 64 ? ~uint64_t(0) : (uint64_t(1) << w) - 1;
+    for (uint32_t i = 0; i < count; ++i, pos += w) {
+      uint64_t lo, hi;
+      std::memcpy(&lo, p + (pos >> 3), 8);
+      std::memcpy(&hi, p + (pos >> 3) + 8, 8);
+      const unsigned r = unsigned(pos & 7);
+      out[i] = ((lo >> r) | (r ? hi << (64 - r) : 0)) & mask;
+    }
+  }
+}
+
+// The columns of an interval-like node.
+inline void node_columns(const Node& n, uint64_t prev, uint32_t shift, uint64_t v[kColumns]) {
+  const uint64_t base = n.bucket << shift, last = base + ((uint64_t(1) << shift) - 1);
+  v[0] = n.bucket - prev;
+  v[1] = n.count;
+  v[2] = n.max_depth;
+  v[3] = n.iv.busy;
+  v[4] = n.iv.min_dur;
+  v[5] = n.iv.max_dur - n.iv.min_dur;
+  v[6] = n.iv.longest_end - base;
+  v[7] = format::zigzag(int64_t(n.iv.min_start - base));
+  v[8] = last - n.iv.max_end;  // keys are ends: the latest is near the bucket's end
+}
+
+size_t pack_columns(uint32_t shift, const Node* nodes, uint32_t count, uint8_t* out) {
+  uint64_t v[kNodesPerPage][kColumns], any[kColumns] = {};
+  for (uint32_t i = 0; i < count; ++i) {
+    node_columns(nodes[i], i ? nodes[i - 1].bucket : nodes[0].bucket, shift, v[i]);
+    for (int f = 0; f < kColumns; ++f) any[f] |= v[i][f];
+  }
+  uint8_t width[kColumns];
+  for (int f = 0; f < kColumns; ++f) out[f] = width[f] = uint8_t(std::bit_width(any[f]));
+  BitWriter w{out + kColumns};
+  for (int f = 0; f < kColumns; ++f)
+    for (uint32_t i = 0; i < count; ++i) w.put(v[i][f], width[f]);
+  return size_t(w.finish() - out);
+}
+
+bool unpack_columns(uint32_t shift, uint64_t first_bucket, const uint8_t* p, size_t size, uint32_t count,
+                    Node* out) {
+  if (size < kColumns || count > kNodesPerPage) return false;
+  uint64_t at[kColumns], bits = 0;  // where each column starts, in bits
+  unsigned width[kColumns];
+  for (int f = 0; f < kColumns; ++f) {
+    if (p[f] > 64) return false;
+    width[f] = p[f];
+    at[f] = bits;
+    bits += uint64_t(width[f]) * count;
+  }
+  if (size != kColumns + (bits + 7) / 8) return false;
+  // Column by column (a tight loop per width), then node by node.
+  uint64_t v[kColumns][kNodesPerPage];
+  for (int f = 0; f < kColumns; ++f) unpack_column(p + kColumns, at[f], width[f], count, v[f]);
+  uint64_t bucket = first_bucket;
+  for (uint32_t i = 0; i < count; ++i) {
+    Node& n = out[i];
+    bucket += v[0][i];
+    const uint64_t base = bucket << shift, last = base + ((uint64_t(1) << shift) - 1);
+    n.bucket = bucket;
+    n.count = uint32_t(v[1][i]);
+    n.max_depth = uint32_t(v[2][i]);
+    n.iv.busy = v[3][i];
+    n.iv.min_dur = v[4][i];
+    n.iv.max_dur = v[4][i] + v[5][i];
+    n.iv.longest_end = base + v[6][i];
+    n.iv.min_start = base + uint64_t(format::unzigzag(v[7][i]));
+    n.iv.max_end = last - v[8][i];
+    n.iv.reserved = 0;
+  }
+  return true;
 }
 
 }  // namespace
 
 size_t pack_nodes(StreamKind kind, uint32_t shift, const Node* nodes, uint32_t count, uint8_t* out) {
   using format::put_varint;
-  using format::zigzag;
+  if (interval_like(kind)) return pack_columns(shift, nodes, count, out);
   uint8_t* const start = out;
   uint64_t prev = nodes[0].bucket;
   for (uint32_t i = 0; i < count; ++i) {
     const Node& n = nodes[i];
-    const uint64_t base = n.bucket << shift, last = base + ((uint64_t(1) << shift) - 1);
+    const uint64_t base = n.bucket << shift;
     out = put_varint(out, n.bucket - prev);
     prev = n.bucket;
     out = put_varint(out, n.count);
-    if (!interval_like(kind)) {
-      const double v[5] = {n.s.min, n.s.max, n.s.first, n.s.last, n.s.sum};
-      out = pack_doubles(v, 5, out);
-      out = put_varint(out, n.s.first_ts - base);
-      out = put_varint(out, n.s.last_ts - base);
-      continue;
-    }
-    out = put_varint(out, n.max_depth);
-    out = put_varint(out, n.iv.busy);
-    out = put_varint(out, n.iv.min_dur);
-    out = put_varint(out, n.iv.max_dur - n.iv.min_dur);
-    out = put_varint(out, n.iv.longest_end - base);
-    out = put_varint(out, zigzag(int64_t(n.iv.min_start - base)));
-    out = put_varint(out, last - n.iv.max_end);  // keys are ends: the latest is near the bucket's end
+    const double v[5] = {n.s.min, n.s.max, n.s.first, n.s.last, n.s.sum};
+    out = pack_doubles(v, 5, out);
+    out = put_varint(out, n.s.first_ts - base);
+    out = put_varint(out, n.s.last_ts - base);
   }
   return size_t(out - start);
 }
 
 bool unpack_nodes(StreamKind kind, uint32_t shift, uint64_t first_bucket, const uint8_t* p, size_t size,
                   uint32_t count, Node* out) {
+  if (interval_like(kind)) return unpack_columns(shift, first_bucket, p, size, count, out);
   using format::get_varint;
   const uint8_t* end = p + size;
-  uint64_t bucket = first_bucket, v[7];
+  uint64_t bucket = first_bucket, v[4];
   auto get = [&](uint64_t& x) { return get_varint(p, end, x); };
   for (uint32_t i = 0; i < count; ++i) {
-    Node& n = out[i];  // every field is set below (the reserved one to 0)
-    const bool whole = end - p >= ptrdiff_t(kMaxPackedNode);  // the whole node is in the page: no checks
-    if (whole) {
-      v[0] = read_varint_in(p), v[1] = read_varint_in(p);
-    } else if (!get(v[0]) || !get(v[1])) {
-      return false;
-    }
+    Node& n = out[i];
+    if (!get(v[0]) || !get(v[1])) return false;
     bucket += v[0];
     n.bucket = bucket;
     n.count = uint32_t(v[1]);
-    const uint64_t base = bucket << shift, last = base + ((uint64_t(1) << shift) - 1);
-    if (!interval_like(kind)) {
-      double d[5];
-      if (!unpack_doubles(p, end, d, 5)) return false;
-      n.max_depth = 0;
-      n.s.min = d[0], n.s.max = d[1], n.s.first = d[2], n.s.last = d[3], n.s.sum = d[4];
-      if (!get(v[2]) || !get(v[3])) return false;
-      n.s.first_ts = base + v[2];
-      n.s.last_ts = base + v[3];
-      continue;
-    }
-    if (whole) {
-      for (int k = 0; k < 7; ++k) v[k] = read_varint_in(p);
-    } else {
-      for (int k = 0; k < 7; ++k)
-        if (!get(v[k])) return false;
-    }
-    n.max_depth = uint32_t(v[0]);
-    n.iv.busy = v[1];
-    n.iv.min_dur = v[2];
-    n.iv.max_dur = v[2] + v[3];
-    n.iv.longest_end = base + v[4];
-    n.iv.min_start = base + uint64_t(format::unzigzag(v[5]));
-    n.iv.max_end = last - v[6];
-    n.iv.reserved = 0;
+    const uint64_t base = bucket << shift;
+    double d[5];
+    if (!unpack_doubles(p, end, d, 5)) return false;
+    n.max_depth = 0;
+    n.s.min = d[0], n.s.max = d[1], n.s.first = d[2], n.s.last = d[3], n.s.sum = d[4];
+    if (!get(v[2]) || !get(v[3])) return false;
+    n.s.first_ts = base + v[2];
+    n.s.last_ts = base + v[3];
   }
   return p == end;
 }
 
-bool read_page(const Stream& st, uint32_t level, const PageRef& ref, const uint8_t* map, size_t map_size, int fd,
+bool read_page(const Stream& st, uint32_t level, size_t page, const uint8_t* map, size_t map_size, int fd,
                std::vector<Node>& buf) {
+  const Level& lv = st.levels[level];
+  const PageRef& ref = lv.pages[page];
   if (ref.count == 0 || ref.count > kNodesPerPage) return false;
-  uint8_t local[kNodesPerPage * kMaxPackedNode];
+  uint8_t local[kNodesPerPage * kMaxPackedNode + kPagePadding];
   const uint8_t* bytes = local;
-  if (ref.bytes > sizeof local) return false;
-  if (map && fits_in(ref.offset, ref.bytes, map_size)) {
-    bytes = map + ref.offset;
-  } else if (::pread(fd, local, ref.bytes, off_t(ref.offset)) != ssize_t(ref.bytes)) {
-    return false;
+  if (ref.bytes > sizeof local - kPagePadding) return false;
+  if (map && fits_in(ref.offset, ref.bytes + kPagePadding, map_size)) {
+    bytes = map + ref.offset;  // what follows the page is in the mapping: read in place
+  } else {
+    if (map && fits_in(ref.offset, ref.bytes, map_size)) {
+      std::memcpy(local, map + ref.offset, ref.bytes);
+    } else if (::pread(fd, local, ref.bytes, off_t(ref.offset)) != ssize_t(ref.bytes)) {
+      return false;
+    }
+    std::memset(local + ref.bytes, 0, kPagePadding);
   }
-  if (!format::checksum_matches(uint32_t(format::checksum(bytes, ref.bytes)), ref.checksum)) return false;
+  // Relaxed: queries on other threads may check the same page; each finds it
+  // good on its own, so no order between them matters.
+  uint8_t* known = page < lv.verified.size() ? &lv.verified[page] : nullptr;
+  const bool checked = known && std::atomic_ref<uint8_t>(*known).load(std::memory_order_relaxed);
+  if (!checked && !format::checksum_matches(uint32_t(format::checksum(bytes, ref.bytes)), ref.checksum)) return false;
   const size_t had = buf.size();
   buf.resize(had + ref.count);
   if (unpack_nodes(st.info.kind, st.info.leaf_shift + level, ref.first_bucket, bytes, ref.bytes, ref.count,
-                   buf.data() + had))
+                   buf.data() + had)) {
+    if (known && !checked) std::atomic_ref<uint8_t>(*known).store(1, std::memory_order_relaxed);
     return true;
+  }
   buf.resize(had);
   return false;
 }

@@ -17,9 +17,11 @@ namespace tinescope::index {
 constexpr uint32_t kPageBytes = 4096;
 constexpr uint32_t kNodesPerPage = kPageBytes / sizeof(Node);  // 56
 // The finest stored level holds about this many items per bucket where a
-// stream is dense; finer zooms decode the chunks instead. It trades index
-// size (72 bytes per bucket) against the work of a query below that level.
-constexpr uint64_t kLeafItems = 48;
+// stream is dense; finer zooms decode the chunks instead. It sets the index
+// size (pages are ~16 bytes a bucket: 48 items made 0.126 of the trace, 192
+// makes 0.045) against how coarse the zooms just above the decode budget
+// are (docs/INDEX.md).
+constexpr uint64_t kLeafItems = 192;
 constexpr uint32_t kMaxShift = 62;
 
 // [offset, offset + size) lies within `total` bytes, without the addition
@@ -34,16 +36,25 @@ struct PageRef {  // 24 bytes
   uint32_t checksum = 0;      // low 32 bits of XXH3-64 of the packed bytes
 };
 
-// A page's nodes, packed (docs/INDEX.md): varints relative to the previous
-// bucket and to the bucket's start, which makes a node about 20 bytes and
-// never more than kMaxPackedNode. Writes to out, returns the bytes written.
+// A page's nodes, packed (docs/INDEX.md): interval-like nodes column by
+// column, bit-packed at each field's widest width over the page; counter
+// nodes as varints relative to the previous bucket and to the bucket's
+// start. A node never takes more than kMaxPackedNode bytes. pack_nodes
+// writes to out and returns the bytes written; unpack_nodes reads `size`
+// bytes and may load up to kPagePadding bytes past them (never used).
 constexpr size_t kMaxPackedNode = 96;
+constexpr size_t kPagePadding = 16;
 size_t pack_nodes(StreamKind kind, uint32_t shift, const Node* nodes, uint32_t count, uint8_t* out);
 bool unpack_nodes(StreamKind kind, uint32_t shift, uint64_t first_bucket, const uint8_t* p, size_t size,
                   uint32_t count, Node* out);
 
 struct Level {
   std::vector<PageRef> pages;
+  // One byte a page of a loaded index: 1 once its checksum has matched.
+  // The file does not change under its mapping, so a page is checked the
+  // first time a query reads it, not every time (that was a sixth of a
+  // query over the whole trace). Empty while a builder makes the level.
+  mutable std::vector<uint8_t> verified;
   std::vector<Node> tail;  // completed, not yet written
   Node open;               // the bucket being filled
   bool has_open = false;
@@ -138,15 +149,16 @@ struct Stream {
   void complete(size_t level, Node node, PageWriter& pages);  // by value: `levels` may grow
 };
 
-// Appends the nodes of one page of `st`'s level to buf, from a mapping of its
-// file (or with pread where the mapping does not reach): false (and nothing
-// appended) if it is damaged.
-bool read_page(const Stream& st, uint32_t level, const PageRef& ref, const uint8_t* map, size_t map_size, int fd,
+// Appends the nodes of page `page` of `st`'s level to buf, from a mapping
+// of its file (or with pread where the mapping does not reach): false (and
+// nothing appended) if it is damaged.
+bool read_page(const Stream& st, uint32_t level, size_t page, const uint8_t* map, size_t map_size, int fd,
                std::vector<Node>& buf);
 
 // The buckets of 2^shift ticks (shift >= the stream's leaf shift) whose key
 // lies in [t0, t1], from the stored levels of a stream, the growing edge
-// included. `read` fetches a page of a level (false: left out).
+// included. `read(level, page, buf)` appends the nodes of page `page` of a
+// level to buf (false: damaged, left out).
 template <class ReadPage>
 void query_levels(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, ReadPage&& read, Buckets& out);
 
@@ -179,25 +191,34 @@ void query_levels(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, Re
   size_t most = lv.tail.size() + st.levels.size();
   for (auto p = page; p != lv.pages.end() && p->first_bucket <= b1; ++p) most += p->count;
   out.nodes.reserve(out.nodes.size() + most);
-  std::vector<Node> buf;
   auto take = [&](Node n) {
     n.bucket >>= up;
     fold(kind, out.nodes, n);
   };
   for (; page != lv.pages.end() && page->first_bucket <= b1; ++page) {
-    if (up == 0) {  // a stored level: its nodes are the answer's, straight into it
-      const size_t from = out.nodes.size();
-      if (!read(uint32_t(stored), *page, out.nodes)) continue;
+    // Straight into the answer, then (odd level) pairs folded in place.
+    const size_t from = out.nodes.size();
+    if (!read(uint32_t(stored), size_t(page - lv.pages.begin()), out.nodes)) continue;
+    if (up == 0) {  // a stored level: its nodes are the answer's
       if (out.nodes[from].bucket < b0 || out.nodes.back().bucket > b1)  // the window's first or last page
         out.nodes.erase(std::remove_if(out.nodes.begin() + ptrdiff_t(from), out.nodes.end(),
                                        [&](const Node& n) { return n.bucket < b0 || n.bucket > b1; }),
                         out.nodes.end());
       continue;
     }
-    buf.clear();
-    if (!read(uint32_t(stored), *page, buf)) continue;
-    for (const Node& n : buf)
-      if (n.bucket >= b0 && n.bucket <= b1) take(n);
+    Node* nodes = out.nodes.data();
+    size_t w = from;  // nodes[from, w) are this page's answer so far
+    for (size_t r = from; r < out.nodes.size(); ++r) {
+      if (nodes[r].bucket < b0 || nodes[r].bucket > b1) continue;
+      const uint64_t bucket = nodes[r].bucket >> up;
+      if (w > 0 && nodes[w - 1].bucket == bucket) {  // (w - 1 may be the last page's last node)
+        merge(kind, nodes[w - 1], nodes[r]);
+      } else {
+        if (w != r) nodes[w] = nodes[r];
+        nodes[w++].bucket = bucket;
+      }
+    }
+    out.nodes.resize(w);
   }
   for (const Node& n : lv.tail)
     if (n.bucket >= b0 && n.bucket <= b1) take(n);

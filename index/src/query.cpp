@@ -5,8 +5,8 @@
 #include <bit>
 #include <queue>
 #include <span>
-#include <unordered_map>
 
+#include "parallel_tasks.hpp"
 #include "state.hpp"
 #include "tinescope/trace_index.hpp"
 
@@ -35,17 +35,35 @@ WalkState state_at(const FeedletState& f, size_t k) {
   return w;
 }
 
-// Walks chunk k of a feedlet, as the indexer did.
+// Walks chunk k of a feedlet, as the indexer did, up to `until`.
 template <class OnEvent, class OnItem>
 bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletState& f, size_t k, WalkState& w,
-                        std::vector<uint8_t>& buf, OnEvent&& on_event, OnItem&& on_item) {
+                        std::vector<uint8_t>& buf, OnEvent&& on_event, OnItem&& on_item, uint64_t until = UINT64_MAX) {
   std::string why;
   uint32_t c = f.chunks[k].chunk;
   const uint8_t* raw = s.payload(c, buf, why);
   if (!raw) return false;
   format::ChunkHeader h;
   std::memcpy(&h, s.trace_map + s.chunks[c].offset, sizeof h);
-  return walk_chunk(raw, h.raw_size, h, layouts, w, on_event, on_item, [](const MessageEvent&) {}, why);
+  return walk_chunk(raw, h.raw_size, h, layouts, w, on_event, on_item, [](const MessageEvent&) {}, why, until);
+}
+
+// Calls fn for each item of feedlet f with its key in [t0, t1], in the
+// feedlet's order, decoding each chunk once. The caller holds the lock.
+template <class Fn>
+void walk_items_in(const State& s, const FeedletState& f, uint64_t t0, uint64_t t1, Fn&& fn) {
+  std::vector<uint8_t> buf;
+  size_t k = first_chunk_at(s, f, t0);
+  if (k == f.chunks.size()) return;
+  WalkState w = state_at(f, k);
+  for (; k < f.chunks.size(); ++k) {
+    const ChunkRecord& c = s.chunks[f.chunks[k].chunk];
+    if (c.first_ts > t1) break;
+    walk_feedlet_chunk(s, *s.layouts, f, k, w, buf, [](uint64_t, uint16_t) {}, [&](const Item& it) {
+      if (it.key() >= t0 && it.key() <= t1) fn(it);
+    }, t1);
+    if (c.last_ts > t1) break;  // the walk stopped inside this chunk
+  }
 }
 
 uint32_t shift_for(uint64_t t0, uint64_t t1, uint32_t columns) {
@@ -67,6 +85,13 @@ std::pair<uint64_t, uint64_t> bucket_range(uint64_t t0, uint64_t t1, uint32_t sh
 // many events a column, the stream answers from its finest level instead
 // (fewer, coarser buckets; a bucket of one item is still exact).
 constexpr uint64_t kDecodeEventsPerColumn = 64;
+
+// A lane query answers its stored streams on the helper threads too when
+// they hold about this many buckets together (below that, waking a helper
+// costs more than it saves). Walks of the chunks are not split: measured
+// on this 2-core machine, two halves at once took as long as one walk,
+// and half again the CPU time.
+constexpr uint64_t kSplitStoredBuckets = 4096;
 
 bool decode_affordable(const State& s, uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t columns) {
   const FeedletState* f = s.feedlet(feedlet);
@@ -106,8 +131,11 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
                             std::vector<std::pair<int, Buckets>>& out) const {
   if (t1 < t0) std::swap(t0, t1);
   const uint32_t shift = shift_for(t0, t1, columns);
-  std::unordered_map<uint64_t, size_t> raw;  // below their finest level: stream key -> index in out
-  size_t n = 0;                              // answers in out, in stream id order
+  // Streams below their finest level, by their index in the feedlet: where
+  // their answer is in out (-1: not one of them). The walk looks up every
+  // item here (a hash map was 40 % of such a query).
+  std::vector<int32_t> raw;
+  size_t n = 0;  // answers in out, in stream id order
   auto next = [&](int id) -> Buckets& {
     if (out.size() == n) out.emplace_back();
     out[n].first = id;
@@ -115,34 +143,63 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     b.nodes.clear();  // keeps its memory
     return b;
   };
-  std::vector<std::pair<size_t, uint32_t>> stored;  // (index in out, shift)
-  {
-    std::shared_lock lock(mu_);
-    const bool affordable = decode_affordable(*s_, feedlet, t0, t1, columns);
-    auto first = std::lower_bound(s_->stream_ids.begin(), s_->stream_ids.end(), std::make_pair(feedlet, 0u));
-    for (auto it = first; it != s_->stream_ids.end() && it->first == feedlet; ++it) {
-      const int id = int(it - s_->stream_ids.begin());
-      const StreamInfo& info = s_->stream(id)->info;
-      Buckets& b = next(id);
-      if (shift >= info.leaf_shift || !affordable) {
-        stored.emplace_back(n - 1, std::max(shift, info.leaf_shift));
-        continue;
-      }
-      raw[stream_key(info.kind, info.key)] = n - 1;
-      b.shift = shift, b.from_events = true;
+  struct Stored {
+    size_t at;  // in out
+    const Stream* st;
+    uint32_t shift;
+  };
+  std::vector<Stored> stored;
+  uint64_t stored_buckets = 0;  // about how many buckets they answer
+  std::shared_lock lock(mu_);
+  const bool affordable = decode_affordable(*s_, feedlet, t0, t1, columns);
+  auto first = std::lower_bound(s_->stream_ids.begin(), s_->stream_ids.end(), std::make_pair(feedlet, 0u));
+  for (auto it = first; it != s_->stream_ids.end() && it->first == feedlet; ++it) {
+    const int id = int(it - s_->stream_ids.begin());
+    const Stream& st = *s_->stream(id);
+    Buckets& b = next(id);
+    if (shift >= st.info.leaf_shift || !affordable) {
+      const uint32_t at_shift = std::max(shift, st.info.leaf_shift);
+      stored.push_back({n - 1, &st, at_shift});
+      stored_buckets += std::min(((t1 - t0) >> at_shift) + 1, st.info.items);
+      continue;
     }
+    if (raw.size() <= it->second) raw.resize(it->second + 1, -1);
+    raw[it->second] = int32_t(n - 1);
+    b.shift = shift, b.from_events = true;
   }
   out.resize(n);
-  // One walk of the chunks for every stream that needs the events
-  // (walk_items and query_shift take the lock themselves).
-  if (!raw.empty()) {
-    auto [from, to] = bucket_range(t0, t1, shift);
-    walk_items(feedlet, from, to, [&](const Item& it) {
-      auto r = raw.find(stream_key(it));
-      if (r != raw.end()) fold(it.kind, out[r->second].second.nodes, leaf_node(it, it.key() >> shift));
-    });
+
+  // The parts, largest first: one walk of the chunks for every stream that
+  // needs the events, then each stored stream (into its own answer).
+  const FeedletState* f = raw.empty() ? nullptr : s_->feedlet(feedlet);
+  auto part = [&](size_t i) {
+    if (f && i == 0) {
+      auto [from, to] = bucket_range(t0, t1, shift);
+      walk_items_in(*s_, *f, from, to, [&](const Item& it) {
+        const int k = f->find(stream_key(it));
+        if (k >= 0 && size_t(k) < raw.size() && raw[size_t(k)] >= 0)
+          fold(it.kind, out[size_t(raw[size_t(k)])].second.nodes, leaf_node(it, it.key() >> shift));
+      });
+      return;
+    }
+    const Stored& p = stored[i - (f ? 1 : 0)];
+    stored_answer(*p.st, t0, t1, p.shift, out[p.at].second);
+  };
+  const size_t parts = (f ? 1 : 0) + stored.size();
+  if (stored_buckets >= kSplitStoredBuckets) {
+    tasks_->run(parts, part);
+  } else {
+    for (size_t i = 0; i < parts; ++i) part(i);
   }
-  for (auto [at, s] : stored) query_shift(out[at].first, t0, t1, s, out[at].second);
+}
+
+void TraceIndex::stored_answer(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, Buckets& out) const {
+  out.nodes.clear();
+  out.shift = 0, out.from_events = false;
+  if (st.levels.empty()) return;
+  query_levels(st, t0, t1, shift,
+               [&](uint32_t level, size_t page, std::vector<Node>& buf) { return s_->read_page(st, level, page, buf); },
+               out);
 }
 
 Buckets TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift) const {
@@ -160,14 +217,7 @@ void TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift, B
     std::shared_lock lock(mu_);
     const Stream* st = s_->stream(id);
     if (!st) return;
-    if (shift >= st->info.leaf_shift && !st->levels.empty()) {
-      query_levels(*st, t0, t1, shift,
-                   [&](uint32_t level, const PageRef& page, std::vector<Node>& buf) {
-                     return s_->read_page(*st, level, page, buf);
-                   },
-                   out);
-      return;
-    }
+    if (shift >= st->info.leaf_shift && !st->levels.empty()) return stored_answer(*st, t0, t1, shift, out);
   }
   // Below the finest stored level: from the events of the whole buckets.
   out.shift = shift;
@@ -181,18 +231,7 @@ void TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift, B
 void TraceIndex::walk_items(uint32_t feedlet, uint64_t t0, uint64_t t1,
                             const std::function<void(const Item&)>& fn) const {
   std::shared_lock lock(mu_);
-  const FeedletState* f = s_->feedlet(feedlet);
-  if (!f) return;
-  std::vector<uint8_t> buf;
-  size_t k = first_chunk_at(*s_, *f, t0);
-  if (k == f->chunks.size()) return;
-  WalkState w = state_at(*f, k);
-  for (; k < f->chunks.size(); ++k) {
-    if (s_->chunks[f->chunks[k].chunk].first_ts > t1) break;
-    walk_feedlet_chunk(*s_, *s_->layouts, *f, k, w, buf, [](uint64_t, uint16_t) {}, [&](const Item& it) {
-      if (it.key() >= t0 && it.key() <= t1) fn(it);
-    });
-  }
+  if (const FeedletState* f = s_->feedlet(feedlet)) walk_items_in(*s_, *f, t0, t1, fn);
 }
 
 std::vector<Item> TraceIndex::items(int id, uint64_t t0, uint64_t t1) const {
@@ -219,15 +258,11 @@ std::vector<OpenInterval> TraceIndex::open_at(uint32_t feedlet, uint64_t t) cons
   size_t k = first_chunk_at(*s_, *f, t);
   if (k == f->chunks.size()) return f->final_open;
   if (s_->chunks[f->chunks[k].chunk].first_ts > t) return state_at(*f, k).stack;  // between chunks
-  const Layouts& layouts = *s_->layouts;
   std::vector<uint8_t> buf;
   WalkState w = state_at(*f, k);
-  std::vector<OpenInterval> at;
-  bool taken = false;
-  walk_feedlet_chunk(*s_, layouts, *f, k, w, buf, [&](uint64_t ts, uint16_t) {
-    if (!taken && ts > t) at = w.stack, taken = true;  // before this event changes the stack
-  }, [](const Item&) {});
-  return taken ? at : w.stack;
+  // Up to t: the stack is then what was open after the last event at or before t.
+  walk_feedlet_chunk(*s_, *s_->layouts, *f, k, w, buf, [](uint64_t, uint16_t) {}, [](const Item&) {}, t);
+  return w.stack;
 }
 
 std::vector<Flow> TraceIndex::flows(uint64_t t0, uint64_t t1, size_t limit) const {

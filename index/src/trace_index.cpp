@@ -16,6 +16,7 @@
 
 #include "builder.hpp"
 #include "index_file.hpp"
+#include "parallel_tasks.hpp"
 #include "state.hpp"
 
 namespace tinescope::index {
@@ -40,8 +41,8 @@ FeedletState* State::feedlet(uint32_t id) const {
   return it == feedlets.end() ? nullptr : it->second.get();
 }
 
-bool State::read_page(const Stream& st, uint32_t level, const PageRef& ref, std::vector<Node>& buf) const {
-  if (index::read_page(st, level, ref, index_map, index_map_size, index_fd, buf)) return true;
+bool State::read_page(const Stream& st, uint32_t level, size_t page, std::vector<Node>& buf) const {
+  if (index::read_page(st, level, page, index_map, index_map_size, index_fd, buf)) return true;
   ++page_errors;
   return false;
 }
@@ -118,7 +119,7 @@ void State::publish(uint32_t shift) {
 
 // -------------------------------------------------------------- lifecycle
 
-TraceIndex::TraceIndex() : s_(std::make_unique<State>()) {}
+TraceIndex::TraceIndex() : s_(std::make_unique<State>()), tasks_(std::make_unique<ParallelTasks>()) {}
 TraceIndex::~TraceIndex() = default;
 
 std::string TraceIndex::default_index_path(const std::string& trace) {

@@ -205,7 +205,19 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
           const double density = n.count == 1 || len <= 0 ? 1.0 : std::min(1.0, double(n.iv.busy) / len);
           const uint32_t row = depth_row(n.max_depth);
           paint.span(row, x0, std::max(x1, x0), density, colour, st.key, n.count);
-          if (n.count == 1) add_box(row, lane.source, st.key, x0, x1, s, e, n.max_depth);
+          if (n.count == 1) {
+            add_box(row, lane.source, st.key, x0, x1, s, e, n.max_depth);
+            continue;
+          }
+          // A bucket wider than a column (a leaf answering a finer zoom) is a
+          // smear of its density, which would hide the one slow item in it:
+          // its longest item is known exactly, so it is drawn whole where it
+          // covers a column or more, as it would be at full resolution.
+          const int64_t ls = q.clock.ns(n.iv.longest_end - n.iv.max_dur), le = q.clock.ns(n.iv.longest_end);
+          const double lx0 = axis.x(ls), lx1 = axis.x(le);
+          if (lx1 - lx0 < 1) continue;
+          paint.span(row, lx0, lx1, 1.0, colour, st.key, 0);
+          add_box(row, lane.source, st.key, lx0, lx1, ls, le, n.max_depth);
         }
       } else if (st.kind == StreamKind::Instant && instant_row != UINT32_MAX) {
         for (const Node& n : b.nodes) {

@@ -166,6 +166,8 @@ struct BuildOptions {
 
 struct Builder;
 struct State;
+struct Stream;
+class ParallelTasks;
 
 class TraceIndex {
  public:
@@ -274,6 +276,8 @@ class TraceIndex {
   bool run_builder(bool eof, std::string& error);
   // Walks the chunks of a feedlet, calling fn for each item with its key in [t0, t1].
   void walk_items(uint32_t feedlet, uint64_t t0, uint64_t t1, const std::function<void(const Item&)>& fn) const;
+  // A stream's buckets from its stored levels (shift >= its leaf shift). The caller holds mu_.
+  void stored_answer(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, Buckets& out) const;
   std::string trace_path_, index_path_, temp_path_;
   BuildOptions options_;
   std::unique_ptr<Builder> builder_;
@@ -281,6 +285,7 @@ class TraceIndex {
   trace::Header header_;
   std::atomic<uint64_t> covered_{0};
   std::unique_ptr<State> s_;
+  std::unique_ptr<ParallelTasks> tasks_;  // helper threads for large queries
   mutable std::shared_mutex mu_;  // update() is exclusive, queries are shared
   mutable std::mutex snapshot_mu_;
   mutable std::shared_ptr<const trace::Catalog> snapshot_;
