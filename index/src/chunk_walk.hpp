@@ -50,11 +50,12 @@ struct MessageEvent {
 // payload is malformed; the caller then discards what it collected. A query
 // stops at `until`, before the first event after it: nothing later can end
 // in its window, and a chunk holds ~16 000 events (walking the rest was
-// half of a fine zoom's query). `st` is then the state at that event.
+// half of a fine zoom's query). `st` is then the state at that event, and
+// *stopped (if given) is set: the walk did not run out of payload.
 template <class OnEvent, class OnItem, class OnMessage>
 bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, const Layouts& layouts, WalkState& st,
                 OnEvent&& on_event, OnItem&& on_item, OnMessage&& on_message, std::string& why,
-                uint64_t until = UINT64_MAX) {
+                uint64_t until = UINT64_MAX, bool* stopped = nullptr) {
   using namespace format;
   const uint8_t* p = raw;
   const uint8_t* const end = raw + n;
@@ -84,7 +85,10 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
     if (!get_varint(p, end, type) || !get_varint(p, end, delta)) return fail("truncated event");
     if (type > kMaxEventType) return fail("event type out of range");
     ts += delta;
-    if (ts > until) return true;
+    if (ts > until) {
+      if (stopped) *stopped = true;
+      return true;
+    }
     const Layouts::Type& lay = layouts.type[type];
     const uint8_t* fields_end = end;
     if (self_sized(uint32_t(type))) {

@@ -40,19 +40,68 @@ template <class OnEvent, class OnItem>
 bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletState& f, size_t k, WalkState& w,
                         std::vector<uint8_t>& buf, OnEvent&& on_event, OnItem&& on_item, uint64_t until = UINT64_MAX) {
   std::string why;
-  uint32_t c = f.chunks[k].chunk;
-  const uint8_t* raw = s.payload(c, buf, why);
-  if (!raw) return false;
+  const uint32_t c = f.chunks[k].chunk;
+  const ChunkRecord& r = s.chunks[c];
+  if (!s.trace_map || !fits_in(r.offset, r.size, s.trace_map_size) || r.size < sizeof(format::ChunkHeader)) return false;
   format::ChunkHeader h;
-  std::memcpy(&h, s.trace_map + s.chunks[c].offset, sizeof h);
-  return walk_chunk(raw, h.raw_size, h, layouts, w, on_event, on_item, [](const MessageEvent&) {}, why, until);
+  std::memcpy(&h, s.trace_map + r.offset, sizeof h);
+  auto no_messages = [](const MessageEvent&) {};
+  // A walk that stops inside the chunk needs only the payload up to `until`:
+  // decode about that much (guessed from the chunk's time span, with room to
+  // spare), as lz4 of the whole chunk was a third of a fine zoom's query.
+  size_t size = h.raw_size;
+  if (until >= r.first_ts && until < r.last_ts)
+    size = size_t(double(until - r.first_ts + 1) / double(r.last_ts - r.first_ts + 1) * h.raw_size) +
+           h.raw_size / 8 + 1024;
+  const uint8_t* raw = s.payload(c, buf, why, &size);
+  if (!raw) return false;
+  // One instantiation of the walk for both tries (three made the compiler
+  // stop inlining its varint reads): events and items counted on the first,
+  // passed over on a second.
+  uint64_t events = 0, items = 0, skip_events = 0, skip_items = 0;
+  auto event = [&](uint64_t ts, uint16_t type) { skip_events ? void(--skip_events) : (++events, on_event(ts, type)); };
+  auto item = [&](const Item& it) { skip_items ? void(--skip_items) : (++items, on_item(it)); };
+  bool stopped = false;
+  const WalkState before = size < h.raw_size ? w : WalkState{};
+  const bool ok = walk_chunk(raw, size, h, layouts, w, event, item, no_messages, why, until, &stopped);
+  if (size == h.raw_size || (ok && stopped)) return ok;
+  // The guess fell short: the whole chunk, passing over what was given.
+  w = before;
+  skip_events = events, skip_items = items;
+  if (!(raw = s.payload(c, buf, why))) return false;
+  return walk_chunk(raw, h.raw_size, h, layouts, w, event, item, no_messages, why, until, &stopped);
 }
+
+// Lends this thread's payload buffer, kept from walk to walk: a fresh one
+// for every query (allocated and zero-filled to ~100 KB) was a tenth of a
+// fine zoom's query. A walk started inside another's callback gets its own.
+class PayloadBuffer {
+ public:
+  PayloadBuffer() : lent_(!kept().busy) { kept().busy |= lent_; }
+  ~PayloadBuffer() { kept().busy &= !lent_; }
+  PayloadBuffer(const PayloadBuffer&) = delete;
+  PayloadBuffer& operator=(const PayloadBuffer&) = delete;
+  std::vector<uint8_t>& get() { return lent_ ? kept().bytes : own_; }
+
+ private:
+  struct Kept {
+    std::vector<uint8_t> bytes;
+    bool busy = false;
+  };
+  static Kept& kept() {
+    thread_local Kept k;
+    return k;
+  }
+  bool lent_;
+  std::vector<uint8_t> own_;
+};
 
 // Calls fn for each item of feedlet f with its key in [t0, t1], in the
 // feedlet's order, decoding each chunk once. The caller holds the lock.
 template <class Fn>
 void walk_items_in(const State& s, const FeedletState& f, uint64_t t0, uint64_t t1, Fn&& fn) {
-  std::vector<uint8_t> buf;
+  PayloadBuffer lease;
+  std::vector<uint8_t>& buf = lease.get();
   size_t k = first_chunk_at(s, f, t0);
   if (k == f.chunks.size()) return;
   WalkState w = state_at(f, k);

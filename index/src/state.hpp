@@ -94,8 +94,10 @@ struct State {
   bool read_page(const Stream& st, uint32_t level, size_t page, std::vector<Node>& buf) const;
   // Appends a flow block's flows to out (checking its checksum); false if damaged.
   bool read_flows(const FlowBlock& b, std::vector<Flow>& out) const;
-  // The raw payload of chunk `c` (decompressed into buf).
-  const uint8_t* payload(uint32_t c, std::vector<uint8_t>& buf, std::string& why) const;
+  // The raw payload of chunk `c` (decompressed into buf). With `prefix`,
+  // only its first *prefix bytes are decoded (lz4 stops there; all of it
+  // if it is shorter), and *prefix says how many there are.
+  const uint8_t* payload(uint32_t c, std::vector<uint8_t>& buf, std::string& why, size_t* prefix = nullptr) const;
   // Rebuilds the derived tables (stream ids, checkpoints) after indexing.
   void publish(uint32_t grid_shift);
 };

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <lz4.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -58,14 +59,26 @@ bool State::read_flows(const FlowBlock& b, std::vector<Flow>& out) const {
   return false;
 }
 
-const uint8_t* State::payload(uint32_t c, std::vector<uint8_t>& buf, std::string& why) const {
+const uint8_t* State::payload(uint32_t c, std::vector<uint8_t>& buf, std::string& why, size_t* prefix) const {
   const ChunkRecord& r = chunks[c];
   if (!trace_map || !fits_in(r.offset, r.size, trace_map_size)) {
     why = "chunk beyond the end of the trace";
     return nullptr;
   }
+  format::ChunkHeader h;
+  std::memcpy(&h, trace_map + r.offset, sizeof h);
+  if (prefix && *prefix < h.raw_size && (h.flags & format::kChunkLz4)) {
+    if (buf.size() < h.raw_size) buf.resize(h.raw_size);
+    const int got = LZ4_decompress_safe_partial(reinterpret_cast<const char*>(trace_map + r.offset + h.header_size),
+                                                reinterpret_cast<char*>(buf.data()), int(h.stored_size), int(*prefix),
+                                                int(h.raw_size));
+    if (got == int(*prefix)) return buf.data();
+    why = "payload does not decompress";
+    return nullptr;
+  }
   const uint8_t* raw = trace::chunk_payload(trace_map + r.offset, buf);
   if (!raw) why = "payload does not decompress";
+  if (prefix) *prefix = h.raw_size;
   return raw;
 }
 
