@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -447,7 +449,9 @@ TEST(Index, PyramidsEqualBruteForceWhereLevelsSpanManyPages) {
   Fixture fx("index_dense", dense_trace(400'000, 17));
   ASSERT_TRUE(fx.ix);
   for (const auto& info : fx.ix->streams())  // 8 leaf pages a dense stream or more
-    if (info.key < 3) EXPECT_GT(info.items, 8 * 56 * 192) << index::kind_name(info.kind);
+    if (info.key < 3) {
+      EXPECT_GT(info.items, 8 * 56 * 192) << index::kind_name(info.kind);
+    }
   check_pyramids_against_brute_force(fx.c, *fx.ix, 23, 3000);
   // Open at t: the session and the frame around t (one that ends at t is
   // over), or the last of its name, never ended.
@@ -737,6 +741,92 @@ TEST(Index, DamagedTraceKeepsEveryIntactChunk) {
   EXPECT_EQ(fx.ix->chunks().size(), clean.chunks.size() - 2);
   // What remains is exactly what the reader reads from the damaged trace.
   check_pyramids_against_brute_force(fx.c, *fx.ix, 3, 400);
+}
+
+// Pages of a file in the page cache, and how many it has.
+std::pair<size_t, size_t> resident_pages(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  struct stat st;
+  if (fd < 0 || ::fstat(fd, &st) != 0 || st.st_size == 0) return {0, 0};
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE)), n = (size_t(st.st_size) + page - 1) / page;
+  void* m = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
+  std::vector<unsigned char> in(n);
+  ::mincore(m, size_t(st.st_size), in.data());
+  ::munmap(m, size_t(st.st_size));
+  ::close(fd);
+  return {size_t(std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; })), n};
+}
+
+void evict(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+uint64_t major_faults() {
+  rusage u;
+  ::getrusage(RUSAGE_SELF, &u);
+  return uint64_t(u.ru_majflt);
+}
+
+TEST(Index, AnOpenedIndexIsPagedInBehindTheFirstQueries) {
+  // A trace of many streams, so that most of its index is node pages.
+  const std::string raw = temp_path("index_warm_raw");
+  ::unlink(raw.c_str());
+  bench::SyntheticOptions opt;
+  opt.events = 20'000'000;
+  bench::SyntheticResult r;
+  std::string error;
+  ASSERT_TRUE(bench::write_synthetic_trace(raw, opt, r, error)) << error;
+  IndexedTrace fx("index_warm", slurp(raw));
+  ::unlink(raw.c_str());
+  ASSERT_TRUE(fx.ix);
+  const uint64_t bytes = fx.ix->index_bytes();
+  ASSERT_GT(bytes, 300u << 10) << "an index worth a warming thread";
+  EXPECT_TRUE(fx.ix->warm()) << "an index built here is in memory already";
+  const std::string idx = TraceIndex::default_index_path(fx.path);
+  fx.ix.reset();
+  evict(idx);
+  const auto [cached, pages] = resident_pages(idx);
+  if (cached == pages) GTEST_SKIP() << "the page cache keeps " << idx << " (a file system in memory?)";
+  auto open_warm = [&](uint64_t warm_bytes) {
+    evict(idx);
+    index::BuildOptions o;
+    o.warm_bytes = warm_bytes;
+    auto ix = TraceIndex::open(fx.path, error, o);
+    EXPECT_TRUE(ix) << error;
+    for (int i = 0; ix && !ix->warm() && i < 3000; ++i) ::usleep(10'000);
+    EXPECT_TRUE(ix && ix->warm());
+    return ix;
+  };
+  // Lane queries at random zooms; the major page faults they took.
+  auto queries = [&](const TraceIndex& ix, uint64_t columns, int n) {
+    std::mt19937_64 rng(13);
+    const uint64_t lo = ix.first_ts(), hi = ix.last_ts(), f0 = major_faults();
+    std::vector<std::pair<int, index::Buckets>> out;
+    for (int i = 0; i < n; ++i) {
+      const uint64_t span = std::max<uint64_t>(1000, (hi - lo) >> (rng() % 12));
+      const uint64_t t = lo + rng() % (hi - lo - std::min(span, hi - lo) + 1);
+      ix.query_lane(1, t, t + span, uint32_t(columns), out);
+    }
+    return major_faults() - f0;
+  };
+  // The coarsest levels first, as far as a third of the index goes: coarse
+  // views find their pages. (This machine's disk reads ahead 8 MB around a
+  // fault, more than this index, so it cannot show pages left out.)
+  auto ix = open_warm(bytes / 3);
+  ASSERT_TRUE(ix);
+  EXPECT_EQ(queries(*ix, 16, 20), 0u) << "coarse views after warming a third";
+  // By default the whole index, so no query waits for the disk.
+  ix = open_warm(0);
+  ASSERT_TRUE(ix);
+  EXPECT_EQ(resident_pages(idx).first, pages);
+  EXPECT_EQ(queries(*ix, 1280, 200), 0u) << "queries after warming the whole index";
+  // Closed while it warms: the thread stops between batches, before the mapping goes.
+  for (int i = 0; i < 20; ++i) {
+    evict(idx);
+    EXPECT_TRUE(TraceIndex::open(fx.path, error)) << error;
+  }
 }
 
 TEST(Index, FileReopensAndIsRebuiltWhenBad) {

@@ -17,6 +17,7 @@
 
 #include "builder.hpp"
 #include "index_file.hpp"
+#include "index_warmer.hpp"
 #include "parallel_tasks.hpp"
 #include "state.hpp"
 
@@ -307,20 +308,24 @@ std::unique_ptr<TraceIndex> TraceIndex::build(const std::string& trace, std::str
 }
 
 std::unique_ptr<TraceIndex> TraceIndex::load(const std::string& trace, const std::string& index_path,
-                                             std::string& error) {
+                                             std::string& error, uint64_t warm_bytes) {
   std::unique_ptr<TraceIndex> ix(new TraceIndex());
   ix->trace_path_ = trace;
   ix->index_path_ = index_path;
   if (!map_trace(*ix->s_, trace, error)) return nullptr;
   if (!IndexFile::load(*ix, error)) return nullptr;
+  // A small index is read in by its first queries as soon: no thread for it.
+  if (ix->s_->index_map_size >= IndexWarmer::kSmallest) ix->warmer_ = std::make_unique<IndexWarmer>(*ix->s_, warm_bytes);
   return ix;
 }
+
+bool TraceIndex::warm() const { return !warmer_ || warmer_->done(); }
 
 std::unique_ptr<TraceIndex> TraceIndex::open(const std::string& trace, std::string& error,
                                              const BuildOptions& options, std::string* rebuilt_because) {
   std::string path = options.index_path.empty() ? default_index_path(trace) : options.index_path;
   std::string why;
-  if (auto ix = load(trace, path, why)) return ix;
+  if (auto ix = load(trace, path, why, options.warm_bytes)) return ix;
   if (rebuilt_because) *rebuilt_because = why;
   BuildOptions o = options;
   o.index_path = path;

@@ -162,12 +162,14 @@ struct BuildOptions {
   unsigned threads = 0;                                     // 0: one per core
   std::function<void(const Progress&)> progress;            // called now and then
   std::string index_path;                                   // "" : beside the trace, else the cache dir
+  uint64_t warm_bytes = 0;  // of a loaded index paged in after opening; 0: up to an eighth of the memory
 };
 
 struct Builder;
 struct State;
 struct Stream;
 class ParallelTasks;
+class IndexWarmer;
 
 class TraceIndex {
  public:
@@ -184,9 +186,9 @@ class TraceIndex {
                                           const BuildOptions& options = {},
                                           std::string* rebuilt_because = nullptr);
   // Only loads an existing index; null with the reason if it is missing,
-  // stale or damaged.
+  // stale or damaged. warm_bytes as in BuildOptions.
   static std::unique_ptr<TraceIndex> load(const std::string& trace, const std::string& index_path,
-                                          std::string& error);
+                                          std::string& error, uint64_t warm_bytes = 0);
   // Builds the index and writes it to options.index_path (or the default).
   static std::unique_ptr<TraceIndex> build(const std::string& trace, std::string& error,
                                            const BuildOptions& options = {});
@@ -210,6 +212,9 @@ class TraceIndex {
   const trace::Header& header() const { return header_; }
   uint64_t trace_bytes() const { return covered_.load(std::memory_order_relaxed); }
   uint64_t index_bytes() const;
+  // A loaded index file is paged in on a background thread after opening
+  // (docs/INDEX.md); true once that is done, and for an index built here.
+  bool warm() const;
   uint64_t events() const;  // data events (not the metadata feedlet)
   uint64_t dropped() const;
   uint64_t first_ts() const;
@@ -286,6 +291,7 @@ class TraceIndex {
   std::atomic<uint64_t> covered_{0};
   std::unique_ptr<State> s_;
   std::unique_ptr<ParallelTasks> tasks_;  // helper threads for large queries
+  std::unique_ptr<IndexWarmer> warmer_;   // pages a loaded index in (after s_: stops before it goes)
   mutable std::shared_mutex mu_;  // update() is exclusive, queries are shared
   mutable std::mutex snapshot_mu_;
   mutable std::shared_ptr<const trace::Catalog> snapshot_;

@@ -1,0 +1,88 @@
+#include "index_warmer.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "pyramid.hpp"
+#include "state.hpp"
+
+namespace tinescope::index {
+
+namespace {
+
+#ifndef MADV_POPULATE_READ  // Linux 5.14
+#define MADV_POPULATE_READ 22
+#endif
+
+constexpr uint64_t kOsPage = 4096;
+constexpr uint64_t kBatch = 4 << 20;  // between looks at the stop flag
+
+}  // namespace
+
+std::vector<std::pair<uint64_t, uint64_t>> IndexWarmer::plan(const State& s, uint64_t budget) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  const uint64_t size = s.index_map_size;
+  if (size <= budget) {
+    for (uint64_t end = size; end > 0;) {
+      const uint64_t begin = end > kBatch ? (end - kBatch) / kOsPage * kOsPage : 0;
+      out.emplace_back(begin, end);
+      end = begin;
+    }
+    return out;
+  }
+  // Levels counted down from each stream's top: every stream's top level,
+  // then the ones below, until the budget is spent.
+  struct Page {
+    uint32_t from_top;
+    uint64_t offset, bytes;
+  };
+  std::vector<Page> pages;
+  for (const auto& [id, f] : s.feedlets)
+    for (const Stream& st : f->streams)
+      for (size_t l = 0; l < st.levels.size(); ++l)
+        for (const PageRef& p : st.levels[l].pages)
+          pages.push_back({uint32_t(st.levels.size() - 1 - l), p.offset, p.bytes});
+  std::stable_sort(pages.begin(), pages.end(), [](const Page& a, const Page& b) { return a.from_top < b.from_top; });
+  uint64_t spent = 0;
+  size_t n = 0;
+  while (n < pages.size() && spent + pages[n].bytes <= budget) spent += pages[n++].bytes;
+  pages.resize(n);
+  // In file order, whole OS pages, neighbours joined.
+  std::sort(pages.begin(), pages.end(), [](const Page& a, const Page& b) { return a.offset < b.offset; });
+  for (const Page& p : pages) {
+    const uint64_t begin = p.offset / kOsPage * kOsPage, end = std::min(size, p.offset + p.bytes);
+    if (!out.empty() && begin <= out.back().second) {
+      out.back().second = std::max(out.back().second, end);
+    } else {
+      out.emplace_back(begin, end);
+    }
+  }
+  return out;
+}
+
+IndexWarmer::IndexWarmer(const State& s, uint64_t budget) : s_(s) {
+  if (budget == 0) budget = uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGESIZE)) / 8;
+  thread_ = std::thread([this, ranges = plan(s, budget)]() mutable { run(std::move(ranges)); });
+}
+
+IndexWarmer::~IndexWarmer() {
+  stop_.store(true, std::memory_order_relaxed);
+  thread_.join();
+}
+
+void IndexWarmer::run(std::vector<std::pair<uint64_t, uint64_t>> ranges) {
+  for (auto [begin, end] : ranges) {
+    for (uint64_t at = begin; at < end && !stop_.load(std::memory_order_relaxed); at += kBatch) {
+      void* p = const_cast<uint8_t*>(s_.index_map) + at;
+      const size_t n = size_t(std::min(end - at, kBatch));
+      // Into the page cache and this mapping's page tables; a kernel without
+      // MADV_POPULATE_READ (before 5.14) reads ahead instead.
+      if (::madvise(p, n, MADV_POPULATE_READ) != 0) ::madvise(p, n, MADV_WILLNEED);
+    }
+  }
+  done_.store(true, std::memory_order_release);
+}
+
+}  // namespace tinescope::index
