@@ -33,7 +33,6 @@ class IndexWarmer {
 
   bool done() const { return done_.load(std::memory_order_acquire); }
 
-
  private:
   // The byte ranges of the index file to page in, in that order.
   static std::vector<std::pair<uint64_t, uint64_t>> plan(const State& s, uint64_t budget);
