@@ -480,18 +480,26 @@ TEST(Index, PyramidsEqualBruteForceWhereLevelsSpanManyPages) {
   }
 }
 
-TEST(Index, PyramidsEqualBruteForceOnSyntheticTrace) {
-  std::string path = temp_path("index_synth");
+// The bytes of a synthetic trace (empty, with a failure, if it could not be written).
+std::string synthetic_bytes(const bench::SyntheticOptions& opt, bench::SyntheticResult& r) {
+  const std::string path = temp_path("index_synth");
   ::unlink(path.c_str());
+  std::string error;
+  EXPECT_TRUE(bench::write_synthetic_trace(path, opt, r, error)) << error;
+  std::string bytes = slurp(path);
+  ::unlink(path.c_str());
+  return bytes;
+}
+
+TEST(Index, PyramidsEqualBruteForceOnSyntheticTrace) {
   bench::SyntheticOptions opt;
   opt.events = 400'000;
   opt.threads = 4;
   opt.period_ns = 50'000;
   bench::SyntheticResult r;
-  std::string error;
-  ASSERT_TRUE(bench::write_synthetic_trace(path, opt, r, error)) << error;
-  Fixture fx("index_synth2", slurp(path));
-  ::unlink(path.c_str());
+  const std::string bytes = synthetic_bytes(opt, r);
+  ASSERT_FALSE(bytes.empty());
+  Fixture fx("index_synth2", bytes);
   ASSERT_TRUE(fx.ix);
   EXPECT_EQ(fx.ix->events(), r.events);
   check_pyramids_against_brute_force(fx.c, *fx.ix, 12, 1500);
@@ -771,18 +779,16 @@ uint64_t major_faults() {
 
 TEST(Index, AnOpenedIndexIsPagedInBehindTheFirstQueries) {
   // A trace of many streams, so that most of its index is node pages.
-  const std::string raw = temp_path("index_warm_raw");
-  ::unlink(raw.c_str());
   bench::SyntheticOptions opt;
   opt.events = 20'000'000;
   bench::SyntheticResult r;
-  std::string error;
-  ASSERT_TRUE(bench::write_synthetic_trace(raw, opt, r, error)) << error;
-  IndexedTrace fx("index_warm", slurp(raw));
-  ::unlink(raw.c_str());
+  const std::string bytes = synthetic_bytes(opt, r);
+  ASSERT_FALSE(bytes.empty());
+  IndexedTrace fx("index_warm", bytes);
   ASSERT_TRUE(fx.ix);
-  const uint64_t bytes = fx.ix->index_bytes();
-  ASSERT_GT(bytes, 300u << 10) << "an index worth a warming thread";
+  std::string error;
+  const uint64_t index_bytes = fx.ix->index_bytes();
+  ASSERT_GT(index_bytes, 300u << 10) << "an index worth a warming thread";
   EXPECT_TRUE(fx.ix->warm()) << "an index built here is in memory already";
   const std::string idx = TraceIndex::default_index_path(fx.path);
   fx.ix.reset();
@@ -814,7 +820,7 @@ TEST(Index, AnOpenedIndexIsPagedInBehindTheFirstQueries) {
   // The coarsest levels first, as far as a third of the index goes: coarse
   // views find their pages. (This machine's disk reads ahead 8 MB around a
   // fault, more than this index, so it cannot show pages left out.)
-  auto ix = open_warm(bytes / 3);
+  auto ix = open_warm(index_bytes / 3);
   ASSERT_TRUE(ix);
   EXPECT_EQ(queries(*ix, 16, 20), 0u) << "coarse views after warming a third";
   // By default the whole index, so no query waits for the disk.

@@ -307,7 +307,8 @@ std::vector<OpenInterval> TraceIndex::open_at(uint32_t feedlet, uint64_t t) cons
   size_t k = first_chunk_at(*s_, *f, t);
   if (k == f->chunks.size()) return f->final_open;
   if (s_->chunks[f->chunks[k].chunk].first_ts > t) return state_at(*f, k).stack;  // between chunks
-  std::vector<uint8_t> buf;
+  PayloadBuffer lease;
+  std::vector<uint8_t>& buf = lease.get();
   WalkState w = state_at(*f, k);
   // Up to t: the stack is then what was open after the last event at or before t.
   walk_feedlet_chunk(*s_, *s_->layouts, *f, k, w, buf, [](uint64_t, uint16_t) {}, [](const Item&) {}, t);
@@ -378,7 +379,8 @@ bool TraceIndex::feedlet_event(uint32_t feedlet, uint64_t k, EventRef& out) cons
   if (!f || k >= f->events || f->chunks.empty()) return false;
   size_t c = chunk_of_position(*f, k);
   const Layouts& layouts = *s_->layouts;
-  std::vector<uint8_t> buf;
+  PayloadBuffer lease;
+  std::vector<uint8_t>& buf = lease.get();
   auto ev = chunk_events(*s_, layouts, *f, c, buf);
   uint64_t i = k - f->chunks[c].first_event;
   if (i >= ev.size()) return false;
@@ -393,7 +395,8 @@ uint64_t TraceIndex::feedlet_position_at(uint32_t feedlet, uint64_t t) const {
   size_t k = first_chunk_at(*s_, *f, t);
   if (k == f->chunks.size()) return f->events;
   const Layouts& layouts = *s_->layouts;
-  std::vector<uint8_t> buf;
+  PayloadBuffer lease;
+  std::vector<uint8_t>& buf = lease.get();
   auto ev = chunk_events(*s_, layouts, *f, k, buf);
   auto it = std::lower_bound(ev.begin(), ev.end(), t, [](const auto& e, uint64_t v) { return e.first < v; });
   return f->chunks[k].first_event + uint64_t(it - ev.begin());
@@ -420,7 +423,8 @@ bool TraceIndex::global_event(uint64_t k, EventRef& out) const {
     size_t i;
   };
   const Layouts& layouts = *s_->layouts;
-  std::vector<uint8_t> buf;
+  PayloadBuffer lease;
+  std::vector<uint8_t>& buf = lease.get();
   std::vector<Cursor> cur;
   for (size_t c = 0; c < nf; ++c) {
     const FeedletState& f = *s.feedlet(s.grid_feedlets[c]);
