@@ -541,8 +541,9 @@ TEST(Index, LaneQueryEqualsEachStreamsQuery) {
 
 // A lane query that answers many buckets from stored levels shares its
 // streams with helper threads (on a machine with two cores or more), the
-// chunk walk for the decoded streams beside them: each answer must equal
-// that stream's own query, whichever thread made it.
+// chunk walk for the decoded streams beside them, and a walk over several
+// chunks is shared too (taken from both ends): each answer must equal that
+// stream's own query, whichever thread made it.
 TEST(Index, LaneQueryInParallelEqualsEachStreamsQuery) {
   const std::string path = temp_path("index_lane_parallel");
   ::unlink(path.c_str());
@@ -557,15 +558,29 @@ TEST(Index, LaneQueryInParallelEqualsEachStreamsQuery) {
   auto streams = ix->streams();
   std::mt19937_64 rng(8);
   const uint64_t lo = ix->first_ts(), hi = ix->last_ts();
-  size_t stored = 0, decoded = 0;
+  const uint32_t feedlet = streams[0].feedlet;
+  const auto chunks = ix->chunks();
+  const auto in_feedlet = ix->feedlet_chunks(feedlet);
+  auto chunks_in = [&](uint64_t t0, uint64_t t1) {
+    size_t n = 0;
+    for (const index::FeedletChunk& c : in_feedlet) n += chunks[c.chunk].last_ts >= t0 && chunks[c.chunk].first_ts <= t1;
+    return n;
+  };
+  size_t stored = 0, decoded = 0, decoded_over_many_chunks = 0;
   std::vector<std::pair<int, index::Buckets>> lane;
-  for (int q = 0; q < 100; ++q) {
-    // Wide windows answer from stored levels; a few narrow ones decode some streams.
-    const uint64_t span = q % 10 ? (hi - lo) / 10 * (5 + rng() % 5) : (hi - lo) >> (8 + rng() % 6);
+  for (int q = 0; q < 120; ++q) {
+    // Wide windows answer from stored levels; a few narrow ones decode some
+    // streams from one chunk, and some from many (a shared walk).
+    const uint64_t span = q % 10 > 1 ? (hi - lo) / 10 * (5 + rng() % 5)
+                          : q % 10 ? (hi - lo) >> (4 + rng() % 3)
+                                   : (hi - lo) >> (8 + rng() % 6);
     const uint64_t t0 = lo + rng() % (hi - lo - span), t1 = t0 + span;
-    const uint32_t columns = 1000 + uint32_t(rng() % 3000);
-    ix->query_lane(streams[0].feedlet, t0, t1, columns, lane);
+    const uint32_t columns = q % 10 == 1 ? 4000 : 1000 + uint32_t(rng() % 3000);
+    ix->query_lane(feedlet, t0, t1, columns, lane);
     ASSERT_GT(lane.size(), 10u);
+    bool from_events = false;
+    for (auto& [id, got] : lane) from_events |= got.from_events;
+    decoded_over_many_chunks += from_events && chunks_in(t0, t1) >= 4;
     for (auto& [id, got] : lane) {
       (got.from_events ? decoded : stored) += got.nodes.size();
       auto one = ix->query(id, t0, t1, columns);
@@ -577,6 +592,7 @@ TEST(Index, LaneQueryInParallelEqualsEachStreamsQuery) {
   }
   EXPECT_GT(stored, 200'000u) << "most answers must come from stored levels";
   EXPECT_GT(decoded, 1'000u) << "some from the chunks";
+  EXPECT_GE(decoded_over_many_chunks, 5u) << "some walks over four chunks or more";
   ix.reset();
   ::unlink(path.c_str());
   ::unlink(TraceIndex::default_index_path(path).c_str());

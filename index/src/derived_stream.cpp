@@ -914,8 +914,8 @@ Buckets DerivedStream::query_shift(uint64_t t0, uint64_t t1, uint32_t shift) con
   const index::Stream& st = pyramid_->stream;
   if (shift >= st.info.leaf_shift && !st.levels.empty()) {
     index::query_levels(st, t0, t1, shift,
-                        [&](uint32_t level, size_t page, std::vector<Node>& buf) {
-                          return index::read_page(st, level, page, map_, map_size_, fd_, buf);
+                        [&](uint32_t level, size_t page, Node* nodes) {
+                          return index::read_page(st, level, page, map_, map_size_, fd_, nodes);
                         },
                         out);
     return out;
@@ -929,7 +929,7 @@ Buckets DerivedStream::query_shift(uint64_t t0, uint64_t t1, uint32_t shift) con
   it.kind = kind();
   for (const Record& r : records(from, to)) {
     it.start = r.start, it.end = r.end, it.value = r.value, it.name = r.name;
-    index::fold(it.kind, out.nodes, index::leaf_node(it, r.end >> shift));
+    index::fold_item(out.nodes, it, shift);
   }
   return out;
 }

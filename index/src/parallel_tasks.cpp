@@ -1,8 +1,21 @@
 #include "parallel_tasks.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace tinescope::index {
+
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
 
 ParallelTasks::ParallelTasks(unsigned most)
     : wanted_(std::min(most, std::max(1u, std::thread::hardware_concurrency()) - 1)) {}
@@ -28,36 +41,43 @@ void ParallelTasks::run(size_t count, const std::function<void(size_t)>& task) {
   Batch b;
   b.task = &task;
   b.count = count;
+  while (threads_.size() < wanted_) threads_.emplace_back([this] { helper_loop(); });
+  batch_.store(&b);
+  epoch_.fetch_add(1);
   {
-    std::lock_guard lock(mu_);
-    while (threads_.size() < wanted_) threads_.emplace_back([this] { helper_loop(); });
-    batch_ = &b;
-    ++epoch_;
+    std::lock_guard lock(mu_);  // a helper going to sleep sees the new epoch or is woken
   }
   wake_.notify_all();
   work(b);
-  {
-    // No helper joins from here on; wait for those inside to finish their parts.
-    std::unique_lock lock(mu_);
-    batch_ = nullptr;
-    finished_.wait(lock, [&] { return b.inside == 0; });
+  // No helper joins from here on; wait for those inside to finish their parts.
+  batch_.store(nullptr);
+  for (unsigned spins = 0; active_.load() != 0; ++spins) {
+    if (spins % 64 == 63) {
+      std::this_thread::yield();
+    } else {
+      cpu_relax();
+    }
   }
   taken_.store(false, std::memory_order_release);
 }
 
 void ParallelTasks::helper_loop() {
-  uint64_t seen = 0;
-  std::unique_lock lock(mu_);
+  uint64_t seen = epoch_.load();
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || (batch_ && epoch_ != seen); });
+    const auto until = std::chrono::steady_clock::now() + kHelperSpin;
+    for (unsigned spins = 0; epoch_.load(std::memory_order_relaxed) == seen && !stop_.load(std::memory_order_relaxed);
+         ++spins) {
+      cpu_relax();
+      if (spins % 256 == 255 && std::chrono::steady_clock::now() > until) {
+        std::unique_lock lock(mu_);
+        wake_.wait(lock, [&] { return stop_ || epoch_.load() != seen; });
+      }
+    }
     if (stop_) return;
-    seen = epoch_;
-    Batch& b = *batch_;
-    ++b.inside;
-    lock.unlock();
-    work(b);
-    lock.lock();
-    if (--b.inside == 0) finished_.notify_all();
+    seen = epoch_.load();
+    active_.fetch_add(1);
+    if (Batch* b = batch_.load()) work(*b);
+    active_.fetch_sub(1);
   }
 }
 

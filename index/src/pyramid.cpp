@@ -238,38 +238,41 @@ bool unpack_nodes(StreamKind kind, uint32_t shift, uint64_t first_bucket, const 
   return p == end;
 }
 
-bool read_page(const Stream& st, uint32_t level, size_t page, const uint8_t* map, size_t map_size, int fd,
-               std::vector<Node>& buf) {
+uint32_t read_page(const Stream& st, uint32_t level, size_t page, const uint8_t* map, size_t map_size, int fd,
+                   Node* out) {
   const Level& lv = st.levels[level];
   const PageRef& ref = lv.pages[page];
-  if (ref.count == 0 || ref.count > kNodesPerPage) return false;
+  if (ref.count == 0 || ref.count > kNodesPerPage) return 0;
   uint8_t local[kNodesPerPage * kMaxPackedNode + kPagePadding];
   const uint8_t* bytes = local;
-  if (ref.bytes > sizeof local - kPagePadding) return false;
+  if (ref.bytes > sizeof local - kPagePadding) return 0;
   if (map && fits_in(ref.offset, ref.bytes + kPagePadding, map_size)) {
     bytes = map + ref.offset;  // what follows the page is in the mapping: read in place
   } else {
     if (map && fits_in(ref.offset, ref.bytes, map_size)) {
       std::memcpy(local, map + ref.offset, ref.bytes);
     } else if (::pread(fd, local, ref.bytes, off_t(ref.offset)) != ssize_t(ref.bytes)) {
-      return false;
+      return 0;
     }
     std::memset(local + ref.bytes, 0, kPagePadding);
+  }
+  // A level's pages lie scattered through the file (every stream's pages
+  // are written as they fill), so each is a fresh trip to memory: ask for
+  // the next one while this one is unpacked.
+  if (page + 1 < lv.pages.size() && map) {
+    const PageRef& next = lv.pages[page + 1];
+    if (fits_in(next.offset, next.bytes, map_size))
+      for (uint32_t b = 0; b < next.bytes; b += 64) __builtin_prefetch(map + next.offset + b);
   }
   // Relaxed: queries on other threads may check the same page; each finds it
   // good on its own, so no order between them matters.
   uint8_t* known = page < lv.verified.size() ? &lv.verified[page] : nullptr;
   const bool checked = known && std::atomic_ref<uint8_t>(*known).load(std::memory_order_relaxed);
-  if (!checked && !format::checksum_matches(uint32_t(format::checksum(bytes, ref.bytes)), ref.checksum)) return false;
-  const size_t had = buf.size();
-  buf.resize(had + ref.count);
-  if (unpack_nodes(st.info.kind, st.info.leaf_shift + level, ref.first_bucket, bytes, ref.bytes, ref.count,
-                   buf.data() + had)) {
-    if (known && !checked) std::atomic_ref<uint8_t>(*known).store(1, std::memory_order_relaxed);
-    return true;
-  }
-  buf.resize(had);
-  return false;
+  if (!checked && !format::checksum_matches(uint32_t(format::checksum(bytes, ref.bytes)), ref.checksum)) return 0;
+  if (!unpack_nodes(st.info.kind, st.info.leaf_shift + level, ref.first_bucket, bytes, ref.bytes, ref.count, out))
+    return 0;
+  if (known && !checked) std::atomic_ref<uint8_t>(*known).store(1, std::memory_order_relaxed);
+  return ref.count;
 }
 
 uint32_t choose_leaf_shift(uint64_t count, uint64_t span) {

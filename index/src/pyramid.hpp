@@ -78,14 +78,14 @@ class PageWriter {
 // Inline: the indexer folds every item of a trace through these.
 inline bool interval_like(StreamKind kind) { return kind != StreamKind::Counter; }
 
-inline Node leaf_node(const Item& it, uint64_t bucket) {
-  Node n;
+// The node of one item: `n` must be value-initialized (zero).
+inline void set_leaf(Node& n, const Item& it, uint64_t bucket) {
   n.bucket = bucket;
   n.count = 1;
   if (it.kind == StreamKind::Counter) {
     n.s.min = n.s.max = n.s.first = n.s.last = n.s.sum = it.value;
     n.s.first_ts = n.s.last_ts = it.end;
-    return n;
+    return;
   }
   uint64_t dur = it.end - it.start;
   n.max_depth = it.depth;
@@ -94,7 +94,45 @@ inline Node leaf_node(const Item& it, uint64_t bucket) {
   n.iv.longest_end = it.end;
   n.iv.min_start = it.start;
   n.iv.max_end = it.end;
+}
+
+inline Node leaf_node(const Item& it, uint64_t bucket) {
+  Node n;
+  set_leaf(n, it, bucket);
   return n;
+}
+
+// Adds an item to a node that holds at least one: what merging its
+// leaf_node does, without building that node (the indexer and the decoding
+// queries add every item here; a 72-byte node built on the stack and read
+// back stalled on store forwarding).
+[[gnu::always_inline]] inline void add_item(Node& a, const Item& it) {
+  ++a.count;
+  if (it.kind == StreamKind::Counter) {
+    a.s.min = std::min(a.s.min, it.value);
+    a.s.max = std::max(a.s.max, it.value);
+    a.s.last = it.value;
+    a.s.sum += it.value;
+    a.s.last_ts = it.end;
+    return;
+  }
+  const uint64_t dur = it.end - it.start;
+  a.max_depth = std::max(a.max_depth, it.depth);
+  a.iv.busy += it.kind == StreamKind::Send ? uint64_t(it.value) : dur;
+  a.iv.min_dur = std::min(a.iv.min_dur, dur);
+  if (dur > a.iv.max_dur) a.iv.max_dur = dur, a.iv.longest_end = it.end;
+  a.iv.min_start = std::min(a.iv.min_start, it.start);
+  a.iv.max_end = std::max(a.iv.max_end, it.end);
+}
+
+// Folds an item into an answer of buckets of 2^shift ticks, as fold() does its leaf_node.
+[[gnu::always_inline]] inline void fold_item(std::vector<Node>& out, const Item& it, uint32_t shift) {
+  const uint64_t bucket = it.key() >> shift;
+  if (!out.empty() && out.back().bucket == bucket) {
+    add_item(out.back(), it);
+  } else {
+    set_leaf(out.emplace_back(), it, bucket);
+  }
 }
 
 // Folds `later` (whose items all come after into's) into `into`.
@@ -135,7 +173,7 @@ struct Stream {
       Node& open = levels[0].open;
       const uint64_t bucket = it.key() >> info.leaf_shift;
       if (open.bucket == bucket) {
-        merge(info.kind, open, leaf_node(it, bucket));
+        add_item(open, it);
         return;
       }
     }
@@ -149,16 +187,16 @@ struct Stream {
   void complete(size_t level, Node node, PageWriter& pages);  // by value: `levels` may grow
 };
 
-// Appends the nodes of page `page` of `st`'s level to buf, from a mapping
-// of its file (or with pread where the mapping does not reach): false (and
-// nothing appended) if it is damaged.
-bool read_page(const Stream& st, uint32_t level, size_t page, const uint8_t* map, size_t map_size, int fd,
-               std::vector<Node>& buf);
+// Unpacks the nodes of page `page` of `st`'s level into out (room for
+// kNodesPerPage), from a mapping of its file (or with pread where the
+// mapping does not reach): how many, or 0 if the page is damaged.
+uint32_t read_page(const Stream& st, uint32_t level, size_t page, const uint8_t* map, size_t map_size, int fd,
+                   Node* out);
 
 // The buckets of 2^shift ticks (shift >= the stream's leaf shift) whose key
 // lies in [t0, t1], from the stored levels of a stream, the growing edge
-// included. `read(level, page, buf)` appends the nodes of page `page` of a
-// level to buf (false: damaged, left out).
+// included. `read(level, page, Node* out)` unpacks page `page` of a level
+// into out as read_page does (0: damaged, left out).
 template <class ReadPage>
 void query_levels(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, ReadPage&& read, Buckets& out);
 
@@ -195,30 +233,32 @@ void query_levels(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, Re
     n.bucket >>= up;
     fold(kind, out.nodes, n);
   };
+  // Each page is unpacked into a page-sized array (in the L1 cache) and
+  // taken from there: a stored level's nodes copied whole, an odd level's
+  // pairs folded on the way. Unpacking into the answer itself meant
+  // zero-filling it first and, for an odd level, writing every node twice.
+  Node nodes[kNodesPerPage];
   for (; page != lv.pages.end() && page->first_bucket <= b1; ++page) {
-    // Straight into the answer, then (odd level) pairs folded in place.
-    const size_t from = out.nodes.size();
-    if (!read(uint32_t(stored), size_t(page - lv.pages.begin()), out.nodes)) continue;
-    if (up == 0) {  // a stored level: its nodes are the answer's
-      if (out.nodes[from].bucket < b0 || out.nodes.back().bucket > b1)  // the window's first or last page
-        out.nodes.erase(std::remove_if(out.nodes.begin() + ptrdiff_t(from), out.nodes.end(),
-                                       [&](const Node& n) { return n.bucket < b0 || n.bucket > b1; }),
-                        out.nodes.end());
+    const uint32_t count = read(uint32_t(stored), size_t(page - lv.pages.begin()), nodes);
+    uint32_t i = 0, j = count;
+    while (i < j && nodes[i].bucket < b0) ++i;  // the window's first page
+    while (j > i && nodes[j - 1].bucket > b1) --j;  // and its last
+    if (up == 0) {
+      out.nodes.insert(out.nodes.end(), nodes + i, nodes + j);
       continue;
     }
-    Node* nodes = out.nodes.data();
-    size_t w = from;  // nodes[from, w) are this page's answer so far
-    for (size_t r = from; r < out.nodes.size(); ++r) {
-      if (nodes[r].bucket < b0 || nodes[r].bucket > b1) continue;
-      const uint64_t bucket = nodes[r].bucket >> up;
-      if (w > 0 && nodes[w - 1].bucket == bucket) {  // (w - 1 may be the last page's last node)
-        merge(kind, nodes[w - 1], nodes[r]);
+    // Pairs into one bucket (a pair split by a page boundary too). Not
+    // through a copy of the node: rewriting its bucket and reading it back
+    // whole stalled on store forwarding, a quarter of the fold.
+    for (; i < j; ++i) {
+      const uint64_t bucket = nodes[i].bucket >> up;
+      if (!out.nodes.empty() && out.nodes.back().bucket == bucket) {
+        merge(kind, out.nodes.back(), nodes[i]);
       } else {
-        if (w != r) nodes[w] = nodes[r];
-        nodes[w++].bucket = bucket;
+        out.nodes.push_back(nodes[i]);
+        out.nodes.back().bucket = bucket;
       }
     }
-    out.nodes.resize(w);
   }
   for (const Node& n : lv.tail)
     if (n.bucket >= b0 && n.bucket <= b1) take(n);

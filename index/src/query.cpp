@@ -96,23 +96,37 @@ class PayloadBuffer {
   std::vector<uint8_t> own_;
 };
 
-// Calls fn for each item of feedlet f with its key in [t0, t1], in the
-// feedlet's order, decoding each chunk once. The caller holds the lock.
+// The chunks of f that a walk over [t0, t1] decodes: [first, end).
+std::pair<size_t, size_t> chunks_over(const State& s, const FeedletState& f, uint64_t t0, uint64_t t1) {
+  const size_t k = first_chunk_at(s, f, t0);
+  const auto end = std::partition_point(f.chunks.begin() + ptrdiff_t(k), f.chunks.end(),
+                                        [&](const FeedletChunk& c) { return s.chunks[c.chunk].first_ts <= t1; });
+  return {k, size_t(end - f.chunks.begin())};
+}
+
+// Calls fn for each item of feedlet f with its key in [t0, t1] that a chunk
+// in [k, end) completes, in the feedlet's order, decoding each chunk once
+// (from the intervals open when chunk k starts). The caller holds the lock.
 template <class Fn>
-void walk_items_in(const State& s, const FeedletState& f, uint64_t t0, uint64_t t1, Fn&& fn) {
+void walk_chunks(const State& s, const FeedletState& f, size_t k, size_t end, uint64_t t0, uint64_t t1, Fn&& fn) {
   PayloadBuffer lease;
   std::vector<uint8_t>& buf = lease.get();
-  size_t k = first_chunk_at(s, f, t0);
-  if (k == f.chunks.size()) return;
+  if (k >= end) return;
   WalkState w = state_at(f, k);
-  for (; k < f.chunks.size(); ++k) {
+  for (; k < end; ++k) {
     const ChunkRecord& c = s.chunks[f.chunks[k].chunk];
-    if (c.first_ts > t1) break;
     walk_feedlet_chunk(s, *s.layouts, f, k, w, buf, [](uint64_t, uint16_t) {}, [&](const Item& it) {
       if (it.key() >= t0 && it.key() <= t1) fn(it);
     }, t1);
     if (c.last_ts > t1) break;  // the walk stopped inside this chunk
   }
+}
+
+// Every item of feedlet f with its key in [t0, t1].
+template <class Fn>
+void walk_items_in(const State& s, const FeedletState& f, uint64_t t0, uint64_t t1, Fn&& fn) {
+  auto [k, end] = chunks_over(s, f, t0, t1);
+  walk_chunks(s, f, k, end, t0, t1, fn);
 }
 
 uint32_t shift_for(uint64_t t0, uint64_t t1, uint32_t columns) {
@@ -136,11 +150,15 @@ std::pair<uint64_t, uint64_t> bucket_range(uint64_t t0, uint64_t t1, uint32_t sh
 constexpr uint64_t kDecodeEventsPerColumn = 64;
 
 // A lane query answers its stored streams on the helper threads too when
-// they hold about this many buckets together (below that, waking a helper
-// costs more than it saves). Walks of the chunks are not split: measured
-// on this 2-core machine, two halves at once took as long as one walk,
-// and half again the CPU time.
+// they hold about this many buckets together (below that, handing parts to
+// a helper costs more than it saves).
 constexpr uint64_t kSplitStoredBuckets = 4096;
+// A walk over at least this many chunks is shared with a helper, chunk by
+// chunk. A chunk (~16 000 events) is the unit, so over fewer chunks a
+// helper on a slower core (this VM's two differ by ~1.5x) made the caller
+// wait for its one chunk: 2-3 chunks took 530 -> 680 us, 5 took 1 400 ->
+// 1 000 us.
+constexpr size_t kSplitWalkChunks = 4;
 
 bool decode_affordable(const State& s, uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t columns) {
   const FeedletState* f = s.feedlet(feedlet);
@@ -184,6 +202,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
   // their answer is in out (-1: not one of them). The walk looks up every
   // item here (a hash map was 40 % of such a query).
   std::vector<int32_t> raw;
+  std::vector<StreamKind> kind_of;  // and their kinds
   size_t n = 0;  // answers in out, in stream id order
   auto next = [&](int id) -> Buckets& {
     if (out.size() == n) out.emplace_back();
@@ -212,33 +231,95 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
       stored_buckets += std::min(((t1 - t0) >> at_shift) + 1, st.info.items);
       continue;
     }
-    if (raw.size() <= it->second) raw.resize(it->second + 1, -1);
+    if (raw.size() <= it->second) raw.resize(it->second + 1, -1), kind_of.resize(it->second + 1);
     raw[it->second] = int32_t(n - 1);
+    kind_of[it->second] = st.info.kind;
     b.shift = shift, b.from_events = true;
   }
   out.resize(n);
+  // Where each decoded stream's items go, by its index in the feedlet.
+  std::vector<std::vector<Node>*> sink(raw.size());
+  for (size_t k = 0; k < raw.size(); ++k) sink[k] = raw[k] < 0 ? nullptr : &out[size_t(raw[k])].second.nodes;
 
-  // The parts, largest first: one walk of the chunks for every stream that
-  // needs the events, then each stored stream (into its own answer).
+  // The walk of the chunks for every stream that needs the events. Its
+  // chunks are taken one at a time from both ends: from the front by a
+  // walk that carries its state from chunk to chunk and folds into the
+  // answer, from the back by one that starts each chunk from its
+  // open-interval snapshot and folds it into buckets of its own, joined on
+  // after. Alone (no helper free, or one that comes late) the front walk
+  // takes every chunk, so a slow or busy core costs nothing; a split fixed
+  // in advance waited for this VM's slower core half the time.
   const FeedletState* f = raw.empty() ? nullptr : s_->feedlet(feedlet);
+  auto [from, to] = bucket_range(t0, t1, shift);
+  size_t k0 = 0, k_end = 0;
+  if (f) std::tie(k0, k_end) = chunks_over(*s_, *f, from, to);
+  const bool split = k_end - k0 >= kSplitWalkChunks && tasks_->helpers() > 0;
+  std::atomic<uint64_t> ends{uint64_t(k0) << 32 | k_end};  // front << 32 | back: chunks not yet taken
+  auto take = [&](bool front) -> size_t {
+    for (uint64_t e = ends.load();;) {
+      const uint64_t a = e >> 32, b = e & 0xffffffff;
+      if (a >= b) return SIZE_MAX;
+      const uint64_t next = front ? (a + 1) << 32 | b : a << 32 | (b - 1);
+      if (ends.compare_exchange_weak(e, next)) return size_t(front ? a : b - 1);
+    }
+  };
+  thread_local std::vector<std::vector<std::vector<Node>>> kept_side;  // [chunk - k0][stream]: memory kept
+  std::vector<std::vector<std::vector<Node>>>& side = kept_side;
+  if (split && side.size() < k_end - k0) side.resize(k_end - k0);
+  auto walk_chunk_items = [&](size_t k, WalkState& w, std::vector<uint8_t>& buf, auto&& into) {
+    walk_feedlet_chunk(*s_, *s_->layouts, *f, k, w, buf, [](uint64_t, uint16_t) {}, [&](const Item& it) {
+      if (it.key() < from || it.key() > to) return;
+      const size_t slot = size_t(f->find(stream_key(it)));
+      if (slot < sink.size() && sink[slot]) fold_item(into(slot), it, shift);
+    }, to);
+  };
+  auto walk_front = [&] {
+    PayloadBuffer lease;
+    WalkState w = state_at(*f, k0);
+    size_t alone = k0;  // without a helper: every chunk in order
+    for (size_t k; (k = split ? take(true) : alone < k_end ? alone++ : SIZE_MAX) != SIZE_MAX;)
+      walk_chunk_items(k, w, lease.get(), [&](size_t slot) -> std::vector<Node>& { return *sink[slot]; });
+  };
+  auto walk_back = [&] {
+    PayloadBuffer lease;
+    for (size_t k; (k = take(false)) != SIZE_MAX;) {
+      std::vector<std::vector<Node>>& mine = side[k - k0];
+      if (mine.size() < sink.size()) mine.resize(sink.size());
+      for (auto& v : mine) v.clear();
+      WalkState w = state_at(*f, k);
+      walk_chunk_items(k, w, lease.get(), [&](size_t slot) -> std::vector<Node>& { return mine[slot]; });
+    }
+  };
+
+  // The parts, largest first: the walk (from the front, and from the back),
+  // then each stored stream (into its own answer).
+  const size_t walks = f ? (split ? 2 : 1) : 0;
   auto part = [&](size_t i) {
-    if (f && i == 0) {
-      auto [from, to] = bucket_range(t0, t1, shift);
-      walk_items_in(*s_, *f, from, to, [&](const Item& it) {
-        const int k = f->find(stream_key(it));
-        if (k >= 0 && size_t(k) < raw.size() && raw[size_t(k)] >= 0)
-          fold(it.kind, out[size_t(raw[size_t(k)])].second.nodes, leaf_node(it, it.key() >> shift));
-      });
+    if (i < walks) {
+      i == 0 ? walk_front() : walk_back();
       return;
     }
-    const Stored& p = stored[i - (f ? 1 : 0)];
+    const Stored& p = stored[i - walks];
     stored_answer(*p.st, t0, t1, p.shift, out[p.at].second);
   };
-  const size_t parts = (f ? 1 : 0) + stored.size();
-  if (stored_buckets >= kSplitStoredBuckets) {
+  const size_t parts = walks + stored.size();
+  if (split || stored_buckets >= kSplitStoredBuckets) {
     tasks_->run(parts, part);
   } else {
     for (size_t i = 0; i < parts; ++i) part(i);
+  }
+  if (!split) return;
+  // The chunks walked from the back, in order after the front's; a bucket
+  // cut by a chunk boundary is folded whole.
+  for (size_t k = size_t(ends.load() >> 32); k < k_end; ++k) {
+    for (size_t slot = 0; slot < sink.size(); ++slot) {
+      const std::vector<Node>& b = side[k - k0][slot];
+      if (!sink[slot] || b.empty()) continue;
+      std::vector<Node>& a = *sink[slot];
+      size_t i = 0;
+      if (!a.empty() && a.back().bucket == b[0].bucket) merge(kind_of[slot], a.back(), b[i++]);
+      a.insert(a.end(), b.begin() + ptrdiff_t(i), b.end());
+    }
   }
 }
 
@@ -247,7 +328,7 @@ void TraceIndex::stored_answer(const Stream& st, uint64_t t0, uint64_t t1, uint3
   out.shift = 0, out.from_events = false;
   if (st.levels.empty()) return;
   query_levels(st, t0, t1, shift,
-               [&](uint32_t level, size_t page, std::vector<Node>& buf) { return s_->read_page(st, level, page, buf); },
+               [&](uint32_t level, size_t page, Node* nodes) { return s_->read_page(st, level, page, nodes); },
                out);
 }
 
@@ -273,8 +354,7 @@ void TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift, B
   out.from_events = true;
   auto [from, to] = bucket_range(t0, t1, shift);
   raw = items(id, from, to);
-  const StreamKind kind = raw.empty() ? StreamKind::Interval : raw[0].kind;
-  for (const Item& it : raw) fold(kind, out.nodes, leaf_node(it, it.key() >> shift));
+  for (const Item& it : raw) fold_item(out.nodes, it, shift);
 }
 
 void TraceIndex::walk_items(uint32_t feedlet, uint64_t t0, uint64_t t1,

@@ -91,7 +91,7 @@ struct State {
   const Stream* stream(int id) const;
   FeedletState* feedlet(uint32_t id) const;
   // Reads a page's nodes into buf (checking its checksum); false if damaged.
-  bool read_page(const Stream& st, uint32_t level, size_t page, std::vector<Node>& buf) const;
+  uint32_t read_page(const Stream& st, uint32_t level, size_t page, Node* out) const;
   // Appends a flow block's flows to out (checking its checksum); false if damaged.
   bool read_flows(const FlowBlock& b, std::vector<Flow>& out) const;
   // The raw payload of chunk `c` (decompressed into buf). With `prefix`,

@@ -43,10 +43,10 @@ FeedletState* State::feedlet(uint32_t id) const {
   return it == feedlets.end() ? nullptr : it->second.get();
 }
 
-bool State::read_page(const Stream& st, uint32_t level, size_t page, std::vector<Node>& buf) const {
-  if (index::read_page(st, level, page, index_map, index_map_size, index_fd, buf)) return true;
+uint32_t State::read_page(const Stream& st, uint32_t level, size_t page, Node* out) const {
+  if (const uint32_t n = index::read_page(st, level, page, index_map, index_map_size, index_fd, out)) return n;
   ++page_errors;
-  return false;
+  return 0;
 }
 
 bool State::read_flows(const FlowBlock& b, std::vector<Flow>& out) const {
