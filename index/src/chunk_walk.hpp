@@ -74,7 +74,9 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
       it.depth = st.stack[i].depth;
       it.start = st.stack[i].start;
       it.end = at;
-      st.stack.resize(i);  // frames above it never ended: they end unseen
+      // Frames above it never ended: they end unseen. (Not resize(): it
+      // has a growing path, so it was a call for every end, 5 % of a walk.)
+      while (st.stack.size() > i) st.stack.pop_back();
       on_item(it);
       return;
     }

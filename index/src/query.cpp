@@ -60,7 +60,7 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
   // passed over on a second.
   uint64_t events = 0, items = 0, skip_events = 0, skip_items = 0;
   auto event = [&](uint64_t ts, uint16_t type) { skip_events ? void(--skip_events) : (++events, on_event(ts, type)); };
-  auto item = [&](const Item& it) { skip_items ? void(--skip_items) : (++items, on_item(it)); };
+  auto item = [&](const Item& it) __attribute__((always_inline)) { skip_items ? void(--skip_items) : (++items, on_item(it)); };
   bool stopped = false;
   const WalkState before = size < h.raw_size ? w : WalkState{};
   const bool ok = walk_chunk(raw, size, h, layouts, w, event, item, no_messages, why, until, &stopped);
@@ -267,7 +267,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
   std::vector<std::vector<std::vector<Node>>>& side = kept_side;
   if (split && side.size() < k_end - k0) side.resize(k_end - k0);
   auto walk_chunk_items = [&](size_t k, WalkState& w, std::vector<uint8_t>& buf, auto&& into) {
-    walk_feedlet_chunk(*s_, *s_->layouts, *f, k, w, buf, [](uint64_t, uint16_t) {}, [&](const Item& it) {
+    walk_feedlet_chunk(*s_, *s_->layouts, *f, k, w, buf, [](uint64_t, uint16_t) {}, [&](const Item& it) __attribute__((always_inline)) {
       if (it.key() < from || it.key() > to) return;
       const size_t slot = size_t(f->find(stream_key(it)));
       if (slot < sink.size() && sink[slot]) fold_item(into(slot), it, shift);
