@@ -646,12 +646,22 @@ TEST_F(Demo, StatisticsPerNameAndThread) {
   auto rows = duration_stats(*ix_, all, true, error);
   ASSERT_TRUE(error.empty()) << error;
   auto interrupts = raw_intervals("interrupt");
+  ASSERT_GE(interrupts.size(), 30u);
+  // The median straight from the trace. Not 300 us itself: the demo's
+  // threads spin on 2 cores, and under a sanitizer the OS stretched most
+  // interrupts of a run past 315 us (CI saw that once).
+  const double tpn = ix_->catalog().clock.ticks_per_ns();
+  std::vector<double> ns;
+  for (const auto& x : interrupts) ns.push_back(double(x.second - x.first) / tpn);
+  std::sort(ns.begin(), ns.end());
+  const double median = ns[(ns.size() + 1) / 2 - 1];  // the smallest with half of them at or below it
+  EXPECT_GE(median, 299e3);
   bool seen = false;
   for (const auto& r : rows) {
     if (r.name != "interrupt") continue;
     EXPECT_EQ(r.h.count(), interrupts.size());
     EXPECT_GE(r.h.min(), 299'000u);
-    EXPECT_NEAR(r.h.percentile(50), 300e3, 15e3);
+    EXPECT_NEAR(r.h.percentile(50), median, median * 0.012) << "a percentile is its bin's middle: within 1.1 %";
     if (!r.thread.empty()) {
       EXPECT_EQ(r.thread, "audio");
       seen = true;
