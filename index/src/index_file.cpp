@@ -322,11 +322,13 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
     in.vec(fs->final_open);
     in.vec(fs->type_counts);
     uint32_t ns = in.get<uint32_t>();
+    if (in.ok && ns <= uint64_t(in.end - in.p) / sizeof(StreamInfo)) fs->streams.reserve(ns);  // (not grown: moves)
     for (uint32_t k = 0; in.ok && k < ns; ++k) {
       Stream st;
       st.info = in.get<StreamInfo>();
       uint32_t nl = in.get<uint32_t>();
       if (nl > 64 || st.info.leaf_shift + uint64_t(nl) > kMaxShift + 1) in.ok = false;  // shifts stay < 64
+      if (in.ok) st.levels.reserve(nl);
       for (uint32_t l = 0; in.ok && l < nl; ++l) {
         Level& lv = st.levels.emplace_back();
         in.vec(lv.pages);
