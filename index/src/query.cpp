@@ -250,7 +250,8 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
   // takes every chunk, so a slow or busy core costs nothing; a split fixed
   // in advance waited for this VM's slower core half the time.
   const FeedletState* f = raw.empty() ? nullptr : s_->feedlet(feedlet);
-  auto [from, to] = bucket_range(t0, t1, shift);
+  const auto window = bucket_range(t0, t1, shift);
+  const uint64_t from = window.first, to = window.second;  // (lambdas capture these: not a structured binding, for clang 14)
   size_t k0 = 0, k_end = 0;
   if (f) std::tie(k0, k_end) = chunks_over(*s_, *f, from, to);
   const bool split = k_end - k0 >= kSplitWalkChunks && tasks_->helpers() > 0;
