@@ -270,20 +270,28 @@ bool Parser::parse_header(const uint8_t* data, size_t n, bool eof, size_t& consu
   Header h;
   h.major = load_le<uint16_t>(data + 8);
   h.minor = load_le<uint16_t>(data + 10);
-  if (h.major > kMajorVersion) {
+  // A newer major version is refused with a clear error, but only when the
+  // header is intact: a flipped version byte (its checksum then fails) is
+  // damage like any other, and every chunk after it is still read.
+  const bool newer = h.major > kMajorVersion;
+  auto refuse_newer = [&] {
     error_ = "trace format version " + std::to_string(h.major) + "." + std::to_string(h.minor) +
              " is newer than this reader (" + std::to_string(kMajorVersion) + "." +
              std::to_string(kMinorVersion) + "); use a newer tinescope";
     return false;
-  }
+  };
   h.size = load_le<uint32_t>(data + 12);
-  if (h.size < kFileHeaderFixed + 8 || h.size > kMaxFileHeader) return damaged("impossible header size");
+  if (h.size < kFileHeaderFixed + 8 || h.size > kMaxFileHeader)
+    return newer ? refuse_newer() : damaged("impossible header size");
   if (n < h.size) {
     if (!eof) return false;
     return damaged("truncated");
   }
   if (!checksum_matches(checksum(data, h.size - 8), load_le<uint64_t>(data + h.size - 8)))
-    return damaged("checksum mismatch");
+    return damaged(newer ? "checksum mismatch (and a version " + std::to_string(h.major) + "." +
+                               std::to_string(h.minor) + " newer than this reader's)"
+                         : std::string("checksum mismatch"));
+  if (newer) return refuse_newer();
   const uint8_t* p = data + kFileHeaderFixed;
   const uint8_t* end = data + h.size - 8;
   bool have_schema = false;
