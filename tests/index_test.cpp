@@ -916,12 +916,14 @@ TEST(Index, FileReopensAndIsRebuiltWhenBad) {
   for (int id = 0; id < int(s.size()); ++id) hurt->query_shift(id, 0, UINT64_MAX, s[size_t(id)].leaf_shift);
   EXPECT_EQ(hurt->page_errors(), 2 * found);
 
-  // So is a damaged flow block (the flows end where the directory starts):
-  // its flows are left out, every other block's are kept.
+  // So is a damaged flow block (the flows end at most 7 bytes of padding
+  // before the directory starts): its flows are left out, every other
+  // block's are kept.
   pages = good;
   uint64_t dir_offset;
   std::memcpy(&dir_offset, pages.data() + pages.size() - 64 + 16, 8);
-  pages[dir_offset - 3] ^= 0x5a;
+  ASSERT_EQ(dir_offset % 8, 0u);
+  pages[dir_offset - 11] ^= 0x5a;
   write_file(idx, pages);
   hurt = TraceIndex::load(fx.path, idx, error);
   ASSERT_TRUE(hurt) << error;

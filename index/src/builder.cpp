@@ -148,7 +148,7 @@ void Builder::on_chunk(const trace::ChunkInfo& info) {
   r.flags = h.flags;
   r.dropped_before = h.dropped_before;
   uint32_t index = uint32_t(s_.chunks.size());
-  s_.chunks.push_back(r);
+  s_.chunks.vec().push_back(r);
   if (h.feedlet == format::kMetadataFeedlet || h.event_count == 0) return;
 
   min_ts_ = std::min(min_ts_, h.first_ts);
@@ -238,10 +238,10 @@ void Builder::walk(const Job& job, Scratch& scratch) {
   fc.chunk = job.chunk;
   fc.first_event = f.events;
   fc.open_first = f.pool.size();
-  for (const OpenInterval& o : f.walk.stack) f.pool.push_back(o);
-  for (const RunningJob& r : f.walk.running) f.pool.push_back(OpenInterval{r.task, kRunningJobBit | r.cpu, r.start});
+  for (const OpenInterval& o : f.walk.stack) f.pool.vec().push_back(o);
+  for (const RunningJob& r : f.walk.running) f.pool.vec().push_back(OpenInterval{r.task, kRunningJobBit | r.cpu, r.start});
   fc.open_count = uint32_t(f.pool.size() - fc.open_first);
-  f.chunks.push_back(fc);
+  f.chunks.vec().push_back(fc);
   f.walk = std::move(walk);
   f.events = position;
   f.first_ts = std::min(f.first_ts, h.first_ts);

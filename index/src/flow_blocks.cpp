@@ -88,11 +88,13 @@ bool unpack_flows(const uint8_t* p, size_t size, uint32_t count, std::vector<Flo
   return p == end;
 }
 
-void FlowBlockIndex::build(const std::vector<FlowBlock>& blocks) {
+void FlowBlockIndex::build(std::span<const FlowBlock> blocks) {
   const size_t n = blocks.size();
-  reach.resize(n), floor.resize(n);
-  for (size_t i = 0; i < n; ++i) reach[i] = std::max(i ? reach[i - 1] : 0, blocks[i].last);
-  for (size_t i = n; i-- > 0;) floor[i] = std::min(i + 1 < n ? floor[i + 1] : UINT64_MAX, blocks[i].first);
+  std::vector<uint64_t>& r = reach.vec();
+  std::vector<uint64_t>& f = floor.vec();
+  r.resize(n), f.resize(n);
+  for (size_t i = 0; i < n; ++i) r[i] = std::max(i ? r[i - 1] : 0, blocks[i].last);
+  for (size_t i = n; i-- > 0;) f[i] = std::min(i + 1 < n ? f[i + 1] : UINT64_MAX, blocks[i].first);
 }
 
 std::pair<size_t, size_t> FlowBlockIndex::range(uint64_t t0, uint64_t t1) const {

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "table.hpp"
 #include "tinescope/trace_index.hpp"
 
 namespace tinescope::index {
@@ -38,9 +40,10 @@ bool unpack_flows(const uint8_t* p, size_t size, uint32_t count, std::vector<Flo
 // Which blocks a window [t0, t1] needs, found without reading the blocks:
 // reach[i] is the latest time in blocks 0..i, floor[i] the earliest in
 // blocks i..end (both monotone, so both ends are binary searches).
+// Kept in the index's directory beside the blocks.
 struct FlowBlockIndex {
-  std::vector<uint64_t> reach, floor;
-  void build(const std::vector<FlowBlock>& blocks);
+  Table<uint64_t> reach, floor;
+  void build(std::span<const FlowBlock> blocks);
   // Blocks [from, to) may hold a half in [t0, t1]; each still needs its own first/last check.
   std::pair<size_t, size_t> range(uint64_t t0, uint64_t t1) const;
 };

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <span>
 #include <type_traits>
 
 #include "state.hpp"
@@ -36,10 +37,23 @@ struct Out {
     static_assert(std::is_trivially_copyable_v<T>);
     b.append(reinterpret_cast<const char*>(&v), sizeof v);
   }
+  // A table: its count, then zeros up to a multiple of 8 bytes (the
+  // directory starts at one in the file), then its elements, so that a
+  // loaded index reads them in place.
+  template <class T>
+  void vec(std::span<const T> v) {
+    static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= 8);
+    put(uint64_t(v.size()));
+    b.resize((b.size() + 7) & ~size_t(7));
+    if (!v.empty()) b.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  }
   template <class T>
   void vec(const std::vector<T>& v) {
-    put(uint64_t(v.size()));
-    if (!v.empty()) b.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+    vec(std::span<const T>(v));
+  }
+  template <class T>
+  void vec(const Table<T>& v) {
+    vec(std::span<const T>(v));
   }
   void str(const std::string& s) {
     put(uint64_t(s.size()));
@@ -47,49 +61,21 @@ struct Out {
   }
 };
 
-// Maps the pages under a large table about to be filled (or a range of the
-// index's mapping about to be read) in one system call rather than one page
-// fault each: on a virtual machine the faults were most of the time to open
-// an index of 2*10^9 events.
+// Maps the pages of a range of the index's mapping about to be read in one
+// system call rather than one page fault each: on a virtual machine the
+// faults were most of the time to open an index of 2*10^9 events.
 #ifndef MADV_POPULATE_READ  // Linux 5.14; older kernels refuse the advice, which changes nothing
 #define MADV_POPULATE_READ 22
-#define MADV_POPULATE_WRITE 23
 #endif
-void populate(void* data, size_t bytes, int how = MADV_POPULATE_WRITE) {
+void populate_read(const void* data, size_t bytes) {
   constexpr uintptr_t kPage = 4096;
-  if (bytes < 4 * kPage) return;
-  const uintptr_t a = (reinterpret_cast<uintptr_t>(data) + kPage - 1) & ~(kPage - 1);
-  const uintptr_t b = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kPage - 1);
-  if (b > a) ::madvise(reinterpret_cast<void*>(a), b - a, how);  // a hint: failure changes nothing
+  const uintptr_t a = reinterpret_cast<uintptr_t>(data) & ~(kPage - 1);
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(data) + bytes + kPage - 1) & ~(kPage - 1);
+  if (b > a) ::madvise(reinterpret_cast<void*>(a), b - a, MADV_POPULATE_READ);  // a hint: failure changes nothing
 }
 
-// An iterator over the Ts stored in bytes at any alignment.
-template <class T>
-struct Unaligned {
-  using iterator_category = std::forward_iterator_tag;
-  using value_type = T;
-  using difference_type = std::ptrdiff_t;
-  using pointer = const T*;
-  using reference = T;
-  const uint8_t* at;
-  T operator*() const {
-    T v;
-    std::memcpy(static_cast<void*>(&v), at, sizeof v);
-    return v;
-  }
-  Unaligned& operator++() {
-    at += sizeof(T);
-    return *this;
-  }
-  Unaligned operator++(int) {
-    Unaligned was = *this;
-    at += sizeof(T);
-    return was;
-  }
-  bool operator==(const Unaligned& o) const { return at == o.at; }
-};
-
 // Reads with bounds checks: a damaged directory is an error, never a crash.
+// Tables are not copied: they are read in place from the mapping.
 struct In {
   const uint8_t* p;
   const uint8_t* end;
@@ -106,20 +92,27 @@ struct In {
     return v;
   }
   template <class T>
-  void vec(std::vector<T>& v) {
-    uint64_t n = get<uint64_t>();
-    if (!ok || n > uint64_t(end - p) / sizeof(T)) {
+  std::span<const T> table() {
+    const uint64_t n = get<uint64_t>();
+    const size_t pad = size_t(-reinterpret_cast<uintptr_t>(p) & 7);
+    if (!ok || pad > size_t(end - p) || n > uint64_t(end - p - ptrdiff_t(pad)) / sizeof(T)) {
       ok = false;
-      return;
+      return {};
     }
-    v.clear();
-    v.reserve(n);
-    populate(v.data(), n * sizeof(T));
-    // Copied element by element from the bytes as they lie (any alignment),
-    // not resized first: value-initializing then overwriting a table was a
-    // third of opening an index of 2*10^9 events.
-    v.assign(Unaligned<T>{p}, Unaligned<T>{p + n * sizeof(T)});
+    p += pad;
+    const T* at = reinterpret_cast<const T*>(p);  // aligned: the directory starts at a multiple of 8
     p += n * sizeof(T);
+    return {at, size_t(n)};
+  }
+  template <class T>
+  void vec(Table<T>& t) {
+    std::span<const T> v = table<T>();
+    t.view(v.data(), v.size());
+  }
+  template <class T>
+  void vec(std::vector<T>& t) {
+    std::span<const T> v = table<T>();
+    t.assign(v.begin(), v.end());
   }
   std::string str() {
     uint64_t n = get<uint64_t>();
@@ -210,6 +203,9 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
     }
   }
   o.vec(blocks);
+  FlowBlockIndex block_index;
+  block_index.build(blocks);
+  o.vec(block_index.reach), o.vec(block_index.floor);
   o.put(s.grid_shift), o.put(s.grid_first);
   o.vec(s.grid_feedlets), o.vec(s.grid_before), o.vec(s.grid_positions);
 
@@ -217,7 +213,7 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
   std::memcpy(f.magic, kIndexMagic, 8);
   f.version = kIndexVersion;
   f.page_bytes = kPageBytes;
-  f.dir_offset = flows_end;
+  f.dir_offset = (flows_end + 7) & ~uint64_t(7);  // tables are read in place: aligned
   f.dir_size = o.b.size();
   f.dir_checksum = format::checksum(o.b.data(), o.b.size());
   f.trace_size = ix.covered_;
@@ -238,8 +234,8 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
   s.index_size = f.dir_offset + f.dir_size + sizeof f;
   // From now on the flows are read from the file (the builder's table goes).
   s.flows = nullptr;
-  s.flow_blocks = std::move(blocks);
-  s.flow_index.build(s.flow_blocks);
+  s.flow_blocks.vec() = std::move(blocks);
+  s.flow_index = std::move(block_index);
   return true;
 }
 
@@ -291,7 +287,7 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
     return false;
   }
   const uint64_t before_footer = uint64_t(st.st_size) - sizeof f;  // st_size >= sizeof f: the footer was read
-  if (f.dir_offset > before_footer || f.dir_size != before_footer - f.dir_offset) {
+  if (f.dir_offset > before_footer || f.dir_size != before_footer - f.dir_offset || f.dir_offset % 8 != 0) {
     error = path + ": index directory out of place";
     return false;
   }
@@ -302,13 +298,14 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   }
   if (!map_pages(ix, error)) return false;
   const uint8_t* dir = s.index_map + f.dir_offset;
-  populate(const_cast<uint8_t*>(dir), f.dir_size, MADV_POPULATE_READ);  // read whole below
+  populate_read(dir, f.dir_size);  // read whole below
   if (!format::checksum_matches(format::checksum(dir, f.dir_size), f.dir_checksum)) {
     error = path + ": damaged index directory at offset " + std::to_string(f.dir_offset);
     return false;
   }
 
   In in{dir, dir + f.dir_size};
+  size_t pages = 0;  // of every level
   ix.covered_ = in.get<uint64_t>();
   in.vec(s.chunks);
   uint32_t nf = in.get<uint32_t>();
@@ -332,7 +329,7 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
       for (uint32_t l = 0; in.ok && l < nl; ++l) {
         Level& lv = st.levels.emplace_back();
         in.vec(lv.pages);
-        lv.verified.assign(lv.pages.size(), 0);
+        pages += lv.pages.size();
       }
       fs->insert(stream_key(st.info.kind, st.info.key), k);
       fs->streams.push_back(std::move(st));
@@ -350,6 +347,8 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   in.vec(losses);
   for (const LossRecord& l : losses) s.losses.push_back(trace::Loss{l.feedlet, l.first, l.count});
   in.vec(s.flow_blocks);
+  in.vec(s.flow_index.reach), in.vec(s.flow_index.floor);
+  in.ok &= s.flow_index.reach.size() == s.flow_blocks.size() && s.flow_index.floor.size() == s.flow_blocks.size();
   s.flow_count = 0;
   for (const FlowBlock& b : s.flow_blocks) {
     in.ok &= b.offset >= kPageBytes && fits_in(b.offset, b.bytes, f.dir_offset) && b.count <= kFlowsPerBlock;
@@ -392,7 +391,11 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   }
   for (auto& [id, fs] : s.feedlets)
     for (uint32_t k = 0; k < fs->streams.size(); ++k) s.stream_ids.emplace_back(id, k);
-  s.flow_index.build(s.flow_blocks);
+  s.verified_pages = std::make_unique<uint8_t[]>(pages);  // zeros: none checked yet
+  uint8_t* verified = s.verified_pages.get();
+  for (auto& [id, fs] : s.feedlets)
+    for (Stream& st : fs->streams)
+      for (Level& lv : st.levels) lv.verified = verified, verified += lv.pages.size();
 
   // The catalog (names, clock, schema) comes again from the trace's header
   // and metadata chunks, which are few and small.

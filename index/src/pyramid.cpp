@@ -266,7 +266,7 @@ uint32_t read_page(const Stream& st, uint32_t level, size_t page, const uint8_t*
   }
   // Relaxed: queries on other threads may check the same page; each finds it
   // good on its own, so no order between them matters.
-  uint8_t* known = page < lv.verified.size() ? &lv.verified[page] : nullptr;
+  uint8_t* known = lv.verified ? &lv.verified[page] : nullptr;
   const bool checked = known && std::atomic_ref<uint8_t>(*known).load(std::memory_order_relaxed);
   if (!checked && !format::checksum_matches(uint32_t(format::checksum(bytes, ref.bytes)), ref.checksum)) return 0;
   if (!unpack_nodes(st.info.kind, st.info.leaf_shift + level, ref.first_bucket, bytes, ref.bytes, ref.count, out))
@@ -302,7 +302,7 @@ void Stream::complete(size_t level, Node node, PageWriter& pages) {
   if (l.tail.size() == kNodesPerPage) {
     PageRef ref;
     if (pages.write(info.kind, info.leaf_shift + uint32_t(level), l.tail.data(), uint32_t(l.tail.size()), ref))
-      l.pages.push_back(ref);
+      l.pages.vec().push_back(ref);
     l.tail.clear();
   }
   if (info.leaf_shift + level + 1 > kMaxShift) return;
@@ -344,7 +344,7 @@ void Stream::finish(PageWriter& pages) {
     if (lv.tail.empty()) continue;
     PageRef ref;
     if (pages.write(info.kind, info.leaf_shift + uint32_t(l), lv.tail.data(), uint32_t(lv.tail.size()), ref))
-      lv.pages.push_back(ref);
+      lv.pages.vec().push_back(ref);
     lv.tail.clear();
   }
   info.levels = uint32_t(levels.size());

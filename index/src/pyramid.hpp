@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "table.hpp"
 #include "tinescope/trace_index.hpp"
 
 namespace tinescope::index {
@@ -49,12 +50,13 @@ bool unpack_nodes(StreamKind kind, uint32_t shift, uint64_t first_bucket, const 
                   uint32_t count, Node* out);
 
 struct Level {
-  std::vector<PageRef> pages;
-  // One byte a page of a loaded index: 1 once its checksum has matched.
-  // The file does not change under its mapping, so a page is checked the
-  // first time a query reads it, not every time (that was a sixth of a
-  // query over the whole trace). Empty while a builder makes the level.
-  mutable std::vector<uint8_t> verified;
+  Table<PageRef> pages;
+  // One byte a page of a loaded index (in State::verified_pages): 1 once
+  // its checksum has matched. The file does not change under its mapping,
+  // so a page is checked the first time a query reads it, not every time
+  // (that was a sixth of a query over the whole trace). Null while a
+  // builder makes the level.
+  uint8_t* verified = nullptr;
   std::vector<Node> tail;  // completed, not yet written
   Node open;               // the bucket being filled
   bool has_open = false;

@@ -104,6 +104,16 @@ std::pair<size_t, size_t> chunks_over(const State& s, const FeedletState& f, uin
   return {k, size_t(end - f.chunks.begin())};
 }
 
+// Calls fn for each item with its key in [t0, t1] that chunk k of feedlet f
+// completes, going on from state w (the walk stops at t1).
+template <class Fn>
+inline void walk_chunk_in(const State& s, const FeedletState& f, size_t k, WalkState& w, std::vector<uint8_t>& buf,
+                          uint64_t t0, uint64_t t1, Fn&& fn) {
+  walk_feedlet_chunk(s, *s.layouts, f, k, w, buf, [](uint64_t, uint16_t) {}, [&](const Item& it) __attribute__((always_inline)) {
+    if (it.key() >= t0 && it.key() <= t1) fn(it);
+  }, t1);
+}
+
 // Calls fn for each item of feedlet f with its key in [t0, t1] that a chunk
 // in [k, end) completes, in the feedlet's order, decoding each chunk once
 // (from the intervals open when chunk k starts). The caller holds the lock.
@@ -114,11 +124,8 @@ void walk_chunks(const State& s, const FeedletState& f, size_t k, size_t end, ui
   if (k >= end) return;
   WalkState w = state_at(f, k);
   for (; k < end; ++k) {
-    const ChunkRecord& c = s.chunks[f.chunks[k].chunk];
-    walk_feedlet_chunk(s, *s.layouts, f, k, w, buf, [](uint64_t, uint16_t) {}, [&](const Item& it) {
-      if (it.key() >= t0 && it.key() <= t1) fn(it);
-    }, t1);
-    if (c.last_ts > t1) break;  // the walk stopped inside this chunk
+    walk_chunk_in(s, f, k, w, buf, t0, t1, fn);
+    if (s.chunks[f.chunks[k].chunk].last_ts > t1) break;  // the walk stopped inside this chunk
   }
 }
 
@@ -202,7 +209,6 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
   // their answer is in out (-1: not one of them). The walk looks up every
   // item here (a hash map was 40 % of such a query).
   std::vector<int32_t> raw;
-  std::vector<StreamKind> kind_of;  // and their kinds
   size_t n = 0;  // answers in out, in stream id order
   auto next = [&](int id) -> Buckets& {
     if (out.size() == n) out.emplace_back();
@@ -231,9 +237,8 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
       stored_buckets += std::min(((t1 - t0) >> at_shift) + 1, st.info.items);
       continue;
     }
-    if (raw.size() <= it->second) raw.resize(it->second + 1, -1), kind_of.resize(it->second + 1);
+    if (raw.size() <= it->second) raw.resize(it->second + 1, -1);
     raw[it->second] = int32_t(n - 1);
-    kind_of[it->second] = st.info.kind;
     b.shift = shift, b.from_events = true;
   }
   out.resize(n);
@@ -268,11 +273,10 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
   std::vector<std::vector<std::vector<Node>>>& side = kept_side;
   if (split && side.size() < k_end - k0) side.resize(k_end - k0);
   auto walk_chunk_items = [&](size_t k, WalkState& w, std::vector<uint8_t>& buf, auto&& into) {
-    walk_feedlet_chunk(*s_, *s_->layouts, *f, k, w, buf, [](uint64_t, uint16_t) {}, [&](const Item& it) __attribute__((always_inline)) {
-      if (it.key() < from || it.key() > to) return;
+    walk_chunk_in(*s_, *f, k, w, buf, from, to, [&](const Item& it) __attribute__((always_inline)) {
       const size_t slot = size_t(f->find(stream_key(it)));
       if (slot < sink.size() && sink[slot]) fold_item(into(slot), it, shift);
-    }, to);
+    });
   };
   auto walk_front = [&] {
     PayloadBuffer lease;
@@ -318,7 +322,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
       if (!sink[slot] || b.empty()) continue;
       std::vector<Node>& a = *sink[slot];
       size_t i = 0;
-      if (!a.empty() && a.back().bucket == b[0].bucket) merge(kind_of[slot], a.back(), b[i++]);
+      if (!a.empty() && a.back().bucket == b[0].bucket) merge(f->streams[slot].info.kind, a.back(), b[i++]);
       a.insert(a.end(), b.begin() + ptrdiff_t(i), b.end());
     }
   }
@@ -431,7 +435,7 @@ std::vector<Flow> TraceIndex::flows(uint64_t t0, uint64_t t1, size_t limit) cons
 std::vector<FeedletChunk> TraceIndex::feedlet_chunks(uint32_t feedlet) const {
   std::shared_lock lock(mu_);
   const FeedletState* f = s_->feedlet(feedlet);
-  return f ? f->chunks : std::vector<FeedletChunk>{};
+  return f ? std::vector<FeedletChunk>(f->chunks.begin(), f->chunks.end()) : std::vector<FeedletChunk>{};
 }
 
 namespace {

@@ -11,6 +11,7 @@
 #include "chunk_walk.hpp"
 #include "flow_blocks.hpp"
 #include "pyramid.hpp"
+#include "table.hpp"
 #include "tinescope/trace_index.hpp"
 
 namespace tinescope::index {
@@ -22,8 +23,8 @@ constexpr uint32_t kRunningJobBit = 0x80000000u;
 struct FeedletState {
   uint32_t id = 0;
   uint64_t events = 0, dropped = 0, first_ts = UINT64_MAX, last_ts = 0;
-  std::vector<FeedletChunk> chunks;
-  std::vector<OpenInterval> pool;  // open intervals at each chunk's start
+  Table<FeedletChunk> chunks;
+  Table<OpenInterval> pool;  // open intervals at each chunk's start
   std::vector<Stream> streams;
   std::unordered_map<uint64_t, uint32_t> stream_of;  // stream_key -> index in streams
   // The same for small keys (string ids, CPUs), without hashing: the indexer
@@ -54,7 +55,7 @@ struct FeedletState {
 using FlowRecord = Flow;
 
 struct State {
-  std::vector<ChunkRecord> chunks;
+  Table<ChunkRecord> chunks;
   std::map<uint32_t, std::unique_ptr<FeedletState>> feedlets;
   std::vector<std::pair<uint32_t, uint32_t>> stream_ids;  // global id -> (feedlet, index)
   std::vector<trace::Damage> damage;
@@ -64,15 +65,15 @@ struct State {
   // once the index file is written, its packed blocks instead.
   const Flow* flows = nullptr;
   size_t flow_count = 0;
-  std::vector<FlowBlock> flow_blocks;
+  Table<FlowBlock> flow_blocks;
   FlowBlockIndex flow_index;
 
   // Global merged-order checkpoints at T_j = (grid_first + j) << grid_shift.
   uint32_t grid_shift = 0;
   uint64_t grid_first = 0;
-  std::vector<uint32_t> grid_feedlets;    // the columns of grid_positions
-  std::vector<uint64_t> grid_before;      // events of all feedlets with ts < T_j
-  std::vector<uint64_t> grid_positions;   // [j * feedlets + f]: events of feedlet f with ts < T_j
+  Table<uint32_t> grid_feedlets;    // the columns of grid_positions
+  Table<uint64_t> grid_before;      // events of all feedlets with ts < T_j
+  Table<uint64_t> grid_positions;   // [j * feedlets + f]: events of feedlet f with ts < T_j
 
   // The trace, mapped for decoding chunks on demand.
   int trace_fd = -1;
@@ -84,6 +85,7 @@ struct State {
   size_t index_map_size = 0;
   uint64_t index_size = 0;
   std::unique_ptr<PageWriter> pages;
+  std::unique_ptr<uint8_t[]> verified_pages;  // Level::verified of every level of a loaded index
   std::unique_ptr<Layouts> layouts;  // of the trace's schema, for decoding chunks
   mutable std::atomic<uint64_t> page_errors{0};
 

@@ -91,22 +91,25 @@ void State::publish(uint32_t shift) {
 
   // Checkpoints T_j for every grid point in (first event, last event].
   grid_shift = shift;
-  grid_feedlets.clear();
-  grid_before.clear();
-  grid_positions.clear();
+  std::vector<uint32_t>& feedlet_of = grid_feedlets.vec();
+  std::vector<uint64_t>& before = grid_before.vec();
+  std::vector<uint64_t>& positions = grid_positions.vec();
+  feedlet_of.clear();
+  before.clear();
+  positions.clear();
   uint64_t lo = UINT64_MAX, hi = 0;
   for (auto& [id, f] : feedlets) {
     if (f->events == 0) continue;
     lo = std::min(lo, f->first_ts);
     hi = std::max(hi, f->last_ts);
-    grid_feedlets.push_back(id);
+    feedlet_of.push_back(id);
   }
   if (grid_feedlets.empty()) return;
   grid_first = (lo >> shift) + 1;
   uint64_t count = (hi >> shift) - (lo >> shift);
   const size_t nf = grid_feedlets.size();
-  grid_positions.assign(count * nf, 0);
-  grid_before.assign(count, 0);
+  positions.assign(count * nf, 0);
+  before.assign(count, 0);
   for (size_t c = 0; c < nf; ++c) {
     const FeedletState& f = *feedlets.at(grid_feedlets[c]);
     const uint32_t d = shift - f.grid_shift;
@@ -125,8 +128,8 @@ void State::publish(uint32_t shift) {
       // Events before T_j never decrease with j; a feedlet whose chunks go
       // back in time (a damaged trace) would otherwise break the order.
       pos = last = std::max(last, pos);
-      grid_positions[j * nf + c] = pos;
-      grid_before[j] += pos;
+      positions[j * nf + c] = pos;
+      before[j] += pos;
     }
   }
 }
@@ -377,7 +380,7 @@ std::vector<uint64_t> TraceIndex::events_per_type() const {
 
 std::vector<ChunkRecord> TraceIndex::chunks() const {
   std::shared_lock lock(mu_);
-  return s_->chunks;
+  return {s_->chunks.begin(), s_->chunks.end()};
 }
 
 std::vector<trace::Damage> TraceIndex::damage() const {
