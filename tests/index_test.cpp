@@ -767,6 +767,130 @@ TEST(Index, DamagedTraceKeepsEveryIntactChunk) {
   check_pyramids_against_brute_force(fx.c, *fx.ix, 3, 400);
 }
 
+// The gaps as a scan of every chunk finds them (what the viewer did before
+// the index kept them): drops since the feedlet's previous chunk, lost
+// chunks between their neighbours, damage between the latest chunk before
+// and the first after.
+std::vector<index::Gap> gaps_by_scanning(const TraceIndex& ix) {
+  std::vector<index::Gap> out;
+  const std::vector<index::ChunkRecord> chunks = ix.chunks();
+  const uint64_t first = ix.first_ts(), last = ix.last_ts();
+  std::map<uint32_t, const index::ChunkRecord*> previous;
+  for (const index::ChunkRecord& c : chunks) {
+    const index::ChunkRecord*& p = previous[c.feedlet];
+    if (c.dropped_before) out.push_back({c.feedlet, 0, p ? p->last_ts : c.first_ts, c.first_ts, c.dropped_before});
+    p = &c;
+  }
+  for (const trace::Loss& loss : ix.losses()) {
+    uint64_t t0 = first, t1 = last;
+    for (const index::ChunkRecord& c : chunks) {
+      if (c.feedlet != loss.feedlet) continue;
+      if (c.sequence < loss.first_sequence) t0 = c.last_ts;
+      if (c.sequence >= loss.first_sequence + loss.count) {
+        t1 = c.first_ts;
+        break;
+      }
+    }
+    out.push_back({loss.feedlet, 0, t0, t1, 0});
+  }
+  for (const trace::Damage& d : ix.damage()) {
+    uint64_t t0 = first, t1 = last;
+    for (const index::ChunkRecord& c : chunks) {
+      if (c.offset < d.offset) {
+        t0 = std::max(t0, c.last_ts);
+      } else if (c.offset >= d.offset + d.length) {
+        t1 = std::max(t0, c.first_ts);
+        break;
+      }
+    }
+    out.push_back({index::Gap::kAllFeedlets, 0, t0, t1, 0});
+  }
+  return out;
+}
+
+void expect_same_gaps(std::vector<index::Gap> a, std::vector<index::Gap> b, const char* what) {
+  auto order = [](const index::Gap& x, const index::Gap& y) {
+    return std::tie(x.feedlet, x.t0, x.t1, x.dropped) < std::tie(y.feedlet, y.t0, y.t1, y.dropped);
+  };
+  std::sort(a.begin(), a.end(), order), std::sort(b.begin(), b.end(), order);
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].feedlet, b[i].feedlet) << what << " " << i;
+    EXPECT_EQ(a[i].flags, 0u) << what << " " << i;
+    EXPECT_EQ(a[i].t0, b[i].t0) << what << " " << i;
+    EXPECT_EQ(a[i].t1, b[i].t1) << what << " " << i;
+    EXPECT_EQ(a[i].dropped, b[i].dropped) << what << " " << i;
+  }
+}
+
+TEST(Index, GapsAreKeptAsAScanOfEveryChunkFindsThem) {
+  // Three feedlets in small chunks; now and then a chunk follows drops, a
+  // run of chunks is lost (a feedlet's first chunks too), and a chunk is
+  // damaged; the trace ends inside a chunk.
+  TraceBytes trace("gaps");
+  std::mt19937_64 rng(7);
+  ChunkBuilder cb[3];
+  uint64_t ts[3] = {1000, 400, 90'000};
+  for (uint32_t f = 0; f < 3; ++f) cb[f].feedlet = f + 1;
+  cb[2].sequence = 3;  // its first three chunks never arrive
+  std::vector<std::pair<size_t, size_t>> frames;  // (offset, size) of each chunk written
+  std::vector<uint8_t> lost;
+  for (int chunk = 0; chunk < 300; ++chunk) {
+    const uint32_t f = uint32_t(rng() % 3);
+    ChunkBuilder& c = cb[f];
+    for (int e = 0, n = 20 + int(rng() % 60); e < n; ++e) {
+      ts[f] += 1 + rng() % 400;
+      uint8_t* p = c.begin(kInstant, ts[f]);
+      c.end(ChunkBuilder::put_u64(p, 0));
+    }
+    if (rng() % 7 == 0) c.pending_drops = 1 + rng() % 1000;
+    if (rng() % 23 == 0) {
+      c.finish(0, lost);  // never written: its sequence number is missing (and its drops with it)
+      continue;
+    }
+    if (rng() % 29 == 0) ts[f] += 5'000'000;  // a long silence before it
+    frames.emplace_back(trace.out.size(), 0);
+    trace.flush(c);
+    frames.back().second = trace.out.size() - frames.back().first;
+  }
+  std::string bytes = trace.out;
+  bytes[frames[frames.size() / 3].first + 64 + 3] ^= 0x20;  // a payload byte: the chunk's checksum fails
+  bytes.resize(frames.back().first + frames.back().second / 2);
+  Fixture fx("index_gaps", bytes);
+  ASSERT_TRUE(fx.ix);
+  ASSERT_EQ(fx.ix->damage().size(), 2u);
+  ASSERT_GE(fx.ix->losses().size(), 5u);
+  const std::vector<index::Gap> gaps = fx.ix->gaps(), scanned = gaps_by_scanning(*fx.ix);
+  EXPECT_GE(std::count_if(gaps.begin(), gaps.end(), [](const index::Gap& g) { return g.dropped > 0; }), 20);
+  expect_same_gaps(gaps, scanned, "built");
+  uint64_t dropped_seen = 0;
+  for (const index::ChunkRecord& c : fx.ix->chunks()) dropped_seen += c.dropped_before;
+  EXPECT_EQ(fx.ix->dropped(), dropped_seen);
+  EXPECT_GT(fx.ix->dropped(), 0u);
+
+  std::string error;
+  auto again = TraceIndex::load(fx.path, fx.path + ".idx", error);
+  ASSERT_TRUE(again) << error;
+  expect_same_gaps(again->gaps(), scanned, "reloaded");
+  EXPECT_EQ(again->dropped(), dropped_seen);
+
+  // Grown piece by piece, the gaps are the same at every step.
+  const std::string live = temp_path("index_gaps_live");
+  remove_trace(live);
+  write_file(live, bytes.substr(0, 3000));
+  auto growing = TraceIndex::follow(live, error);
+  ASSERT_TRUE(growing) << error;
+  for (size_t at = 3000; at < bytes.size(); at += 5000) {
+    write_file(live, bytes.substr(0, std::min(bytes.size(), at + 5000)));
+    ASSERT_TRUE(growing->update(error)) << error;
+    expect_same_gaps(growing->gaps(), gaps_by_scanning(*growing), "growing");
+  }
+  ASSERT_TRUE(growing->finish(error)) << error;
+  expect_same_gaps(growing->gaps(), scanned, "grown");
+  growing.reset();
+  remove_trace(live);
+}
+
 // Pages of a file in the page cache, and how many it has.
 std::pair<size_t, size_t> resident_pages(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY);

@@ -147,8 +147,11 @@ void Builder::on_chunk(const trace::ChunkInfo& info) {
   r.event_count = h.event_count;
   r.flags = h.flags;
   r.dropped_before = h.dropped_before;
+  r.latest_before = s_.latest_last_ts;
+  s_.latest_last_ts = std::max(s_.latest_last_ts, h.last_ts);
   uint32_t index = uint32_t(s_.chunks.size());
   s_.chunks.vec().push_back(r);
+  note_gaps(h);
   if (h.feedlet == format::kMetadataFeedlet || h.event_count == 0) return;
 
   min_ts_ = std::min(min_ts_, h.first_ts);
@@ -176,7 +179,31 @@ void Builder::on_damage(const trace::Damage& d) {
   s_.damage.push_back(d);
 }
 
-void Builder::on_loss(const trace::Loss& l) { s_.losses.push_back(l); }
+// Drops before a chunk span the time since its feedlet's previous chunk; the
+// parser reports lost chunks just before the chunk after them, which ends them.
+void Builder::note_gaps(const ChunkHeader& h) {
+  auto last = last_ts_of_.find(h.feedlet);
+  if (h.dropped_before) {
+    s_.gaps.vec().push_back(Gap{h.feedlet, 0, last != last_ts_of_.end() ? last->second : h.first_ts, h.first_ts,
+                                h.dropped_before});
+  }
+  if (auto w = loss_waiting_.find(h.feedlet); w != loss_waiting_.end()) {
+    Gap& g = s_.gaps.vec()[w->second];
+    g.t1 = h.first_ts, g.flags &= ~Gap::kToEnd;
+    loss_waiting_.erase(w);
+  }
+  last_ts_of_[h.feedlet] = h.last_ts;
+}
+
+void Builder::on_loss(const trace::Loss& l) {
+  s_.losses.push_back(l);
+  auto last = last_ts_of_.find(l.feedlet);
+  Gap g{l.feedlet, Gap::kToEnd, 0, 0, 0};
+  if (last != last_ts_of_.end()) g.t0 = last->second;
+  else g.flags |= Gap::kFromStart;
+  loss_waiting_[l.feedlet] = s_.gaps.size();
+  s_.gaps.vec().push_back(g);
+}
 
 void Builder::walk(const Job& job, Scratch& scratch) {
   FeedletState& f = *job.feedlet;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <unordered_map>
 
 #include "flow_table.hpp"
 #include "state.hpp"
@@ -82,6 +83,7 @@ struct Builder : trace::Visitor {
     std::vector<std::pair<uint64_t, uint64_t>> hits;
   };
   void walk(const Job& job, Scratch& scratch);
+  void note_gaps(const format::ChunkHeader& h);
   void start_workers(unsigned n);
   void stop_workers();
 
@@ -97,6 +99,10 @@ struct Builder : trace::Visitor {
   uint64_t consumed_ = 0;
   uint64_t min_ts_ = UINT64_MAX, max_ts_ = 0;
   uint32_t grid_shift_ = kGridMinShift;
+  // For the gaps, on the parsing thread in trace order: each feedlet's last
+  // chunk's last tick, and the lost chunks that wait for the chunk after.
+  std::unordered_map<uint32_t, uint64_t> last_ts_of_;
+  std::unordered_map<uint32_t, size_t> loss_waiting_;  // feedlet -> in s_.gaps
 };
 
 }  // namespace tinescope::index

@@ -176,6 +176,8 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
   std::vector<LossRecord> losses;
   for (const trace::Loss& l : s.losses) losses.push_back({l.feedlet, 0, l.first_sequence, l.count});
   o.vec(losses);
+  o.vec(s.gaps);
+  o.put(s.latest_last_ts);
   // The flows go after the pages, packed in blocks (the table is sorted now),
   // written a few megabytes at a time: the table may be larger than memory.
   std::vector<FlowBlock> blocks;
@@ -346,6 +348,8 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   std::vector<LossRecord> losses;
   in.vec(losses);
   for (const LossRecord& l : losses) s.losses.push_back(trace::Loss{l.feedlet, l.first, l.count});
+  in.vec(s.gaps);
+  s.latest_last_ts = in.get<uint64_t>();
   in.vec(s.flow_blocks);
   in.vec(s.flow_index.reach), in.vec(s.flow_index.floor);
   in.ok &= s.flow_index.reach.size() == s.flow_blocks.size() && s.flow_index.floor.size() == s.flow_blocks.size();

@@ -60,6 +60,8 @@ struct State {
   std::vector<std::pair<uint32_t, uint32_t>> stream_ids;  // global id -> (feedlet, index)
   std::vector<trace::Damage> damage;
   std::vector<trace::Loss> losses;
+  Table<Gap> gaps;  // drops and lost chunks, in trace order (damage: TraceIndex::gaps())
+  uint64_t latest_last_ts = 0;  // of every chunk: where damage after the last one begins
   // Messages: the builder's table while indexing (`flows`, in arrival
   // order until complete, then sorted by the time of their first half);
   // once the index file is written, its packed blocks instead.

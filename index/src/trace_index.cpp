@@ -352,7 +352,7 @@ uint64_t TraceIndex::events() const {
 uint64_t TraceIndex::dropped() const {
   std::shared_lock lock(mu_);
   uint64_t n = 0;
-  for (const ChunkRecord& c : s_->chunks) n += c.dropped_before;
+  for (const Gap& g : s_->gaps) n += g.dropped;  // every chunk that follows drops has a gap
   return n;
 }
 
@@ -391,6 +391,31 @@ std::vector<trace::Damage> TraceIndex::damage() const {
 std::vector<trace::Loss> TraceIndex::losses() const {
   std::shared_lock lock(mu_);
   return s_->losses;
+}
+
+std::vector<Gap> TraceIndex::gaps() const {
+  std::shared_lock lock(mu_);
+  const State& s = *s_;
+  uint64_t first = UINT64_MAX, last = 0;  // of the events, as first_ts() and last_ts()
+  for (auto& [id, f] : s.feedlets) first = std::min(first, f->first_ts), last = std::max(last, f->last_ts);
+  if (first == UINT64_MAX) first = 0;
+  std::vector<Gap> out(s.gaps.begin(), s.gaps.end());
+  for (Gap& g : out) {
+    if (g.flags & Gap::kFromStart) g.t0 = first;
+    if (g.flags & Gap::kToEnd) g.t1 = last;
+    g.flags = 0;
+  }
+  // Damaged bytes span from the latest chunk before them (of any feedlet)
+  // to the first chunk after them; chunks lie in the table in trace order.
+  const ChunkRecord* chunks = s.chunks.begin();
+  const ChunkRecord* end = s.chunks.end();
+  for (const trace::Damage& d : s.damage) {
+    const ChunkRecord* after = std::partition_point(chunks, end, [&](const ChunkRecord& c) { return c.offset < d.offset; });
+    const uint64_t t0 = std::max(first, after != end ? after->latest_before : s.latest_last_ts);
+    after = std::partition_point(after, end, [&](const ChunkRecord& c) { return c.offset - d.offset < d.length; });
+    out.push_back(Gap{Gap::kAllFeedlets, 0, t0, after != end ? std::max(t0, after->first_ts) : last, 0});
+  }
+  return out;
 }
 
 std::vector<FeedletSummary> TraceIndex::feedlets() const {

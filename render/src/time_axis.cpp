@@ -96,7 +96,9 @@ std::string format_time(int64_t ns, int64_t resolution_ns) {
   for (int64_t r = resolution_ns; r >= 10 && digits > 0; r /= 10) --digits;
   char frac[16];
   std::snprintf(frac, sizeof frac, "%09llu", (unsigned long long)(v % 1000000000));
-  std::string out = (neg ? "-" : "") + std::to_string(v / 1000000000);
+  // (Appended, not "-" + to_string(): g++ 12 warns falsely on that, -Wrestrict.)
+  std::string out = neg ? "-" : "";
+  out += std::to_string(v / 1000000000);
   if (digits > 0) {
     out += '.';
     for (int i = 0; i < digits; ++i) {

@@ -103,9 +103,23 @@ struct ChunkRecord {      // 64 bytes, in trace order
   uint16_t flags = 0;
   uint16_t reserved = 0;
   uint64_t dropped_before = 0;
-  uint64_t reserved2 = 0;
+  uint64_t latest_before = 0;  // latest last_ts of the chunks before it in the trace (where damage begins)
 };
 static_assert(sizeof(ChunkRecord) == 64);
+
+// A stretch where a lane's events are missing (every lane's, for damaged
+// bytes), in ticks: events the recorder dropped under overload (counted),
+// chunks lost (a gap in a feedlet's sequence numbers), or damaged bytes.
+struct Gap {  // 32 bytes, in the index file
+  static constexpr uint32_t kAllFeedlets = UINT32_MAX;
+  // In the file, t0 or t1 may stand for the trace's first or last event,
+  // which move while it grows; gaps() gives them resolved (flags 0).
+  static constexpr uint32_t kFromStart = 1, kToEnd = 2;
+  uint32_t feedlet = kAllFeedlets;
+  uint32_t flags = 0;
+  uint64_t t0 = 0, t1 = 0;
+  uint64_t dropped = 0;  // events dropped; 0 for lost chunks and damage (not known)
+};
 
 // A chunk in its feedlet's order: where its first event is in the feedlet,
 // and the intervals open when it starts (so decoding may begin there).
@@ -223,6 +237,9 @@ class TraceIndex {
   std::vector<ChunkRecord> chunks() const;
   std::vector<trace::Damage> damage() const;
   std::vector<trace::Loss> losses() const;
+  // Every gap, in O(gaps), not O(chunks): drops and lost chunks as the trace
+  // has them, then damaged ranges (from the chunks around each).
+  std::vector<Gap> gaps() const;
   std::vector<FeedletSummary> feedlets() const;
   int64_t to_ns(uint64_t ticks) const { return catalog_.clock.to_ns(ticks); }
 
