@@ -84,7 +84,7 @@ nlohmann::json stats_json(const TraceIndex& ix) {
   json kinds = json::object();
   for (const auto& s : streams) kinds[index::kind_name(s.kind)] = kinds.value(index::kind_name(s.kind), 0) + 1;
   j["streams"] = kinds;
-  j["chunks"] = ix.chunks().size();
+  j["chunks"] = ix.chunk_count();
   return j;
 }
 
@@ -119,7 +119,7 @@ void add_index_commands(CLI::App& app, int* exit_code) {
     }
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("%s: %" PRIu64 " events in %zu chunks, %zu streams; index %s (%.1f MB, %.3f of the trace); %.2f s\n",
-                trace.c_str(), ix->events(), ix->chunks().size(), ix->streams().size(), ix->index_path().c_str(),
+                trace.c_str(), ix->events(), ix->chunk_count(), ix->streams().size(), ix->index_path().c_str(),
                 double(ix->index_bytes()) / 1e6, double(ix->index_bytes()) / double(std::max<uint64_t>(1, ix->trace_bytes())), s);
   });
 

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <map>
 #include <random>
@@ -673,6 +674,11 @@ TEST_F(Demo, StatisticsPerNameAndThread) {
   ASSERT_EQ(run(bin("app/tinescope") + " stats --durations --json " + *path_, &out), 0);
   EXPECT_NE(out.find("\"durations\""), std::string::npos);
   EXPECT_NE(out.find("\"p99_9_ns\""), std::string::npos);
+  ASSERT_GT(ix_->chunk_count(), 10u);
+  const std::string chunks = "\"chunks\": " + std::to_string(ix_->chunk_count());
+  const size_t at = out.find(chunks);
+  ASSERT_NE(at, std::string::npos) << out.substr(0, 2000);
+  EXPECT_FALSE(std::isdigit(static_cast<unsigned char>(out[at + chunks.size()]))) << out.substr(at, 40);
   ASSERT_EQ(run(bin("app/tinescope") + " find " + *path_ + " --longest 5 --name gc.quantum", &out), 0);
   EXPECT_NE(out.find("\"longest\""), std::string::npos);
   ASSERT_EQ(run(bin("app/tinescope") + " stream " + *path_ + " 'sum(samples(name=\"heap.*\"))' --csv --limit 3", &out), 0);

@@ -383,6 +383,11 @@ std::vector<ChunkRecord> TraceIndex::chunks() const {
   return {s_->chunks.begin(), s_->chunks.end()};
 }
 
+size_t TraceIndex::chunk_count() const {
+  std::shared_lock lock(mu_);
+  return s_->chunks.size();
+}
+
 std::vector<trace::Damage> TraceIndex::damage() const {
   std::shared_lock lock(mu_);
   return s_->damage;

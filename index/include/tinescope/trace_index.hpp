@@ -234,7 +234,8 @@ class TraceIndex {
   uint64_t first_ts() const;
   uint64_t last_ts() const;
   std::vector<uint64_t> events_per_type() const;  // indexed by type code
-  std::vector<ChunkRecord> chunks() const;
+  std::vector<ChunkRecord> chunks() const;  // a copy of the whole table: O(trace)
+  size_t chunk_count() const;
   std::vector<trace::Damage> damage() const;
   std::vector<trace::Loss> losses() const;
   // Every gap, in O(gaps), not O(chunks): drops and lost chunks as the trace
