@@ -104,6 +104,8 @@ struct State {
   const uint8_t* payload(uint32_t c, std::vector<uint8_t>& buf, std::string& why, size_t* prefix = nullptr) const;
   // Rebuilds the derived tables (stream ids, checkpoints) after indexing.
   void publish(uint32_t grid_shift);
+  // The first and last event's ticks over every feedlet ({0, 0} for none).
+  std::pair<uint64_t, uint64_t> extent() const;
 };
 
 

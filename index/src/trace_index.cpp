@@ -104,14 +104,14 @@ void State::publish(uint32_t shift) {
     hi = std::max(hi, f->last_ts);
     feedlet_of.push_back(id);
   }
-  if (grid_feedlets.empty()) return;
+  if (feedlet_of.empty()) return;
   grid_first = (lo >> shift) + 1;
   uint64_t count = (hi >> shift) - (lo >> shift);
-  const size_t nf = grid_feedlets.size();
+  const size_t nf = feedlet_of.size();
   positions.assign(count * nf, 0);
   before.assign(count, 0);
   for (size_t c = 0; c < nf; ++c) {
-    const FeedletState& f = *feedlets.at(grid_feedlets[c]);
+    const FeedletState& f = *feedlets.at(feedlet_of[c]);
     const uint32_t d = shift - f.grid_shift;
     auto hit = f.grid_hits.begin();
     uint64_t last = 0;
@@ -356,18 +356,20 @@ uint64_t TraceIndex::dropped() const {
   return n;
 }
 
+std::pair<uint64_t, uint64_t> State::extent() const {
+  uint64_t first = UINT64_MAX, last = 0;
+  for (auto& [id, f] : feedlets) first = std::min(first, f->first_ts), last = std::max(last, f->last_ts);
+  return {first == UINT64_MAX ? 0 : first, last};
+}
+
 uint64_t TraceIndex::first_ts() const {
   std::shared_lock lock(mu_);
-  uint64_t t = UINT64_MAX;
-  for (auto& [id, f] : s_->feedlets) t = std::min(t, f->first_ts);
-  return t == UINT64_MAX ? 0 : t;
+  return s_->extent().first;
 }
 
 uint64_t TraceIndex::last_ts() const {
   std::shared_lock lock(mu_);
-  uint64_t t = 0;
-  for (auto& [id, f] : s_->feedlets) t = std::max(t, f->last_ts);
-  return t;
+  return s_->extent().second;
 }
 
 std::vector<uint64_t> TraceIndex::events_per_type() const {
@@ -401,9 +403,7 @@ std::vector<trace::Loss> TraceIndex::losses() const {
 std::vector<Gap> TraceIndex::gaps() const {
   std::shared_lock lock(mu_);
   const State& s = *s_;
-  uint64_t first = UINT64_MAX, last = 0;  // of the events, as first_ts() and last_ts()
-  for (auto& [id, f] : s.feedlets) first = std::min(first, f->first_ts), last = std::max(last, f->last_ts);
-  if (first == UINT64_MAX) first = 0;
+  const auto [first, last] = s.extent();
   std::vector<Gap> out(s.gaps.begin(), s.gaps.end());
   for (Gap& g : out) {
     if (g.flags & Gap::kFromStart) g.t0 = first;
