@@ -81,16 +81,20 @@ TEST_F(DemoWorkload, AudioRunsAt22kHzWith300usInterruptionsEvery50ms) {
   ASSERT_GE(irq.size(), 30u);
   std::vector<double> lengths;
   for (const Interval& i : irq) lengths.push_back(double(i.end - i.start));
-  std::nth_element(lengths.begin(), lengths.begin() + long(lengths.size() / 2), lengths.end());
+  std::sort(lengths.begin(), lengths.end());
+  // Preemption can only stretch an interruption (it spins 300 us of wall
+  // time), and on a busy 2-core CI machine it stretches many: an ASan run
+  // had its median at 336 us. What holds whatever the load: none is cut
+  // short, the shortest quarter is the designed 300 us, and the median is
+  // not stretched past double.
+  EXPECT_GE(lengths.front(), 295e3) << "shortest interruption";
+  EXPECT_LE(lengths[lengths.size() / 2], 600e3) << "median interruption";
 #if defined(__SANITIZE_THREAD__)
   // Under ThreadSanitizer the demo's seven busy threads share two cores with
-  // a slowed-down recorder: preemption stretches most interruptions. What
-  // still holds: none is cut short, and none is stretched past double.
-  EXPECT_GE(lengths[lengths.size() / 2], 295e3) << "median interruption";
-  EXPECT_LE(lengths[lengths.size() / 2], 600e3) << "median interruption";
+  // a slowed-down recorder: preemption stretches most interruptions.
   const double every_tolerance = 5e6;
 #else
-  EXPECT_NEAR(lengths[lengths.size() / 2], 300e3, 30e3) << "median interruption";
+  EXPECT_NEAR(lengths[lengths.size() / 4], 300e3, 30e3) << "lower quartile of the interruptions";
   const double every_tolerance = 1e6;
 #endif
   EXPECT_NEAR(double(irq.back().start - irq.front().start) / double(irq.size() - 1), 50e6, every_tolerance)
