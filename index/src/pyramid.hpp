@@ -168,8 +168,9 @@ struct Stream {
   std::vector<Level> levels;
 
   // Inline: the indexer adds every item of a trace through here, and most
-  // fall into the bucket being filled.
-  void add(const Item& it, PageWriter& pages) {
+  // fall into the bucket being filled. Forced: g++ made it a call, and
+  // inlined it built 2*10^8 events ~1.5 % faster (three alternating pairs).
+  [[gnu::always_inline]] void add(const Item& it, PageWriter& pages) {
     ++info.items;
     if (!levels.empty() && levels[0].has_open) {
       Node& open = levels[0].open;
