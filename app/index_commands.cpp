@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "tinescope/chrome_import.hpp"
+#include "tinescope/trace_import.hpp"
 #include "tinescope/trace_index.hpp"
 
 namespace tinescope::app {
@@ -154,18 +154,18 @@ void add_index_commands(CLI::App& app, int* exit_code) {
   });
 
   static std::string out;
-  auto* imp = app.add_subcommand("import", "convert a Chrome Trace Event JSON file (.json or .json.gz) to a trace");
-  imp->add_option("file", trace, "Chrome JSON trace")->required();
+  auto* imp = app.add_subcommand("import", "convert another tool's trace to a tinescope trace: Chrome JSON, ftrace text or systrace HTML (plain or .gz)");
+  imp->add_option("file", trace, "Chrome JSON (.json, .json.gz), ftrace text or systrace HTML")->required();
   imp->add_option("-o,--output", out, "trace file to write (must not exist)")->required();
   imp->callback([=] {
     index::ImportResult r;
     std::string error;
-    if (!index::import_chrome_json(trace, out, r, error)) {
+    if (!index::import_trace(trace, out, r, error)) {
       std::fprintf(stderr, "tinescope: %s\n", error.c_str());
       *exit_code = 1;
       return;
     }
-    std::printf("%s: %" PRIu64 " JSON events -> %" PRIu64 " events on %" PRIu64 " lanes in %s\n", trace.c_str(),
+    std::printf("%s: %" PRIu64 " events read -> %" PRIu64 " events on %" PRIu64 " lanes in %s\n", trace.c_str(),
                 r.events_read, r.events_written, r.feedlets, out.c_str());
     for (auto& [ph, n] : r.unsupported) std::printf("  not imported: %" PRIu64 " \"%s\" events\n", n, ph.c_str());
     if (r.unmatched_ends) std::printf("  %" PRIu64 " ends without a begin\n", r.unmatched_ends);

@@ -1,11 +1,13 @@
-// The Chrome JSON importer on the real samples in ../shared/samples: thread
-// names, interval nesting, counters and flows, checked through the index.
+// The importer on the real samples in ../shared/samples (Chrome JSON, ftrace
+// text, systrace HTML): thread names, interval nesting, counters, flows and
+// CPU slices, checked through the index.
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
-#include "tinescope/chrome_import.hpp"
+#include "tinescope/trace_import.hpp"
 #include "tinescope/trace_index.hpp"
 #include "trace_helpers.hpp"
 
@@ -16,11 +18,15 @@ using index::Item;
 using index::StreamKind;
 using index::TraceIndex;
 
-std::string sample(const std::string& name) {
+std::string sample(const std::string& name, const std::string& dir = "chrome-json") {
   std::string src = TINESCOPE_SOURCE_DIR;
-  std::string shared = src + "/../shared/samples/chrome-json/" + name;
-  return ::access(shared.c_str(), R_OK) == 0 ? shared : src + "/tests/data/chrome-json/" + name;
+  std::string shared = src + "/../shared/samples/" + dir + "/" + name;
+  return ::access(shared.c_str(), R_OK) == 0 ? shared : src + "/tests/data/" + dir + "/" + name;
 }
+
+struct AtPath {  // an input file anywhere, not a sample
+  std::string in;
+};
 
 struct Imported {
   std::string path;
@@ -28,11 +34,14 @@ struct Imported {
   std::unique_ptr<TraceIndex> ix;
   std::map<std::string, uint32_t> lane;  // feedlet name -> id
 
-  explicit Imported(const std::string& name) : path(temp_path("import_" + name)) {
+  explicit Imported(const std::string& name, const std::string& dir = "chrome-json")
+      : Imported(AtPath{sample(name, dir)}, name) {}
+  Imported(const AtPath& at, const std::string& name) : path(temp_path("import_" + name)) {
+    const std::string& in = at.in;
     ::unlink(path.c_str());
     ::unlink((path + ".idx").c_str());
     std::string error;
-    bool ok = index::import_chrome_json(sample(name), path, result, error);
+    bool ok = index::import_trace(in, path, result, error);
     EXPECT_TRUE(ok) << error;
     if (!ok) return;
     ix = TraceIndex::build(path, error);
@@ -50,6 +59,17 @@ struct Imported {
     if (it == lane.end()) return {};
     int s = ix->find_stream(kind, it->second, name);
     return s < 0 ? std::vector<Item>{} : ix->items(s, 0, UINT64_MAX);
+  }
+  // Every interval of a lane, whatever its name, by start.
+  std::vector<Item> lane_intervals(const std::string& lane_name) const {
+    std::vector<Item> out;
+    for (size_t id = 0; id < ix->streams().size(); ++id) {
+      const auto& st = ix->streams()[id];
+      if (st.kind != StreamKind::Interval || !lane.count(lane_name) || st.feedlet != lane.at(lane_name)) continue;
+      for (const Item& it : ix->items(int(id), 0, UINT64_MAX)) out.push_back(it);
+    }
+    std::sort(out.begin(), out.end(), [](const Item& a, const Item& b) { return a.start < b.start; });
+    return out;
   }
   uint64_t count(StreamKind kind) const {
     uint64_t n = 0;
@@ -198,6 +218,163 @@ TEST(ChromeImport, NanosecondTimestampsKeepTheirPrecision) {
   EXPECT_EQ(us1[0].end - us1[0].start, 1100u);  // 1.1 µs
 }
 
+// ---- ftrace text and the trace viewer's HTML
+
+// ns from ftrace's "seconds.micros", as the importer rounds them.
+uint64_t ftrace_ns(const std::string& seconds) { return uint64_t(std::llround(std::stod(seconds) * 1e6 * 1000.0)); }
+
+struct SwitchLine {
+  std::string ts, prev_pid, next_comm, next_pid;
+};
+
+// The sample's sched_switch lines, read here with nothing but string search.
+std::vector<SwitchLine> switch_lines(const std::string& text) {
+  std::vector<SwitchLine> out;
+  size_t at = 0;
+  while ((at = text.find("sched_switch: ", at)) != std::string::npos) {
+    size_t line_start = text.rfind('\n', at) + 1, line_end = text.find('\n', at);
+    std::string line = text.substr(line_start, line_end - line_start);
+    at = line_end;
+    auto value = [&](const std::string& key, const std::string& until) {
+      size_t k = line.find(key) + key.size();
+      return line.substr(k, line.find(until, k) - k);
+    };
+    size_t colon = line.find(": sched_switch");
+    size_t space = line.rfind(' ', colon);
+    out.push_back({line.substr(space + 1, colon - space - 1), value("prev_pid=", " "), value("next_comm=", " next_pid="),
+                   value("next_pid=", " ")});
+  }
+  return out;
+}
+
+TEST(FtraceImport, SchedSwitchMakesCpuSlicesAndWakeupsMakeFlows) {
+  Imported im("android_systrace.txt", "ftrace");
+  ASSERT_TRUE(im.ix);
+  const std::string text = slurp(sample("android_systrace.txt", "ftrace"));
+  const std::vector<SwitchLine> switches = switch_lines(text);
+  ASSERT_EQ(switches.size(), 58u);
+  size_t wakeups = 0;
+  for (size_t at = 0; (at = text.find("sched_wakeup: ", at)) != std::string::npos; ++at) ++wakeups;
+  EXPECT_EQ(im.result.events_read, switches.size() + wakeups);
+  EXPECT_TRUE(im.result.unsupported.empty());
+  ASSERT_EQ(im.lane.size(), 1u);  // every line is on CPU 0
+  ASSERT_TRUE(im.lane.count("CPU 0"));
+
+  // Replayed here: each switch ends the slice the one before it started
+  // (the first one's start is before the trace), and the last runs to the end.
+  std::vector<Item> want;
+  for (size_t i = 1; i < switches.size(); ++i) {
+    const SwitchLine& a = switches[i - 1];
+    if (a.next_pid == "0" || a.next_pid != switches[i].prev_pid) continue;
+    Item it;
+    it.name = 0;
+    it.start = ftrace_ns(a.ts), it.end = ftrace_ns(switches[i].ts);
+    want.push_back(it);
+  }
+  std::vector<Item> got = im.lane_intervals("CPU 0");
+  ASSERT_GE(got.size(), want.size());
+  // The last switch's thread runs until the trace's last line.
+  EXPECT_EQ(got.size(), want.size() + (switches.back().next_pid != "0"));
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].start, want[i].start) << i;
+    EXPECT_EQ(got[i].end, want[i].end) << i;
+    EXPECT_EQ(got[i].depth, 0u) << "a CPU runs one thread at a time";
+  }
+  // Named COMM-PID: the second switch's thread is kworker/0:0-13696, from .647576 to .647610.
+  auto kworker = im.items(StreamKind::Interval, "CPU 0", "kworker/0:0-13696");
+  ASSERT_FALSE(kworker.empty());
+  EXPECT_EQ(kworker[0].start, 50260647576000u);
+  EXPECT_EQ(kworker[0].end, 50260647610000u);
+
+  // Each wakeup is a flow to the woken thread's next slice: mmcqd/0 (pid 95)
+  // is woken at .647590 and switched in at .647833.
+  auto flows = im.ix->flows(0, UINT64_MAX);
+  EXPECT_EQ(flows.size(), wakeups);
+  bool mmcqd = false;
+  for (const auto& f : flows) {
+    EXPECT_TRUE(f.matched());
+    EXPECT_GE(f.recv_ts, f.send_ts);
+    mmcqd |= f.send_ts == 50260647590000u && f.recv_ts == 50260647833000u;
+  }
+  EXPECT_TRUE(mmcqd);
+}
+
+TEST(FtraceImport, SystraceHtmlCountersPerProcess) {
+  Imported im("counter_tracks.html");
+  ASSERT_TRUE(im.ix);
+  EXPECT_TRUE(im.result.unsupported.empty());
+  // Read here: every "C|pid|name|value" line of the page's JavaScript string.
+  struct Want {
+    uint64_t count = 0, first_ns = UINT64_MAX;
+    double sum = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Want> want;
+  const std::string text = slurp(sample("counter_tracks.html"));
+  size_t lines = 0;
+  for (size_t at = 0; (at = text.find(": 0: C|", at)) != std::string::npos; ++at, ++lines) {
+    size_t space = text.rfind(' ', at);
+    std::string ts = text.substr(space + 1, at - space - 1);
+    size_t end = text.find("\\n", at);
+    std::string payload = text.substr(at + 7, end - at - 7);  // pid|name|value
+    size_t bar1 = payload.find('|'), bar2 = payload.rfind('|');
+    Want& w = want[{payload.substr(0, bar1), payload.substr(bar1 + 1, bar2 - bar1 - 1)}];
+    ++w.count;
+    w.sum += std::stod(payload.substr(bar2 + 1));
+    w.first_ns = std::min(w.first_ns, ftrace_ns(ts));
+  }
+  EXPECT_EQ(lines, 1611u);
+  EXPECT_EQ(im.result.events_read, lines);
+  ASSERT_GE(want.size(), 5u);
+  const auto& meta = im.ix->catalog().metadata;
+  for (const auto& [key, w] : want) {
+    // The lane: the process's counters.
+    uint32_t feedlet = 0;
+    for (const auto& [name, id] : im.lane)
+      if (meta.at("feedlet." + std::to_string(id) + ".pid") == key.first && name.find(" counters") != std::string::npos)
+        feedlet = id;
+    ASSERT_NE(feedlet, 0u) << key.first;
+    int s = im.ix->find_stream(StreamKind::Counter, feedlet, key.second);
+    ASSERT_GE(s, 0) << key.second;
+    auto items = im.ix->items(s, 0, UINT64_MAX);
+    EXPECT_EQ(items.size(), w.count) << key.second;
+    double sum = 0;
+    uint64_t first = UINT64_MAX;
+    for (const Item& it : items) sum += it.value, first = std::min(first, it.start);
+    EXPECT_DOUBLE_EQ(sum, w.sum) << key.second;
+    EXPECT_EQ(first, w.first_ns) << key.second;
+  }
+  EXPECT_TRUE(want.count({"124", "VSYNC"}));
+}
+
+// The same ftrace text in the JSON object form's "systemTraceEvents" and in
+// a newer systrace page's trace-data block imports as the text alone.
+TEST(FtraceImport, WrappedTextReadsAsThePlainText) {
+  Imported plain("android_systrace.txt", "ftrace");
+  ASSERT_TRUE(plain.ix);
+  const std::string text = slurp(sample("android_systrace.txt", "ftrace"));
+  std::string escaped;
+  for (char c : text) {
+    if (c == '\n') escaped += "\\n";
+    else if (c == '"' || c == '\\') escaped += std::string("\\") + c;
+    else escaped += c;
+  }
+  const std::string dir = ::testing::TempDir();
+  const std::string json = dir + "/system_trace.json", html = dir + "/trace_data.html";
+  write_file(json, "{\"traceEvents\": [], \"systemTraceEvents\": \"" + escaped + "\"}");
+  write_file(html, "<!DOCTYPE html>\n<html><body>\n<script class=\"trace-data\" type=\"application/text\">\n" + text +
+                       "</script>\n</body></html>\n");
+  for (const std::string& in : {json, html}) {
+    Imported wrapped(AtPath{in}, "wrapped");
+    ASSERT_TRUE(wrapped.ix) << in;
+    EXPECT_EQ(wrapped.result.events_read, plain.result.events_read) << in;
+    auto a = plain.lane_intervals("CPU 0"), b = wrapped.lane_intervals("CPU 0");
+    ASSERT_EQ(a.size(), b.size()) << in;
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].start == b[i].start && a[i].end == b[i].end) << in << " " << i;
+    EXPECT_EQ(wrapped.ix->flows(0, UINT64_MAX).size(), plain.ix->flows(0, UINT64_MAX).size()) << in;
+    ::unlink(in.c_str());
+  }
+}
+
 TEST(ChromeImport, BadInputGetsAClearError) {
   std::string dir = ::testing::TempDir();
   std::string out = temp_path("import_bad");
@@ -207,7 +384,7 @@ TEST(ChromeImport, BadInputGetsAClearError) {
   // Garbage: no trace, an error naming the file and the byte.
   std::string garbage = dir + "/garbage.json";
   write_file(garbage, "{\"traceEvents\": [ {\"ph\": \"B\", \"ts\": 1,, ]");
-  EXPECT_FALSE(index::import_chrome_json(garbage, out, r, error));
+  EXPECT_FALSE(index::import_trace(garbage, out, r, error));
   EXPECT_NE(error.find(garbage), std::string::npos) << error;
   EXPECT_NE(error.find("byte"), std::string::npos) << error;
   EXPECT_NE(::access(out.c_str(), F_OK), 0);
@@ -217,15 +394,31 @@ TEST(ChromeImport, BadInputGetsAClearError) {
   std::string text = slurp(sample("big_trace.json"));
   write_file(cut, text.substr(0, text.size() / 2));
   r = {};
-  ASSERT_TRUE(index::import_chrome_json(cut, out, r, error)) << error;
+  ASSERT_TRUE(index::import_trace(cut, out, r, error)) << error;
   EXPECT_FALSE(r.warning.empty());
   EXPECT_GT(r.events_read, 800u);
   EXPECT_LT(r.events_read, 1866u);
 
+  // Neither JSON nor ftrace text; an HTML page with no trace in it.
+  std::string prose = dir + "/prose.txt", page = dir + "/page.html", none = out + ".not";
+  ::unlink(none.c_str());
+  write_file(prose, "Dear diary,\ntoday I traced nothing.\n");
+  write_file(page, "<html><body><p>no trace here</p></body></html>\n");
+  r = {};
+  EXPECT_FALSE(index::import_trace(prose, none, r, error));
+  EXPECT_NE(error.find(prose), std::string::npos) << error;
+  EXPECT_NE(error.find("neither JSON nor ftrace text"), std::string::npos) << error;
+  EXPECT_NE(error.find("Dear diary"), std::string::npos) << error;
+  EXPECT_FALSE(index::import_trace(page, none, r, error));
+  EXPECT_NE(error.find("without trace data"), std::string::npos) << error;
+  EXPECT_NE(::access(none.c_str(), F_OK), 0) << "nothing written";
+  ::unlink(prose.c_str());
+  ::unlink(page.c_str());
+
   // Never writes over a file.
   std::string before = slurp(out);
   r = {};
-  EXPECT_FALSE(index::import_chrome_json(sample("trivial_trace.json"), out, r, error));
+  EXPECT_FALSE(index::import_trace(sample("trivial_trace.json"), out, r, error));
   EXPECT_NE(error.find("never writes over"), std::string::npos) << error;
   EXPECT_EQ(slurp(out), before);
   ::unlink(out.c_str());

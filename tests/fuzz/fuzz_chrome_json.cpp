@@ -1,10 +1,10 @@
-// Fuzz target: the Chrome Trace Event importer. Any bytes either import or
-// are refused with a message; an import always writes a trace that reads
-// back without damage.
+// Fuzz target: the trace importer (Chrome JSON, ftrace text, systrace HTML).
+// Any bytes either import or are refused with a message; an import always
+// writes a trace that reads back without damage.
 #include <cstdlib>
 
 #include "fuzz_util.hpp"
-#include "tinescope/chrome_import.hpp"
+#include "tinescope/trace_import.hpp"
 
 using namespace tinescope;
 
@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ::unlink(out.c_str());
   index::ImportResult r;
   std::string error;
-  if (!index::import_chrome_json(in, out, r, error)) {
+  if (!index::import_trace(in, out, r, error)) {
     if (error.empty()) std::abort();
     return 0;
   }

@@ -1,7 +1,12 @@
-// Importing the Chrome Trace Event Format (what Chrome, Perfetto and many
-// tools write) into a tinescope trace: JSON or gzipped JSON, the array form
-// or the object form with "traceEvents". Parsed as a stream (SAX), so memory
-// follows the number of events (about 40 bytes each), not the JSON's size.
+// Importing other tools' traces into a tinescope trace, by their contents
+// (plain or gzipped):
+//  - the Chrome Trace Event Format (what Chrome, Perfetto and many tools
+//    write): the array form, or the object form with "traceEvents" (and its
+//    "systemTraceEvents", ftrace text). Parsed as a stream (SAX), so memory
+//    follows the number of events (about 40 bytes each), not the JSON's size;
+//  - Linux ftrace text (`trace`, `trace_pipe`, Android's systrace/atrace),
+//    read line by line;
+//  - the trace viewer's HTML files (systrace's), which wrap either.
 //
 // Mapping (docs/IMPORT.md):
 //   (pid, tid)                  -> a feedlet named by thread_name metadata
@@ -12,6 +17,9 @@
 //   s/t/f (flows)               -> message send/receive, a link per step
 //   M                           -> thread and process names, sort indices as metadata
 // Anything else (P samples, O/N/D objects, c clock sync, ...) is counted by kind and reported.
+// ftrace: a lane per CPU (sched_switch slices, named COMM-PID; wakeups as
+// flows to the next slice; cpu_frequency, cpu_idle counters); atrace's
+// tracing_mark_write B/E, C, S/F as for Chrome's B/E, C, b/e.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +29,7 @@
 namespace tinescope::index {
 
 struct ImportResult {
-  uint64_t events_read = 0;      // JSON trace events
+  uint64_t events_read = 0;      // JSON trace events and ftrace lines
   uint64_t events_written = 0;   // tinescope events
   uint64_t feedlets = 0;
   std::map<std::string, uint64_t> unsupported;  // ph -> count, not imported
@@ -31,7 +39,7 @@ struct ImportResult {
 };
 
 // Writes `out` (which must not exist). False with a message naming the file
-// and the byte offset on failure.
-bool import_chrome_json(const std::string& in, const std::string& out, ImportResult& result, std::string& error);
+// and where in it on failure.
+bool import_trace(const std::string& in, const std::string& out, ImportResult& result, std::string& error);
 
 }  // namespace tinescope::index

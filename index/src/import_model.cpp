@@ -1,0 +1,322 @@
+// Collecting another tool's events per lane, and writing them as a trace.
+#include "import_model.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "tinescope/trace_writer.hpp"
+
+namespace tinescope::index {
+
+using namespace format;
+
+namespace {
+
+// Turns a feedlet's spans and begin/end pairs into properly nested begins and
+// ends (parents before children), plus completes for intervals that overlap
+// without nesting, merged in time with the feedlet's other events.
+std::vector<Point> nest(Feedlet& f, uint64_t& unmatched) {
+  // Pair begins with ends in time order (file order breaks ties).
+  std::stable_sort(f.be.begin(), f.be.end(), [](const BeginEnd& a, const BeginEnd& b) { return a.ts < b.ts; });
+  std::vector<BeginEnd> open;
+  for (const BeginEnd& x : f.be) {
+    if (x.begin) {
+      open.push_back(x);
+    } else if (open.empty()) {
+      ++unmatched;
+    } else {
+      f.spans.push_back(Span{open.back().ts, x.ts, open.back().name, open.back().seq});
+      open.pop_back();
+    }
+  }
+  for (const BeginEnd& b : open) f.spans.push_back(Span{b.ts, UINT64_MAX, b.name, b.seq});  // never ended
+  std::sort(f.spans.begin(), f.spans.end(), [](const Span& a, const Span& b) {
+    if (a.start != b.start) return a.start < b.start;
+    if (a.end != b.end) return a.end > b.end;  // the longer one is the parent
+    return a.seq < b.seq;
+  });
+  std::vector<Point> out;
+  uint64_t seq = 0;
+  std::vector<const Span*> stack;
+  auto pop = [&] {
+    const Span* s = stack.back();
+    stack.pop_back();
+    if (s->end != UINT64_MAX) out.push_back(Point{s->end, seq++, kIntervalEnd, s->name, 0});
+  };
+  for (const Span& s : f.spans) {
+    while (!stack.empty() && !(stack.back()->start <= s.start && s.end <= stack.back()->end)) {
+      if (stack.back()->end > s.start) break;  // overlaps without nesting
+      pop();
+    }
+    if (!stack.empty() && s.end > stack.back()->end) {
+      out.push_back(Point{s.end, seq++, kIntervalComplete, s.name, s.end - s.start});
+      continue;
+    }
+    out.push_back(Point{s.start, seq++, kIntervalBegin, s.name, 0});
+    stack.push_back(&s);
+  }
+  while (!stack.empty()) pop();
+  for (Point& p : f.points) p.seq += uint64_t(1) << 62;  // after intervals at the same time
+  out.insert(out.end(), f.points.begin(), f.points.end());
+  std::stable_sort(out.begin(), out.end(), [](const Point& a, const Point& b) {
+    return a.ts != b.ts ? a.ts < b.ts : a.seq < b.seq;
+  });
+  return out;
+}
+
+}  // namespace
+
+uint32_t ImportModel::intern(const std::string& s) {
+  auto [it, fresh] = string_ids_.emplace(s, uint32_t(strings_.size()));
+  if (fresh) strings_.push_back(s);
+  return it->second;
+}
+
+Feedlet& ImportModel::feedlet(int64_t pid, int64_t tid, const std::string& lane) {
+  auto [it, fresh] = feedlet_of_.emplace(std::make_tuple(pid, tid, lane), uint32_t(feedlets.size()));
+  if (fresh) {
+    Feedlet f;
+    f.id = uint32_t(feedlets.size()) + 1;
+    f.pid = pid, f.tid = tid;
+    f.name = lane;
+    feedlets.push_back(std::move(f));
+  }
+  return feedlets[it->second];
+}
+
+void ImportModel::point(Feedlet& f, const RawEvent& e, uint16_t type, uint32_t name, uint64_t a) {
+  f.points.push_back(Point{ticks(e.ts), seq_++, type, name, a});
+}
+
+void ImportModel::take(const RawEvent& e) {
+  ++r.events_read;
+  if (e.ph.size() != 1) {
+    ++r.unsupported[e.ph.empty() ? "(no ph)" : e.ph];
+    return;
+  }
+  const char ph = e.ph[0];
+  if (ph == 'M') return metadata(e);
+  if (!e.has_ts) {
+    ++r.unsupported[e.ph + " without ts"];
+    return;
+  }
+  if (e.ts < 0) {  // ticks are unsigned
+    ++r.unsupported[e.ph + " with negative ts"];
+    return;
+  }
+  const uint32_t name = intern(e.name);
+  switch (ph) {
+    case 'B':
+    case 'E': {
+      Feedlet& f = feedlet(e.pid, e.tid, "");
+      f.be.push_back(BeginEnd{ticks(e.ts), seq_++, ph == 'B', name});
+      return;
+    }
+    case 'X': {
+      Feedlet& f = feedlet(e.pid, e.tid, "");
+      uint64_t t = ticks(e.ts);
+      f.spans.push_back(Span{t, t + (e.has_dur ? ticks(std::max(0.0, e.dur)) : 0), name, seq_++});
+      return;
+    }
+    case 'i':
+    case 'I':
+    case 'R': {
+      // Scope: thread (default), process or global: each on its own lane.
+      Feedlet& f = e.scope == "g"   ? feedlet(0, 0, "global")
+                   : e.scope == "p" ? feedlet(e.pid, 0, "process")
+                                    : feedlet(e.pid, e.tid, "");
+      point(f, e, kInstant, name, 0);
+      return;
+    }
+    case 'C': {
+      Feedlet& f = feedlet(e.pid, 0, "counters");
+      std::string base = e.name + (e.id.empty() ? "" : "[" + e.id + "]");
+      for (auto& [k, v] : e.num_args) {
+        double d = v;
+        uint64_t bits;
+        std::memcpy(&bits, &d, 8);
+        point(f, e, kCounterFloat, intern(e.num_args.size() == 1 ? base : base + "." + k), bits);
+      }
+      return;
+    }
+    case 'b':
+    case 'e':
+    case 'n':
+    case 'S':
+    case 'T':
+    case 'p':
+    case 'F': {
+      // Async: a lane per (process, category, id), nested like a thread.
+      Feedlet& f = feedlet(e.pid, 0, "async " + e.cat + " " + e.id);
+      if (ph == 'n' || ph == 'T' || ph == 'p') {
+        point(f, e, kInstant, name, 0);
+      } else {
+        f.be.push_back(BeginEnd{ticks(e.ts), seq_++, ph == 'b' || ph == 'S', name});
+      }
+      return;
+    }
+    case 's':
+    case 't':
+    case 'f': {
+      Feedlet& f = feedlet(e.pid, e.tid, "");
+      flows.push_back(Flow{checksum(e.id.data(), e.id.size()) ^ checksum(e.cat.data(), e.cat.size()), ticks(e.ts),
+                           seq_++, ph, f.id, name});
+      return;
+    }
+    default: ++r.unsupported[e.ph];
+  }
+}
+
+void ImportModel::metadata(const RawEvent& e) {
+  if (e.name == "process_name") {
+    process_names[e.pid] = e.arg_name;
+  } else if (e.name == "thread_name") {
+    feedlet(e.pid, e.tid, "").name = e.arg_name;
+  } else if (e.name == "process_sort_index" && e.has_sort) {
+    process_sort[e.pid] = e.sort_index;
+  } else if (e.name == "thread_sort_index" && e.has_sort) {
+    thread_sort[{e.pid, e.tid}] = e.sort_index;
+  } else {
+    ++r.unsupported["M " + e.name];
+  }
+}
+
+bool ImportModel::write(const std::string& in, const std::string& out, const char* recorder, std::string& error) {
+  // Flows: per flow id in time order, each step ends one link and starts the next.
+  std::stable_sort(flows.begin(), flows.end(), [](const Flow& a, const Flow& b) {
+    return a.id_hash != b.id_hash ? a.id_hash < b.id_hash : a.ts < b.ts;
+  });
+  uint64_t link = 1;
+  for (size_t i = 0; i < flows.size(); ++i) {
+    const Flow& x = flows[i];
+    bool first = i == 0 || flows[i - 1].id_hash != x.id_hash;
+    if (first) ++link;
+    Feedlet& f = feedlets[x.feedlet - 1];
+    if (x.ph != 's' && !first) f.points.push_back(Point{x.ts, x.seq, kMessageRecv, x.name, link});
+    if (x.ph != 'f') f.points.push_back(Point{x.ts, x.seq, kMessageSend, x.name, ++link});
+  }
+
+  // Names of lanes.
+  for (Feedlet& f : feedlets) {
+    std::string process = process_names.count(f.pid) ? process_names[f.pid] : "pid " + std::to_string(f.pid);
+    if (f.name.empty()) f.name = "tid " + std::to_string(f.tid);
+    else if (f.name == "process" || f.name == "counters" || f.name.rfind("async ", 0) == 0) f.name = process + " " + f.name;
+  }
+
+  int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    error = out + ": " + std::strerror(errno) + (errno == EEXIST ? " (tinescope never writes over a file)" : "");
+    return false;
+  }
+  bool ok = true;
+  auto write = [&](const void* p, size_t n) {
+    const char* c = static_cast<const char*>(p);
+    while (ok && n) {
+      ssize_t w = ::write(fd, c, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) ok = false, error = out + ": " + std::strerror(w < 0 ? errno : ENOSPC);
+      else c += w, n -= size_t(w);
+    }
+  };
+  HeaderInfo info;
+  info.clock.source = uint8_t(ClockSource::Monotonic);
+  info.clock.ticks_per_ns = 1.0;
+  // The trace's process: the first named one (not ftrace's CPU lanes), else the file.
+  info.process_name = in;
+  for (auto& [pid, name] : process_names)
+    if (pid != kCpuLanesPid) {
+      info.process_name = name;
+      break;
+    }
+  info.cmdline = {"tinescope", "import", in};
+  info.recorder = recorder;
+  std::string header = build_file_header(info);
+  write(header.data(), header.size());
+
+  // Ticks are nanoseconds of the JSON's own clock, as they were.
+  std::vector<uint8_t> frame;
+  ChunkBuilder meta;
+  auto flush = [&](ChunkBuilder& cb) {
+    if (cb.empty()) return;
+    cb.finish(0, frame);
+    write(frame.data(), frame.size());
+  };
+  auto meta_string = [&](uint32_t id, const std::string& s) {
+    uint8_t* p = meta.begin(kStringDef, 0, s.size());
+    p = ChunkBuilder::put_u64(p, id);
+    p = ChunkBuilder::put_bytes(p, s.data(), s.size());
+    meta.end(p);
+    if (meta.full()) flush(meta);
+  };
+  auto meta_pair = [&](const std::string& k, const std::string& v) {
+    uint32_t ki = intern(k), vi = intern(v);
+    return std::make_pair(ki, vi);
+  };
+  std::vector<std::pair<uint32_t, uint32_t>> metadata;
+  for (Feedlet& f : feedlets) {
+    std::string n = "feedlet." + std::to_string(f.id);
+    intern(f.name);
+    metadata.push_back(meta_pair(n + ".pid", std::to_string(f.pid)));
+    metadata.push_back(meta_pair(n + ".process", process_names.count(f.pid) ? process_names[f.pid] : ""));
+    if (thread_sort.count({f.pid, f.tid})) metadata.push_back(meta_pair(n + ".sort_index", std::to_string(thread_sort[{f.pid, f.tid}])));
+  }
+  for (auto& [pid, idx] : process_sort) metadata.push_back(meta_pair("process." + std::to_string(pid) + ".sort_index", std::to_string(idx)));
+  if (!r.display_time_unit.empty()) metadata.push_back(meta_pair("displayTimeUnit", r.display_time_unit));
+  for (uint32_t id = 1; id < strings_.size(); ++id) meta_string(id, strings_[id]);
+  for (Feedlet& f : feedlets) {
+    uint8_t* p = meta.begin(kFeedletInfo, 0);
+    p = ChunkBuilder::put_u64(p, f.id);
+    p = ChunkBuilder::put_u64(p, uint64_t(f.tid));
+    p = ChunkBuilder::put_u64(p, intern(f.name));
+    meta.end(p);
+  }
+  for (auto [k, v] : metadata) {
+    uint8_t* p = meta.begin(kMetadata, 0);
+    p = ChunkBuilder::put_u64(p, k);
+    p = ChunkBuilder::put_u64(p, v);
+    meta.end(p);
+  }
+  flush(meta);
+
+  for (Feedlet& f : feedlets) {
+    std::vector<Point> events = nest(f, r.unmatched_ends);
+    ChunkBuilder cb;
+    cb.feedlet = f.id;
+    uint8_t* p = cb.begin(kThreadName, events.empty() ? 0 : events.front().ts);
+    p = ChunkBuilder::put_u64(p, intern(f.name));
+    cb.end(p);
+    ++r.events_written;
+    for (const Point& e : events) {
+      p = cb.begin(e.type, e.ts);
+      switch (e.type) {
+        case kIntervalComplete: p = ChunkBuilder::put_u64(p, e.name), p = ChunkBuilder::put_u64(p, e.a); break;
+        case kCounterFloat: {
+          double d;
+          std::memcpy(&d, &e.a, 8);
+          p = ChunkBuilder::put_u64(p, e.name), p = ChunkBuilder::put_f64(p, d);
+          break;
+        }
+        case kMessageSend:
+        case kMessageRecv:
+          p = cb.put_delta(p, e.a), p = ChunkBuilder::put_u64(p, e.name), p = ChunkBuilder::put_u64(p, 0);
+          p = ChunkBuilder::put_bytes(p, nullptr, 0);
+          break;
+        default: p = ChunkBuilder::put_u64(p, e.name); break;
+      }
+      cb.end(p);
+      ++r.events_written;
+      if (cb.full()) flush(cb);
+    }
+    flush(cb);
+  }
+  r.feedlets = feedlets.size();
+  if (::fsync(fd) != 0 && ok) ok = false, error = out + ": " + std::strerror(errno);
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace tinescope::index

@@ -1,0 +1,172 @@
+// What an importer collects from another tool's trace before writing it as a
+// tinescope trace: per lane (feedlet) its intervals (spans and begin/end
+// pairs), points and flows, and the names of threads and processes. The
+// Chrome JSON reader and the ftrace text reader fill one; write() rebuilds
+// the nesting per lane and writes the chunks (docs/IMPORT.md).
+#pragma once
+
+#include <zlib.h>
+
+#include <cmath>
+#include <cstdint>
+#include <istream>
+#include <map>
+#include <streambuf>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "tinescope/trace_import.hpp"
+
+namespace tinescope::index {
+
+// gzread reads gzip and plain files alike.
+class GzBuf : public std::streambuf {
+ public:
+  explicit GzBuf(gzFile f) : f_(f) {}
+  uint64_t consumed() const { return total_; }
+
+ protected:
+  int_type underflow() override {
+    int n = gzread(f_, buf_, sizeof buf_);
+    if (n <= 0) return traits_type::eof();
+    total_ += uint64_t(n);
+    setg(buf_, buf_, buf_ + n);
+    return traits_type::to_int_type(buf_[0]);
+  }
+
+ private:
+  gzFile f_;
+  char buf_[1 << 16];
+  uint64_t total_ = 0;
+};
+
+// One event in the Chrome Trace Event Format's terms; the ftrace reader
+// speaks it too where the meaning is the same (B/E, C, S/F).
+struct RawEvent {
+  std::string ph, name, cat, id, scope, arg_name, pid_s, tid_s;
+  bool has_pid = false, has_tid = false, has_ts = false, has_dur = false, has_sort = false;
+  int64_t pid = 0, tid = 0, sort_index = 0;
+  double ts = 0, dur = 0;
+  std::vector<std::pair<std::string, double>> num_args;
+};
+
+struct Span {  // an interval of a feedlet, begin and end known
+  uint64_t start, end;
+  uint32_t name;
+  uint64_t seq;
+};
+
+struct Point {  // anything else, in time order per feedlet
+  uint64_t ts, seq;
+  uint16_t type;
+  uint32_t name;
+  uint64_t a;  // counter: double bits; message: id
+};
+
+struct BeginEnd {
+  uint64_t ts, seq;
+  bool begin;
+  uint32_t name;
+};
+
+struct Flow {
+  uint64_t id_hash, ts, seq;
+  char ph;
+  uint32_t feedlet, name;
+};
+
+struct Feedlet {
+  uint32_t id;
+  int64_t pid, tid;
+  std::string name;
+  std::vector<Span> spans;
+  std::vector<BeginEnd> be;
+  std::vector<Point> points;
+};
+
+class ImportModel {
+ public:
+  explicit ImportModel(ImportResult& result) : r(result) {}
+
+  ImportResult& r;
+  std::vector<Feedlet> feedlets;
+  std::map<int64_t, std::string> process_names;
+  std::map<int64_t, int64_t> process_sort;
+  std::map<std::pair<int64_t, int64_t>, int64_t> thread_sort;
+  std::vector<Flow> flows;
+
+  uint32_t intern(const std::string& s);
+  // The lane of a thread (lane "") or a named lane of a process.
+  Feedlet& feedlet(int64_t pid, int64_t tid, const std::string& lane);
+  uint64_t next_seq() { return seq_++; }
+  static uint64_t ticks(double us) { return uint64_t(std::llround(us * 1000.0)); }
+  // One Chrome trace event (counted in r.events_read).
+  void take(const RawEvent& e);
+
+  // Writes what was collected to `out`, which must not exist (O_EXCL): a
+  // metadata chunk of names, then each lane's events in time order.
+  bool write(const std::string& in, const std::string& out, const char* recorder, std::string& error);
+
+ private:
+  std::unordered_map<std::string, uint32_t> string_ids_;
+  std::vector<std::string> strings_{""};
+  uint64_t seq_ = 0;
+  std::map<std::tuple<int64_t, int64_t, std::string>, uint32_t> feedlet_of_;
+
+  void point(Feedlet& f, const RawEvent& e, uint16_t type, uint32_t name, uint64_t a);
+  void metadata(const RawEvent& e);
+};
+
+// The readers that fill a model. Each returns false with `error` (naming
+// the file and where) when it read nothing it could use; a reader that
+// stops early after reading events keeps them and sets r.warning.
+bool read_chrome_json(std::istream& in, const std::string& name, ImportModel& m, std::string& error);
+
+// Linux ftrace text, line by line: sched_switch as CPU lanes, sched_wakeup
+// as flows to the woken thread's next slice, atrace's tracing_mark_write
+// (B/E, C, S/F) as intervals and counters; cpu_frequency and cpu_idle as
+// counters of the CPU lanes. Everything else is counted by event name.
+// The "process" of ftrace's CPU lanes.
+constexpr int64_t kCpuLanesPid = -1;
+
+class FtraceReader {
+ public:
+  explicit FtraceReader(ImportModel& m) : m_(m) {}
+  // One line of text; comments (#) and lines that are not events are passed over.
+  void line(std::string_view text);
+  // Ends the slices still running at the last timestamp (a thread switched
+  // in by the last line gets an empty slice: it is what runs at the end).
+  void finish();
+  uint64_t events() const { return lines_; }  // lines read as events
+
+ private:
+  static constexpr uint64_t kWakeupFlowIds = uint64_t(0x77) << 56;  // apart from hashed Chrome ids
+  struct Running {
+    int64_t pid = -1;
+    uint32_t name = 0;
+    uint64_t start = 0;
+  };
+  struct Wakeup {
+    uint64_t ts = 0, seq = 0;
+    uint32_t from = 0;  // the waker's CPU lane
+  };
+  ImportModel& m_;
+  uint64_t lines_ = 0, last_ts_ = 0, wakeups_ = 0;
+  std::map<uint32_t, Running> running_;                 // per CPU
+  std::unordered_map<int64_t, Wakeup> woken_;           // pid -> its first wakeup since it last ran
+  std::unordered_map<int64_t, int64_t> tgid_of_;        // thread -> process
+  Feedlet& cpu_lane(uint32_t cpu);
+  void sched_switch(uint32_t cpu, uint64_t ts, std::string_view args);
+  void sched_wakeup(uint32_t cpu, uint64_t ts, std::string_view args);
+  bool atrace(int64_t tid, const std::string& comm, double us, std::string_view text);
+};
+
+// The trace viewer's HTML (systrace): the ftrace text in a JavaScript
+// string (`var linuxPerfData = "..."`, older) or in <script
+// class="trace-data"> blocks (newer; a JSON block goes to read_chrome_json).
+bool read_trace_html(std::istream& in, const std::string& name, ImportModel& m, std::string& error);
+
+}  // namespace tinescope::index

@@ -1,0 +1,156 @@
+// `tinescope import`: what kind of file it is (by its first character, after
+// gzip), the unwrapping of the trace viewer's HTML, and the reading of plain
+// ftrace text; the readers fill one model, which writes the trace.
+#include "tinescope/trace_import.hpp"
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include "import_model.hpp"
+
+namespace tinescope::index {
+
+namespace {
+
+bool read_ftrace_text(std::istream& in, const std::string& name, ImportModel& m, std::string& error) {
+  FtraceReader ftrace(m);
+  std::string line, first;
+  while (std::getline(in, line)) {
+    if (first.empty() && !line.empty() && line[0] != '#') first = line.substr(0, 80);
+    ftrace.line(line);
+  }
+  ftrace.finish();
+  if (ftrace.events() == 0) {
+    error = name + ": not a trace tinescope can import: neither JSON nor ftrace text" +
+            (first.empty() ? std::string(" (no events)") : " (first line: \"" + first + "\")");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool read_trace_html(std::istream& in, const std::string& name, ImportModel& m, std::string& error) {
+  FtraceReader ftrace(m);
+  enum { Outside, JsString, Block } where = Outside;
+  std::string line, pending, json;  // pending: the ftrace line being unescaped
+  bool block_is_json = false, block_started = false, found = false;
+  uint64_t line_no = 0;
+  // A piece of the JavaScript string; false at its closing quote.
+  auto js_piece = [&](std::string_view s) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      char c = s[i];
+      if (c == '"') {
+        if (!pending.empty()) ftrace.line(pending), pending.clear();
+        return false;
+      }
+      if (c != '\\') {
+        pending += c;
+        continue;
+      }
+      if (++i == s.size()) break;  // a backslash ending the line: the string goes on
+      c = s[i];
+      if (c == 'n') {
+        ftrace.line(pending), pending.clear();
+      } else {
+        pending += c == 't' ? '\t' : c;  // \" \\ \' and the rest as themselves
+      }
+    }
+    return true;
+  };
+  auto end_block = [&] {
+    if (block_is_json) {
+      std::istringstream text(json);
+      if (!read_chrome_json(text, name + " (a trace-data block ending at line " + std::to_string(line_no) + ")", m,
+                            error))
+        return false;
+    }
+    json.clear(), block_is_json = block_started = false;
+    return true;
+  };
+  auto block_line = [&](std::string_view s) {
+    if (!block_started) {
+      size_t at = s.find_first_not_of(" \t\r");
+      if (at == std::string_view::npos) return;
+      block_started = true;
+      block_is_json = s[at] == '{' || s[at] == '[';
+    }
+    if (block_is_json) json.append(s).push_back('\n');
+    else ftrace.line(s);
+  };
+  while (std::getline(in, line)) {
+    ++line_no;
+    std::string_view s = line;
+    if (where == Outside) {
+      static constexpr std::string_view kJs = "linuxPerfData = \"", kBlock = "<script class=\"trace-data\"";
+      if (size_t at = s.find(kJs); at != std::string_view::npos) {
+        found = true;
+        where = js_piece(s.substr(at + kJs.size())) ? JsString : Outside;
+      } else if (size_t at2 = s.find(kBlock); at2 != std::string_view::npos) {
+        found = true;
+        size_t gt = s.find('>', at2);
+        where = Block;
+        s = gt == std::string_view::npos ? std::string_view() : s.substr(gt + 1);
+      } else {
+        continue;
+      }
+      if (where != Block) continue;
+    } else if (where == JsString) {
+      if (!js_piece(s)) where = Outside;
+      continue;
+    }
+    // In a block: up to </script>.
+    size_t close = s.find("</script>");
+    block_line(close == std::string_view::npos ? s : s.substr(0, close));
+    if (close != std::string_view::npos) {
+      where = Outside;
+      if (!end_block()) return false;
+    }
+  }
+  if (where == Block && !end_block()) return false;
+  ftrace.finish();
+  if (!found) {
+    error = name + ": an HTML file without trace data (no linuxPerfData string, no <script class=\"trace-data\"> block)";
+    return false;
+  }
+  return true;
+}
+
+bool import_trace(const std::string& in, const std::string& out, ImportResult& r, std::string& error) {
+  gzFile gz = gzopen(in.c_str(), "rb");
+  if (!gz) {
+    error = in + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  gzbuffer(gz, 1 << 17);
+  GzBuf buf(gz);
+  std::istream stream(&buf);
+  ImportModel m(r);
+  // What it is: its first character, past white space and a UTF-8 byte order mark.
+  if (stream.peek() == 0xEF) {
+    char bom[3];
+    stream.read(bom, 3);
+  }
+  while (stream.peek() != std::char_traits<char>::eof() && std::isspace(stream.peek())) stream.get();
+  const int c = stream.peek();
+  bool ok = false;
+  const char* recorder = "";
+  if (c == std::char_traits<char>::eof()) {
+    error = in + ": empty file";
+  } else if (c == '[' || c == '{') {
+    ok = read_chrome_json(stream, in, m, error);
+    recorder = "tinescope import (Chrome JSON)";
+  } else if (c == '<') {
+    ok = read_trace_html(stream, in, m, error);
+    recorder = "tinescope import (trace viewer HTML)";
+  } else {
+    ok = read_ftrace_text(stream, in, m, error);
+    recorder = "tinescope import (ftrace text)";
+  }
+  gzclose(gz);
+  return ok && m.write(in, out, recorder, error);
+}
+
+}  // namespace tinescope::index
