@@ -1,5 +1,6 @@
 // The Chrome JSON reader: a SAX handler collects each trace event's fields
 // (never the whole document) and hands it to the import model.
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "import_model.hpp"
@@ -74,16 +75,18 @@ class JsonEvents : public nlohmann::json_sax<nlohmann::json> {
 
   bool in_events() const { return events_depth_ > 0 && !events_done_; }
 
+  // A JSON number as a pid, tid or index: one out of int64's range is not one.
+  static int64_t as_int(double v) { return std::fabs(v) < 9.2e18 ? int64_t(v) : 0; }
   void number(double v, const std::string& text) {
     if (in_event_ && depth_ == events_depth_ + 1) {
       if (key_ == "ts") ev_.ts = v, ev_.has_ts = true;
       else if (key_ == "dur") ev_.dur = v, ev_.has_dur = true;
-      else if (key_ == "pid") ev_.pid = int64_t(v), ev_.has_pid = true;
-      else if (key_ == "tid") ev_.tid = int64_t(v), ev_.has_tid = true;
+      else if (key_ == "pid") ev_.pid = as_int(v), ev_.has_pid = true;
+      else if (key_ == "tid") ev_.tid = as_int(v), ev_.has_tid = true;
       else if (key_ == "id") ev_.id = text;
     } else if (in_args_ && depth_ == events_depth_ + 2) {
       ev_.num_args.emplace_back(key_, v);
-      if (key_ == "sort_index") ev_.sort_index = int64_t(v), ev_.has_sort = true;
+      if (key_ == "sort_index") ev_.sort_index = as_int(v), ev_.has_sort = true;
     } else if (in_id2_ && depth_ == events_depth_ + 2) {
       ev_.id = key_ + ":" + text;
     }

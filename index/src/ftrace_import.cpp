@@ -5,7 +5,7 @@
 //
 // The comm may hold spaces and dashes (the pid is after the last dash); the
 // tgid column and the irq-flags column are optional.
-#include <cstdlib>
+#include <charconv>
 #include <cstring>
 
 #include "import_model.hpp"
@@ -23,26 +23,12 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-bool to_int(std::string_view s, int64_t& v) {
+// A whole field as a number (from_chars: no copy, no locale).
+template <class T>
+bool to_number(std::string_view s, T& v) {
   s = trim(s);
-  if (s.empty() || s.size() > 20) return false;
-  char buf[24];
-  std::memcpy(buf, s.data(), s.size());
-  buf[s.size()] = 0;
-  char* end = nullptr;
-  v = std::strtoll(buf, &end, 10);
-  return end == buf + s.size();
-}
-
-bool to_double(std::string_view s, double& v) {
-  s = trim(s);
-  if (s.empty() || s.size() > 40) return false;
-  char buf[48];
-  std::memcpy(buf, s.data(), s.size());
-  buf[s.size()] = 0;
-  char* end = nullptr;
-  v = std::strtod(buf, &end);
-  return end == buf + s.size();
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
 }
 
 // The value of `key=` in ftrace's "k1=v1 k2=v2" arguments: up to the next
@@ -93,13 +79,13 @@ void FtraceReader::line(std::string_view s) {
   if (!task.empty() && task.back() == ')') {  // "(  123)" or "(-----)"
     size_t open = task.rfind('(');
     if (open == std::string_view::npos) return;
-    if (!to_int(task.substr(open + 1, task.size() - open - 2), tgid)) tgid = -1;
+    if (!to_number(task.substr(open + 1, task.size() - open - 2), tgid)) tgid = -1;
     task = trim(task.substr(0, open));
   }
   const size_t dash = task.rfind('-');
   int64_t pid = 0, cpu = 0;
-  if (dash == std::string_view::npos || !to_int(task.substr(dash + 1), pid)) return;
-  if (!to_int(s.substr(lb + 1, rb - lb - 1), cpu) || cpu < 0 || cpu > 65535) return;
+  if (dash == std::string_view::npos || !to_number(task.substr(dash + 1), pid)) return;
+  if (!to_number(s.substr(lb + 1, rb - lb - 1), cpu) || cpu < 0 || cpu > 65535) return;
   // "[flags] seconds:" then " event: args".
   std::string_view rest = s.substr(rb + 1);
   const size_t colon = rest.find(':');
@@ -108,7 +94,7 @@ void FtraceReader::line(std::string_view s) {
   const size_t space = stamp.rfind(' ');
   if (space != std::string_view::npos) stamp = stamp.substr(space + 1);
   double seconds;
-  if (!to_double(stamp, seconds) || seconds < 0) return;
+  if (!to_number(stamp, seconds) || !(seconds >= 0 && seconds * 1e6 < ImportModel::kMaxUs)) return;
   rest = rest.substr(colon + 1);
   const size_t event_end = rest.find(':');
   if (event_end == std::string_view::npos) return;
@@ -131,7 +117,7 @@ void FtraceReader::line(std::string_view s) {
   }
   if (event == "cpu_frequency" || event == "cpu_idle") {
     int64_t state = 0, on = 0;
-    if (to_int(arg(args, "state="), state) && to_int(arg(args, "cpu_id="), on) && on >= 0 && on <= 65535) {
+    if (to_number(arg(args, "state="), state) && to_number(arg(args, "cpu_id="), on) && on >= 0 && on <= 65535) {
       ++m_.r.events_read;
       // cpu_idle's "no longer idle" is state 4294967295 (-1 as u32).
       const double v = event == "cpu_idle" && state == 4294967295 ? -1.0 : double(state);
@@ -152,7 +138,7 @@ void FtraceReader::line(std::string_view s) {
 
 void FtraceReader::sched_switch(uint32_t cpu, uint64_t ts, std::string_view args) {
   int64_t prev = -1, next = -1;
-  if (!to_int(arg(args, "prev_pid="), prev) || !to_int(arg(args, "next_pid="), next)) {
+  if (!to_number(arg(args, "prev_pid="), prev) || !to_number(arg(args, "next_pid="), next)) {
     ++m_.r.unsupported["ftrace sched_switch without prev_pid= and next_pid="];
     return;
   }
@@ -177,7 +163,7 @@ void FtraceReader::sched_switch(uint32_t cpu, uint64_t ts, std::string_view args
 
 void FtraceReader::sched_wakeup(uint32_t cpu, uint64_t ts, std::string_view args) {
   int64_t pid = -1;
-  if (!to_int(arg(args, "pid="), pid) || pid <= 0) return;
+  if (!to_number(arg(args, "pid="), pid) || pid <= 0) return;
   // The first wakeup counts (sched_waking comes before sched_wakeup).
   woken_.emplace(pid, Wakeup{ts, m_.next_seq(), cpu_lane(cpu).id});
 }
@@ -197,7 +183,7 @@ bool FtraceReader::atrace(int64_t tid, const std::string& comm, double us, std::
   e.ts = us, e.has_ts = true;
   e.tid = tid, e.has_tid = true;
   int64_t tgid = -1;
-  if (part.size() > 1 && !to_int(part[1], tgid)) return false;
+  if (part.size() > 1 && !to_number(part[1], tgid)) return false;
   if (tgid < 0) {  // "E" alone: the thread's process from an earlier event
     auto it = tgid_of_.find(tid);
     tgid = it != tgid_of_.end() ? it->second : tid;
@@ -213,7 +199,7 @@ bool FtraceReader::atrace(int64_t tid, const std::string& comm, double us, std::
     case 'E': break;
     case 'C': {
       double v;
-      if (part.size() < 4 || !to_double(part[3], v)) return false;
+      if (part.size() < 4 || !to_number(part[3], v)) return false;
       e.name = std::string(part[2]);
       e.num_args.emplace_back("value", v);
       break;

@@ -108,6 +108,10 @@ void ImportModel::take(const RawEvent& e) {
     ++r.unsupported[e.ph + " with negative ts"];
     return;
   }
+  if (!(e.ts < kMaxUs) || !(e.dur < kMaxUs)) {  // nanoseconds past 2^63 (NaN fails too)
+    ++r.unsupported[e.ph + " with ts or dur out of range"];
+    return;
+  }
   const uint32_t name = intern(e.name);
   switch (ph) {
     case 'B':

@@ -102,6 +102,8 @@ class ImportModel {
   // The lane of a thread (lane "") or a named lane of a process.
   Feedlet& feedlet(int64_t pid, int64_t tid, const std::string& lane);
   uint64_t next_seq() { return seq_++; }
+  // Microseconds to ticks (ns); readers keep `us` below kMaxUs.
+  static constexpr double kMaxUs = 9.2e15;
   static uint64_t ticks(double us) { return uint64_t(std::llround(us * 1000.0)); }
   // One Chrome trace event (counted in r.events_read).
   void take(const RawEvent& e);
