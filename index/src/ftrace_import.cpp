@@ -105,7 +105,7 @@ void FtraceReader::line(std::string_view s) {
   const uint64_t ts = ImportModel::ticks(us);
   last_ts_ = std::max(last_ts_, ts);
   if (tgid >= 0) tgid_of_[pid] = tgid;
-  const std::string comm(task.substr(0, dash));
+  const std::string_view comm = task.substr(0, dash);
 
   if (event == "sched_switch") {
     ++m_.r.events_read;
@@ -168,7 +168,7 @@ void FtraceReader::sched_wakeup(uint32_t cpu, uint64_t ts, std::string_view args
   woken_.emplace(pid, Wakeup{ts, m_.next_seq(), cpu_lane(cpu).id});
 }
 
-bool FtraceReader::atrace(int64_t tid, const std::string& comm, double us, std::string_view text) {
+bool FtraceReader::atrace(int64_t tid, std::string_view comm, double us, std::string_view text) {
   // B|tgid|name, E[|tgid], C|tgid|name|value, S|tgid|name|cookie, F|tgid|name|cookie
   if (text.empty() || std::strchr("BECSF", text[0]) == nullptr || (text.size() > 1 && text[1] != '|')) return false;
   std::vector<std::string_view> part;
@@ -214,9 +214,9 @@ bool FtraceReader::atrace(int64_t tid, const std::string& comm, double us, std::
   m_.take(e);
   if (e.ph == "B" || e.ph == "E") {
     Feedlet& thread = m_.feedlet(tgid, tid, "");
-    if (thread.name.empty()) thread.name = comm;
+    if (thread.name.empty()) thread.name = std::string(comm);
   }
-  if (tid == tgid && !m_.process_names.count(tgid)) m_.process_names[tgid] = comm;
+  if (tid == tgid && !m_.process_names.count(tgid)) m_.process_names[tgid] = std::string(comm);
   return true;
 }
 

@@ -163,7 +163,7 @@ class FtraceReader {
   Feedlet& cpu_lane(uint32_t cpu);
   void sched_switch(uint32_t cpu, uint64_t ts, std::string_view args);
   void sched_wakeup(uint32_t cpu, uint64_t ts, std::string_view args);
-  bool atrace(int64_t tid, const std::string& comm, double us, std::string_view text);
+  bool atrace(int64_t tid, std::string_view comm, double us, std::string_view text);
 };
 
 // The trace viewer's HTML (systrace): the ftrace text in a JavaScript
