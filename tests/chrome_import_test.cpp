@@ -63,8 +63,9 @@ struct Imported {
   // Every interval of a lane, whatever its name, by start.
   std::vector<Item> lane_intervals(const std::string& lane_name) const {
     std::vector<Item> out;
-    for (size_t id = 0; id < ix->streams().size(); ++id) {
-      const auto& st = ix->streams()[id];
+    const auto streams = ix->streams();  // a copy
+    for (size_t id = 0; id < streams.size(); ++id) {
+      const auto& st = streams[id];
       if (st.kind != StreamKind::Interval || !lane.count(lane_name) || st.feedlet != lane.at(lane_name)) continue;
       for (const Item& it : ix->items(int(id), 0, UINT64_MAX)) out.push_back(it);
     }

@@ -127,12 +127,13 @@ class ImportModel {
 // stops early after reading events keeps them and sets r.warning.
 bool read_chrome_json(std::istream& in, const std::string& name, ImportModel& m, std::string& error);
 
+// The "process" of ftrace's CPU lanes.
+constexpr int64_t kCpuLanesPid = -1;
+
 // Linux ftrace text, line by line: sched_switch as CPU lanes, sched_wakeup
 // as flows to the woken thread's next slice, atrace's tracing_mark_write
 // (B/E, C, S/F) as intervals and counters; cpu_frequency and cpu_idle as
 // counters of the CPU lanes. Everything else is counted by event name.
-// The "process" of ftrace's CPU lanes.
-constexpr int64_t kCpuLanesPid = -1;
 
 class FtraceReader {
  public:
