@@ -100,7 +100,7 @@ void FtraceReader::line(std::string_view s) {
   if (event_end == std::string_view::npos) return;
   const std::string_view event = trim(rest.substr(0, event_end));
   const std::string_view args = trim(rest.substr(event_end + 1));
-  ++lines_;
+  ++events_;
   const double us = seconds * 1e6;
   const uint64_t ts = ImportModel::ticks(us);
   last_ts_ = std::max(last_ts_, ts);

@@ -5,13 +5,10 @@
 // the nesting per lane and writes the chunks (docs/IMPORT.md).
 #pragma once
 
-#include <zlib.h>
-
 #include <cmath>
 #include <cstdint>
 #include <istream>
 #include <map>
-#include <streambuf>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -21,27 +18,6 @@
 #include "tinescope/trace_import.hpp"
 
 namespace tinescope::index {
-
-// gzread reads gzip and plain files alike.
-class GzBuf : public std::streambuf {
- public:
-  explicit GzBuf(gzFile f) : f_(f) {}
-  uint64_t consumed() const { return total_; }
-
- protected:
-  int_type underflow() override {
-    int n = gzread(f_, buf_, sizeof buf_);
-    if (n <= 0) return traits_type::eof();
-    total_ += uint64_t(n);
-    setg(buf_, buf_, buf_ + n);
-    return traits_type::to_int_type(buf_[0]);
-  }
-
- private:
-  gzFile f_;
-  char buf_[1 << 16];
-  uint64_t total_ = 0;
-};
 
 // One event in the Chrome Trace Event Format's terms; the ftrace reader
 // speaks it too where the meaning is the same (B/E, C, S/F).
@@ -143,7 +119,7 @@ class FtraceReader {
   // Ends the slices still running at the last timestamp (a thread switched
   // in by the last line gets an empty slice: it is what runs at the end).
   void finish();
-  uint64_t events() const { return lines_; }  // lines read as events
+  uint64_t events() const { return events_; }  // lines read as events
 
  private:
   static constexpr uint64_t kWakeupFlowIds = uint64_t(0x77) << 56;  // apart from hashed Chrome ids
@@ -157,7 +133,7 @@ class FtraceReader {
     uint32_t from = 0;  // the waker's CPU lane
   };
   ImportModel& m_;
-  uint64_t lines_ = 0, last_ts_ = 0, wakeups_ = 0;
+  uint64_t events_ = 0, last_ts_ = 0, wakeups_ = 0;
   std::map<uint32_t, Running> running_;                 // per CPU
   std::unordered_map<int64_t, Wakeup> woken_;           // pid -> its first wakeup since it last ran
   std::unordered_map<int64_t, int64_t> tgid_of_;        // thread -> process

@@ -3,16 +3,37 @@
 // ftrace text; the readers fill one model, which writes the trace.
 #include "tinescope/trace_import.hpp"
 
+#include <zlib.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
+#include <streambuf>
 
 #include "import_model.hpp"
 
 namespace tinescope::index {
 
 namespace {
+
+// gzread reads gzip and plain files alike.
+class GzBuf : public std::streambuf {
+ public:
+  explicit GzBuf(gzFile f) : f_(f) {}
+
+ protected:
+  int_type underflow() override {
+    int n = gzread(f_, buf_, sizeof buf_);
+    if (n <= 0) return traits_type::eof();
+    setg(buf_, buf_, buf_ + n);
+    return traits_type::to_int_type(buf_[0]);
+  }
+
+ private:
+  gzFile f_;
+  char buf_[1 << 16];
+};
 
 bool read_ftrace_text(std::istream& in, const std::string& name, ImportModel& m, std::string& error) {
   FtraceReader ftrace(m);
