@@ -76,9 +76,22 @@ struct Builder : trace::Visitor {
   struct Workers;
   // A worker's buffers, kept from chunk to chunk (a fresh allocation per
   // chunk showed as 4 % of indexing in malloc).
+  // A chunk's items of one stream. The walk appends every item of a trace,
+  // so the append is forced inline (std::vector's push_back had become a
+  // call: an eighth of indexing).
+  struct ItemRun {
+    std::vector<Item> v;
+    size_t n = 0;
+    [[gnu::always_inline]] void add(const Item& it) {
+      if (n == v.size()) grow();
+      v[n++] = it;
+    }
+    [[gnu::noinline]] void grow() { v.resize(std::max<size_t>(64, v.size() * 2)); }
+  };
   struct Scratch {
     std::vector<uint8_t> payload;
-    std::vector<Item> items;
+    std::vector<ItemRun> items;  // [stream index in the feedlet]: this chunk's items
+    ItemRun fresh;               // items of streams the feedlet did not have yet
     std::vector<MessageEvent> messages;
     std::vector<std::pair<uint64_t, uint64_t>> hits;
   };

@@ -182,6 +182,52 @@ struct Stream {
     }
     add_new_bucket(it, pages);
   }
+  // Adds n items of this stream, in key order (item(j) is the j-th): what
+  // add() does to each, with the bucket being filled held in registers for
+  // as long as the items fall in it and the kind tested once, not per item.
+  template <class ItemAt>
+  void add_run(size_t n, ItemAt&& item, PageWriter& pages) {
+    const uint32_t shift = info.leaf_shift;
+    for (size_t j = 0; j < n;) {
+      if (levels.empty() || !levels[0].has_open || item(j).key() >> shift != levels[0].open.bucket) {
+        ++info.items;
+        add_new_bucket(item(j++), pages);
+        continue;
+      }
+      Node& open = levels[0].open;
+      const size_t first = j;
+      if (info.kind == StreamKind::Counter) {
+        double mn = open.s.min, mx = open.s.max, last = open.s.last, sum = open.s.sum;
+        uint64_t last_ts = open.s.last_ts;
+        for (; j < n && item(j).key() >> shift == open.bucket; ++j) {
+          const Item& it = item(j);
+          mn = std::min(mn, it.value), mx = std::max(mx, it.value), last = it.value, sum += it.value;
+          last_ts = it.end;
+        }
+        open.s.min = mn, open.s.max = mx, open.s.last = last, open.s.sum = sum, open.s.last_ts = last_ts;
+      } else {
+        const bool send = info.kind == StreamKind::Send;
+        uint32_t depth = open.max_depth;
+        uint64_t busy = open.iv.busy, min_dur = open.iv.min_dur, max_dur = open.iv.max_dur;
+        uint64_t longest_end = open.iv.longest_end, min_start = open.iv.min_start, max_end = open.iv.max_end;
+        for (; j < n && item(j).key() >> shift == open.bucket; ++j) {
+          const Item& it = item(j);
+          const uint64_t dur = it.end - it.start;
+          depth = std::max(depth, it.depth);
+          busy += send ? uint64_t(it.value) : dur;
+          min_dur = std::min(min_dur, dur);
+          if (dur > max_dur) max_dur = dur, longest_end = it.end;
+          min_start = std::min(min_start, it.start);
+          max_end = std::max(max_end, it.end);
+        }
+        open.max_depth = depth;
+        open.iv.busy = busy, open.iv.min_dur = min_dur, open.iv.max_dur = max_dur;
+        open.iv.longest_end = longest_end, open.iv.min_start = min_start, open.iv.max_end = max_end;
+      }
+      open.count += uint32_t(j - first);
+      info.items += j - first;
+    }
+  }
   // Closes every open bucket: the stream is complete.
   void finish(PageWriter& pages);
 
