@@ -219,9 +219,9 @@ void Builder::walk(const Job& job, Scratch& scratch) {
   // to the pyramids stream by stream, below).
   std::vector<ItemRun>& items = scratch.items;
   ItemRun& fresh = scratch.fresh;
-  for (ItemRun& r : items) r.n = 0;
+  for (ItemRun& r : items) r.clear();
   if (items.size() < f.streams.size()) items.resize(f.streams.size());
-  fresh.n = 0;
+  fresh.clear();
   std::vector<MessageEvent>& messages = scratch.messages;
   std::vector<std::pair<uint64_t, uint64_t>>& hits = scratch.hits;
   messages.clear(), hits.clear();
@@ -294,12 +294,12 @@ void Builder::walk(const Job& job, Scratch& scratch) {
   // change of stream and the node's branches on every item. A stream seen
   // for the first time gets its leaf width from its density in this chunk.
   const uint64_t span = h.last_ts - h.first_ts;
-  for (size_t i = 0; i < fresh.n; ++i) {
+  for (size_t i = 0; i < fresh.size(); ++i) {
     const uint64_t key = stream_key(fresh.v[i]);
     int at = f.find(key);
     if (at < 0) {
       uint64_t count = 0;
-      for (size_t j = i; j < fresh.n; ++j) count += stream_key(fresh.v[j]) == key;
+      for (size_t j = i; j < fresh.size(); ++j) count += stream_key(fresh.v[j]) == key;
       Stream st;
       st.info.kind = fresh.v[i].kind;
       st.info.feedlet = f.id;
@@ -314,7 +314,7 @@ void Builder::walk(const Job& job, Scratch& scratch) {
   }
   for (size_t k = 0; k < f.streams.size(); ++k) {
     const Item* run = items[k].v.data();
-    f.streams[k].add_run(items[k].n, [&](size_t j) -> const Item& { return run[j]; }, *s_.pages);
+    f.streams[k].add_run(items[k].size(), [&](size_t j) -> const Item& { return run[j]; }, *s_.pages);
   }
   if (!messages.empty()) flows_.add(f.id, messages);
 }

@@ -81,12 +81,19 @@ struct Builder : trace::Visitor {
   // call: an eighth of indexing).
   struct ItemRun {
     std::vector<Item> v;
-    size_t n = 0;
+    Item* next = nullptr;  // where the next item goes
+    Item* room = nullptr;  // the end of v
     [[gnu::always_inline]] void add(const Item& it) {
-      if (n == v.size()) grow();
-      v[n++] = it;
+      if (next == room) grow();
+      *next++ = it;
     }
-    [[gnu::noinline]] void grow() { v.resize(std::max<size_t>(64, v.size() * 2)); }
+    size_t size() const { return size_t(next - v.data()); }
+    void clear() { next = v.data(); }
+    [[gnu::noinline]] void grow() {
+      const size_t n = size();
+      v.resize(std::max<size_t>(64, v.size() * 2));
+      next = v.data() + n, room = v.data() + v.size();
+    }
   };
   struct Scratch {
     std::vector<uint8_t> payload;
