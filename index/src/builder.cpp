@@ -14,8 +14,10 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <queue>
 #include <span>
 #include <thread>
+#include <unordered_map>
 
 namespace tinescope::index {
 
@@ -114,14 +116,26 @@ void FlowMatcher::add_locked(uint32_t feedlet, const MessageEvent& m) {
   }
 }
 
+// The workers take the chunks in trace order, any worker any feedlet, but a
+// feedlet's chunks one at a time and in order (each carries its state to
+// the next). A fixed share of the feedlets per worker had let one worker run
+// far ahead of the other (this VM's two cores differ by ~1.5x in speed): the
+// faster ran out of work early, and the messages whose first half it had
+// seen waited for their other half in a table that grew to 48 MB at 2*10^9
+// events, a tenth of indexing in cache misses.
 struct Builder::Workers {
-  struct Queue {
-    std::mutex mu;
-    std::condition_variable cv, idle;
-    std::deque<Job> jobs;
-    bool busy = false, stop = false;
+  struct Feedlet {
+    std::deque<Job> jobs;  // not yet taken, in order
+    bool busy = false;     // a worker walks one of its chunks
   };
-  std::vector<std::unique_ptr<Queue>> queues;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unordered_map<FeedletState*, Feedlet> feedlets;
+  // The feedlets with jobs and no worker, by their first job's chunk: earliest first.
+  std::priority_queue<std::pair<uint32_t, FeedletState*>, std::vector<std::pair<uint32_t, FeedletState*>>,
+                      std::greater<>>
+      ready;
+  bool stop = false;
   std::vector<std::thread> threads;
 };
 
@@ -166,12 +180,14 @@ void Builder::on_chunk(const trace::ChunkInfo& info) {
   }
   slot->dropped += h.dropped_before;
   Job job{index, info.offset, info.size, data_ + info.offset, slot.get(), grid_shift_};
-  auto& q = *workers_->queues[h.feedlet % workers_->queues.size()];
+  Workers& w = *workers_;
   {
-    std::lock_guard lock(q.mu);
-    q.jobs.push_back(job);
+    std::lock_guard lock(w.mu);
+    Workers::Feedlet& f = w.feedlets[slot.get()];
+    f.jobs.push_back(job);
+    if (!f.busy && f.jobs.size() == 1) w.ready.push({index, slot.get()});
   }
-  q.cv.notify_one();
+  w.cv.notify_one();
 }
 
 void Builder::on_damage(const trace::Damage& d) {
@@ -321,34 +337,40 @@ void Builder::walk(const Job& job, Scratch& scratch) {
 
 void Builder::start_workers(unsigned n) {
   workers_ = std::make_unique<Workers>();
-  for (unsigned i = 0; i < n; ++i) workers_->queues.push_back(std::make_unique<Workers::Queue>());
   for (unsigned i = 0; i < n; ++i) {
-    workers_->threads.emplace_back([this, q = workers_->queues[i].get()] {
+    workers_->threads.emplace_back([this, &w = *workers_] {
       Scratch scratch;
+      std::unique_lock lock(w.mu);
       for (;;) {
-        Job job;
-        {
-          std::unique_lock lock(q->mu);
-          q->busy = false;
-          q->idle.notify_all();
-          q->cv.wait(lock, [&] { return q->stop || !q->jobs.empty(); });
-          if (q->jobs.empty()) return;
-          job = q->jobs.front();
-          q->jobs.pop_front();
-          q->busy = true;
-        }
+        w.cv.wait(lock, [&] { return w.stop || !w.ready.empty(); });
+        // Stopping with none ready: what is left belongs to feedlets that
+        // other workers hold, and they go on with it.
+        if (w.ready.empty()) return;
+        FeedletState* id = w.ready.top().second;
+        w.ready.pop();
+        Workers::Feedlet& f = w.feedlets[id];
+        const Job job = f.jobs.front();
+        f.jobs.pop_front();
+        f.busy = true;
+        lock.unlock();
         walk(job, scratch);
+        lock.lock();
+        f.busy = false;
+        if (!f.jobs.empty()) {
+          w.ready.push({f.jobs.front().chunk, id});
+          w.cv.notify_one();
+        }
       }
     });
   }
 }
 
 void Builder::stop_workers() {
-  for (auto& q : workers_->queues) {
-    std::lock_guard lock(q->mu);
-    q->stop = true;
-    q->cv.notify_all();
+  {
+    std::lock_guard lock(workers_->mu);
+    workers_->stop = true;
   }
+  workers_->cv.notify_all();
   for (auto& t : workers_->threads) t.join();
   workers_.reset();
 }
