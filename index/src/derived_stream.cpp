@@ -874,7 +874,7 @@ std::unique_ptr<DerivedStream> DerivedStream::store(Cursor& cursor, bool interva
     }
     st.finish(pages);
     ::munmap(m, written);
-    if (!pages.error().empty()) {
+    if (!pages.flush() || !pages.error().empty()) {
       error = pages.error();
       return nullptr;
     }

@@ -17,9 +17,26 @@ bool PageWriter::write(StreamKind kind, uint32_t shift, const Node* nodes, uint3
   uint8_t p[kNodesPerPage * kMaxPackedNode];
   count = std::min(count, kNodesPerPage);  // callers write at most a page
   const size_t size = pack_nodes(kind, shift, nodes, count, p);
-  uint64_t at = next_.fetch_add(size);
-  for (size_t done = 0; done < size;) {
-    ssize_t w = ::pwrite(fd_, p + done, size - done, off_t(at + done));
+  ref.first_bucket = nodes[0].bucket;
+  ref.count = uint16_t(count);
+  ref.bytes = uint16_t(size);
+  ref.checksum = uint32_t(format::checksum(p, size));
+  std::lock_guard lock(mu_);
+  if (!error_.empty()) return false;
+  ref.offset = next_;
+  next_ += size;
+  gathered_.insert(gathered_.end(), p, p + size);
+  return gathered_.size() < kGather || flush_locked();
+}
+
+bool PageWriter::flush() {
+  std::lock_guard lock(mu_);
+  return error_.empty() && flush_locked();
+}
+
+bool PageWriter::flush_locked() {
+  for (size_t done = 0; done < gathered_.size();) {
+    ssize_t w = ::pwrite(fd_, gathered_.data() + done, gathered_.size() - done, off_t(gathered_at_ + done));
     if (w <= 0) {
       if (w < 0 && errno == EINTR) continue;
       error_ = std::string("cannot write the index: ") + std::strerror(w < 0 ? errno : ENOSPC);
@@ -27,11 +44,8 @@ bool PageWriter::write(StreamKind kind, uint32_t shift, const Node* nodes, uint3
     }
     done += size_t(w);
   }
-  ref.offset = at;
-  ref.first_bucket = nodes[0].bucket;
-  ref.count = uint16_t(count);
-  ref.bytes = uint16_t(size);
-  ref.checksum = uint32_t(format::checksum(p, size));
+  gathered_at_ += gathered_.size();
+  gathered_.clear();
   return true;
 }
 

@@ -274,7 +274,7 @@ bool TraceIndex::run_builder(bool eof, std::string& error) {
   for (auto& [id, f] : s_->feedlets) f->final_open = f->walk.stack;
   s_->publish(builder_->grid_shift());
   covered_ = builder_->consumed();
-  if (!s_->pages->error().empty()) {
+  if (!s_->pages->flush() || !s_->pages->error().empty()) {
     error = temp_path_ + ": " + s_->pages->error();
     return false;
   }
