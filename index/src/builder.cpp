@@ -419,7 +419,7 @@ void Builder::publish_flows(bool eof) {
       return std::make_tuple(a.first_half(), a.id, a.flags, a.src, a.dst, a.recv_ts) <
              std::make_tuple(b.first_half(), b.id, b.flags, b.src, b.dst, b.recv_ts);
     };
-    if (n < (size_t(1) << 16)) {
+    if (n < 4096) {
       std::sort(f, f + n, before);
     } else {
       // The serial end of indexing: split at the median of a sample, and
