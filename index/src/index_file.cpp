@@ -11,6 +11,7 @@
 #include <span>
 #include <type_traits>
 
+#include "parallel_tasks.hpp"
 #include "state.hpp"
 
 namespace tinescope::index {
@@ -179,28 +180,42 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
   o.vec(s.gaps);
   o.put(s.latest_last_ts);
   // The flows go after the pages, packed in blocks (the table is sorted now),
-  // written a few megabytes at a time: the table may be larger than memory.
+  // a batch of parts at a time (the table may be larger than memory), the
+  // parts packed side by side on the cores: packing alone was 0.35 s of the
+  // serial end of indexing at 2*10^9 events.
   std::vector<FlowBlock> blocks;
   uint64_t flows_end = s.pages->end();
   {
-    constexpr size_t kBatch = 4u << 20;
-    std::vector<uint8_t> buf(kBatch + kFlowsPerBlock * kMaxPackedFlow);
-    size_t used = 0;
-    for (size_t i = 0; i < s.flow_count; i += kFlowsPerBlock) {
-      FlowBlock b;
-      b.bytes = uint32_t(pack_flows(s.flows + i, uint32_t(std::min<size_t>(kFlowsPerBlock, s.flow_count - i)),
-                                    buf.data() + used, b));
-      b.offset = flows_end + used;
-      b.checksum = uint32_t(format::checksum(buf.data() + used, b.bytes));
-      blocks.push_back(b);
-      used += b.bytes;
-      if (used >= kBatch || i + kFlowsPerBlock >= s.flow_count) {
-        if (!pwrite_all(s.index_fd, buf.data(), used, flows_end)) {
+    constexpr size_t kPartFlows = 64 * kFlowsPerBlock, kParts = 8;
+    struct Part {
+      std::vector<uint8_t> bytes = std::vector<uint8_t>(kPartFlows * kMaxPackedFlow);
+      size_t used = 0;
+      std::vector<FlowBlock> blocks;  // offsets within bytes
+    };
+    std::vector<Part> parts(kParts);
+    for (size_t first = 0; first < s.flow_count; first += kParts * kPartFlows) {
+      const size_t count = std::min(kParts, (s.flow_count - first + kPartFlows - 1) / kPartFlows);
+      ix.tasks_->run(count, [&](size_t k) {
+        Part& p = parts[k];
+        p.used = 0, p.blocks.clear();
+        const size_t from = first + k * kPartFlows, to = std::min(s.flow_count, from + kPartFlows);
+        for (size_t i = from; i < to; i += kFlowsPerBlock) {
+          FlowBlock b;
+          b.bytes = uint32_t(pack_flows(s.flows + i, uint32_t(std::min<size_t>(kFlowsPerBlock, to - i)),
+                                        p.bytes.data() + p.used, b));
+          b.offset = p.used;
+          b.checksum = uint32_t(format::checksum(p.bytes.data() + p.used, b.bytes));
+          p.blocks.push_back(b);
+          p.used += b.bytes;
+        }
+      });
+      for (size_t k = 0; k < count; ++k) {
+        if (!pwrite_all(s.index_fd, parts[k].bytes.data(), parts[k].used, flows_end)) {
           error = path + ": cannot write the index: " + std::strerror(errno);
           return false;
         }
-        flows_end += used;
-        used = 0;
+        for (FlowBlock b : parts[k].blocks) b.offset += flows_end, blocks.push_back(b);
+        flows_end += parts[k].used;
       }
     }
   }
