@@ -12,6 +12,9 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -571,6 +574,58 @@ TEST(Index, AnyNumberOfWorkersBuildsTheSameIndex) {
     ASSERT_EQ(std::memcmp(&fa[i], &fb[i], sizeof(index::Flow)), 0) << "flow " << i;
   built.clear();
   for (const std::string& p : paths) ::unlink(p.c_str()), ::unlink((p + ".idx").c_str());
+}
+
+// Anonymous memory of this process, in kB.
+uint64_t anon_kb() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("RssAnon:", 0) == 0) return std::stoull(line.substr(8));
+  return 0;
+}
+
+// The indexer gathers a chunk's items per stream, and each stream's list
+// keeps its room from chunk to chunk. A feedlet of many names, each in a
+// phase of its own chunks, must not keep a chunk's worth per name.
+TEST(Index, ManyNamesInTurnDoNotEachKeepAChunksWorthOfMemory) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer's allocator keeps freed memory (ASan's quarantine) and shadows it";
+#endif
+  TraceBytes trace("phases");
+  ChunkBuilder cb;
+  cb.feedlet = 1;
+  uint64_t t = 1000;
+  const uint64_t names = 400;
+  for (uint64_t name = 1; name <= names; ++name) {
+    while (!cb.full()) {
+      t += 100;
+      uint8_t* p = cb.begin(kIntervalComplete, t);
+      p = ChunkBuilder::put_u64(p, name), p = ChunkBuilder::put_u64(p, 50);
+      cb.end(p);
+    }
+    trace.flush(cb);  // one chunk of ~13 000 items of this name
+  }
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> peak{0};
+  const uint64_t before = anon_kb();
+  std::thread sampler([&] {
+    while (!done) {
+      peak = std::max<uint64_t>(peak, anon_kb());
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  {
+    IndexedTrace fx("index_phases", trace.out);
+    ASSERT_TRUE(fx.ix);
+    peak = std::max<uint64_t>(peak, anon_kb());
+    done = true;
+    sampler.join();
+    size_t streams = 0;
+    for (const auto& st : fx.ix->streams()) streams += st.items > 0;
+    EXPECT_EQ(streams, names);
+  }
+  // A chunk's worth per name would be 400 x ~13 000 items x 40 bytes: 200 MB.
+  EXPECT_LT(peak - before, 64u << 10) << "kB of anonymous memory more while indexing";
 }
 
 TEST(Index, LaneQueryEqualsEachStreamsQuery) {
