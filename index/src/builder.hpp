@@ -76,25 +76,6 @@ struct Builder : trace::Visitor {
   struct Workers;
   // A worker's buffers, kept from chunk to chunk (a fresh allocation per
   // chunk showed as 4 % of indexing in malloc).
-  // A chunk's items of one stream. The walk appends every item of a trace,
-  // so the append is forced inline (std::vector's push_back had become a
-  // call: an eighth of indexing).
-  struct ItemRun {
-    std::vector<Item> v;
-    Item* next = nullptr;  // where the next item goes
-    Item* room = nullptr;  // the end of v
-    [[gnu::always_inline]] void add(const Item& it) {
-      if (next == room) grow();
-      *next++ = it;
-    }
-    size_t size() const { return size_t(next - v.data()); }
-    void clear() { next = v.data(); }
-    [[gnu::noinline]] void grow() {
-      const size_t n = size();
-      v.resize(std::max<size_t>(64, v.size() * 2));
-      next = v.data() + n, room = v.data() + v.size();
-    }
-  };
   struct Scratch {
     std::vector<uint8_t> payload;
     std::vector<ItemRun> items;  // [stream index in the feedlet]: this chunk's items

@@ -151,6 +151,61 @@ inline Node leaf_node(const Item& it, uint64_t bucket) {
   }
 }
 
+// Adds to `open` (a bucket of 2^shift ticks that holds an item already)
+// the items item(j), item(j + 1), ... of one stream of this kind while they
+// fall in it: what add_item() does to each, with the bucket's fields held in
+// registers and the kind tested once. Returns the first item past it.
+template <class ItemAt>
+[[gnu::always_inline]] inline size_t accumulate(Node& open, StreamKind kind, uint32_t shift, size_t j, size_t n,
+                                                ItemAt&& item) {
+  const size_t first = j;
+  const uint64_t bucket = open.bucket;
+  if (kind == StreamKind::Counter) {
+    double mn = open.s.min, mx = open.s.max, last = open.s.last, sum = open.s.sum;
+    uint64_t last_ts = open.s.last_ts;
+    for (; j < n && item(j).key() >> shift == bucket; ++j) {
+      const Item& it = item(j);
+      mn = std::min(mn, it.value), mx = std::max(mx, it.value), last = it.value, sum += it.value;
+      last_ts = it.end;
+    }
+    open.s.min = mn, open.s.max = mx, open.s.last = last, open.s.sum = sum, open.s.last_ts = last_ts;
+  } else {
+    const bool send = kind == StreamKind::Send;
+    uint32_t depth = open.max_depth;
+    uint64_t busy = open.iv.busy, min_dur = open.iv.min_dur, max_dur = open.iv.max_dur;
+    uint64_t longest_end = open.iv.longest_end, min_start = open.iv.min_start, max_end = open.iv.max_end;
+    for (; j < n && item(j).key() >> shift == bucket; ++j) {
+      const Item& it = item(j);
+      const uint64_t dur = it.end - it.start;
+      depth = std::max(depth, it.depth);
+      busy += send ? uint64_t(it.value) : dur;
+      min_dur = std::min(min_dur, dur);
+      if (dur > max_dur) max_dur = dur, longest_end = it.end;
+      min_start = std::min(min_start, it.start);
+      max_end = std::max(max_end, it.end);
+    }
+    open.max_depth = depth;
+    open.iv.busy = busy, open.iv.min_dur = min_dur, open.iv.max_dur = max_dur;
+    open.iv.longest_end = longest_end, open.iv.min_start = min_start, open.iv.max_end = max_end;
+  }
+  open.count += uint32_t(j - first);
+  return j;
+}
+
+// Folds n items of one stream of this kind (in key order) into an answer of
+// buckets of 2^shift ticks: fold_item() on each, a bucket's run at a time.
+inline void fold_items(std::vector<Node>& out, StreamKind kind, uint32_t shift, const Item* items, size_t n) {
+  auto at = [items](size_t j) -> const Item& { return items[j]; };
+  for (size_t j = 0; j < n;) {
+    const uint64_t bucket = items[j].key() >> shift;
+    if (out.empty() || out.back().bucket != bucket) {
+      set_leaf(out.emplace_back(), items[j++], bucket);
+    } else {
+      j = accumulate(out.back(), kind, shift, j, n, at);
+    }
+  }
+}
+
 // Folds `later` (whose items all come after into's) into `into`.
 inline void merge(StreamKind kind, Node& a, const Node& b) {
   if (b.count == 0) return;
@@ -197,49 +252,18 @@ struct Stream {
     add_new_bucket(it, pages);
   }
   // Adds n items of this stream, in key order (item(j) is the j-th): what
-  // add() does to each, with the bucket being filled held in registers for
-  // as long as the items fall in it and the kind tested once, not per item.
+  // add() does to each, a bucket's run at a time (accumulate()).
   template <class ItemAt>
   void add_run(size_t n, ItemAt&& item, PageWriter& pages) {
-    const uint32_t shift = info.leaf_shift;
     for (size_t j = 0; j < n;) {
-      if (levels.empty() || !levels[0].has_open || item(j).key() >> shift != levels[0].open.bucket) {
+      if (levels.empty() || !levels[0].has_open || item(j).key() >> info.leaf_shift != levels[0].open.bucket) {
         ++info.items;
         add_new_bucket(item(j++), pages);
         continue;
       }
-      Node& open = levels[0].open;
-      const size_t first = j;
-      if (info.kind == StreamKind::Counter) {
-        double mn = open.s.min, mx = open.s.max, last = open.s.last, sum = open.s.sum;
-        uint64_t last_ts = open.s.last_ts;
-        for (; j < n && item(j).key() >> shift == open.bucket; ++j) {
-          const Item& it = item(j);
-          mn = std::min(mn, it.value), mx = std::max(mx, it.value), last = it.value, sum += it.value;
-          last_ts = it.end;
-        }
-        open.s.min = mn, open.s.max = mx, open.s.last = last, open.s.sum = sum, open.s.last_ts = last_ts;
-      } else {
-        const bool send = info.kind == StreamKind::Send;
-        uint32_t depth = open.max_depth;
-        uint64_t busy = open.iv.busy, min_dur = open.iv.min_dur, max_dur = open.iv.max_dur;
-        uint64_t longest_end = open.iv.longest_end, min_start = open.iv.min_start, max_end = open.iv.max_end;
-        for (; j < n && item(j).key() >> shift == open.bucket; ++j) {
-          const Item& it = item(j);
-          const uint64_t dur = it.end - it.start;
-          depth = std::max(depth, it.depth);
-          busy += send ? uint64_t(it.value) : dur;
-          min_dur = std::min(min_dur, dur);
-          if (dur > max_dur) max_dur = dur, longest_end = it.end;
-          min_start = std::min(min_start, it.start);
-          max_end = std::max(max_end, it.end);
-        }
-        open.max_depth = depth;
-        open.iv.busy = busy, open.iv.min_dur = min_dur, open.iv.max_dur = max_dur;
-        open.iv.longest_end = longest_end, open.iv.min_start = min_start, open.iv.max_end = max_end;
-      }
-      open.count += uint32_t(j - first);
-      info.items += j - first;
+      const size_t from = j;
+      j = accumulate(levels[0].open, info.kind, info.leaf_shift, j, n, item);
+      info.items += j - from;
     }
   }
   // Closes every open bucket: the stream is complete.
