@@ -30,7 +30,7 @@ struct FeedletState {
   // The same for small keys (string ids, CPUs), without hashing: the indexer
   // looks a stream up for every item. [kind][key] = index + 1, 0 for none.
   std::vector<uint32_t> dense[8];
-  int find(uint64_t key) const {
+  [[gnu::always_inline]] int find(uint64_t key) const {  // once an item: forced inline, as g++ had stopped
     uint32_t kind = uint32_t(key >> 32), k = uint32_t(key);
     if (kind < 8 && k < dense[kind].size()) return int(dense[kind][k]) - 1;
     auto it = stream_of.find(key);

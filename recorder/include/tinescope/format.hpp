@@ -213,18 +213,8 @@ inline void append_varint(std::string& out, uint64_t v) {
   out.append(reinterpret_cast<char*>(tmp), size_t(put_varint(tmp, v) - tmp));
 }
 
-// Reads a varint; returns false (and leaves p unchanged) if it runs past end
-// or is longer than 10 bytes.
-inline bool get_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
-  if (p < end && *p < 0x80) {  // most names and many deltas fit one byte...
-    v = *p++;
-    return true;
-  }
-  if (end - p >= 2 && p[1] < 0x80) {  // ...and most other deltas two
-    v = uint64_t(p[0] & 0x7f) | uint64_t(p[1]) << 7;
-    p += 2;
-    return true;
-  }
+// The loop of get_varint, for varints of three bytes or more (out of line).
+[[gnu::noinline]] inline bool get_long_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
   uint64_t r = 0;
   const uint8_t* q = p;
   for (int shift = 0; shift < 64 && q < end; shift += 7) {
@@ -237,6 +227,23 @@ inline bool get_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
     }
   }
   return false;
+}
+
+// Reads a varint; returns false (and leaves p unchanged) if it runs past end
+// or is longer than 10 bytes. Forced inline: the indexer reads every varint
+// of a trace through here, and g++ stopped inlining the whole function into
+// its walk when that file grew (a tenth of indexing in calls).
+[[gnu::always_inline]] inline bool get_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
+  if (p < end && *p < 0x80) {  // most names and many deltas fit one byte...
+    v = *p++;
+    return true;
+  }
+  if (end - p >= 2 && p[1] < 0x80) {  // ...and most other deltas two
+    v = uint64_t(p[0] & 0x7f) | uint64_t(p[1]) << 7;
+    p += 2;
+    return true;
+  }
+  return get_long_varint(p, end, v);
 }
 
 inline uint64_t zigzag(int64_t v) { return (uint64_t(v) << 1) ^ uint64_t(v >> 63); }
