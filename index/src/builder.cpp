@@ -1,7 +1,7 @@
 // Indexing: one pass over the trace. The calling thread frames and checks
 // chunks (trace::Parser without decoding data) and decodes the metadata
-// feedlet; worker threads decompress and walk data chunks, each owning a
-// fixed share of the feedlets so that a feedlet's chunks are walked in order.
+// feedlet; worker threads decompress and walk data chunks in trace order,
+// a feedlet's chunks one at a time and in order (Builder::Workers).
 #include "builder.hpp"
 
 #include <fcntl.h>

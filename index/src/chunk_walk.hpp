@@ -220,6 +220,12 @@ struct ItemRun {
   std::vector<Item> v;
   Item* next = nullptr;  // where the next item goes
   Item* room = nullptr;  // the end of v
+  // Moved, never copied: a copy's pointers would point into the original.
+  ItemRun() = default;
+  ItemRun(ItemRun&&) noexcept = default;
+  ItemRun& operator=(ItemRun&&) noexcept = default;
+  ItemRun(const ItemRun&) = delete;
+  ItemRun& operator=(const ItemRun&) = delete;
   [[gnu::always_inline]] void add(const Item& it) {
     if (next == room) grow();
     *next++ = it;
