@@ -332,15 +332,7 @@ void Builder::walk(const Job& job, Scratch& scratch) {
     const Item* run = items[k].v.data();
     f.streams[k].add_run(items[k].size(), [&](size_t j) -> const Item& { return run[j]; }, *s_.pages);
   }
-  size_t held = 0;
-  for (const ItemRun& r : items) held += r.v.size();
-  // Each list keeps the room its stream needed most: where chunk after chunk
-  // is one stream's (a feedlet of many names, each in its phase), that room
-  // would add up to a chunk's worth per name. Past a few chunks' worth, the
-  // lists this chunk did not use let theirs go.
-  if (held > 4 * std::max<size_t>(h.event_count, 16384))
-    for (ItemRun& r : items)
-      if (r.size() == 0) r = ItemRun{};
+  trim_runs(items, h.event_count);
   if (!messages.empty()) flows_.add(f.id, messages);
 }
 

@@ -240,6 +240,18 @@ struct ItemRun {
   }
 };
 
+// Each run keeps the room its stream needed most. Where chunk after chunk
+// is one stream's (a feedlet of many names, each in its phase), that room
+// would add up to a chunk's worth per name: past a few chunks' worth in all,
+// the runs this chunk did not use let theirs go.
+inline void trim_runs(std::vector<ItemRun>& runs, uint64_t chunk_events) {
+  size_t held = 0;
+  for (const ItemRun& r : runs) held += r.v.size();
+  if (held > 4 * std::max<uint64_t>(chunk_events, 16384))
+    for (ItemRun& r : runs)
+      if (r.size() == 0) r = ItemRun{};
+}
+
 // The stream an item belongs to, as a key within its feedlet.
 inline uint64_t stream_key(StreamKind kind, uint32_t key) { return uint64_t(kind) << 32 | key; }
 inline uint64_t stream_key(const Item& it) {

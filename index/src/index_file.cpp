@@ -188,7 +188,7 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
   {
     constexpr size_t kPartFlows = 64 * kFlowsPerBlock, kParts = 8;
     struct Part {
-      std::vector<uint8_t> bytes = std::vector<uint8_t>(kPartFlows * kMaxPackedFlow);
+      std::vector<uint8_t> bytes;
       size_t used = 0;
       std::vector<FlowBlock> blocks;  // offsets within bytes
     };
@@ -199,6 +199,7 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
         Part& p = parts[k];
         p.used = 0, p.blocks.clear();
         const size_t from = first + k * kPartFlows, to = std::min(s.flow_count, from + kPartFlows);
+        if (p.bytes.size() < (to - from) * kMaxPackedFlow) p.bytes.resize((to - from) * kMaxPackedFlow);
         for (size_t i = from; i < to; i += kFlowsPerBlock) {
           FlowBlock b;
           b.bytes = uint32_t(pack_flows(s.flows + i, uint32_t(std::min<size_t>(kFlowsPerBlock, to - i)),

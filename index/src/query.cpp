@@ -285,6 +285,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     });
     for (size_t slot = 0; slot < sink.size(); ++slot)
       if (runs[slot].size()) fold_items(into(slot), f->streams[slot].info.kind, shift, runs[slot].data(), runs[slot].size());
+    trim_runs(runs, s_->chunks[f->chunks[k].chunk].event_count);
   };
   auto walk_front = [&] {
     PayloadBuffer lease;
