@@ -37,7 +37,8 @@ using index::StreamKind;
 using index::TraceIndex;
 
 // A trace with every kind the index makes streams of, cut into small chunks.
-std::string mixed_trace(uint64_t events, uint64_t seed) {
+// A chunk ends after one event in `flush_one_in` (0: only when full).
+std::string mixed_trace(uint64_t events, uint64_t seed, uint64_t flush_one_in = 200) {
   TraceBytes trace("mixed");
   auto flush = [&](ChunkBuilder& cb) { trace.flush(cb); };
   ChunkBuilder meta;
@@ -112,7 +113,7 @@ std::string mixed_trace(uint64_t events, uint64_t seed) {
       default: p = c.begin(kFuncExit, t), p = ChunkBuilder::put_u64(p, 2); break;
     }
     c.end(p);
-    if (rng() % 200 == 0 || c.full()) flush(c);
+    if ((flush_one_in && rng() % flush_one_in == 0) || c.full()) flush(c);
   }
   for (auto& c : cb) flush(c);
   return trace.out;
@@ -721,13 +722,13 @@ TEST(Index, LaneQueryInParallelEqualsEachStreamsQuery) {
   ::unlink(TraceIndex::default_index_path(path).c_str());
 }
 
-TEST(Index, GlobalOrderEqualsNaiveMerge) {
-  Fixture fx("index_global", mixed_trace(150'000, 3));
-  ASSERT_TRUE(fx.ix);
+// The k-th event of the trace (global order) and of a feedlet, and a
+// feedlet's first event at a time, against a naive merge.
+void check_positions_against_brute_force(const Fixture& fx, uint64_t seed) {
   BruteForce bf(fx.c);
   ASSERT_EQ(fx.ix->events(), bf.merged.size());
   EXPECT_GT(fx.ix->checkpoint_count(), 10u);
-  std::mt19937_64 rng(5);
+  std::mt19937_64 rng(seed);
   std::vector<uint64_t> ks = {0, 1, bf.merged.size() - 1};
   for (int i = 0; i < 300; ++i) ks.push_back(rng() % bf.merged.size());
   for (uint64_t k : ks) {
@@ -759,11 +760,16 @@ TEST(Index, GlobalOrderEqualsNaiveMerge) {
   }
 }
 
-TEST(Index, OpenIntervalsAtAnyTime) {
-  Fixture fx("index_open", mixed_trace(50'000, 9));
+TEST(Index, GlobalOrderEqualsNaiveMerge) {
+  Fixture fx("index_global", mixed_trace(150'000, 3));
   ASSERT_TRUE(fx.ix);
+  check_positions_against_brute_force(fx, 5);
+}
+
+// The intervals open at random times, against the raw events.
+void check_open_against_brute_force(const Fixture& fx, uint64_t seed) {
   BruteForce bf(fx.c);
-  std::mt19937_64 rng(1);
+  std::mt19937_64 rng(seed);
   uint64_t lo = fx.ix->first_ts(), hi = fx.ix->last_ts();
   for (int i = 0; i < 100; ++i) {
     uint32_t f = 1 + uint32_t(rng() % 3);
@@ -786,6 +792,72 @@ TEST(Index, OpenIntervalsAtAnyTime) {
     }
     EXPECT_EQ(closed_open, want - completes) << "feedlet " << f << " t " << t;
   }
+}
+
+TEST(Index, OpenIntervalsAtAnyTime) {
+  Fixture fx("index_open", mixed_trace(50'000, 9));
+  ASSERT_TRUE(fx.ix);
+  check_open_against_brute_force(fx, 1);
+}
+
+// Chunks of thousands of events: walks start at the resume points inside
+// them (the state every kResumeEvery events: open intervals, running jobs,
+// the DeltaU64 base) and give what a walk from the chunk's start gives.
+TEST(Index, WalksFromResumePointsInsideChunksEqualBruteForce) {
+  Fixture fx("index_resume", mixed_trace(150'000, 13, 0));
+  ASSERT_TRUE(fx.ix);
+  uint64_t largest = 0;
+  for (uint32_t f = 1; f <= 3; ++f) {
+    const auto chunks = fx.ix->feedlet_chunks(f);
+    for (size_t k = 0; k + 1 < chunks.size(); ++k) largest = std::max(largest, chunks[k + 1].first_event - chunks[k].first_event);
+  }
+  ASSERT_GT(largest, 4 * uint64_t(index::kResumeEvery));  // several points a chunk
+  check_pyramids_against_brute_force(fx.c, *fx.ix, 17, 2000);
+  check_positions_against_brute_force(fx, 19);
+  check_open_against_brute_force(fx, 23);
+
+  // Windows that start at each resume point's event: every item (intervals
+  // open across the point, job segments running across it) and the open
+  // intervals there, exactly.
+  BruteForce bf(fx.c);
+  auto as_tuple = [](const Item& it) { return std::tuple(it.kind, it.name, it.depth, it.cpu, it.start, it.end, it.value); };
+  int points = 0, crossing = 0;
+  for (const index::FeedletSummary& fs : fx.ix->feedlets()) {
+    const uint32_t f = fs.id;
+    if (f == kMetadataFeedlet) continue;
+    const auto chunks = fx.ix->feedlet_chunks(f);
+    for (size_t k = 0; k < chunks.size(); ++k) {
+      const uint64_t end = k + 1 < chunks.size() ? chunks[k + 1].first_event : fs.events;
+      for (uint64_t p = chunks[k].first_event + index::kResumeEvery; p < end; p += index::kResumeEvery) {
+        index::EventRef at, before, later;
+        ASSERT_TRUE(fx.ix->feedlet_event(f, p, at));
+        ASSERT_TRUE(fx.ix->feedlet_event(f, p - 1, before));
+        ASSERT_TRUE(fx.ix->feedlet_event(f, std::min(p + 300, end - 1), later));
+        if (before.ts == at.ts) continue;  // the walk must start earlier
+        ++points;
+        const uint64_t t0 = at.ts, t1 = later.ts;
+        std::vector<std::tuple<StreamKind, uint32_t, uint32_t, uint32_t, uint64_t, uint64_t, double>> want, got;
+        for (auto& [key, items] : bf.streams)
+          if (std::get<1>(key) == f)
+            for (const Item& it : items)
+              if (it.end >= t0 && it.end <= t1) want.push_back(as_tuple(it)), crossing += it.start < t0;
+        fx.ix->lane_items(f, t0, t1, [&](const Item& it) { got.push_back(as_tuple(it)); });
+        std::sort(want.begin(), want.end()), std::sort(got.begin(), got.end());
+        ASSERT_EQ(got, want) << "feedlet " << f << " window from event " << p;
+        // Open at t0: every begin/end interval across t0 is there.
+        auto open = fx.ix->open_at(f, t0);
+        for (auto& [key, items] : bf.streams)
+          if (std::get<0>(key) == StreamKind::Interval && std::get<1>(key) == f && std::get<2>(key) != 4)
+            for (const Item& it : items)
+              if (it.start <= t0 && it.end > t0 && it.start != it.end)
+                EXPECT_TRUE(std::any_of(open.begin(), open.end(), [&](const index::OpenInterval& o) {
+                  return o.name == it.name && o.depth == it.depth && o.start == it.start;
+                })) << "feedlet " << f << " at " << t0;
+      }
+    }
+  }
+  EXPECT_GT(points, 20);
+  EXPECT_GT(crossing, 20);  // items that began before the point
 }
 
 // Appends `bytes` to `path` in random pieces, updating a following index after

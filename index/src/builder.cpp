@@ -19,6 +19,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "resume_points.hpp"
+
 namespace tinescope::index {
 
 using format::ChunkHeader;
@@ -241,6 +243,9 @@ void Builder::walk(const Job& job, Scratch& scratch) {
   std::vector<MessageEvent>& messages = scratch.messages;
   std::vector<std::pair<uint64_t, uint64_t>>& hits = scratch.hits;
   messages.clear(), hits.clear();
+  std::vector<uint8_t>& resume = scratch.resume;
+  resume.clear();
+  ResumeWriter points(h.first_ts);
   uint64_t type_counts[format::kMaxEventType + 1] = {};
   uint64_t position = f.events, prev_ts = f.last_ts;
   const bool first = f.events == 0;
@@ -274,7 +279,10 @@ void Builder::walk(const Job& job, Scratch& scratch) {
         const int at = f.find(stream_key(it));
         (at >= 0 ? items[size_t(at)] : fresh).add(it);
       },
-      [&](const MessageEvent& m) { messages.push_back(m); }, why);
+      [&](const MessageEvent& m) { messages.push_back(m); }, why, UINT64_MAX, nullptr, nullptr,
+      [&](size_t offset, uint64_t ts, uint64_t prev_delta, const WalkState& st) {
+        points.add(offset, ts, prev_delta, st, resume);
+      });
   if (!ok || position - f.events != h.event_count) {
     if (ok) why = "event count differs from the chunk header";
     on_damage(trace::Damage{job.offset, job.size, "undecodable chunk: " + why});
@@ -288,6 +296,8 @@ void Builder::walk(const Job& job, Scratch& scratch) {
   for (const OpenInterval& o : f.walk.stack) f.pool.vec().push_back(o);
   for (const RunningJob& r : f.walk.running) f.pool.vec().push_back(OpenInterval{r.task, kRunningJobBit | r.cpu, r.start});
   fc.open_count = uint32_t(f.pool.size() - fc.open_first);
+  fc.resume_at = f.resume.size();
+  f.resume.vec().insert(f.resume.vec().end(), resume.begin(), resume.end());
   f.chunks.vec().push_back(fc);
   f.walk = std::move(walk);
   f.events = position;

@@ -82,6 +82,7 @@ struct Builder : trace::Visitor {
     ItemRun fresh;               // items of streams the feedlet did not have yet
     std::vector<MessageEvent> messages;
     std::vector<std::pair<uint64_t, uint64_t>> hits;
+    std::vector<uint8_t> resume;  // this chunk's resume points
   };
   void walk(const Job& job, Scratch& scratch);
   void note_gaps(const format::ChunkHeader& h);

@@ -163,6 +163,7 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
     o.put(f->events), o.put(f->dropped), o.put(f->first_ts), o.put(f->last_ts);
     o.vec(f->chunks);
     o.vec(f->pool);
+    o.vec(f->resume);
     o.vec(f->final_open);
     o.vec(f->type_counts);
     o.put(uint32_t(f->streams.size()));
@@ -334,6 +335,7 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
     fs->first_ts = in.get<uint64_t>(), fs->last_ts = in.get<uint64_t>();
     in.vec(fs->chunks);
     in.vec(fs->pool);
+    in.vec(fs->resume);
     in.vec(fs->final_open);
     in.vec(fs->type_counts);
     uint32_t ns = in.get<uint32_t>();
@@ -397,7 +399,9 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
     positions &= fs->events == 0 || (!fs->chunks.empty() && fs->chunks[0].first_event == 0);
     for (size_t k = 0; k < fs->chunks.size(); ++k)
       positions &= fs->chunks[k].first_event < fs->events &&
-                   (k == 0 || fs->chunks[k - 1].first_event < fs->chunks[k].first_event);
+                   (k == 0 || fs->chunks[k - 1].first_event < fs->chunks[k].first_event) &&
+                   fs->chunks[k].resume_at <= fs->resume.size() &&
+                   (k == 0 || fs->chunks[k - 1].resume_at <= fs->chunks[k].resume_at);
   }
   for (size_t c = 0; c < s.grid_feedlets.size(); ++c) {
     const FeedletState* fs = s.feedlet(s.grid_feedlets[c]);
@@ -406,7 +410,7 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
       positions &= s.grid_positions[j * s.grid_feedlets.size() + c] <= fs->events;
   }
   if (!positions) {
-    error = path + ": malformed index directory (event positions out of order or out of range)";
+    error = path + ": malformed index directory (event positions or resume points out of order or out of range)";
     return false;
   }
   for (auto& [id, fs] : s.feedlets)

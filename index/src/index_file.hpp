@@ -9,7 +9,7 @@
 namespace tinescope::index {
 
 constexpr uint8_t kIndexMagic[8] = {'T', 'I', 'N', 'E', 'I', 'D', 'X', 0};
-constexpr uint32_t kIndexVersion = 4;  // 2: flows packed in blocks; 3: interval pages in bit-packed columns; 4: tables aligned, read in place
+constexpr uint32_t kIndexVersion = 5;  // 2: flows packed in blocks; 3: interval pages in bit-packed columns; 4: tables aligned, read in place; 5: resume points inside chunks
 
 struct IndexFile {
   // Writes the directory and footer after the pages already in `path`.

@@ -7,6 +7,7 @@
 #include <span>
 
 #include "parallel_tasks.hpp"
+#include "resume_points.hpp"
 #include "state.hpp"
 #include "tinescope/trace_index.hpp"
 
@@ -35,10 +36,25 @@ WalkState state_at(const FeedletState& f, size_t k) {
   return w;
 }
 
-// Walks chunk k of a feedlet, as the indexer did, up to `until`.
+// Where to walk chunk k of f from, for a walk that needs nothing before time
+// t (items keyed before it) nor before the chunk's event max_event: the
+// chunk's open-interval snapshot (returns null), or the last resume point
+// before both (returns `from`, with w its state).
+const WalkFrom* start_in(const State& s, const FeedletState& f, size_t k, uint64_t t, uint64_t max_event,
+                         WalkState& w, WalkFrom& from) {
+  w = state_at(f, k);
+  const uint64_t at = f.chunks[k].resume_at, end = k + 1 < f.chunks.size() ? f.chunks[k + 1].resume_at : f.resume.size();
+  if (at >= end || end > f.resume.size()) return nullptr;
+  const uint8_t* p = f.resume.data();
+  return find_resume(p + at, p + end, s.chunks[f.chunks[k].chunk].first_ts, t, max_event, w, from) ? &from : nullptr;
+}
+
+// Walks chunk k of a feedlet, as the indexer did, up to `until` (from a
+// resume point inside it if `from`).
 template <class OnEvent, class OnItem>
 bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletState& f, size_t k, WalkState& w,
-                        std::vector<uint8_t>& buf, OnEvent&& on_event, OnItem&& on_item, uint64_t until = UINT64_MAX) {
+                        std::vector<uint8_t>& buf, OnEvent&& on_event, OnItem&& on_item, uint64_t until = UINT64_MAX,
+                        const WalkFrom* from = nullptr) {
   std::string why;
   const uint32_t c = f.chunks[k].chunk;
   const ChunkRecord& r = s.chunks[c];
@@ -63,13 +79,13 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
   auto item = [&](const Item& it) __attribute__((always_inline)) { skip_items ? void(--skip_items) : (++items, on_item(it)); };
   bool stopped = false;
   const WalkState before = size < h.raw_size ? w : WalkState{};
-  const bool ok = walk_chunk(raw, size, h, layouts, w, event, item, no_messages, why, until, &stopped);
+  const bool ok = walk_chunk(raw, size, h, layouts, w, event, item, no_messages, why, until, &stopped, from);
   if (size == h.raw_size || (ok && stopped)) return ok;
   // The guess fell short: the whole chunk, passing over what was given.
   w = before;
   skip_events = events, skip_items = items;
   if (!(raw = s.payload(c, buf, why))) return false;
-  return walk_chunk(raw, h.raw_size, h, layouts, w, event, item, no_messages, why, until, &stopped);
+  return walk_chunk(raw, h.raw_size, h, layouts, w, event, item, no_messages, why, until, &stopped, from);
 }
 
 // Lends this thread's payload buffer, kept from walk to walk: a fresh one
@@ -108,10 +124,10 @@ std::pair<size_t, size_t> chunks_over(const State& s, const FeedletState& f, uin
 // completes, going on from state w (the walk stops at t1).
 template <class Fn>
 inline void walk_chunk_in(const State& s, const FeedletState& f, size_t k, WalkState& w, std::vector<uint8_t>& buf,
-                          uint64_t t0, uint64_t t1, Fn&& fn) {
+                          uint64_t t0, uint64_t t1, Fn&& fn, const WalkFrom* from = nullptr) {
   walk_feedlet_chunk(s, *s.layouts, f, k, w, buf, [](uint64_t, uint16_t) {}, [&](const Item& it) __attribute__((always_inline)) {
     if (it.key() >= t0 && it.key() <= t1) fn(it);
-  }, t1);
+  }, t1, from);
 }
 
 // Calls fn for each item of feedlet f with its key in [t0, t1] that a chunk
@@ -122,9 +138,11 @@ void walk_chunks(const State& s, const FeedletState& f, size_t k, size_t end, ui
   PayloadBuffer lease;
   std::vector<uint8_t>& buf = lease.get();
   if (k >= end) return;
-  WalkState w = state_at(f, k);
-  for (; k < end; ++k) {
-    walk_chunk_in(s, f, k, w, buf, t0, t1, fn);
+  WalkState w;
+  WalkFrom start;
+  const WalkFrom* from = start_in(s, f, k, t0, UINT64_MAX, w, start);  // the first chunk from inside it
+  for (; k < end; ++k, from = nullptr) {
+    walk_chunk_in(s, f, k, w, buf, t0, t1, fn, from);
     if (s.chunks[f.chunks[k].chunk].last_ts > t1) break;  // the walk stopped inside this chunk
   }
 }
@@ -275,24 +293,26 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
   // A chunk's items are gathered per stream, then folded stream by stream
   // (as the indexer adds them): ~8 % less time for a lane decoded at 64
   // events a column (2*10^8 events, p50 710 -> 655 us).
-  auto walk_chunk_items = [&](size_t k, WalkState& w, std::vector<uint8_t>& buf, auto&& into) {
+  auto walk_chunk_items = [&](size_t k, WalkState& w, const WalkFrom* start, std::vector<uint8_t>& buf, auto&& into) {
     thread_local std::vector<ItemRun> runs;  // [stream index in the feedlet]: memory kept
     if (runs.size() < sink.size()) runs.resize(sink.size());
     for (size_t slot = 0; slot < sink.size(); ++slot) runs[slot].clear();
     walk_chunk_in(*s_, *f, k, w, buf, from, to, [&](const Item& it) __attribute__((always_inline)) {
       const size_t slot = size_t(f->find(stream_key(it)));
       if (slot < sink.size() && sink[slot]) runs[slot].add(it);
-    });
+    }, start);
     for (size_t slot = 0; slot < sink.size(); ++slot)
       if (runs[slot].size()) fold_items(into(slot), f->streams[slot].info.kind, shift, runs[slot].data(), runs[slot].size());
     trim_runs(runs, s_->chunks[f->chunks[k].chunk].event_count);
   };
   auto walk_front = [&] {
     PayloadBuffer lease;
-    WalkState w = state_at(*f, k0);
+    WalkState w;
+    WalkFrom start;
+    const WalkFrom* inside = start_in(*s_, *f, k0, from, UINT64_MAX, w, start);  // chunk k0 from inside it
     size_t alone = k0;  // without a helper: every chunk in order
-    for (size_t k; (k = split ? take(true) : alone < k_end ? alone++ : SIZE_MAX) != SIZE_MAX;)
-      walk_chunk_items(k, w, lease.get(), [&](size_t slot) -> std::vector<Node>& { return *sink[slot]; });
+    for (size_t k; (k = split ? take(true) : alone < k_end ? alone++ : SIZE_MAX) != SIZE_MAX; inside = nullptr)
+      walk_chunk_items(k, w, inside, lease.get(), [&](size_t slot) -> std::vector<Node>& { return *sink[slot]; });
   };
   auto walk_back = [&] {
     PayloadBuffer lease;
@@ -300,8 +320,10 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
       std::vector<std::vector<Node>>& mine = side[k - k0];
       if (mine.size() < sink.size()) mine.resize(sink.size());
       for (auto& v : mine) v.clear();
-      WalkState w = state_at(*f, k);
-      walk_chunk_items(k, w, lease.get(), [&](size_t slot) -> std::vector<Node>& { return mine[slot]; });
+      WalkState w;
+      WalkFrom start;
+      const WalkFrom* inside = start_in(*s_, *f, k, from, UINT64_MAX, w, start);
+      walk_chunk_items(k, w, inside, lease.get(), [&](size_t slot) -> std::vector<Node>& { return mine[slot]; });
     }
   };
 
@@ -403,9 +425,12 @@ std::vector<OpenInterval> TraceIndex::open_at(uint32_t feedlet, uint64_t t) cons
   if (s_->chunks[f->chunks[k].chunk].first_ts > t) return state_at(*f, k).stack;  // between chunks
   PayloadBuffer lease;
   std::vector<uint8_t>& buf = lease.get();
-  WalkState w = state_at(*f, k);
-  // Up to t: the stack is then what was open after the last event at or before t.
-  walk_feedlet_chunk(*s_, *s_->layouts, *f, k, w, buf, [](uint64_t, uint16_t) {}, [](const Item&) {}, t);
+  // Up to t: the stack is then what was open after the last event at or
+  // before t (a resume point at t or before stands after such events only).
+  WalkState w;
+  WalkFrom start;
+  const WalkFrom* from = start_in(*s_, *f, k, t == UINT64_MAX ? t : t + 1, UINT64_MAX, w, start);
+  walk_feedlet_chunk(*s_, *s_->layouts, *f, k, w, buf, [](uint64_t, uint16_t) {}, [](const Item&) {}, t, from);
   return w.stack;
 }
 
@@ -449,13 +474,20 @@ std::vector<FeedletChunk> TraceIndex::feedlet_chunks(uint32_t feedlet) const {
 
 namespace {
 
-// The (ts, type) of every event of chunk k of a feedlet.
+// The (ts, type) of the events of chunk k of a feedlet from its last resume
+// point at or before event `wanted` (and before time `t`); *first is the
+// first one's index in the chunk.
 std::vector<std::pair<uint64_t, uint16_t>> chunk_events(const State& s, const Layouts& layouts,
-                                                        const FeedletState& f, size_t k, std::vector<uint8_t>& buf) {
+                                                        const FeedletState& f, size_t k, std::vector<uint8_t>& buf,
+                                                        uint64_t* first = nullptr, uint64_t wanted = 0,
+                                                        uint64_t t = UINT64_MAX) {
   std::vector<std::pair<uint64_t, uint16_t>> ev;
-  WalkState w = state_at(f, k);
+  WalkState w;
+  WalkFrom start;
+  const WalkFrom* from = start_in(s, f, k, t, wanted, w, start);
+  if (first) *first = from ? from->event : 0;
   walk_feedlet_chunk(s, layouts, f, k, w, buf, [&](uint64_t ts, uint16_t type) { ev.emplace_back(ts, type); },
-                     [](const Item&) {});
+                     [](const Item&) {}, UINT64_MAX, from);
   return ev;
 }
 
@@ -475,8 +507,9 @@ bool TraceIndex::feedlet_event(uint32_t feedlet, uint64_t k, EventRef& out) cons
   const Layouts& layouts = *s_->layouts;
   PayloadBuffer lease;
   std::vector<uint8_t>& buf = lease.get();
-  auto ev = chunk_events(*s_, layouts, *f, c, buf);
-  uint64_t i = k - f->chunks[c].first_event;
+  uint64_t i = k - f->chunks[c].first_event, first = 0;
+  auto ev = chunk_events(*s_, layouts, *f, c, buf, &first, i);
+  i -= first;
   if (i >= ev.size()) return false;
   out = EventRef{feedlet, k, ev[i].first, ev[i].second};
   return true;
@@ -491,9 +524,10 @@ uint64_t TraceIndex::feedlet_position_at(uint32_t feedlet, uint64_t t) const {
   const Layouts& layouts = *s_->layouts;
   PayloadBuffer lease;
   std::vector<uint8_t>& buf = lease.get();
-  auto ev = chunk_events(*s_, layouts, *f, k, buf);
+  uint64_t first = 0;
+  auto ev = chunk_events(*s_, layouts, *f, k, buf, &first, UINT64_MAX, t);
   auto it = std::lower_bound(ev.begin(), ev.end(), t, [](const auto& e, uint64_t v) { return e.first < v; });
-  return f->chunks[k].first_event + uint64_t(it - ev.begin());
+  return f->chunks[k].first_event + first + uint64_t(it - ev.begin());
 }
 
 bool TraceIndex::global_event(uint64_t k, EventRef& out) const {
@@ -524,7 +558,10 @@ bool TraceIndex::global_event(uint64_t k, EventRef& out) const {
     const FeedletState& f = *s.feedlet(s.grid_feedlets[c]);
     if (start[c] >= f.events) continue;
     size_t ck = chunk_of_position(f, start[c]);
-    cur.push_back(Cursor{&f, ck, start[c], chunk_events(s, layouts, f, ck, buf), start[c] - f.chunks[ck].first_event});
+    uint64_t first = 0;
+    const uint64_t at = start[c] - f.chunks[ck].first_event;
+    auto ev = chunk_events(s, layouts, f, ck, buf, &first, at);
+    cur.push_back(Cursor{&f, ck, start[c], std::move(ev), size_t(at - first)});
   }
   // Merge: smallest (ts, feedlet, position) first.
   auto later = [&](size_t a, size_t b) {

@@ -25,6 +25,7 @@ struct FeedletState {
   uint64_t events = 0, dropped = 0, first_ts = UINT64_MAX, last_ts = 0;
   Table<FeedletChunk> chunks;
   Table<OpenInterval> pool;  // open intervals at each chunk's start
+  Table<uint8_t> resume;     // resume points inside the chunks, packed (resume_points.hpp)
   std::vector<Stream> streams;
   std::unordered_map<uint64_t, uint32_t> stream_of;  // stream_key -> index in streams
   // The same for small keys (string ids, CPUs), without hashing: the indexer

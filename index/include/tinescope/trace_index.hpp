@@ -121,13 +121,18 @@ struct Gap {  // 32 bytes, in the index file
   uint64_t dropped = 0;  // events dropped; 0 for lost chunks and damage (not known)
 };
 
+// Events between a chunk's resume points: where a walk may start inside it.
+constexpr uint32_t kResumeEvery = 2048;
+
 // A chunk in its feedlet's order: where its first event is in the feedlet,
-// and the intervals open when it starts (so decoding may begin there).
-struct FeedletChunk {      // 24 bytes
+// the intervals open when it starts (so decoding may begin there), and its
+// resume points (so decoding may begin inside it).
+struct FeedletChunk {      // 32 bytes
   uint32_t chunk = 0;       // index into chunks()
   uint32_t open_count = 0;
   uint64_t first_event = 0; // position in the feedlet
   uint64_t open_first = 0;  // into the open-interval pool
+  uint64_t resume_at = 0;   // into the feedlet's resume-point bytes; they run to the next chunk's
 };
 
 struct FeedletSummary {
