@@ -800,6 +800,36 @@ TEST(Index, OpenIntervalsAtAnyTime) {
   check_open_against_brute_force(fx, 1);
 }
 
+// The trace is cut short (replaced, truncated by another program) while its
+// index is open: queries read chunks with pread, so the chunks now missing
+// are left out of answers, where reading them through the mapping was a
+// SIGBUS.
+TEST(Index, ATraceCutShortUnderAnOpenIndexLeavesOutWhatIsGone) {
+  IndexedTrace fx("index_cut", mixed_trace(60'000, 29, 0));
+  ASSERT_TRUE(fx.ix);
+  const uint64_t lo = fx.ix->first_ts(), hi = fx.ix->last_ts();
+  auto count = [&] {
+    uint64_t n = 0;
+    for (uint32_t f = 1; f <= 3; ++f) fx.ix->lane_items(f, lo, hi, [&](const Item&) { ++n; });
+    return n;
+  };
+  const uint64_t whole = count();
+  ASSERT_GT(whole, 10'000u);
+  ASSERT_EQ(::truncate(fx.path.c_str(), off_t(std::filesystem::file_size(fx.path) / 2)), 0);
+  const uint64_t half = count();
+  EXPECT_GT(half, whole / 4);
+  EXPECT_LT(half, whole * 3 / 4);
+  // Every other way into the chunks answers too.
+  for (const index::FeedletSummary& f : fx.ix->feedlets()) {
+    if (f.id == kMetadataFeedlet) continue;
+    fx.ix->query_lane(f.id, lo, hi, 1280);
+    fx.ix->query_lane(f.id, hi - (hi - lo) / 1000, hi, 1280);
+    fx.ix->open_at(f.id, hi - 1);
+    index::EventRef e;
+    EXPECT_FALSE(fx.ix->feedlet_event(f.id, f.events - 1, e));  // its chunk is gone
+  }
+}
+
 // Chunks of thousands of events: walks start at the resume points inside
 // them (the state every kResumeEvery events: open intervals, running jobs,
 // the DeltaU64 base) and give what a walk from the chunk's start gives.

@@ -53,23 +53,29 @@ const WalkFrom* start_in(const State& s, const FeedletState& f, size_t k, uint64
 // resume point inside it if `from`).
 template <class OnEvent, class OnItem>
 bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletState& f, size_t k, WalkState& w,
-                        std::vector<uint8_t>& buf, OnEvent&& on_event, OnItem&& on_item, uint64_t until = UINT64_MAX,
+                        ChunkBuffers& buf, OnEvent&& on_event, OnItem&& on_item, uint64_t until = UINT64_MAX,
                         const WalkFrom* from = nullptr) {
   std::string why;
   const uint32_t c = f.chunks[k].chunk;
   const ChunkRecord& r = s.chunks[c];
-  if (!s.trace_map || !fits_in(r.offset, r.size, s.trace_map_size) || r.size < sizeof(format::ChunkHeader)) return false;
+  const uint8_t* chunk = s.read_chunk(c, buf.chunk, why);
+  if (!chunk) return false;
   format::ChunkHeader h;
-  std::memcpy(&h, s.trace_map + r.offset, sizeof h);
+  std::memcpy(&h, chunk, sizeof h);
   auto no_messages = [](const MessageEvent&) {};
   // A walk that stops inside the chunk needs only the payload up to `until`:
-  // decode about that much (guessed from the chunk's time span, with room to
-  // spare), as lz4 of the whole chunk was a third of a fine zoom's query.
+  // decode that much, as lz4 of the whole chunk was a third of a fine zoom's
+  // query. The resume points say where it ends to within 2 048 events; past
+  // the last point, it is guessed from the chunk's time span, with room to
+  // spare.
   size_t size = h.raw_size;
-  if (until >= r.first_ts && until < r.last_ts)
+  const uint64_t at = f.chunks[k].resume_at, points_end = k + 1 < f.chunks.size() ? f.chunks[k + 1].resume_at : f.resume.size();
+  if (until >= r.first_ts && until < r.last_ts &&
+      !(at < points_end && points_end <= f.resume.size() &&
+        payload_until(f.resume.data() + at, f.resume.data() + points_end, r.first_ts, until, size)))
     size = size_t(double(until - r.first_ts + 1) / double(r.last_ts - r.first_ts + 1) * h.raw_size) +
            h.raw_size / 8 + 1024;
-  const uint8_t* raw = s.payload(c, buf, why, &size);
+  const uint8_t* raw = s.payload(chunk, buf.payload, why, &size);
   if (!raw) return false;
   // One instantiation of the walk for both tries (three made the compiler
   // stop inlining its varint reads): events and items counted on the first,
@@ -84,24 +90,25 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
   // The guess fell short: the whole chunk, passing over what was given.
   w = before;
   skip_events = events, skip_items = items;
-  if (!(raw = s.payload(c, buf, why))) return false;
+  if (!(raw = s.payload(chunk, buf.payload, why))) return false;
   return walk_chunk(raw, h.raw_size, h, layouts, w, event, item, no_messages, why, until, &stopped, from);
 }
 
-// Lends this thread's payload buffer, kept from walk to walk: a fresh one
-// for every query (allocated and zero-filled to ~100 KB) was a tenth of a
-// fine zoom's query. A walk started inside another's callback gets its own.
+// Lends this thread's buffers (the chunk's bytes and its payload), kept from
+// walk to walk: a fresh payload buffer for every query (allocated and
+// zero-filled to ~100 KB) was a tenth of a fine zoom's query. A walk started
+// inside another's callback gets its own.
 class PayloadBuffer {
  public:
   PayloadBuffer() : lent_(!kept().busy) { kept().busy |= lent_; }
   ~PayloadBuffer() { kept().busy &= !lent_; }
   PayloadBuffer(const PayloadBuffer&) = delete;
   PayloadBuffer& operator=(const PayloadBuffer&) = delete;
-  std::vector<uint8_t>& get() { return lent_ ? kept().bytes : own_; }
+  ChunkBuffers& get() { return lent_ ? kept().buffers : own_; }
 
  private:
   struct Kept {
-    std::vector<uint8_t> bytes;
+    ChunkBuffers buffers;
     bool busy = false;
   };
   static Kept& kept() {
@@ -109,7 +116,7 @@ class PayloadBuffer {
     return k;
   }
   bool lent_;
-  std::vector<uint8_t> own_;
+  ChunkBuffers own_;
 };
 
 // The chunks of f that a walk over [t0, t1] decodes: [first, end).
@@ -123,7 +130,7 @@ std::pair<size_t, size_t> chunks_over(const State& s, const FeedletState& f, uin
 // Calls fn for each item with its key in [t0, t1] that chunk k of feedlet f
 // completes, going on from state w (the walk stops at t1).
 template <class Fn>
-inline void walk_chunk_in(const State& s, const FeedletState& f, size_t k, WalkState& w, std::vector<uint8_t>& buf,
+inline void walk_chunk_in(const State& s, const FeedletState& f, size_t k, WalkState& w, ChunkBuffers& buf,
                           uint64_t t0, uint64_t t1, Fn&& fn, const WalkFrom* from = nullptr) {
   walk_feedlet_chunk(s, *s.layouts, f, k, w, buf, [](uint64_t, uint16_t) {}, [&](const Item& it) __attribute__((always_inline)) {
     if (it.key() >= t0 && it.key() <= t1) fn(it);
@@ -136,7 +143,7 @@ inline void walk_chunk_in(const State& s, const FeedletState& f, size_t k, WalkS
 template <class Fn>
 void walk_chunks(const State& s, const FeedletState& f, size_t k, size_t end, uint64_t t0, uint64_t t1, Fn&& fn) {
   PayloadBuffer lease;
-  std::vector<uint8_t>& buf = lease.get();
+  ChunkBuffers& buf = lease.get();
   if (k >= end) return;
   WalkState w;
   WalkFrom start;
@@ -293,7 +300,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
   // A chunk's items are gathered per stream, then folded stream by stream
   // (as the indexer adds them): ~8 % less time for a lane decoded at 64
   // events a column (2*10^8 events, p50 710 -> 655 us).
-  auto walk_chunk_items = [&](size_t k, WalkState& w, const WalkFrom* start, std::vector<uint8_t>& buf, auto&& into) {
+  auto walk_chunk_items = [&](size_t k, WalkState& w, const WalkFrom* start, ChunkBuffers& buf, auto&& into) {
     thread_local std::vector<ItemRun> runs;  // [stream index in the feedlet]: memory kept
     if (runs.size() < sink.size()) runs.resize(sink.size());
     for (size_t slot = 0; slot < sink.size(); ++slot) runs[slot].clear();
@@ -424,7 +431,7 @@ std::vector<OpenInterval> TraceIndex::open_at(uint32_t feedlet, uint64_t t) cons
   if (k == f->chunks.size()) return f->final_open;
   if (s_->chunks[f->chunks[k].chunk].first_ts > t) return state_at(*f, k).stack;  // between chunks
   PayloadBuffer lease;
-  std::vector<uint8_t>& buf = lease.get();
+  ChunkBuffers& buf = lease.get();
   // Up to t: the stack is then what was open after the last event at or
   // before t (a resume point at t or before stands after such events only).
   WalkState w;
@@ -478,7 +485,7 @@ namespace {
 // point at or before event `wanted` (and before time `t`); *first is the
 // first one's index in the chunk.
 std::vector<std::pair<uint64_t, uint16_t>> chunk_events(const State& s, const Layouts& layouts,
-                                                        const FeedletState& f, size_t k, std::vector<uint8_t>& buf,
+                                                        const FeedletState& f, size_t k, ChunkBuffers& buf,
                                                         uint64_t* first = nullptr, uint64_t wanted = 0,
                                                         uint64_t t = UINT64_MAX) {
   std::vector<std::pair<uint64_t, uint16_t>> ev;
@@ -506,7 +513,7 @@ bool TraceIndex::feedlet_event(uint32_t feedlet, uint64_t k, EventRef& out) cons
   size_t c = chunk_of_position(*f, k);
   const Layouts& layouts = *s_->layouts;
   PayloadBuffer lease;
-  std::vector<uint8_t>& buf = lease.get();
+  ChunkBuffers& buf = lease.get();
   uint64_t i = k - f->chunks[c].first_event, first = 0;
   auto ev = chunk_events(*s_, layouts, *f, c, buf, &first, i);
   i -= first;
@@ -523,7 +530,7 @@ uint64_t TraceIndex::feedlet_position_at(uint32_t feedlet, uint64_t t) const {
   if (k == f->chunks.size()) return f->events;
   const Layouts& layouts = *s_->layouts;
   PayloadBuffer lease;
-  std::vector<uint8_t>& buf = lease.get();
+  ChunkBuffers& buf = lease.get();
   uint64_t first = 0;
   auto ev = chunk_events(*s_, layouts, *f, k, buf, &first, UINT64_MAX, t);
   auto it = std::lower_bound(ev.begin(), ev.end(), t, [](const auto& e, uint64_t v) { return e.first < v; });
@@ -552,7 +559,7 @@ bool TraceIndex::global_event(uint64_t k, EventRef& out) const {
   };
   const Layouts& layouts = *s_->layouts;
   PayloadBuffer lease;
-  std::vector<uint8_t>& buf = lease.get();
+  ChunkBuffers& buf = lease.get();
   std::vector<Cursor> cur;
   for (size_t c = 0; c < nf; ++c) {
     const FeedletState& f = *s.feedlet(s.grid_feedlets[c]);

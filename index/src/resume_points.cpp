@@ -67,4 +67,23 @@ bool find_resume(const uint8_t* p, const uint8_t* end, uint64_t first_ts, uint64
   return true;
 }
 
+bool payload_until(const uint8_t* p, const uint8_t* end, uint64_t first_ts, uint64_t until, size_t& bytes) {
+  uint64_t offset = 0, ts = first_ts, v, n;
+  while (p < end) {
+    uint64_t d_offset, d_ts;
+    if (!get_varint(p, end, d_offset) || !get_varint(p, end, d_ts) || !get_varint(p, end, v)) return false;
+    offset += d_offset, ts += d_ts;
+    if (ts > until) {
+      bytes = size_t(offset);
+      return true;
+    }
+    for (int part = 0; part < 2; ++part) {  // past its intervals and running jobs
+      if (!get_varint(p, end, n) || n > uint64_t(end - p)) return false;
+      for (uint64_t i = 0; i < n * (part ? 3 : 2); ++i)
+        if (!get_varint(p, end, v)) return false;
+    }
+  }
+  return false;
+}
+
 }  // namespace tinescope::index

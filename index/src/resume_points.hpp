@@ -39,4 +39,9 @@ class ResumeWriter {
 bool find_resume(const uint8_t* p, const uint8_t* end, uint64_t first_ts, uint64_t before_ts, uint64_t max_event,
                  WalkState& st, WalkFrom& from);
 
+// How much of the chunk's payload a walk that stops at `until` reads: up to
+// the first point whose tick is after `until` (the event before that point
+// is, so the walk stops before the point). False when no point is.
+bool payload_until(const uint8_t* p, const uint8_t* end, uint64_t first_ts, uint64_t until, size_t& bytes);
+
 }  // namespace tinescope::index

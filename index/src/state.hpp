@@ -20,6 +20,12 @@ namespace tinescope::index {
 // job segments (depth & ~bit = the CPU), not intervals.
 constexpr uint32_t kRunningJobBit = 0x80000000u;
 
+// A walk's buffers, kept from walk to walk: the chunk's bytes as read, and
+// its decompressed payload.
+struct ChunkBuffers {
+  std::vector<uint8_t> chunk, payload;
+};
+
 struct FeedletState {
   uint32_t id = 0;
   uint64_t events = 0, dropped = 0, first_ts = UINT64_MAX, last_ts = 0;
@@ -99,10 +105,17 @@ struct State {
   uint32_t read_page(const Stream& st, uint32_t level, size_t page, Node* out) const;
   // Appends a flow block's flows to out (checking its checksum); false if damaged.
   bool read_flows(const FlowBlock& b, std::vector<Flow>& out) const;
-  // The raw payload of chunk `c` (decompressed into buf). With `prefix`,
-  // only its first *prefix bytes are decoded (lz4 stops there; all of it
-  // if it is shorter), and *prefix says how many there are.
-  const uint8_t* payload(uint32_t c, std::vector<uint8_t>& buf, std::string& why, size_t* prefix = nullptr) const;
+  // Chunk `c`'s bytes, read from the trace into `into` (null, with why, if
+  // they cannot be). Queries read chunks so, not through the trace's
+  // mapping: on this VM, mapping a chunk's pages the first time (page
+  // faults, page-table updates) cost ~25 us a chunk, as much as a fine
+  // zoom's whole walk; a copy from the page cache costs a few.
+  const uint8_t* read_chunk(uint32_t c, std::vector<uint8_t>& into, std::string& why) const;
+  // The raw payload of a chunk's bytes (decompressed into buf). With
+  // `prefix`, only its first *prefix bytes are decoded (lz4 stops there;
+  // all of it if it is shorter), and *prefix says how many there are.
+  static const uint8_t* payload(const uint8_t* chunk, std::vector<uint8_t>& buf, std::string& why,
+                                size_t* prefix = nullptr);
   // Rebuilds the derived tables (stream ids, checkpoints) after indexing.
   void publish(uint32_t grid_shift);
   // The first and last event's ticks over every feedlet ({0, 0} for none).

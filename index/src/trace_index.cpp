@@ -60,24 +60,38 @@ bool State::read_flows(const FlowBlock& b, std::vector<Flow>& out) const {
   return false;
 }
 
-const uint8_t* State::payload(uint32_t c, std::vector<uint8_t>& buf, std::string& why, size_t* prefix) const {
+const uint8_t* State::read_chunk(uint32_t c, std::vector<uint8_t>& into, std::string& why) const {
   const ChunkRecord& r = chunks[c];
-  if (!trace_map || !fits_in(r.offset, r.size, trace_map_size)) {
+  if (trace_fd < 0 || !fits_in(r.offset, r.size, trace_map_size) || r.size < sizeof(format::ChunkHeader)) {
     why = "chunk beyond the end of the trace";
     return nullptr;
   }
+  if (into.size() < r.size) into.resize(r.size);
+  for (size_t done = 0; done < r.size;) {
+    const ssize_t n = ::pread(trace_fd, into.data() + done, r.size - done, off_t(r.offset + done));
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      why = "cannot read the chunk at offset " + std::to_string(r.offset) + (n < 0 ? ": " + std::string(std::strerror(errno)) : ": the trace is shorter");
+      return nullptr;
+    }
+    done += size_t(n);
+  }
+  return into.data();
+}
+
+const uint8_t* State::payload(const uint8_t* chunk, std::vector<uint8_t>& buf, std::string& why, size_t* prefix) {
   format::ChunkHeader h;
-  std::memcpy(&h, trace_map + r.offset, sizeof h);
+  std::memcpy(&h, chunk, sizeof h);
   if (prefix && *prefix < h.raw_size && (h.flags & format::kChunkLz4)) {
     if (buf.size() < h.raw_size) buf.resize(h.raw_size);
-    const int got = LZ4_decompress_safe_partial(reinterpret_cast<const char*>(trace_map + r.offset + h.header_size),
+    const int got = LZ4_decompress_safe_partial(reinterpret_cast<const char*>(chunk + h.header_size),
                                                 reinterpret_cast<char*>(buf.data()), int(h.stored_size), int(*prefix),
                                                 int(h.raw_size));
     if (got == int(*prefix)) return buf.data();
     why = "payload does not decompress";
     return nullptr;
   }
-  const uint8_t* raw = trace::chunk_payload(trace_map + r.offset, buf);
+  const uint8_t* raw = trace::chunk_payload(chunk, buf);
   if (!raw) why = "payload does not decompress";
   if (prefix) *prefix = h.raw_size;
   return raw;
