@@ -848,46 +848,54 @@ TEST(Index, WalksFromResumePointsInsideChunksEqualBruteForce) {
 
   // Windows that start at each resume point's event: every item (intervals
   // open across the point, job segments running across it) and the open
-  // intervals there, exactly.
+  // intervals there, exactly; from the index as built and as loaded from its
+  // file (whose resume bytes are checked on first use).
   BruteForce bf(fx.c);
+  std::string error;
+  auto loaded = TraceIndex::load(fx.path, TraceIndex::default_index_path(fx.path), error);
+  ASSERT_TRUE(loaded) << error;
   auto as_tuple = [](const Item& it) { return std::tuple(it.kind, it.name, it.depth, it.cpu, it.start, it.end, it.value); };
   int points = 0, crossing = 0;
-  for (const index::FeedletSummary& fs : fx.ix->feedlets()) {
-    const uint32_t f = fs.id;
-    if (f == kMetadataFeedlet) continue;
-    const auto chunks = fx.ix->feedlet_chunks(f);
-    for (size_t k = 0; k < chunks.size(); ++k) {
-      const uint64_t end = k + 1 < chunks.size() ? chunks[k + 1].first_event : fs.events;
-      for (uint64_t p = chunks[k].first_event + index::kResumeEvery; p < end; p += index::kResumeEvery) {
-        index::EventRef at, before, later;
-        ASSERT_TRUE(fx.ix->feedlet_event(f, p, at));
-        ASSERT_TRUE(fx.ix->feedlet_event(f, p - 1, before));
-        ASSERT_TRUE(fx.ix->feedlet_event(f, std::min(p + 300, end - 1), later));
-        if (before.ts == at.ts) continue;  // the walk must start earlier
-        ++points;
-        const uint64_t t0 = at.ts, t1 = later.ts;
-        std::vector<std::tuple<StreamKind, uint32_t, uint32_t, uint32_t, uint64_t, uint64_t, double>> want, got;
-        for (auto& [key, items] : bf.streams)
-          if (std::get<1>(key) == f)
-            for (const Item& it : items)
-              if (it.end >= t0 && it.end <= t1) want.push_back(as_tuple(it)), crossing += it.start < t0;
-        fx.ix->lane_items(f, t0, t1, [&](const Item& it) { got.push_back(as_tuple(it)); });
-        std::sort(want.begin(), want.end()), std::sort(got.begin(), got.end());
-        ASSERT_EQ(got, want) << "feedlet " << f << " window from event " << p;
-        // Open at t0: every begin/end interval across t0 is there.
-        auto open = fx.ix->open_at(f, t0);
-        for (auto& [key, items] : bf.streams)
-          if (std::get<0>(key) == StreamKind::Interval && std::get<1>(key) == f && std::get<2>(key) != 4)
-            for (const Item& it : items)
-              if (it.start <= t0 && it.end > t0 && it.start != it.end)
-                EXPECT_TRUE(std::any_of(open.begin(), open.end(), [&](const index::OpenInterval& o) {
-                  return o.name == it.name && o.depth == it.depth && o.start == it.start;
-                })) << "feedlet " << f << " at " << t0;
+  auto check = [&](const TraceIndex* ix) {
+    for (const index::FeedletSummary& fs : ix->feedlets()) {
+      const uint32_t f = fs.id;
+      if (f == kMetadataFeedlet) continue;
+      const auto chunks = ix->feedlet_chunks(f);
+      for (size_t k = 0; k < chunks.size(); ++k) {
+        const uint64_t end = k + 1 < chunks.size() ? chunks[k + 1].first_event : fs.events;
+        for (uint64_t p = chunks[k].first_event + index::kResumeEvery; p < end; p += index::kResumeEvery) {
+          index::EventRef at, before, later;
+          ASSERT_TRUE(ix->feedlet_event(f, p, at));
+          ASSERT_TRUE(ix->feedlet_event(f, p - 1, before));
+          ASSERT_TRUE(ix->feedlet_event(f, std::min(p + 300, end - 1), later));
+          if (before.ts == at.ts) continue;  // the walk must start earlier
+          ++points;
+          const uint64_t t0 = at.ts, t1 = later.ts;
+          std::vector<std::tuple<StreamKind, uint32_t, uint32_t, uint32_t, uint64_t, uint64_t, double>> want, got;
+          for (auto& [key, items] : bf.streams)
+            if (std::get<1>(key) == f)
+              for (const Item& it : items)
+                if (it.end >= t0 && it.end <= t1) want.push_back(as_tuple(it)), crossing += it.start < t0;
+          ix->lane_items(f, t0, t1, [&](const Item& it) { got.push_back(as_tuple(it)); });
+          std::sort(want.begin(), want.end()), std::sort(got.begin(), got.end());
+          ASSERT_EQ(got, want) << "feedlet " << f << " window from event " << p;
+          // Open at t0: every begin/end interval across t0 is there.
+          auto open = ix->open_at(f, t0);
+          for (auto& [key, items] : bf.streams)
+            if (std::get<0>(key) == StreamKind::Interval && std::get<1>(key) == f && std::get<2>(key) != 4)
+              for (const Item& it : items)
+                if (it.start <= t0 && it.end > t0 && it.start != it.end)
+                  EXPECT_TRUE(std::any_of(open.begin(), open.end(), [&](const index::OpenInterval& o) {
+                    return o.name == it.name && o.depth == it.depth && o.start == it.start;
+                  })) << "feedlet " << f << " at " << t0;
+        }
       }
     }
-  }
-  EXPECT_GT(points, 20);
-  EXPECT_GT(crossing, 20);  // items that began before the point
+  };
+  check(fx.ix.get());
+  check(loaded.get());
+  EXPECT_GT(points, 40);
+  EXPECT_GT(crossing, 40);  // items that began before the point
 }
 
 // Appends `bytes` to `path` in random pieces, updating a following index after

@@ -36,6 +36,13 @@ WalkState state_at(const FeedletState& f, size_t k) {
   return w;
 }
 
+// Chunk k's resume points (none if they are damaged).
+std::span<const uint8_t> chunk_points(const FeedletState& f, size_t k) {
+  const std::span<const uint8_t> all = f.resume_points();
+  const uint64_t at = f.chunks[k].resume_at, end = k + 1 < f.chunks.size() ? f.chunks[k + 1].resume_at : all.size();
+  return at < end && end <= all.size() ? all.subspan(size_t(at), size_t(end - at)) : std::span<const uint8_t>{};
+}
+
 // Where to walk chunk k of f from, for a walk that needs nothing before time
 // t (items keyed before it) nor before the chunk's event max_event: the
 // chunk's open-interval snapshot (returns null), or the last resume point
@@ -43,10 +50,12 @@ WalkState state_at(const FeedletState& f, size_t k) {
 const WalkFrom* start_in(const State& s, const FeedletState& f, size_t k, uint64_t t, uint64_t max_event,
                          WalkState& w, WalkFrom& from) {
   w = state_at(f, k);
-  const uint64_t at = f.chunks[k].resume_at, end = k + 1 < f.chunks.size() ? f.chunks[k + 1].resume_at : f.resume.size();
-  if (at >= end || end > f.resume.size()) return nullptr;
-  const uint8_t* p = f.resume.data();
-  return find_resume(p + at, p + end, s.chunks[f.chunks[k].chunk].first_ts, t, max_event, w, from) ? &from : nullptr;
+  const std::span<const uint8_t> points = chunk_points(f, k);
+  if (points.empty()) return nullptr;
+  return find_resume(points.data(), points.data() + points.size(), s.chunks[f.chunks[k].chunk].first_ts, t, max_event,
+                     w, from)
+             ? &from
+             : nullptr;
 }
 
 // Walks chunk k of a feedlet, as the indexer did, up to `until` (from a
@@ -69,10 +78,9 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
   // the last point, it is guessed from the chunk's time span, with room to
   // spare.
   size_t size = h.raw_size;
-  const uint64_t at = f.chunks[k].resume_at, points_end = k + 1 < f.chunks.size() ? f.chunks[k + 1].resume_at : f.resume.size();
+  const std::span<const uint8_t> points = chunk_points(f, k);
   if (until >= r.first_ts && until < r.last_ts &&
-      !(at < points_end && points_end <= f.resume.size() &&
-        payload_until(f.resume.data() + at, f.resume.data() + points_end, r.first_ts, until, size)))
+      !(!points.empty() && payload_until(points.data(), points.data() + points.size(), r.first_ts, until, size)))
     size = size_t(double(until - r.first_ts + 1) / double(r.last_ts - r.first_ts + 1) * h.raw_size) +
            h.raw_size / 8 + 1024;
   const uint8_t* raw = s.payload(chunk, buf.payload, why, &size);

@@ -2,8 +2,10 @@
 // code. Readers take TraceIndex::mu_ shared; update() takes it exclusive.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -32,6 +34,13 @@ struct FeedletState {
   Table<FeedletChunk> chunks;
   Table<OpenInterval> pool;  // open intervals at each chunk's start
   Table<uint8_t> resume;     // resume points inside the chunks, packed (resume_points.hpp)
+  // A loaded index's resume bytes lie in the file outside the directory, so
+  // opening does not read them: their checksum is checked by the first walk
+  // that uses them (0 not yet, 1 matched, 2 damaged: not used).
+  uint64_t resume_checksum = 0;
+  mutable std::atomic<uint8_t> resume_checked{1};
+  // The resume bytes, if they may be used.
+  std::span<const uint8_t> resume_points() const;
   std::vector<Stream> streams;
   std::unordered_map<uint64_t, uint32_t> stream_of;  // stream_key -> index in streams
   // The same for small keys (string ids, CPUs), without hashing: the indexer

@@ -60,6 +60,15 @@ bool State::read_flows(const FlowBlock& b, std::vector<Flow>& out) const {
   return false;
 }
 
+std::span<const uint8_t> FeedletState::resume_points() const {
+  uint8_t checked = resume_checked.load(std::memory_order_acquire);
+  if (checked == 0) {  // two threads may both check: they agree
+    checked = format::checksum(resume.data(), resume.size()) == resume_checksum ? 1 : 2;
+    resume_checked.store(checked, std::memory_order_release);
+  }
+  return checked == 1 ? std::span<const uint8_t>(resume.data(), resume.size()) : std::span<const uint8_t>{};
+}
+
 const uint8_t* State::read_chunk(uint32_t c, std::vector<uint8_t>& into, std::string& why) const {
   const ChunkRecord& r = chunks[c];
   if (trace_fd < 0 || !fits_in(r.offset, r.size, trace_map_size) || r.size < sizeof(format::ChunkHeader)) {
