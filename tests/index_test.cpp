@@ -884,10 +884,11 @@ TEST(Index, WalksFromResumePointsInsideChunksEqualBruteForce) {
           for (auto& [key, items] : bf.streams)
             if (std::get<0>(key) == StreamKind::Interval && std::get<1>(key) == f && std::get<2>(key) != 4)
               for (const Item& it : items)
-                if (it.start <= t0 && it.end > t0 && it.start != it.end)
+                if (it.start <= t0 && it.end > t0 && it.start != it.end) {
                   EXPECT_TRUE(std::any_of(open.begin(), open.end(), [&](const index::OpenInterval& o) {
                     return o.name == it.name && o.depth == it.depth && o.start == it.start;
                   })) << "feedlet " << f << " at " << t0;
+                }
         }
       }
     }

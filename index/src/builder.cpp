@@ -296,8 +296,12 @@ void Builder::walk(const Job& job, Scratch& scratch) {
   for (const OpenInterval& o : f.walk.stack) f.pool.vec().push_back(o);
   for (const RunningJob& r : f.walk.running) f.pool.vec().push_back(OpenInterval{r.task, kRunningJobBit | r.cpu, r.start});
   fc.open_count = uint32_t(f.pool.size() - fc.open_first);
-  fc.resume_at = f.resume.size();
-  f.resume.vec().insert(f.resume.vec().end(), resume.begin(), resume.end());
+  // The resume points go to the index file with the pages (not kept in
+  // memory: ~9 bytes a thousand events would grow with the trace).
+  if (!resume.empty() && s_.pages->append(resume.data(), resume.size(), fc.resume_at)) {
+    fc.resume_bytes = uint32_t(resume.size());
+    fc.resume_check = uint32_t(format::checksum(resume.data(), resume.size()));
+  }
   f.chunks.vec().push_back(fc);
   f.walk = std::move(walk);
   f.events = position;

@@ -158,21 +158,11 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
   o.put(uint64_t(ix.covered_));
   o.vec(s.chunks);
   o.put(uint32_t(s.feedlets.size()));
-  // Each feedlet's resume bytes go after the pages (before the flows), not
-  // into the directory: opening reads the whole directory, and they would
-  // have been 40 % of it.
-  uint64_t flows_end = s.pages->end();
   for (auto& [id, f] : s.feedlets) {
     o.put(id);
     o.put(f->events), o.put(f->dropped), o.put(f->first_ts), o.put(f->last_ts);
     o.vec(f->chunks);
     o.vec(f->pool);
-    if (!pwrite_all(s.index_fd, f->resume.data(), f->resume.size(), flows_end)) {
-      error = path + ": cannot write the index: " + std::strerror(errno);
-      return false;
-    }
-    o.put(flows_end), o.put(uint64_t(f->resume.size())), o.put(format::checksum(f->resume.data(), f->resume.size()));
-    flows_end += f->resume.size();
     o.vec(f->final_open);
     o.vec(f->type_counts);
     o.put(uint32_t(f->streams.size()));
@@ -194,6 +184,7 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
   // parts packed side by side on the cores: packing alone was 0.35 s of the
   // serial end of indexing at 2*10^9 events.
   std::vector<FlowBlock> blocks;
+  uint64_t flows_end = s.pages->end();
   {
     constexpr size_t kPartFlows = 64 * kFlowsPerBlock, kParts = 8;
     struct Part {
@@ -343,10 +334,6 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
     fs->first_ts = in.get<uint64_t>(), fs->last_ts = in.get<uint64_t>();
     in.vec(fs->chunks);
     in.vec(fs->pool);
-    const uint64_t resume_offset = in.get<uint64_t>(), resume_bytes = in.get<uint64_t>();
-    fs->resume_checksum = in.get<uint64_t>();
-    if (resume_offset < kPageBytes || !fits_in(resume_offset, resume_bytes, f.dir_offset)) in.ok = false;
-    if (in.ok) fs->resume.view(s.index_map + resume_offset, resume_bytes), fs->resume_checked = 0;
     in.vec(fs->final_open);
     in.vec(fs->type_counts);
     uint32_t ns = in.get<uint32_t>();
@@ -411,8 +398,8 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
     for (size_t k = 0; k < fs->chunks.size(); ++k)
       positions &= fs->chunks[k].first_event < fs->events &&
                    (k == 0 || fs->chunks[k - 1].first_event < fs->chunks[k].first_event) &&
-                   fs->chunks[k].resume_at <= fs->resume.size() &&
-                   (k == 0 || fs->chunks[k - 1].resume_at <= fs->chunks[k].resume_at);
+                   (fs->chunks[k].resume_bytes == 0 ||
+                    (fs->chunks[k].resume_at >= kPageBytes && fits_in(fs->chunks[k].resume_at, fs->chunks[k].resume_bytes, f.dir_offset)));
   }
   for (size_t c = 0; c < s.grid_feedlets.size(); ++c) {
     const FeedletState* fs = s.feedlet(s.grid_feedlets[c]);

@@ -29,6 +29,15 @@ bool PageWriter::write(StreamKind kind, uint32_t shift, const Node* nodes, uint3
   return gathered_.size() < kGather || flush_locked();
 }
 
+bool PageWriter::append(const uint8_t* p, size_t n, uint64_t& offset) {
+  std::lock_guard lock(mu_);
+  if (!error_.empty()) return false;
+  offset = next_;
+  next_ += n;
+  gathered_.insert(gathered_.end(), p, p + n);
+  return gathered_.size() < kGather || flush_locked();
+}
+
 bool PageWriter::flush() {
   std::lock_guard lock(mu_);
   return error_.empty() && flush_locked();

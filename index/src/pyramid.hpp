@@ -72,6 +72,9 @@ class PageWriter {
       : fd_(fd), next_(first_offset), gathered_at_(first_offset) {}
   // Packs the nodes as one page and gives it its place; false if writing failed.
   bool write(StreamKind kind, uint32_t shift, const Node* nodes, uint32_t count, PageRef& ref);
+  // Appends other bytes (a chunk's resume points) and gives their place;
+  // false if writing failed.
+  bool append(const uint8_t* p, size_t n, uint64_t& offset);
   // Writes the pages gathered so far; false if writing failed.
   bool flush();
   uint64_t end() const {

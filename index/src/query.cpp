@@ -36,21 +36,14 @@ WalkState state_at(const FeedletState& f, size_t k) {
   return w;
 }
 
-// Chunk k's resume points (none if they are damaged).
-std::span<const uint8_t> chunk_points(const FeedletState& f, size_t k) {
-  const std::span<const uint8_t> all = f.resume_points();
-  const uint64_t at = f.chunks[k].resume_at, end = k + 1 < f.chunks.size() ? f.chunks[k + 1].resume_at : all.size();
-  return at < end && end <= all.size() ? all.subspan(size_t(at), size_t(end - at)) : std::span<const uint8_t>{};
-}
-
 // Where to walk chunk k of f from, for a walk that needs nothing before time
 // t (items keyed before it) nor before the chunk's event max_event: the
 // chunk's open-interval snapshot (returns null), or the last resume point
 // before both (returns `from`, with w its state).
 const WalkFrom* start_in(const State& s, const FeedletState& f, size_t k, uint64_t t, uint64_t max_event,
-                         WalkState& w, WalkFrom& from) {
+                         WalkState& w, WalkFrom& from, ChunkBuffers& buf) {
   w = state_at(f, k);
-  const std::span<const uint8_t> points = chunk_points(f, k);
+  const std::span<const uint8_t> points = s.resume_points(f.chunks[k], buf);
   if (points.empty()) return nullptr;
   return find_resume(points.data(), points.data() + points.size(), s.chunks[f.chunks[k].chunk].first_ts, t, max_event,
                      w, from)
@@ -78,7 +71,7 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
   // the last point, it is guessed from the chunk's time span, with room to
   // spare.
   size_t size = h.raw_size;
-  const std::span<const uint8_t> points = chunk_points(f, k);
+  const std::span<const uint8_t> points = s.resume_points(f.chunks[k], buf);
   if (until >= r.first_ts && until < r.last_ts &&
       !(!points.empty() && payload_until(points.data(), points.data() + points.size(), r.first_ts, until, size)))
     size = size_t(double(until - r.first_ts + 1) / double(r.last_ts - r.first_ts + 1) * h.raw_size) +
@@ -108,7 +101,10 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
 // inside another's callback gets its own.
 class PayloadBuffer {
  public:
-  PayloadBuffer() : lent_(!kept().busy) { kept().busy |= lent_; }
+  PayloadBuffer() : lent_(!kept().busy) {
+    kept().busy |= lent_;
+    get().points_of = nullptr;  // a growing index may have moved its chunk tables since
+  }
   ~PayloadBuffer() { kept().busy &= !lent_; }
   PayloadBuffer(const PayloadBuffer&) = delete;
   PayloadBuffer& operator=(const PayloadBuffer&) = delete;
@@ -155,7 +151,7 @@ void walk_chunks(const State& s, const FeedletState& f, size_t k, size_t end, ui
   if (k >= end) return;
   WalkState w;
   WalkFrom start;
-  const WalkFrom* from = start_in(s, f, k, t0, UINT64_MAX, w, start);  // the first chunk from inside it
+  const WalkFrom* from = start_in(s, f, k, t0, UINT64_MAX, w, start, buf);  // the first chunk from inside it
   for (; k < end; ++k, from = nullptr) {
     walk_chunk_in(s, f, k, w, buf, t0, t1, fn, from);
     if (s.chunks[f.chunks[k].chunk].last_ts > t1) break;  // the walk stopped inside this chunk
@@ -324,7 +320,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     PayloadBuffer lease;
     WalkState w;
     WalkFrom start;
-    const WalkFrom* inside = start_in(*s_, *f, k0, from, UINT64_MAX, w, start);  // chunk k0 from inside it
+    const WalkFrom* inside = start_in(*s_, *f, k0, from, UINT64_MAX, w, start, lease.get());  // chunk k0 from inside it
     size_t alone = k0;  // without a helper: every chunk in order
     for (size_t k; (k = split ? take(true) : alone < k_end ? alone++ : SIZE_MAX) != SIZE_MAX; inside = nullptr)
       walk_chunk_items(k, w, inside, lease.get(), [&](size_t slot) -> std::vector<Node>& { return *sink[slot]; });
@@ -337,14 +333,14 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
       for (auto& v : mine) v.clear();
       WalkState w;
       WalkFrom start;
-      const WalkFrom* inside = start_in(*s_, *f, k, from, UINT64_MAX, w, start);
+      const WalkFrom* inside = start_in(*s_, *f, k, from, UINT64_MAX, w, start, lease.get());
       walk_chunk_items(k, w, inside, lease.get(), [&](size_t slot) -> std::vector<Node>& { return mine[slot]; });
     }
   };
 
   // The parts, largest first: the walk (from the front, and from the back),
   // then each stored stream (into its own answer).
-  const size_t walks = f ? (split ? 2 : 1) : 0;
+  const size_t walks = f && k0 < k_end ? (split ? 2 : 1) : 0;  // (a feedlet may end before the window)
   auto part = [&](size_t i) {
     if (i < walks) {
       i == 0 ? walk_front() : walk_back();
@@ -444,7 +440,7 @@ std::vector<OpenInterval> TraceIndex::open_at(uint32_t feedlet, uint64_t t) cons
   // before t (a resume point at t or before stands after such events only).
   WalkState w;
   WalkFrom start;
-  const WalkFrom* from = start_in(*s_, *f, k, t == UINT64_MAX ? t : t + 1, UINT64_MAX, w, start);
+  const WalkFrom* from = start_in(*s_, *f, k, t == UINT64_MAX ? t : t + 1, UINT64_MAX, w, start, buf);
   walk_feedlet_chunk(*s_, *s_->layouts, *f, k, w, buf, [](uint64_t, uint16_t) {}, [](const Item&) {}, t, from);
   return w.stack;
 }
@@ -499,7 +495,7 @@ std::vector<std::pair<uint64_t, uint16_t>> chunk_events(const State& s, const La
   std::vector<std::pair<uint64_t, uint16_t>> ev;
   WalkState w;
   WalkFrom start;
-  const WalkFrom* from = start_in(s, f, k, t, wanted, w, start);
+  const WalkFrom* from = start_in(s, f, k, t, wanted, w, start, buf);
   if (first) *first = from ? from->event : 0;
   walk_feedlet_chunk(s, layouts, f, k, w, buf, [&](uint64_t ts, uint16_t type) { ev.emplace_back(ts, type); },
                      [](const Item&) {}, UINT64_MAX, from);

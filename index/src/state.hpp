@@ -22,10 +22,12 @@ namespace tinescope::index {
 // job segments (depth & ~bit = the CPU), not intervals.
 constexpr uint32_t kRunningJobBit = 0x80000000u;
 
-// A walk's buffers, kept from walk to walk: the chunk's bytes as read, and
-// its decompressed payload.
+// A walk's buffers, kept from walk to walk: the chunk's bytes as read, its
+// decompressed payload, and its resume points as read from the index file
+// (those of `points_of`).
 struct ChunkBuffers {
-  std::vector<uint8_t> chunk, payload;
+  std::vector<uint8_t> chunk, payload, points;
+  const FeedletChunk* points_of = nullptr;
 };
 
 struct FeedletState {
@@ -33,14 +35,6 @@ struct FeedletState {
   uint64_t events = 0, dropped = 0, first_ts = UINT64_MAX, last_ts = 0;
   Table<FeedletChunk> chunks;
   Table<OpenInterval> pool;  // open intervals at each chunk's start
-  Table<uint8_t> resume;     // resume points inside the chunks, packed (resume_points.hpp)
-  // A loaded index's resume bytes lie in the file outside the directory, so
-  // opening does not read them: their checksum is checked by the first walk
-  // that uses them (0 not yet, 1 matched, 2 damaged: not used).
-  uint64_t resume_checksum = 0;
-  mutable std::atomic<uint8_t> resume_checked{1};
-  // The resume bytes, if they may be used.
-  std::span<const uint8_t> resume_points() const;
   std::vector<Stream> streams;
   std::unordered_map<uint64_t, uint32_t> stream_of;  // stream_key -> index in streams
   // The same for small keys (string ids, CPUs), without hashing: the indexer
@@ -120,6 +114,10 @@ struct State {
   // faults, page-table updates) cost ~25 us a chunk, as much as a fine
   // zoom's whole walk; a copy from the page cache costs a few.
   const uint8_t* read_chunk(uint32_t c, std::vector<uint8_t>& into, std::string& why) const;
+  // A chunk's resume points: in place in a loaded index's mapping, else read
+  // from the index file into buf. None if they are not there or do not match
+  // their check (a walk then starts at the chunk's start).
+  std::span<const uint8_t> resume_points(const FeedletChunk& c, ChunkBuffers& buf) const;
   // The raw payload of a chunk's bytes (decompressed into buf). With
   // `prefix`, only its first *prefix bytes are decoded (lz4 stops there;
   // all of it if it is shorter), and *prefix says how many there are.

@@ -60,13 +60,21 @@ bool State::read_flows(const FlowBlock& b, std::vector<Flow>& out) const {
   return false;
 }
 
-std::span<const uint8_t> FeedletState::resume_points() const {
-  uint8_t checked = resume_checked.load(std::memory_order_acquire);
-  if (checked == 0) {  // two threads may both check: they agree
-    checked = format::checksum(resume.data(), resume.size()) == resume_checksum ? 1 : 2;
-    resume_checked.store(checked, std::memory_order_release);
+std::span<const uint8_t> State::resume_points(const FeedletChunk& c, ChunkBuffers& buf) const {
+  if (c.resume_bytes == 0) return {};
+  const uint8_t* p = nullptr;
+  if (index_map) {
+    if (fits_in(c.resume_at, c.resume_bytes, index_map_size)) p = index_map + c.resume_at;
+  } else if (buf.points_of == &c) {
+    p = buf.points.data();
+  } else {
+    buf.points.resize(c.resume_bytes);
+    buf.points_of = nullptr;
+    if (::pread(index_fd, buf.points.data(), c.resume_bytes, off_t(c.resume_at)) == ssize_t(c.resume_bytes))
+      p = buf.points.data(), buf.points_of = &c;
   }
-  return checked == 1 ? std::span<const uint8_t>(resume.data(), resume.size()) : std::span<const uint8_t>{};
+  if (!p || uint32_t(format::checksum(p, c.resume_bytes)) != c.resume_check) return {};
+  return {p, c.resume_bytes};
 }
 
 const uint8_t* State::read_chunk(uint32_t c, std::vector<uint8_t>& into, std::string& why) const {

@@ -127,12 +127,14 @@ constexpr uint32_t kResumeEvery = 2048;
 // A chunk in its feedlet's order: where its first event is in the feedlet,
 // the intervals open when it starts (so decoding may begin there), and its
 // resume points (so decoding may begin inside it).
-struct FeedletChunk {      // 32 bytes
-  uint32_t chunk = 0;       // index into chunks()
+struct FeedletChunk {         // 40 bytes
+  uint32_t chunk = 0;          // index into chunks()
   uint32_t open_count = 0;
-  uint64_t first_event = 0; // position in the feedlet
-  uint64_t open_first = 0;  // into the open-interval pool
-  uint64_t resume_at = 0;   // into the feedlet's resume-point bytes; they run to the next chunk's
+  uint64_t first_event = 0;    // position in the feedlet
+  uint64_t open_first = 0;     // into the open-interval pool
+  uint64_t resume_at = 0;      // where its resume points lie in the index file
+  uint32_t resume_bytes = 0;   // (0: none)
+  uint32_t resume_check = 0;   // low 32 bits of their XXH3-64
 };
 
 struct FeedletSummary {
