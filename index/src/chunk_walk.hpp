@@ -45,8 +45,8 @@ struct WalkState {
 // the walk's state before that event (`on_resume`), so that a query which
 // starts inside a chunk walks at most that many events before its window
 // instead of up to the whole chunk (~16 000 events: most of a fine zoom's
-// query). lz4 still decodes the payload from the chunk's start: it is a
-// tenth of the walk's cost per byte. (kResumeEvery: trace_index.hpp.)
+// query). lz4 still decodes the payload from the chunk's start (an lz4
+// block cannot be entered in the middle). (kResumeEvery: trace_index.hpp.)
 
 // Where a walk starts inside a chunk's payload (default: at its start).
 struct WalkFrom {

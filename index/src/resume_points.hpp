@@ -1,8 +1,9 @@
 // Resume points inside a chunk: the walk's state every kResumeEvery events
 // (chunk_walk.hpp), so a query that starts inside a chunk walks at most that
 // many events before its window. A chunk's points are packed one after the
-// other into its feedlet's resume bytes (FeedletChunk::resume_at), each as
-// varints relative to the one before (docs/INDEX.md, "Resume points"):
+// other, each as varints relative to the one before, and written to the
+// index file with the node pages (FeedletChunk::resume_at, resume_bytes,
+// resume_check; docs/INDEX.md, "Resume points"):
 //
 //   varint  raw payload offset - previous point's (0 for the first)
 //   varint  ts - previous point's ts (the chunk's first tick for the first)
