@@ -497,13 +497,16 @@ std::string synthetic_bytes(const bench::SyntheticOptions& opt, bench::Synthetic
   return bytes;
 }
 
-TEST(Index, PyramidsEqualBruteForceOnSyntheticTrace) {
+// The same, of `events` events on `threads` threads with a task every `period_ns`.
+std::string synthetic_bytes(uint64_t events, uint32_t threads, uint64_t period_ns, bench::SyntheticResult& r) {
   bench::SyntheticOptions opt;
-  opt.events = 400'000;
-  opt.threads = 4;
-  opt.period_ns = 50'000;
+  opt.events = events, opt.threads = threads, opt.period_ns = period_ns;
+  return synthetic_bytes(opt, r);
+}
+
+TEST(Index, PyramidsEqualBruteForceOnSyntheticTrace) {
   bench::SyntheticResult r;
-  const std::string bytes = synthetic_bytes(opt, r);
+  const std::string bytes = synthetic_bytes(400'000, 4, 50'000, r);
   ASSERT_FALSE(bytes.empty());
   Fixture fx("index_synth2", bytes);
   ASSERT_TRUE(fx.ix);
@@ -516,12 +519,8 @@ TEST(Index, PyramidsEqualBruteForceOnSyntheticTrace) {
 // workers made it, nor on which took what (three workers on fewer cores
 // hand feedlets back and forth all the time).
 TEST(Index, AnyNumberOfWorkersBuildsTheSameIndex) {
-  bench::SyntheticOptions opt;
-  opt.events = 3'000'000;
-  opt.threads = 8;
-  opt.period_ns = 40'000;
   bench::SyntheticResult r;
-  const std::string bytes = synthetic_bytes(opt, r);
+  const std::string bytes = synthetic_bytes(3'000'000, 8, 40'000, r);
   ASSERT_FALSE(bytes.empty());
   std::vector<std::unique_ptr<TraceIndex>> built;
   std::vector<std::string> paths;

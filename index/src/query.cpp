@@ -36,19 +36,27 @@ WalkState state_at(const FeedletState& f, size_t k) {
   return w;
 }
 
+// Where a walk of a chunk starts and the state there: the chunk's start,
+// with its open-interval snapshot, or a resume point inside it (from()).
+struct WalkStart {
+  WalkState state;
+  WalkFrom point;
+  bool inside = false;
+  const WalkFrom* from() const { return inside ? &point : nullptr; }
+};
+
 // Where to walk chunk k of f from, for a walk that needs nothing before time
-// t (items keyed before it) nor before the chunk's event max_event: the
-// chunk's open-interval snapshot (returns null), or the last resume point
-// before both (returns `from`, with w its state).
-const WalkFrom* start_in(const State& s, const FeedletState& f, size_t k, uint64_t t, uint64_t max_event,
-                         WalkState& w, WalkFrom& from, ChunkBuffers& buf) {
-  w = state_at(f, k);
+// t (items keyed before it) nor before the chunk's event max_event: the last
+// resume point before both, else the chunk's start.
+WalkStart start_in(const State& s, const FeedletState& f, size_t k, uint64_t t, uint64_t max_event,
+                   ChunkBuffers& buf) {
+  WalkStart start;
+  start.state = state_at(f, k);
   const std::span<const uint8_t> points = s.resume_points(f.chunks[k], buf);
-  if (points.empty()) return nullptr;
-  return find_resume(points.data(), points.data() + points.size(), s.chunks[f.chunks[k].chunk].first_ts, t, max_event,
-                     w, from)
-             ? &from
-             : nullptr;
+  start.inside = !points.empty() && find_resume(points.data(), points.data() + points.size(),
+                                                s.chunks[f.chunks[k].chunk].first_ts, t, max_event, start.state,
+                                                start.point);
+  return start;
 }
 
 // Walks chunk k of a feedlet, as the indexer did, up to `until` (from a
@@ -149,10 +157,9 @@ void walk_chunks(const State& s, const FeedletState& f, size_t k, size_t end, ui
   PayloadBuffer lease;
   ChunkBuffers& buf = lease.get();
   if (k >= end) return;
-  WalkState w;
-  WalkFrom start;
-  const WalkFrom* from = start_in(s, f, k, t0, UINT64_MAX, w, start, buf);  // the first chunk from inside it
-  for (; k < end; ++k, from = nullptr) {
+  WalkStart start = start_in(s, f, k, t0, UINT64_MAX, buf);  // the first chunk from inside it
+  WalkState& w = start.state;
+  for (const WalkFrom* from = start.from(); k < end; ++k, from = nullptr) {
     walk_chunk_in(s, f, k, w, buf, t0, t1, fn, from);
     if (s.chunks[f.chunks[k].chunk].last_ts > t1) break;  // the walk stopped inside this chunk
   }
@@ -318,12 +325,11 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
   };
   auto walk_front = [&] {
     PayloadBuffer lease;
-    WalkState w;
-    WalkFrom start;
-    const WalkFrom* inside = start_in(*s_, *f, k0, from, UINT64_MAX, w, start, lease.get());  // chunk k0 from inside it
+    WalkStart start = start_in(*s_, *f, k0, from, UINT64_MAX, lease.get());  // chunk k0 from inside it
+    const WalkFrom* inside = start.from();
     size_t alone = k0;  // without a helper: every chunk in order
     for (size_t k; (k = split ? take(true) : alone < k_end ? alone++ : SIZE_MAX) != SIZE_MAX; inside = nullptr)
-      walk_chunk_items(k, w, inside, lease.get(), [&](size_t slot) -> std::vector<Node>& { return *sink[slot]; });
+      walk_chunk_items(k, start.state, inside, lease.get(), [&](size_t slot) -> std::vector<Node>& { return *sink[slot]; });
   };
   auto walk_back = [&] {
     PayloadBuffer lease;
@@ -331,10 +337,8 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
       std::vector<std::vector<Node>>& mine = side[k - k0];
       if (mine.size() < sink.size()) mine.resize(sink.size());
       for (auto& v : mine) v.clear();
-      WalkState w;
-      WalkFrom start;
-      const WalkFrom* inside = start_in(*s_, *f, k, from, UINT64_MAX, w, start, lease.get());
-      walk_chunk_items(k, w, inside, lease.get(), [&](size_t slot) -> std::vector<Node>& { return mine[slot]; });
+      WalkStart start = start_in(*s_, *f, k, from, UINT64_MAX, lease.get());
+      walk_chunk_items(k, start.state, start.from(), lease.get(), [&](size_t slot) -> std::vector<Node>& { return mine[slot]; });
     }
   };
 
@@ -438,11 +442,10 @@ std::vector<OpenInterval> TraceIndex::open_at(uint32_t feedlet, uint64_t t) cons
   ChunkBuffers& buf = lease.get();
   // Up to t: the stack is then what was open after the last event at or
   // before t (a resume point at t or before stands after such events only).
-  WalkState w;
-  WalkFrom start;
-  const WalkFrom* from = start_in(*s_, *f, k, t == UINT64_MAX ? t : t + 1, UINT64_MAX, w, start, buf);
-  walk_feedlet_chunk(*s_, *s_->layouts, *f, k, w, buf, [](uint64_t, uint16_t) {}, [](const Item&) {}, t, from);
-  return w.stack;
+  WalkStart start = start_in(*s_, *f, k, t == UINT64_MAX ? t : t + 1, UINT64_MAX, buf);
+  walk_feedlet_chunk(*s_, *s_->layouts, *f, k, start.state, buf, [](uint64_t, uint16_t) {}, [](const Item&) {}, t,
+                     start.from());
+  return start.state.stack;
 }
 
 std::vector<Flow> TraceIndex::flows(uint64_t t0, uint64_t t1, size_t limit) const {
@@ -493,12 +496,10 @@ std::vector<std::pair<uint64_t, uint16_t>> chunk_events(const State& s, const La
                                                         uint64_t* first = nullptr, uint64_t wanted = 0,
                                                         uint64_t t = UINT64_MAX) {
   std::vector<std::pair<uint64_t, uint16_t>> ev;
-  WalkState w;
-  WalkFrom start;
-  const WalkFrom* from = start_in(s, f, k, t, wanted, w, start, buf);
-  if (first) *first = from ? from->event : 0;
-  walk_feedlet_chunk(s, layouts, f, k, w, buf, [&](uint64_t ts, uint16_t type) { ev.emplace_back(ts, type); },
-                     [](const Item&) {}, UINT64_MAX, from);
+  WalkStart start = start_in(s, f, k, t, wanted, buf);
+  if (first) *first = start.inside ? start.point.event : 0;
+  walk_feedlet_chunk(s, layouts, f, k, start.state, buf, [&](uint64_t ts, uint16_t type) { ev.emplace_back(ts, type); },
+                     [](const Item&) {}, UINT64_MAX, start.from());
   return ev;
 }
 

@@ -13,6 +13,17 @@ void put(std::vector<uint8_t>& out, uint64_t v) {
   out.insert(out.end(), b, format::put_varint(b, v));
 }
 
+// Reads past a point's open intervals and running jobs; false if malformed.
+bool skip_state(const uint8_t*& p, const uint8_t* end) {
+  uint64_t n, v;
+  for (int part = 0; part < 2; ++part) {  // intervals (2 varints each), then running jobs (3)
+    if (!get_varint(p, end, n) || n > uint64_t(end - p)) return false;
+    for (uint64_t i = 0; i < n * (part ? 3 : 2); ++i)
+      if (!get_varint(p, end, v)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void ResumeWriter::add(size_t offset, uint64_t ts, uint64_t prev_delta, const WalkState& st,
@@ -34,18 +45,13 @@ bool find_resume(const uint8_t* p, const uint8_t* end, uint64_t first_ts, uint64
   WalkFrom at{0, first_ts, 0, 0};
   const uint8_t* chosen = nullptr;  // the chosen point's intervals
   WalkFrom best;
-  uint64_t v;
   for (uint64_t event = kResumeEvery; p < end && event <= max_event; event += kResumeEvery) {
-    uint64_t d_offset, d_ts, d_prev, n;
+    uint64_t d_offset, d_ts, d_prev;
     if (!get_varint(p, end, d_offset) || !get_varint(p, end, d_ts) || !get_varint(p, end, d_prev)) return false;
     at.offset += d_offset, at.ts += d_ts, at.prev_delta += uint64_t(unzigzag(d_prev)), at.event = event;
     if (at.ts >= before_ts) break;
     best = at, chosen = p;
-    for (int part = 0; part < 2; ++part) {  // intervals, then running jobs
-      if (!get_varint(p, end, n) || n > uint64_t(end - p)) return false;
-      for (uint64_t i = 0; i < n * (part ? 3 : 2); ++i)
-        if (!get_varint(p, end, v)) return false;
-    }
+    if (!skip_state(p, end)) return false;
   }
   if (!chosen) return false;
   WalkState got;
@@ -68,7 +74,7 @@ bool find_resume(const uint8_t* p, const uint8_t* end, uint64_t first_ts, uint64
 }
 
 bool payload_until(const uint8_t* p, const uint8_t* end, uint64_t first_ts, uint64_t until, size_t& bytes) {
-  uint64_t offset = 0, ts = first_ts, v, n;
+  uint64_t offset = 0, ts = first_ts, v;
   while (p < end) {
     uint64_t d_offset, d_ts;
     if (!get_varint(p, end, d_offset) || !get_varint(p, end, d_ts) || !get_varint(p, end, v)) return false;
@@ -77,11 +83,7 @@ bool payload_until(const uint8_t* p, const uint8_t* end, uint64_t first_ts, uint
       bytes = size_t(offset);
       return true;
     }
-    for (int part = 0; part < 2; ++part) {  // past its intervals and running jobs
-      if (!get_varint(p, end, n) || n > uint64_t(end - p)) return false;
-      for (uint64_t i = 0; i < n * (part ? 3 : 2); ++i)
-        if (!get_varint(p, end, v)) return false;
-    }
+    if (!skip_state(p, end)) return false;
   }
   return false;
 }
