@@ -17,44 +17,17 @@
 #include <random>
 #include <thread>
 
+#include "bench_util.hpp"
 #include "synthetic_trace.hpp"
 #include "tinescope/trace_index.hpp"
 #include "tinescope/trace_reader.hpp"
 
 using namespace tinescope;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::PeakAnon;
+using bench::seconds_since;
 
 namespace {
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-uint64_t anon_rss_kb() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("RssAnon:", 0) == 0) return std::stoull(line.substr(8));
-  return 0;
-}
-
-// Samples RssAnon every 5 ms and keeps the peak.
-struct PeakAnon {
-  std::atomic<bool> stop{false};
-  std::atomic<uint64_t> peak{0};
-  std::thread t;
-  PeakAnon() {
-    t = std::thread([this] {
-      while (!stop) {
-        peak = std::max<uint64_t>(peak, anon_rss_kb());
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      }
-    });
-  }
-  double finish_mb() {
-    stop = true;
-    t.join();
-    return double(std::max<uint64_t>(peak, anon_rss_kb())) / 1024;
-  }
-};
 
 void evict(const std::string& path) {  // clean pages leave the page cache without root
   int fd = ::open(path.c_str(), O_RDONLY);

@@ -20,15 +20,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench_util.hpp"
 #include "synthetic_trace.hpp"
 #include "tinescope/trace_reader.hpp"
 
 using namespace tinescope;
-using clk = std::chrono::steady_clock;
+using clk = bench::Clock;
+using bench::seconds_since;
 
 namespace {
-
-double seconds_since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
 
 // The raw payloads of a synthetic trace's chunks: what the recorder compresses.
 std::vector<std::vector<uint8_t>> trace_chunks(const std::string& dir) {

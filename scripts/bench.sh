@@ -44,6 +44,7 @@ else
   run analysis build/bench/analysis_bench "${quick[@]}" "${trace[@]}"
   run render build/bench/render_bench "${quick[@]}" "${trace[@]}"
 fi
+run import build/bench/import_bench "${quick[@]}" --json "$work/import.json"
 # The live viewer needs a window: a virtual display where there is none.
 if [ -n "${DISPLAY:-}" ]; then
   run live build/bench/live_bench "${quick[@]}"

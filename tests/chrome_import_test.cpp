@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "tinescope/trace_import.hpp"
@@ -217,6 +219,56 @@ TEST(ChromeImport, NanosecondTimestampsKeepTheirPrecision) {
   auto us1 = im.items(StreamKind::Interval, "tid 1", "us1");
   ASSERT_EQ(us1.size(), 1u);
   EXPECT_EQ(us1[0].end - us1[0].start, 1100u);  // 1.1 µs
+}
+
+// A lane of hundreds of thousands of events: its arrays grow past the
+// importer's 4 MB mark, where they move from the heap to mappings that grow
+// in place (bulk_array.hpp), and every event must come through that whole
+// and in order.
+TEST(ChromeImport, ALaneOfHundredsOfThousandsOfEventsComesThroughWhole) {
+  constexpr uint64_t kN = 200'000;  // 6.4 MB of spans and of points
+  const std::string json = temp_path("import_big_lane.json");
+  {
+    FILE* f = std::fopen(json.c_str(), "w");
+    ASSERT_TRUE(f);
+    std::fputs("[\n", f);
+    for (uint64_t i = 0; i < kN; ++i) {
+      // A complete event (an outer one every 1000) and a counter after it.
+      std::fprintf(f, "{\"name\":\"%s\",\"ph\":\"X\",\"ts\":%" PRIu64 ".5,\"dur\":%s,\"pid\":1,\"tid\":7},\n",
+                   i % 1000 == 0 ? "outer" : "work", i * 10, i % 1000 == 0 ? "9999" : "2.25");
+      std::fprintf(f, "{\"name\":\"v\",\"ph\":\"C\",\"ts\":%" PRIu64 ".75,\"pid\":1,\"args\":{\"x\":%" PRIu64 "}}%s\n",
+                   i * 10 + 3, i, i + 1 < kN ? "," : "");
+    }
+    std::fputs("]\n", f);
+    ASSERT_EQ(std::fclose(f), 0);
+  }
+  Imported im(AtPath{json}, "big_lane");
+  ::unlink(json.c_str());
+  ASSERT_TRUE(im.ix);
+  EXPECT_EQ(im.result.events_read, 2 * kN);
+  EXPECT_EQ(im.result.unmatched_ends, 0u);
+
+  const auto work = im.items(StreamKind::Interval, "tid 7", "work");
+  const auto outer = im.items(StreamKind::Interval, "tid 7", "outer");
+  ASSERT_EQ(work.size(), kN - kN / 1000);
+  ASSERT_EQ(outer.size(), kN / 1000);
+  for (size_t k = 0, i = 0; i < kN; ++i) {
+    if (i % 1000 == 0) continue;
+    const Item& w = work[k++];
+    ASSERT_EQ(w.start, i * 10 * us + 500) << i;
+    ASSERT_EQ(w.end, w.start + 2250) << i;
+    ASSERT_EQ(w.depth, 1u) << i;  // inside its outer one
+  }
+  for (size_t j = 0; j < outer.size(); ++j) {
+    ASSERT_EQ(outer[j].start, j * 1000 * 10 * us + 500) << j;
+    ASSERT_EQ(outer[j].depth, 0u) << j;
+  }
+  const auto v = im.items(StreamKind::Counter, "pid 1 counters", "v");
+  ASSERT_EQ(v.size(), kN);
+  for (uint64_t i = 0; i < kN; ++i) {
+    ASSERT_EQ(v[i].end, (i * 10 + 3) * us + 750) << i;
+    ASSERT_EQ(v[i].value, double(i)) << i;
+  }
 }
 
 // ---- ftrace text and the trace viewer's HTML

@@ -19,7 +19,7 @@ namespace {
 // Turns a feedlet's spans and begin/end pairs into properly nested begins and
 // ends (parents before children), plus completes for intervals that overlap
 // without nesting, merged in time with the feedlet's other events.
-std::vector<Point> nest(Feedlet& f, uint64_t& unmatched) {
+BulkArray<Point> nest(Feedlet& f, uint64_t& unmatched) {
   // Pair begins with ends in time order (file order breaks ties).
   std::stable_sort(f.be.begin(), f.be.end(), [](const BeginEnd& a, const BeginEnd& b) { return a.ts < b.ts; });
   std::vector<BeginEnd> open;
@@ -39,7 +39,9 @@ std::vector<Point> nest(Feedlet& f, uint64_t& unmatched) {
     if (a.end != b.end) return a.end > b.end;  // the longer one is the parent
     return a.seq < b.seq;
   });
-  std::vector<Point> out;
+  BulkArray<Point> out;
+  // Its size is known: a begin and an end a span at most.
+  out.reserve(2 * f.spans.size() + f.points.size());
   uint64_t seq = 0;
   std::vector<const Span*> stack;
   auto pop = [&] {
@@ -61,7 +63,7 @@ std::vector<Point> nest(Feedlet& f, uint64_t& unmatched) {
   }
   while (!stack.empty()) pop();
   for (Point& p : f.points) p.seq += uint64_t(1) << 62;  // after intervals at the same time
-  out.insert(out.end(), f.points.begin(), f.points.end());
+  out.append(f.points.begin(), f.points.end());
   std::stable_sort(out.begin(), out.end(), [](const Point& a, const Point& b) {
     return a.ts != b.ts ? a.ts < b.ts : a.seq < b.seq;
   });
@@ -287,10 +289,11 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
   flush(meta);
 
   for (Feedlet& f : feedlets) {
-    std::vector<Point> events = nest(f, r.unmatched_ends);
+    BulkArray<Point> events = nest(f, r.unmatched_ends);
+    f.spans.release(), f.be.release(), f.points.release();  // in `events` now: memory goes down lane by lane
     ChunkBuilder cb;
     cb.feedlet = f.id;
-    uint8_t* p = cb.begin(kThreadName, events.empty() ? 0 : events.front().ts);
+    uint8_t* p = cb.begin(kThreadName, events.empty() ? 0 : events[0].ts);
     p = ChunkBuilder::put_u64(p, intern(f.name));
     cb.end(p);
     ++r.events_written;

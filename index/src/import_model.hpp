@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bulk_array.hpp"
 #include "tinescope/trace_import.hpp"
 
 namespace tinescope::index {
@@ -22,11 +23,19 @@ namespace tinescope::index {
 // One event in the Chrome Trace Event Format's terms; the ftrace reader
 // speaks it too where the meaning is the same (B/E, C, S/F).
 struct RawEvent {
-  std::string ph, name, cat, id, scope, arg_name, pid_s, tid_s;
+  std::string ph, name, cat, id, scope, arg_name;
   bool has_pid = false, has_tid = false, has_ts = false, has_dur = false, has_sort = false;
   int64_t pid = 0, tid = 0, sort_index = 0;
   double ts = 0, dur = 0;
   std::vector<std::pair<std::string, double>> num_args;
+  // Empty again, keeping the strings' memory: the JSON reader fills one per event.
+  void clear() {
+    for (std::string* s : {&ph, &name, &cat, &id, &scope, &arg_name}) s->clear();
+    has_pid = has_tid = has_ts = has_dur = has_sort = false;
+    pid = tid = sort_index = 0;
+    ts = dur = 0;
+    num_args.clear();
+  }
 };
 
 struct Span {  // an interval of a feedlet, begin and end known
@@ -58,9 +67,9 @@ struct Feedlet {
   uint32_t id;
   int64_t pid, tid;
   std::string name;
-  std::vector<Span> spans;
-  std::vector<BeginEnd> be;
-  std::vector<Point> points;
+  BulkArray<Span> spans;
+  BulkArray<BeginEnd> be;
+  BulkArray<Point> points;
 };
 
 class ImportModel {
@@ -72,7 +81,7 @@ class ImportModel {
   std::map<int64_t, std::string> process_names;
   std::map<int64_t, int64_t> process_sort;
   std::map<std::pair<int64_t, int64_t>, int64_t> thread_sort;
-  std::vector<Flow> flows;
+  BulkArray<Flow> flows;
 
   uint32_t intern(const std::string& s);
   // The lane of a thread (lane "") or a named lane of a process.

@@ -1,0 +1,196 @@
+// import_bench: `tinescope import` of a large Chrome JSON trace (1 GB by
+// default; --quick for a smoke run), against the JSON parser's own speed
+// over the same file (nlohmann-json's SAX with a handler that keeps
+// nothing: the most an importer built on it can do), and its peak memory
+// against the JSON's size (a 1 GB JSON must not need 10 GB of RAM).
+// Prints `figure: NAME VALUE UNIT` lines.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "bench_util.hpp"
+#include "tinescope/trace_import.hpp"
+
+using namespace tinescope;
+using bench::Clock;
+using bench::seconds_since;
+
+namespace {
+
+struct Written {
+  uint64_t events = 0, objects = 0;  // objects: "O" snapshots, which the importer counts as not imported
+  uint64_t bytes = 0;
+};
+
+// A Chrome trace of about `bytes` bytes, in the object form, as a browser
+// writes it: per thread a periodic task (B/E) with three complete phases
+// (X), one holding a nested B/E; process counters (C), thread instants (i),
+// flows from thread to thread (s/f), thread names (M) and now and then an
+// object snapshot (O). Times are microseconds with nanosecond decimals.
+bool write_chrome_json(const std::string& path, uint64_t bytes, Written& w) {
+  FILE* f = std::fopen(path.c_str(), "wx");
+  if (!f) return false;
+  std::setvbuf(f, nullptr, _IOFBF, 1 << 20);
+  constexpr int kThreads = 8;
+  auto put = [&](const char* fmt, auto... args) {
+    int n = std::fprintf(f, fmt, args...);
+    if (n > 0) w.bytes += uint64_t(n);
+    ++w.events;
+  };
+  std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f);
+  w.bytes += 40;
+  for (int t = 0; t < kThreads; ++t)
+    put("{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"worker %d\"}},\n", 1 + t / 4,
+        100 + t, t);
+  uint64_t task = 0, flow = 0;
+  double clock_us[kThreads] = {};
+  while (w.bytes < bytes) {
+    const int t = int(task % kThreads);
+    const int pid = 1 + t / 4, tid = 100 + t;
+    double& us = clock_us[t];
+    us += 50.0 + double(task % 7) * 1.125;
+    const double phase = 10.0 + double(task % 5) * 0.333;
+    put("{\"name\":\"task\",\"cat\":\"app\",\"ph\":\"B\",\"ts\":%.3f,\"pid\":%d,\"tid\":%d,\"args\":{\"frame\":%" PRIu64
+        "}},\n",
+        us, pid, tid, task);
+    for (int p = 0; p < 3; ++p) {
+      const double at = us + 1.0 + p * (phase + 1.0);
+      put("{\"name\":\"phase.%d\",\"cat\":\"app\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d,"
+          "\"args\":{}},\n",
+          p, at, phase, pid, tid);
+      if (p == 1)
+        put("{\"name\":\"inner\",\"ph\":\"B\",\"ts\":%.3f,\"pid\":%d,\"tid\":%d},\n"
+            "{\"ph\":\"E\",\"ts\":%.3f,\"pid\":%d,\"tid\":%d},\n",
+            at + 1.0, pid, tid, at + 2.5, pid, tid),
+            ++w.events;
+    }
+    const double end = us + 3 * (phase + 1.0) + 1.0;
+    put("{\"name\":\"queue\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":%d,\"args\":{\"depth\":%" PRIu64 "}},\n", end, pid,
+        task % 17);
+    put("{\"name\":\"tick\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%d,\"tid\":%d},\n", end, pid, tid);
+    if (task % 4 == 0) {  // a message to the next thread, received a little later
+      const int to = (t + 1) % kThreads;
+      put("{\"name\":\"msg\",\"cat\":\"ipc\",\"ph\":\"s\",\"id\":%" PRIu64 ",\"ts\":%.3f,\"pid\":%d,\"tid\":%d},\n",
+          flow, end, pid, tid);
+      put("{\"name\":\"msg\",\"cat\":\"ipc\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%" PRIu64
+          ",\"ts\":%.3f,\"pid\":%d,\"tid\":%d},\n",
+          flow, std::max(end + 0.5, clock_us[to]), 1 + to / 4, 100 + to);
+      ++flow;
+    }
+    if (task % 500 == 0) {
+      put("{\"name\":\"Obj\",\"ph\":\"O\",\"id\":\"0x%" PRIx64 "\",\"ts\":%.3f,\"pid\":%d,\"args\":{\"snapshot\":{}}},\n",
+          task, end, pid);
+      ++w.objects;
+    }
+    put("{\"ph\":\"E\",\"ts\":%.3f,\"pid\":%d,\"tid\":%d},\n", end + 0.5, pid, tid);
+    us = end + 0.5;
+    ++task;
+  }
+  put("{\"name\":\"done\",\"ph\":\"i\",\"s\":\"g\",\"ts\":%.3f,\"pid\":1,\"tid\":100}\n]}\n", clock_us[0] + 1);
+  return std::fclose(f) == 0;
+}
+
+// The parser alone: every SAX event taken and dropped.
+struct NullSax : nlohmann::json_sax<nlohmann::json> {
+  uint64_t values = 0;
+  bool null() override { return ++values; }
+  bool boolean(bool) override { return ++values; }
+  bool number_integer(number_integer_t) override { return ++values; }
+  bool number_unsigned(number_unsigned_t) override { return ++values; }
+  bool number_float(number_float_t, const string_t&) override { return ++values; }
+  bool string(string_t&) override { return ++values; }
+  bool binary(binary_t&) override { return ++values; }
+  bool start_object(std::size_t) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool key(string_t&) override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"import_bench: Chrome JSON import speed and memory"};
+  std::string json;
+  double mb = 1024;
+  bool quick = false, keep = false;
+  app.add_option("--json", json, "Chrome JSON to import (made here if missing)");
+  app.add_option("--mb", mb, "size of the JSON to make, in MB");
+  app.add_flag("--quick", quick, "a small JSON: checks that every figure prints");
+  app.add_flag("--keep", keep, "keep the JSON that was made");
+  CLI11_PARSE(app, argc, argv);
+  if (quick) mb = 16;
+  if (json.empty()) json = "import_bench." + std::to_string(uint64_t(mb)) + "MB.json";
+  Written made;
+  bool generated = false;
+  if (::access(json.c_str(), F_OK) != 0) {
+    std::printf("import_bench: writing a %.0f MB Chrome JSON to %s\n", mb, json.c_str());
+    if (!write_chrome_json(json, uint64_t(mb * 1e6), made)) {
+      std::fprintf(stderr, "import_bench: cannot write %s\n", json.c_str());
+      return 1;
+    }
+    generated = true;
+  }
+  struct stat st;
+  ::stat(json.c_str(), &st);
+  const double json_mb = double(st.st_size) / 1e6;
+
+  // The limit: the parser alone over the same file, warm in the page cache.
+  double parse_s;
+  {
+    std::ifstream in(json, std::ios::binary);
+    NullSax sax;
+    auto t0 = Clock::now();
+    const bool ok = nlohmann::json::sax_parse(in, &sax);
+    parse_s = seconds_since(t0);
+    if (!ok) {
+      std::fprintf(stderr, "import_bench: %s is not JSON\n", json.c_str());
+      return 1;
+    }
+  }
+  const std::string out = json + ".tine";
+  ::unlink(out.c_str());
+  bench::PeakAnon peak;
+  const double anon_before = double(bench::anon_rss_kb()) / 1024;
+  index::ImportResult r;
+  std::string error;
+  auto t0 = Clock::now();
+  const bool ok = index::import_trace(json, out, r, error);
+  const double import_s = seconds_since(t0);
+  const double anon = peak.finish_mb() - anon_before;
+  if (!ok) {
+    std::fprintf(stderr, "import_bench: %s\n", error.c_str());
+    return 1;
+  }
+  // What was made must come back whole, or the figures measure something else.
+  if (generated && (r.events_read != made.events || r.unsupported["O"] != made.objects || r.unmatched_ends)) {
+    std::fprintf(stderr, "import_bench: read %" PRIu64 " events (%" PRIu64 " not imported, %" PRIu64
+                 " unmatched ends) of the %" PRIu64 " written (%" PRIu64 " objects)\n",
+                 r.events_read, r.unsupported["O"], r.unmatched_ends, made.events, made.objects);
+    return 1;
+  }
+  ::stat(out.c_str(), &st);
+  const double out_mb = double(st.st_size) / 1e6;
+  const double parse_mb_s = json_mb / parse_s, import_mb_s = json_mb / import_s;
+  std::printf("figure: import.json_parse_mb_per_s %.1f MB/s (nlohmann-json SAX alone over the %.0f MB JSON: the limit)\n",
+              parse_mb_s, json_mb);
+  std::printf("figure: import.mb_per_s %.1f MB/s (of JSON; %.2fx the parser alone; %.1f s)\n", import_mb_s,
+              import_mb_s / parse_mb_s, import_s);
+  std::printf("figure: import.events_per_s %.2f M/s (%" PRIu64 " JSON events in, %" PRIu64
+              " tinescope events out, %.1f MB trace)\n",
+              double(r.events_read) / import_s / 1e6, r.events_read, r.events_written, out_mb);
+  std::printf("figure: import.anon_rss_mb %.0f MB (peak while importing: %.0f bytes a JSON event)\n", anon,
+              anon * 1e6 / double(std::max<uint64_t>(r.events_read, 1)));
+  std::printf("figure: import.anon_to_json %.3f x (peak memory over the JSON's size; goal <= 10: a 1 GB JSON must not "
+              "need 10 GB)\n",
+              anon / json_mb);
+  ::unlink(out.c_str());
+  if (generated && !keep) ::unlink(json.c_str());
+  return 0;
+}
