@@ -33,7 +33,7 @@ class JsonEvents : public nlohmann::json_sax<nlohmann::json> {
   bool binary(binary_t&) override { return true; }
   bool start_object(std::size_t) override {
     ++depth_;
-    if (in_events() && depth_ == events_depth_ + 1) ev_.clear(), in_event_ = true;
+    if (in_events() && depth_ == events_depth_ + 1) ev_ = RawEvent{}, in_event_ = true;
     if (in_event_ && depth_ == events_depth_ + 2 && key_ == "args") in_args_ = true;
     if (in_event_ && depth_ == events_depth_ + 2 && key_ == "id2") in_id2_ = true;
     return true;

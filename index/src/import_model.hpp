@@ -28,14 +28,6 @@ struct RawEvent {
   int64_t pid = 0, tid = 0, sort_index = 0;
   double ts = 0, dur = 0;
   std::vector<std::pair<std::string, double>> num_args;
-  // Empty again, keeping the strings' memory: the JSON reader fills one per event.
-  void clear() {
-    for (std::string* s : {&ph, &name, &cat, &id, &scope, &arg_name}) s->clear();
-    has_pid = has_tid = has_ts = has_dur = has_sort = false;
-    pid = tid = sort_index = 0;
-    ts = dur = 0;
-    num_args.clear();
-  }
 };
 
 struct Span {  // an interval of a feedlet, begin and end known
