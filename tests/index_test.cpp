@@ -514,10 +514,62 @@ TEST(Index, PyramidsEqualBruteForceOnSyntheticTrace) {
   check_pyramids_against_brute_force(fx.c, *fx.ix, 12, 1500);
 }
 
+// Indexing reads the trace in slices of a few MB (builder.cpp), and reuses a
+// slice once its chunks are walked. Chunks larger than a slice (messages with
+// 6 MB of random payload, which lz4 cannot shrink) make the slice grow; six
+// of them, between runs of ordinary chunks, make the trace several times the
+// slices in flight, so slices are reused while the workers still walk others.
+// Every chunk is indexed as if the trace were read whole.
+TEST(Index, ChunksLargerThanAReadSliceAreIndexedWhole) {
+  TraceBytes trace("big_chunks");
+  ChunkBuilder small, big;
+  small.feedlet = 1, big.feedlet = 2;
+  uint64_t t = 1000;
+  auto intervals = [&](int n) {  // nested pairs, a few chunks' worth
+    for (int i = 0; i < n; ++i) {
+      const uint64_t name = 1 + uint64_t(i % 3);
+      small.end(ChunkBuilder::put_u64(small.begin(kIntervalBegin, t), name));
+      small.end(ChunkBuilder::put_u64(small.begin(kIntervalEnd, t += 7), name));
+      t += 5;
+      if (small.full()) trace.flush(small);
+    }
+    trace.flush(small);
+  };
+  std::vector<uint64_t> payload(6u << 17);  // 6 MB
+  std::mt19937_64 rng(3);
+  for (uint64_t& w : payload) w = rng();
+  constexpr uint64_t kBig = 6;
+  for (uint64_t id = 1; id <= kBig; ++id) {
+    intervals(30'000);
+    payload[0] = id;
+    uint8_t* p = big.begin(kMessageSend, t, payload.size() * 8);
+    p = big.put_delta(p, id), p = ChunkBuilder::put_u64(p, 2), p = ChunkBuilder::put_u64(p, payload.size() * 8);
+    big.end(ChunkBuilder::put_bytes(p, payload.data(), payload.size() * 8));
+    const size_t before = trace.out.size();
+    trace.flush(big);
+    ASSERT_GT(trace.out.size() - before, 5u << 20);  // larger than a slice (4 MB)
+  }
+  intervals(30'000);
+
+  Fixture fx("index_big_chunks", trace.out);
+  ASSERT_TRUE(fx.ix);
+  EXPECT_TRUE(fx.ix->damage().empty());
+  EXPECT_EQ(fx.ix->events(), 2 * 30'000 * (kBig + 1) + kBig);
+  auto flows = fx.ix->flows(0, UINT64_MAX);
+  ASSERT_EQ(flows.size(), kBig);
+  for (uint64_t id = 1; id <= kBig; ++id) {
+    EXPECT_EQ(flows[id - 1].id, id);
+    EXPECT_EQ(flows[id - 1].size, payload.size() * 8);
+  }
+  check_pyramids_against_brute_force(fx.c, *fx.ix, 23, 1500);
+}
+
 // The workers take chunks as they come, any worker any feedlet, a feedlet's
 // chunks one at a time and in order: the index must not depend on how many
 // workers made it, nor on which took what (three workers on fewer cores
-// hand feedlets back and forth all the time).
+// hand feedlets back and forth all the time). Nor on how the trace was read:
+// the second build reads it in slices of 32 KB, smaller than most chunks
+// (each grows its slice) and reused all the time while workers walk others.
 TEST(Index, AnyNumberOfWorkersBuildsTheSameIndex) {
   bench::SyntheticResult r;
   const std::string bytes = synthetic_bytes(3'000'000, 8, 40'000, r);
@@ -529,6 +581,7 @@ TEST(Index, AnyNumberOfWorkersBuildsTheSameIndex) {
     std::ofstream(paths.back(), std::ios::binary) << bytes;
     index::BuildOptions o;
     o.threads = workers;
+    if (workers == 3) o.read_slice = 32u << 10;
     std::string error;
     built.push_back(TraceIndex::build(paths.back(), error, o));
     ASSERT_TRUE(built.back()) << error;

@@ -48,19 +48,21 @@ struct FlowMatcher {
 };
 
 struct Job;
+struct Slice;
 
 struct Builder : trace::Visitor {
   Builder(State& state, trace::Catalog& catalog, trace::Header& header);
   bool open_flows(const std::string& near, std::string& error) { return flows_.log.open(near, error); }
   ~Builder() override;
 
-  // Indexes the bytes [consumed(), size) of the trace mapped at `data`.
-  // eof: the trace is complete (a partial chunk at its end is damage).
-  bool run(const uint8_t* data, uint64_t size, bool eof, unsigned threads,
+  // Indexes the bytes [consumed(), size) of the trace open as `fd`, read
+  // `read_slice` bytes at a time (0: 4 MB). eof: the trace is complete (a
+  // partial chunk at its end is damage).
+  bool run(int fd, uint64_t size, bool eof, unsigned threads, uint64_t read_slice,
            const std::function<void(const Progress&)>& progress);
   uint64_t consumed() const { return consumed_; }
   uint32_t grid_shift() const { return grid_shift_; }
-  const std::string& error() const { return parser_.error(); }
+  const std::string& error() const { return parser_.error().empty() ? read_error_ : parser_.error(); }
   // Closes every stream's open buckets (the trace is complete).
   void finish();
   // Points the state at the flows seen so far; sorted by time once eof.
@@ -97,7 +99,9 @@ struct Builder : trace::Visitor {
   std::unique_ptr<Workers> workers_;
   FlowMatcher flows_;
   std::mutex damage_mu_;
-  const uint8_t* data_ = nullptr;
+  std::vector<std::unique_ptr<Slice>> slices_;  // the trace as read, in turn
+  Slice* slice_ = nullptr;                       // the one being parsed
+  std::string read_error_;
   uint64_t consumed_ = 0;
   uint64_t min_ts_ = UINT64_MAX, max_ts_ = 0;
   uint32_t grid_shift_ = kGridMinShift;

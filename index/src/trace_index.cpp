@@ -288,7 +288,8 @@ bool TraceIndex::run_builder(bool eof, std::string& error) {
     return false;
   }
   if (!map_trace(*s_, trace_path_, error)) return false;
-  bool ok = builder_->run(s_->trace_map, s_->trace_map_size, eof, thread_count(options_), options_.progress);
+  bool ok = builder_->run(s_->trace_fd, s_->trace_map_size, eof, thread_count(options_), options_.read_slice,
+                          options_.progress);
   if (!ok) {
     error = trace_path_ + ": " + builder_->error();
     return false;

@@ -184,6 +184,7 @@ struct BuildOptions {
   std::function<void(const Progress&)> progress;            // called now and then
   std::string index_path;                                   // "" : beside the trace, else the cache dir
   uint64_t warm_bytes = 0;  // of a loaded index paged in after opening; 0: up to an eighth of the memory
+  uint64_t read_slice = 0;  // indexing reads the trace this many bytes at a time, 6 slices ahead; 0: 4 MB
 };
 
 struct Builder;
