@@ -882,6 +882,44 @@ TEST(Index, ATraceCutShortUnderAnOpenIndexLeavesOutWhatIsGone) {
   }
 }
 
+// The same while the index is being built: the trace is cut to half when
+// the indexer has read its first slice. It reads the trace with pread, so
+// it indexes what it could read and reports the chunk the cut went through
+// (through a mapping, the first page past the new end raises SIGBUS).
+TEST(Index, ATraceCutShortWhileBeingIndexedKeepsWhatItRead) {
+  const std::string path = temp_path("index_cut_while");
+  remove_trace(path);
+  write_file(path, mixed_trace(60'000, 31, 0));
+  const uint64_t size = std::filesystem::file_size(path);
+  index::BuildOptions o;
+  o.read_slice = 64u << 10;
+  bool cut = false;
+  o.progress = [&](const index::Progress& p) {
+    if (cut || p.bytes_done == 0) return;
+    cut = true;
+    ASSERT_EQ(::truncate(path.c_str(), off_t(size / 2)), 0);
+  };
+  std::string error;
+  auto ix = TraceIndex::build(path, error, o);
+  ASSERT_TRUE(cut);
+  ASSERT_TRUE(ix) << error;
+  EXPECT_GT(ix->events(), 60'000u / 4);
+  EXPECT_LT(ix->events(), 60'000u * 3 / 4);
+  ASSERT_EQ(ix->damage().size(), 1u);
+  EXPECT_LE(ix->damage()[0].offset + ix->damage()[0].length, size / 2);
+  EXPECT_NE(ix->damage()[0].reason.find("truncated"), std::string::npos) << ix->damage()[0].reason;
+  // What it read is indexed as a trace that was half as long from the start.
+  const std::string half_path = temp_path("index_cut_half");
+  remove_trace(half_path);
+  write_file(half_path, slurp(path));
+  auto half = TraceIndex::build(half_path, error);
+  ASSERT_TRUE(half) << error;
+  EXPECT_EQ(ix->events(), half->events());
+  EXPECT_EQ(ix->streams().size(), half->streams().size());
+  ix.reset(), half.reset();
+  remove_trace(path), remove_trace(half_path);
+}
+
 // Chunks of thousands of events: walks start at the resume points inside
 // them (the state every kResumeEvery events: open intervals, running jobs,
 // the DeltaU64 base) and give what a walk from the chunk's start gives.

@@ -29,14 +29,16 @@ using format::ChunkHeader;
 
 // A piece of the trace read into memory for the parser and the workers.
 // Indexing reads the trace with pread, not through a mapping: on this VM,
-// faulting 735 MB of a mapping's pages in (page-cache hits all) cost
-// 350-540 ms of CPU, a copy with pread 65-90 ms, of ~3 s for the whole
-// indexing. A slice is reused once the workers have walked its chunks. Its
+// faulting in 735 MB of a trace just written (in the page cache, 4 KB pages)
+// cost 350-540 ms of CPU, a copy with pread 65-90 ms, of ~3 s for the whole
+// indexing; and a trace cut short under a mapping raises SIGBUS. A slice is
+// reused once the workers have walked its chunks. Its
 // memory is a BulkArray (huge pages, not zeroed): a std::vector's zeroing
 // faulted its 4 KB pages in at ~11 us each on this VM.
 struct Slice {
   BulkArray<uint8_t> bytes;
   uint64_t at = 0;    // the trace offset of bytes[0]
+  uint64_t size = 0;  // bytes read
   uint32_t jobs = 0;  // chunks in it not yet walked (under Workers::mu)
 };
 
@@ -424,6 +426,7 @@ bool Builder::run(int fd, uint64_t size, bool eof, unsigned threads, uint64_t re
   read_error_.clear();
   uint64_t pos = consumed_, slice = first_slice;
   size_t next = 0;
+  const Slice* prev = nullptr;  // the last slice read
   while (pos < size) {
     Slice* sl = slices_[next].get();
     {
@@ -433,7 +436,13 @@ bool Builder::run(int fd, uint64_t size, bool eof, unsigned threads, uint64_t re
     uint64_t n = std::min(slice, size - pos);
     sl->bytes.reserve(size_t(n));
     sl->at = pos;
+    // The start of a chunk that the last slice cut is copied from it, so the
+    // file is read in order and once, as the kernel's read-ahead expects.
     uint64_t got = 0;
+    if (prev && prev->at + prev->size > pos) {
+      got = std::min(prev->at + prev->size - pos, n);
+      std::memcpy(sl->bytes.begin(), prev->bytes.begin() + (pos - prev->at), size_t(got));
+    }
     while (got < n) {  // a trace cut short under us reads short: parse what there is
       ssize_t r = ::pread(fd, sl->bytes.begin() + got, size_t(n - got), off_t(pos + got));
       if (r < 0 && errno == EINTR) continue;
@@ -442,6 +451,7 @@ bool Builder::run(int fd, uint64_t size, bool eof, unsigned threads, uint64_t re
       got += uint64_t(r);
     }
     if (got < n) size = pos + got, n = got;
+    sl->size = n, prev = sl;
     if (n == 0) break;
     bool last = pos + n == size;
     slice_ = sl;
