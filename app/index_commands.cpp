@@ -2,6 +2,7 @@
 // `tinescope stats TRACE [--json]`: building the index and what it knows.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -137,9 +138,11 @@ void add_index_commands(CLI::App& app, int* exit_code) {
     std::printf("duration  %s\n", duration(j["duration_ns"].get<int64_t>()).c_str());
     std::printf("events    %" PRIu64 " (%" PRIu64 " dropped by the recorder)\n", ix->events(), ix->dropped());
     std::printf("feedlets  %zu\n", j["feedlets"].size());
+    int name_width = 24;  // as wide as the longest name (an imported lane's can be long), up to 60
+    for (auto& f : j["feedlets"]) name_width = std::max(name_width, std::min(60, int(f["name"].get<std::string>().size())));
     for (auto& f : j["feedlets"])
-      std::printf("  %4u  %-24s tid %-8" PRIu64 " %12" PRIu64 " events %8" PRIu64 " dropped\n", f["id"].get<uint32_t>(),
-                  f["name"].get<std::string>().c_str(), f["tid"].get<uint64_t>(), f["events"].get<uint64_t>(),
+      std::printf("  %4u  %-*s tid %-8" PRIu64 " %12" PRIu64 " events %8" PRIu64 " dropped\n", f["id"].get<uint32_t>(),
+                  name_width, f["name"].get<std::string>().c_str(), f["tid"].get<uint64_t>(), f["events"].get<uint64_t>(),
                   f["dropped"].get<uint64_t>());
     std::printf("kinds\n");
     for (auto& [k, v] : j["events_per_kind"].items()) std::printf("  %-22s %12" PRIu64 "\n", k.c_str(), v.get<uint64_t>());

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "trace_helpers.hpp"
@@ -166,6 +167,57 @@ TEST_F(DemoWorkload, DumpReportsDamageAndRejectsNonTraces) {
   EXPECT_NE(status, 0);
   EXPECT_NE(err.find("/etc/hostname: not a tinescope trace"), std::string::npos) << err;
   unlink(cut.c_str());
+}
+
+// `tinescope index`, `info` and `stats --json` on the recording cut in half:
+// what they say is what a reader of the same bytes finds.
+TEST_F(DemoWorkload, IndexInfoAndStatsDescribeATraceCutShort) {
+  const std::string bytes = slurp(*path_);
+  const std::string cut = temp_path("cut-info");
+  write_file(cut, bytes.substr(0, bytes.size() / 2));
+  unlink((cut + ".idx").c_str());
+  const Collected c = read_trace(cut, false);
+  uint64_t data_events = 0, begins = 0, sends = 0;
+  std::set<uint32_t> feedlets;
+  for (const OwnedEvent& o : c.events) {
+    if (o.e.feedlet == kMetadataFeedlet) continue;
+    ++data_events, feedlets.insert(o.e.feedlet);
+    begins += o.e.type == kIntervalBegin, sends += o.e.type == kMessageSend;
+  }
+  ASSERT_GT(data_events, 10'000u);
+
+  int status;
+  std::string out = run(bin("app/tinescope") + " index " + cut + " 2>&1", &status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find(std::to_string(data_events) + " events in"), std::string::npos) << out;
+  EXPECT_NE(out.find("indexing [##############################] 100%"), std::string::npos) << out;  // the progress bar
+
+  out = run(bin("app/tinescope") + " info " + cut, &status);
+  EXPECT_EQ(status, 0) << out;
+  char kind_line[64];  // as info prints a kind's count
+  std::snprintf(kind_line, sizeof kind_line, "  %-22s %12llu", "interval_begin", (unsigned long long)begins);
+  for (const std::string& want : std::vector<std::string>{
+           "process   tinescope-demo", "duration  ", "events    " + std::to_string(data_events) + " (0 dropped",
+           "feedlets  " + std::to_string(feedlets.size()), " audio ", " gc ", " worker.0 ", kind_line,
+           "damaged   1 ranges", "bytes: truncated chunk", "lost      0 chunk ranges"})
+    EXPECT_NE(out.find(want), std::string::npos) << "\"" << want << "\" missing from:\n" << out;
+
+  out = run(bin("app/tinescope") + " stats " + cut + " --json", &status);
+  EXPECT_EQ(status, 0) << out;
+  const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["events"].get<uint64_t>(), data_events);
+  EXPECT_EQ(j["events_per_kind"]["interval_begin"].get<uint64_t>(), begins);
+  EXPECT_EQ(j["events_per_kind"]["message_send"].get<uint64_t>(), sends);
+  EXPECT_EQ(j["feedlets"].size(), feedlets.size());
+  uint64_t sum = 0;
+  for (const auto& f : j["feedlets"]) sum += f["events"].get<uint64_t>();
+  EXPECT_EQ(sum, data_events);
+  ASSERT_EQ(j["damaged"].size(), 1u);
+  EXPECT_EQ(j["damaged"][0]["offset"].get<uint64_t>() + j["damaged"][0]["length"].get<uint64_t>(), bytes.size() / 2);
+  EXPECT_GT(j["duration_ns"].get<int64_t>(), 500'000'000);  // about half the 2 s recording
+  unlink(cut.c_str());
+  unlink((cut + ".idx").c_str());
 }
 
 }  // namespace
