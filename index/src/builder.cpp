@@ -27,14 +27,14 @@ namespace tinescope::index {
 
 using format::ChunkHeader;
 
-// A piece of the trace read into memory for the parser and the workers.
-// Indexing reads the trace with pread, not through a mapping: on this VM,
-// faulting in 735 MB of a trace just written (in the page cache, 4 KB pages)
-// cost 350-540 ms of CPU, a copy with pread 65-90 ms, of ~3 s for the whole
-// indexing; and a trace cut short under a mapping raises SIGBUS. A slice is
-// reused once the workers have walked its chunks. Its
-// memory is a BulkArray (huge pages, not zeroed): a std::vector's zeroing
-// faulted its 4 KB pages in at ~11 us each on this VM.
+// A piece of the trace read into memory for the parser and the workers,
+// reused once the workers have walked its chunks. Indexing reads the trace
+// with pread, not through a mapping: on this VM, faulting in 735 MB of a
+// trace just written (in the page cache in 4 KB pages) cost 350-540 ms of
+// CPU, a copy with pread 65-90 ms, of ~3 s for the whole indexing; and a
+// trace cut short under a mapping raises SIGBUS. The bytes are a BulkArray
+// (huge pages, not zeroed): a std::vector's zeroing faulted its 4 KB pages
+// in at ~11 us each on this VM.
 struct Slice {
   BulkArray<uint8_t> bytes;
   uint64_t at = 0;    // the trace offset of bytes[0]
