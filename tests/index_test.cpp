@@ -26,6 +26,7 @@
 #include "tinescope/trace_index.hpp"
 #include "tinescope/trace_writer.hpp"
 #include "index_helpers.hpp"
+#include "prefault.hpp"
 
 namespace tinescope::test {
 namespace {
@@ -1239,6 +1240,46 @@ uint64_t major_faults() {
   rusage u;
   ::getrusage(RUSAGE_SELF, &u);
   return uint64_t(u.ru_majflt);
+}
+
+uint64_t minor_faults() {
+  rusage u;
+  ::getrusage(RUSAGE_SELF, &u);
+  return uint64_t(u.ru_minflt);
+}
+
+// The buffers that queries grow (answers, item runs, payloads) are mapped
+// in one call when they grow (index/src/prefault.hpp): their contents are
+// kept, and filling them takes few page faults where the kernel does it.
+TEST(Index, GrownQueryBuffersKeepTheirContentsAndAreMappedInOneCall) {
+  std::vector<Node> v(100);
+  for (size_t i = 0; i < v.size(); ++i) v[i].bucket = i, v[i].count = uint32_t(3 * i);
+  constexpr size_t kNodes = 20'000;  // 1.4 MB: ~350 pages
+  index::reserve_prefaulted(v, kNodes);
+  ASSERT_GE(v.capacity(), kNodes);
+  ASSERT_EQ(v.size(), 100u);
+  for (size_t i = 0; i < v.size(); ++i) ASSERT_TRUE(v[i].bucket == i && v[i].count == 3 * i) << i;
+  const Node* at = v.data();
+  index::reserve_prefaulted(v, kNodes / 2);
+  EXPECT_EQ(v.data(), at) << "room enough: nothing moves";
+  std::vector<uint8_t> bytes(10, 7);
+  index::resize_prefaulted(bytes, 100'000);
+  ASSERT_EQ(bytes.size(), 100'000u);
+  EXPECT_EQ(bytes[9], 7);
+  EXPECT_EQ(std::count(bytes.begin() + 10, bytes.end(), 0), 100'000 - 10) << "new bytes are zero";
+
+  // Does this kernel map pages on request (MADV_POPULATE_WRITE, Linux 5.14)?
+  void* probe = ::mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(probe, MAP_FAILED);
+  const bool mapped = index::prefault_for_write(probe, 1 << 20);
+  ::munmap(probe, 1 << 20);
+  if (!mapped) GTEST_SKIP() << "this kernel does not map pages on request: they fault in as before";
+  std::vector<Node> fresh;
+  index::reserve_prefaulted(fresh, kNodes);
+  const uint64_t before = minor_faults();
+  fresh.resize(kNodes);  // writes every page
+  const uint64_t faults = minor_faults() - before;
+  EXPECT_LT(faults, kNodes * sizeof(Node) / 4096 / 2) << "most of its ~350 pages were mapped before they were written";
 }
 
 TEST(Index, AnOpenedIndexIsPagedInBehindTheFirstQueries) {

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "prefault.hpp"
 #include "tinescope/format.hpp"
 #include "tinescope/trace_index.hpp"
 
@@ -272,7 +273,7 @@ struct ItemRun {
   void clear() { next = v.data(); }
   [[gnu::noinline]] void grow() {
     const size_t n = size();
-    v.resize(std::max<size_t>(64, v.size() * 2));
+    resize_prefaulted(v, std::max<size_t>(64, v.size() * 2));
     next = v.data() + n, room = v.data() + v.size();
   }
 };

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "prefault.hpp"
 #include "table.hpp"
 #include "tinescope/trace_index.hpp"
 
@@ -315,10 +316,11 @@ void query_levels(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, Re
   auto page = std::upper_bound(lv.pages.begin(), lv.pages.end(), b0,
                                [](uint64_t b, const PageRef& p) { return b < p.first_bucket; });
   if (page != lv.pages.begin()) --page;
-  // Reserved once (at most the nodes of the pages read), not grown by doubling.
+  // Reserved once (at most the nodes of the pages read), not grown by
+  // doubling; new memory is mapped in one call (prefault.hpp).
   size_t most = lv.tail.size() + st.levels.size();
   for (auto p = page; p != lv.pages.end() && p->first_bucket <= b1; ++p) most += p->count;
-  out.nodes.reserve(out.nodes.size() + most);
+  reserve_prefaulted(out.nodes, out.nodes.size() + most);
   auto take = [&](Node n) {
     n.bucket >>= up;
     fold(kind, out.nodes, n);

@@ -319,8 +319,17 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
       const size_t slot = size_t(f->find(stream_key(it)));
       if (slot < sink.size() && sink[slot]) runs[slot].add(it);
     }, start);
-    for (size_t slot = 0; slot < sink.size(); ++slot)
-      if (runs[slot].size()) fold_items(into(slot), f->streams[slot].info.kind, shift, runs[slot].data(), runs[slot].size());
+    for (size_t slot = 0; slot < sink.size(); ++slot) {
+      const size_t n = runs[slot].size();
+      if (n == 0) continue;
+      // Room for the most nodes the run can make (a node an item, and one a
+      // bucket it spans), new memory mapped in one call (prefault.hpp).
+      const Item* run = runs[slot].data();
+      std::vector<Node>& answer = into(slot);
+      const uint64_t buckets = (run[n - 1].key() >> shift) - (run[0].key() >> shift) + 1;
+      reserve_prefaulted(answer, answer.size() + size_t(std::min<uint64_t>(n, buckets)));
+      fold_items(answer, f->streams[slot].info.kind, shift, run, n);
+    }
     trim_runs(runs, s_->chunks[f->chunks[k].chunk].event_count);
   };
   auto walk_front = [&] {

@@ -83,7 +83,7 @@ const uint8_t* State::read_chunk(uint32_t c, std::vector<uint8_t>& into, std::st
     why = "chunk beyond the end of the trace";
     return nullptr;
   }
-  if (into.size() < r.size) into.resize(r.size);
+  if (into.size() < r.size) resize_prefaulted(into, r.size);
   for (size_t done = 0; done < r.size;) {
     const ssize_t n = ::pread(trace_fd, into.data() + done, r.size - done, off_t(r.offset + done));
     if (n <= 0) {
@@ -100,7 +100,7 @@ const uint8_t* State::payload(const uint8_t* chunk, std::vector<uint8_t>& buf, s
   format::ChunkHeader h;
   std::memcpy(&h, chunk, sizeof h);
   if (prefix && *prefix < h.raw_size && (h.flags & format::kChunkLz4)) {
-    if (buf.size() < h.raw_size) buf.resize(h.raw_size);
+    if (buf.size() < h.raw_size) resize_prefaulted(buf, h.raw_size);
     const int got = LZ4_decompress_safe_partial(reinterpret_cast<const char*>(chunk + h.header_size),
                                                 reinterpret_cast<char*>(buf.data()), int(h.stored_size), int(*prefix),
                                                 int(h.raw_size));
@@ -108,6 +108,7 @@ const uint8_t* State::payload(const uint8_t* chunk, std::vector<uint8_t>& buf, s
     why = "payload does not decompress";
     return nullptr;
   }
+  if (buf.size() < h.raw_size) resize_prefaulted(buf, h.raw_size);
   const uint8_t* raw = trace::chunk_payload(chunk, buf);
   if (!raw) why = "payload does not decompress";
   if (prefix) *prefix = h.raw_size;
