@@ -414,6 +414,7 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   for (auto& [id, fs] : s.feedlets)
     for (uint32_t k = 0; k < fs->streams.size(); ++k) s.stream_ids.emplace_back(id, k);
   s.verified_pages = std::make_unique<uint8_t[]>(pages);  // zeros: none checked yet
+  s.verified_count = pages;
   uint8_t* verified = s.verified_pages.get();
   for (auto& [id, fs] : s.feedlets)
     for (Stream& st : fs->streams)

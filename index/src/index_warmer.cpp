@@ -64,7 +64,11 @@ std::vector<std::pair<uint64_t, uint64_t>> IndexWarmer::plan(const State& s, uin
 
 IndexWarmer::IndexWarmer(const State& s, uint64_t budget) : s_(s) {
   if (budget == 0) budget = uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGESIZE)) / 8;
-  thread_ = std::thread([this, ranges = plan(s, budget)]() mutable { run(std::move(ranges)); });
+  thread_ = std::thread([this, budget, ranges = plan(s, budget)]() mutable {
+    run(std::move(ranges));
+    verify(budget);
+    done_.store(true, std::memory_order_release);
+  });
 }
 
 IndexWarmer::~IndexWarmer() {
@@ -82,7 +86,30 @@ void IndexWarmer::run(std::vector<std::pair<uint64_t, uint64_t>> ranges) {
       if (::madvise(p, n, MADV_POPULATE_READ) != 0) ::madvise(p, n, MADV_WILLNEED);
     }
   }
-  done_.store(true, std::memory_order_release);
+}
+
+void IndexWarmer::verify(uint64_t budget) {
+  // Every stream's top level, then the ones below (the order plan() pages
+  // them in), as far as the budget goes.
+  uint64_t spent = 0;
+  size_t checked = 0;
+  for (uint32_t from_top = 0;; ++from_top) {
+    bool any = false;
+    for (const auto& [id, f] : s_.feedlets) {
+      for (const Stream& st : f->streams) {
+        if (from_top >= st.levels.size()) continue;
+        any = true;
+        const uint32_t level = uint32_t(st.levels.size() - 1 - from_top);
+        const Level& lv = st.levels[level];
+        for (size_t page = 0; page < lv.pages.size(); ++page) {
+          if ((spent += lv.pages[page].bytes) > budget) return;
+          if (++checked % 256 == 0 && stop_.load(std::memory_order_relaxed)) return;
+          verify_page(st, level, page, s_.index_map, s_.index_map_size);
+        }
+      }
+    }
+    if (!any) return;
+  }
 }
 
 }  // namespace tinescope::index

@@ -261,6 +261,17 @@ bool unpack_nodes(StreamKind kind, uint32_t shift, uint64_t first_bucket, const 
   return p == end;
 }
 
+bool verify_page(const Stream& st, uint32_t level, size_t page, const uint8_t* map, size_t map_size) {
+  const Level& lv = st.levels[level];
+  const PageRef& ref = lv.pages[page];
+  if (!lv.verified || !map || !fits_in(ref.offset, ref.bytes, map_size)) return false;
+  std::atomic_ref<uint8_t> known(lv.verified[page]);
+  if (known.load(std::memory_order_relaxed)) return true;
+  if (!format::checksum_matches(uint32_t(format::checksum(map + ref.offset, ref.bytes)), ref.checksum)) return false;
+  known.store(1, std::memory_order_relaxed);
+  return true;
+}
+
 uint32_t read_page(const Stream& st, uint32_t level, size_t page, const uint8_t* map, size_t map_size, int fd,
                    Node* out) {
   const Level& lv = st.levels[level];

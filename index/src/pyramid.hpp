@@ -284,6 +284,12 @@ struct Stream {
 uint32_t read_page(const Stream& st, uint32_t level, size_t page, const uint8_t* map, size_t map_size, int fd,
                    Node* out);
 
+// Checks the checksum of page `page` of `st`'s level (a loaded index's, in
+// the mapping) ahead of its first read, and marks it checked, so that the
+// query that first reads it need not (IndexWarmer). False if it is not in
+// the mapping, or does not match: a query then checks it and leaves it out.
+bool verify_page(const Stream& st, uint32_t level, size_t page, const uint8_t* map, size_t map_size);
+
 // The buckets of 2^shift ticks (shift >= the stream's leaf shift) whose key
 // lies in [t0, t1], from the stored levels of a stream, the growing edge
 // included. `read(level, page, Node* out)` unpacks page `page` of a level

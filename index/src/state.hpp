@@ -98,6 +98,7 @@ struct State {
   uint64_t index_size = 0;
   std::unique_ptr<PageWriter> pages;
   std::unique_ptr<uint8_t[]> verified_pages;  // Level::verified of every level of a loaded index
+  size_t verified_count = 0;                   // its length
   std::unique_ptr<Layouts> layouts;  // of the trace's schema, for decoding chunks
   mutable std::atomic<uint64_t> page_errors{0};
 

@@ -357,6 +357,15 @@ std::unique_ptr<TraceIndex> TraceIndex::load(const std::string& trace, const std
 
 bool TraceIndex::warm() const { return !warmer_ || warmer_->done(); }
 
+TraceIndex::PageChecks TraceIndex::page_checks() const {
+  std::shared_lock lock(mu_);
+  PageChecks c;
+  c.pages = s_->verified_count;
+  for (size_t i = 0; i < c.pages; ++i)
+    c.checked += std::atomic_ref<uint8_t>(s_->verified_pages[i]).load(std::memory_order_relaxed) != 0;
+  return c;
+}
+
 std::unique_ptr<TraceIndex> TraceIndex::open(const std::string& trace, std::string& error,
                                              const BuildOptions& options, std::string* rebuilt_because) {
   std::string path = options.index_path.empty() ? default_index_path(trace) : options.index_path;

@@ -237,6 +237,14 @@ class TraceIndex {
   // A loaded index file is paged in on a background thread after opening
   // (docs/INDEX.md); true once that is done, and for an index built here.
   bool warm() const;
+  // Node pages of a loaded index whose checksums have matched so far, and
+  // all its node pages. A page is checked before its first use: by the
+  // warmer ahead of the queries, or else by the query that first reads it.
+  // (An index built here has none to check: {0, 0}.)
+  struct PageChecks {
+    uint64_t checked = 0, pages = 0;
+  };
+  PageChecks page_checks() const;
   uint64_t events() const;  // data events (not the metadata feedlet)
   uint64_t dropped() const;
   uint64_t first_ts() const;
