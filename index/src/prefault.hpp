@@ -2,11 +2,11 @@
 // call instead of a fault each.
 //
 // Fresh anonymous memory takes a page fault on each 4 KB page's first
-// touch. On this VM a fault costs ~13 us, and index_bench's first pass of
-// queries after opening took ~3 900 of them at 2*10^8 events (the answers'
-// nodes, the walks' item runs and payload buffers growing to their
-// largest): that pass's stored queries had a p99 of 1.2-1.6 ms, where the
-// same queries again took ~0.5 ms. With this: ~760 faults, p99 ~0.8 ms.
+// touch. On this VM a fault costs ~13 us, and a fresh process's first pass
+// of index_bench's queries took ~3 900 of them at 2*10^8 events (the
+// answers' nodes, the walks' item runs and payload buffers growing to their
+// largest): that pass's stored queries had a p99 of 1.2-1.4 ms, where the
+// same queries again took ~0.5 ms. With this: ~760 faults, p99 0.8-0.9 ms.
 // MADV_POPULATE_WRITE maps the pages at ~1.2 us each, and the first touch
 // after it costs ~3.4 us (8 MB, 2 048 pages: 26-30 ms touched; 2.1-2.6 ms
 // populated, then 6.6-7.7 ms touched). On pages already mapped it still
