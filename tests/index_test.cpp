@@ -1283,39 +1283,46 @@ TEST(Index, GrownQueryBuffersKeepTheirContentsAndAreMappedInOneCall) {
   EXPECT_LT(faults, kNodes * sizeof(Node) / 4096 / 2) << "most of its ~350 pages were mapped before they were written";
 }
 
+// A synthetic trace of `events` events (16 lanes of ~20 streams), indexed.
+IndexedTrace synthetic_indexed(const std::string& name, uint64_t events) {
+  bench::SyntheticOptions opt;
+  opt.events = events;
+  bench::SyntheticResult r;
+  const std::string bytes = synthetic_bytes(opt, r);
+  EXPECT_FALSE(bytes.empty());
+  return IndexedTrace(name, bytes);
+}
+
+// Opens the index of `path` with a warming budget and waits for its warmer.
+std::unique_ptr<TraceIndex> open_warmed(const std::string& path, uint64_t warm_bytes) {
+  std::string error;
+  index::BuildOptions o;
+  o.warm_bytes = warm_bytes;
+  auto ix = TraceIndex::open(path, error, o);
+  EXPECT_TRUE(ix) << error;
+  for (int i = 0; ix && !ix->warm() && i < 3000; ++i) ::usleep(10'000);
+  EXPECT_TRUE(ix && ix->warm());
+  return ix;
+}
+
 // After opening, the warmer checks the node pages' checksums ahead of the
 // queries (the first query to read a page used to, a tenth of the first
 // queries' time at 2*10^9 events): every page when the budget allows, else
 // the coarsest levels first as far as it goes, the rest when first read.
 TEST(Index, TheWarmerChecksThePagesAheadOfTheQueries) {
-  bench::SyntheticOptions opt;
-  opt.events = 4'000'000;
-  bench::SyntheticResult r;
-  const std::string bytes = synthetic_bytes(opt, r);
-  ASSERT_FALSE(bytes.empty());
-  IndexedTrace fx("index_checks", bytes);
+  IndexedTrace fx = synthetic_indexed("index_checks", 4'000'000);
   ASSERT_TRUE(fx.ix);
   EXPECT_EQ(fx.ix->page_checks().pages, 0u) << "built here: nothing to check";
   const uint64_t index_bytes = fx.ix->index_bytes();
   ASSERT_GT(index_bytes, index::IndexWarmer::kSmallest) << "an index worth a warming thread";
   fx.ix.reset();
-  std::string error;
-  auto open_warm = [&](uint64_t warm_bytes) {
-    index::BuildOptions o;
-    o.warm_bytes = warm_bytes;
-    auto ix = TraceIndex::open(fx.path, error, o);
-    EXPECT_TRUE(ix) << error;
-    for (int i = 0; ix && !ix->warm() && i < 3000; ++i) ::usleep(10'000);
-    EXPECT_TRUE(ix && ix->warm());
-    return ix;
-  };
-  auto ix = open_warm(uint64_t(1) << 40);
+  auto ix = open_warmed(fx.path, uint64_t(1) << 40);
   ASSERT_TRUE(ix);
   TraceIndex::PageChecks c = ix->page_checks();
   EXPECT_GT(c.pages, 100u);
   EXPECT_EQ(c.checked, c.pages) << "the whole index within the budget: every page checked";
 
-  ix = open_warm(index_bytes / 4);
+  ix = open_warmed(fx.path, index_bytes / 4);
   ASSERT_TRUE(ix);
   c = ix->page_checks();
   EXPECT_GT(c.checked, 0u);
@@ -1354,13 +1361,7 @@ TEST(Index, AnOpenedIndexIsPagedInBehindTheFirstQueries) {
   if (cached == pages) GTEST_SKIP() << "the page cache keeps " << idx << " (a file system in memory?)";
   auto open_warm = [&](uint64_t warm_bytes) {
     evict(idx);
-    index::BuildOptions o;
-    o.warm_bytes = warm_bytes;
-    auto ix = TraceIndex::open(fx.path, error, o);
-    EXPECT_TRUE(ix) << error;
-    for (int i = 0; ix && !ix->warm() && i < 3000; ++i) ::usleep(10'000);
-    EXPECT_TRUE(ix && ix->warm());
-    return ix;
+    return open_warmed(fx.path, warm_bytes);
   };
   // Lane queries at random zooms; the major page faults they took.
   auto queries = [&](const TraceIndex& ix, uint64_t columns, int n) {
