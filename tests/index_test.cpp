@@ -28,6 +28,7 @@
 #include "index_helpers.hpp"
 #include "index_warmer.hpp"
 #include "prefault.hpp"
+#include "pyramid.hpp"
 
 namespace tinescope::test {
 namespace {
@@ -1247,6 +1248,49 @@ uint64_t minor_faults() {
   rusage u;
   ::getrusage(RUSAGE_SELF, &u);
   return uint64_t(u.ru_minflt);
+}
+
+// Interval pages are bit-packed column by column at each field's widest
+// width over the page (index/src/pyramid.cpp); unpacking has a path for
+// whole groups of eight values of up to 50 bits and a general one for the
+// rest. Every width from 0 to 64 bits, every node count of a page: what is
+// unpacked is what was packed.
+TEST(Index, NodePagesUnpackWhatWasPackedAtEveryWidthAndCount) {
+  std::mt19937_64 rng(7);
+  constexpr uint32_t kShift = 40;
+  auto bits = [&](unsigned w) { return w == 0 ? 0 : w >= 64 ? rng() : rng() & ((uint64_t(1) << w) - 1); };
+  for (uint32_t count = 1; count <= index::kNodesPerPage; ++count) {
+    for (unsigned w = 0; w <= 64; w += count % 7 + 1) {  // widths stepped differently for each count
+      std::vector<Node> nodes(count);
+      uint64_t bucket = 1000 + bits(std::min(w, 20u));
+      for (Node& n : nodes) {
+        bucket += 1 + bits(std::min(w, 20u));
+        const uint64_t base = bucket << kShift, last = base + ((uint64_t(1) << kShift) - 1);
+        n.bucket = bucket;
+        n.count = uint32_t(bits(std::min(w, 32u)));
+        n.max_depth = uint32_t(bits(std::min(w, 32u)));
+        n.iv.busy = bits(w);
+        n.iv.min_dur = bits(std::min(w, 62u));
+        n.iv.max_dur = n.iv.min_dur + bits(std::min(w, 62u));
+        n.iv.longest_end = base + bits(std::min(w, kShift));
+        n.iv.min_start = base - bits(std::min(w, kShift));
+        n.iv.max_end = last - bits(std::min(w, kShift));
+      }
+      std::vector<uint8_t> packed(count * index::kMaxPackedNode + index::kPagePadding);
+      const size_t size = index::pack_nodes(StreamKind::Interval, kShift, nodes.data(), count, packed.data());
+      std::vector<Node> got(count);
+      ASSERT_TRUE(index::unpack_nodes(StreamKind::Interval, kShift, nodes[0].bucket, packed.data(), size, count, got.data()))
+          << count << " nodes, width " << w;
+      for (uint32_t i = 0; i < count; ++i) {
+        const Node &a = nodes[i], &b = got[i];
+        ASSERT_TRUE(a.bucket == b.bucket && a.count == b.count && a.max_depth == b.max_depth && a.iv.busy == b.iv.busy &&
+                    a.iv.min_dur == b.iv.min_dur && a.iv.max_dur == b.iv.max_dur &&
+                    a.iv.longest_end == b.iv.longest_end && a.iv.min_start == b.iv.min_start &&
+                    a.iv.max_end == b.iv.max_end)
+            << "node " << i << " of " << count << ", width " << w;
+      }
+    }
+  }
 }
 
 // The buffers that queries grow (answers, item runs, payloads) are mapped
