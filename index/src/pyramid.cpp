@@ -295,14 +295,31 @@ bool unpack_nodes(StreamKind kind, uint32_t shift, uint64_t first_bucket, const 
   return p == end;
 }
 
+namespace {
+
+// A loaded index's mark (a byte a page, Level::verified) that a page has
+// matched its checksum; an index built here has none. Relaxed: queries and
+// the warmer may check the same page at once; each finds it good on its
+// own, so no order between them matters.
+bool marked_checked(const Level& lv, size_t page) {
+  return lv.verified && std::atomic_ref<uint8_t>(lv.verified[page]).load(std::memory_order_relaxed);
+}
+void mark_checked(const Level& lv, size_t page) {
+  if (lv.verified) std::atomic_ref<uint8_t>(lv.verified[page]).store(1, std::memory_order_relaxed);
+}
+bool checksum_ok(const PageRef& ref, const uint8_t* bytes) {
+  return format::checksum_matches(uint32_t(format::checksum(bytes, ref.bytes)), ref.checksum);
+}
+
+}  // namespace
+
 bool verify_page(const Stream& st, uint32_t level, size_t page, const uint8_t* map, size_t map_size) {
   const Level& lv = st.levels[level];
   const PageRef& ref = lv.pages[page];
   if (!lv.verified || !map || !fits_in(ref.offset, ref.bytes, map_size)) return false;
-  std::atomic_ref<uint8_t> known(lv.verified[page]);
-  if (known.load(std::memory_order_relaxed)) return true;
-  if (!format::checksum_matches(uint32_t(format::checksum(map + ref.offset, ref.bytes)), ref.checksum)) return false;
-  known.store(1, std::memory_order_relaxed);
+  if (marked_checked(lv, page)) return true;
+  if (!checksum_ok(ref, map + ref.offset)) return false;
+  mark_checked(lv, page);
   return true;
 }
 
@@ -332,14 +349,11 @@ uint32_t read_page(const Stream& st, uint32_t level, size_t page, const uint8_t*
     if (fits_in(next.offset, next.bytes, map_size))
       for (uint32_t b = 0; b < next.bytes; b += 64) __builtin_prefetch(map + next.offset + b);
   }
-  // Relaxed: queries on other threads may check the same page; each finds it
-  // good on its own, so no order between them matters.
-  uint8_t* known = lv.verified ? &lv.verified[page] : nullptr;
-  const bool checked = known && std::atomic_ref<uint8_t>(*known).load(std::memory_order_relaxed);
-  if (!checked && !format::checksum_matches(uint32_t(format::checksum(bytes, ref.bytes)), ref.checksum)) return 0;
+  const bool checked = marked_checked(lv, page);
+  if (!checked && !checksum_ok(ref, bytes)) return 0;
   if (!unpack_nodes(st.info.kind, st.info.leaf_shift + level, ref.first_bucket, bytes, ref.bytes, ref.count, out))
     return 0;
-  if (known && !checked) std::atomic_ref<uint8_t>(*known).store(1, std::memory_order_relaxed);
+  if (!checked) mark_checked(lv, page);
   return ref.count;
 }
 

@@ -99,8 +99,9 @@ const uint8_t* State::read_chunk(uint32_t c, std::vector<uint8_t>& into, std::st
 const uint8_t* State::payload(const uint8_t* chunk, std::vector<uint8_t>& buf, std::string& why, size_t* prefix) {
   format::ChunkHeader h;
   std::memcpy(&h, chunk, sizeof h);
+  // Room for the whole payload, new memory mapped in one call (prefault.hpp).
+  if ((h.flags & format::kChunkLz4) && buf.size() < h.raw_size) resize_prefaulted(buf, h.raw_size);
   if (prefix && *prefix < h.raw_size && (h.flags & format::kChunkLz4)) {
-    if (buf.size() < h.raw_size) resize_prefaulted(buf, h.raw_size);
     const int got = LZ4_decompress_safe_partial(reinterpret_cast<const char*>(chunk + h.header_size),
                                                 reinterpret_cast<char*>(buf.data()), int(h.stored_size), int(*prefix),
                                                 int(h.raw_size));
@@ -108,7 +109,6 @@ const uint8_t* State::payload(const uint8_t* chunk, std::vector<uint8_t>& buf, s
     why = "payload does not decompress";
     return nullptr;
   }
-  if (buf.size() < h.raw_size) resize_prefaulted(buf, h.raw_size);
   const uint8_t* raw = trace::chunk_payload(chunk, buf);
   if (!raw) why = "payload does not decompress";
   if (prefix) *prefix = h.raw_size;
