@@ -203,9 +203,10 @@ int main(int argc, char** argv) {
   std::printf("figure: index.lz4_decompress_mb_per_s %.0f MB/s (%u threads, raw output; %.2f payload bytes a trace byte: "
               "at most %.0f MB/s of trace, %.0f M events/s)\n",
               lz4.raw_mb_per_s, cores, lz4.raw_per_stored, lz4_trace_mb_s, lz4_events_s / 1e6);
-  double ratio = double(ix->index_bytes()) / double(st.st_size);
+  const uint64_t index_bytes = ix->index_bytes();
+  double ratio = double(index_bytes) / double(st.st_size);
   std::printf("figure: index.size_ratio %.4f ratio (index %.1f MB / trace %.1f MB; goal <= 0.05: %.2fx)\n", ratio,
-              double(ix->index_bytes()) / 1e6, trace_mb, ratio / 0.05);
+              double(index_bytes) / 1e6, trace_mb, ratio / 0.05);
   ix.reset();
 
   // Cold: neither the trace nor the index in the page cache.
@@ -223,12 +224,23 @@ int main(int argc, char** argv) {
               lz4_trace_mb_s);
   ix.reset();
 
-  // Open an indexed trace.
+  // Open an indexed trace. First as an index larger than the warming budget
+  // (an eighth of the memory: past ~1.8*10^10 events on a 24 GB machine),
+  // where the warmer picks the coarsest levels' pages; then as this one is.
+  evict(idx);
+  index::BuildOptions part;
+  part.warm_bytes = index_bytes / 4;
+  t0 = Clock::now();
+  ix = index::TraceIndex::open(trace, error, part);
+  const double open_part_ms = seconds_since(t0) * 1e3;
+  ix.reset();
   evict(idx);
   t0 = Clock::now();
   ix = index::TraceIndex::open(trace, error);
   double open_ms = seconds_since(t0) * 1e3;
-  std::printf("figure: index.open_ms %.2f ms (goal <= 50 ms: %.2fx)\n", open_ms, open_ms / 50);
+  std::printf("figure: index.open_ms %.2f ms (goal <= 50 ms: %.2fx; %.2f ms where the index is four times the warming "
+              "budget)\n",
+              open_ms, open_ms / 50, open_part_ms);
 
   // Queries: one lane (every stream of one feedlet), 1280 columns, random zooms
   // from the whole trace down to 1280 ns; each answer into the last one's

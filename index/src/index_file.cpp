@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <span>
 #include <type_traits>
@@ -413,7 +414,11 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   }
   for (auto& [id, fs] : s.feedlets)
     for (uint32_t k = 0; k < fs->streams.size(); ++k) s.stream_ids.emplace_back(id, k);
-  s.verified_pages = std::make_unique<uint8_t[]>(pages);  // zeros: none checked yet
+  s.verified_pages.reset(static_cast<uint8_t*>(std::calloc(std::max<size_t>(pages, 1), 1)));  // none checked yet
+  if (!s.verified_pages) {
+    error = path + ": out of memory for " + std::to_string(pages) + " page marks";
+    return false;
+  }
   s.verified_count = pages;
   uint8_t* verified = s.verified_pages.get();
   for (auto& [id, fs] : s.feedlets)
