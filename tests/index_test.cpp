@@ -26,6 +26,7 @@
 #include "tinescope/trace_index.hpp"
 #include "tinescope/trace_writer.hpp"
 #include "index_helpers.hpp"
+#include "grow_array.hpp"
 #include "index_warmer.hpp"
 #include "prefault.hpp"
 #include "pyramid.hpp"
@@ -1330,6 +1331,50 @@ TEST(Index, GrownQueryBuffersKeepTheirContentsAndAreMappedInOneCall) {
   fresh.resize(kNodes);  // writes every page
   const uint64_t faults = minor_faults() - before;
   EXPECT_LT(faults, kNodes * sizeof(Node) / 4096 / 2) << "most of its ~350 pages were mapped before they were written";
+}
+
+// The indexer's tables grow in a GrowArray (index/src/grow_array.hpp): its
+// elements are kept as it grows from malloc's memory into a mapping of its
+// own, and the room it grows into is not resident until it is used.
+TEST(Index, TablesGrowWithoutHoldingTheRoomTheyHaveNotUsed) {
+  index::GrowArray<uint64_t> a;
+  for (uint64_t i = 0; i < 1000; ++i) a.push_back(i * 7);
+  for (uint64_t i = 0; i < 3'000'000; ++i) a.push_back(a[i]);  // its own element, also as it grows
+  ASSERT_EQ(a.size(), 3'001'000u);
+  for (uint64_t i = 0; i < a.size(); i += 997) ASSERT_EQ(a[i], (i % 1000) * 7) << i;
+  a.resize(a.size() + 10);
+  EXPECT_EQ(a.back(), 0u) << "new elements are zero";
+
+  // Past a megabyte it is a mapping of its own: only the pages in use are resident.
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  auto resident = [&](const index::GrowArray<uint64_t>& g, size_t bytes) {
+    const uintptr_t from = reinterpret_cast<uintptr_t>(g.data());
+    std::vector<unsigned char> in((bytes + page - 1) / page);
+    EXPECT_EQ(from % page, 0u) << "a mapping of its own";
+    if (::mincore(reinterpret_cast<void*>(from), bytes, in.data()) != 0) return size_t(0);
+    return size_t(std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; }));
+  };
+  index::GrowArray<uint64_t> b;
+  const size_t n = (size_t(33) << 20) / sizeof(uint64_t) + 1;  // just past 32 MB: room for ~64 MB
+  for (size_t i = 0; i < n; ++i) b.push_back(i);
+  const size_t used_pages = (n * sizeof(uint64_t) + page - 1) / page;
+  const size_t in_memory = resident(b, size_t(64) << 20);
+  EXPECT_GE(in_memory, used_pages);
+  EXPECT_LE(in_memory, used_pages + 16) << "the room past the last element is not in memory";
+
+  index::GrowArray<uint64_t> c = b;  // copies
+  ASSERT_EQ(c.size(), n);
+  EXPECT_EQ(c[n - 1], n - 1);
+  index::GrowArray<uint64_t> d = std::move(c);
+  EXPECT_EQ(d.size(), n);
+  EXPECT_TRUE(c.empty());
+  d.clear();
+  d.assign(std::span<const uint64_t>(a.data(), 5));
+  EXPECT_EQ(d.size(), 5u);
+  EXPECT_EQ(d[4], 28u);
+  d.assign(3, 9);
+  EXPECT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[2], 9u);
 }
 
 // A synthetic trace of `events` events (16 lanes of ~20 streams), indexed.

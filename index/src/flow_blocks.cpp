@@ -90,8 +90,8 @@ bool unpack_flows(const uint8_t* p, size_t size, uint32_t count, std::vector<Flo
 
 void FlowBlockIndex::build(std::span<const FlowBlock> blocks) {
   const size_t n = blocks.size();
-  std::vector<uint64_t>& r = reach.vec();
-  std::vector<uint64_t>& f = floor.vec();
+  GrowArray<uint64_t>& r = reach.vec();
+  GrowArray<uint64_t>& f = floor.vec();
   r.resize(n), f.resize(n);
   for (size_t i = 0; i < n; ++i) r[i] = std::max(i ? r[i - 1] : 0, blocks[i].last);
   for (size_t i = n; i-- > 0;) f[i] = std::min(i + 1 < n ? f[i + 1] : UINT64_MAX, blocks[i].first);

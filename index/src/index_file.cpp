@@ -12,6 +12,8 @@
 #include <span>
 #include <type_traits>
 
+#include <xxhash.h>
+
 #include "parallel_tasks.hpp"
 #include "state.hpp"
 
@@ -31,37 +33,6 @@ struct Footer {  // the last 64 bytes of the file
   uint64_t footer_checksum;  // XXH3-64 of the 56 bytes before it
 };
 static_assert(sizeof(Footer) == 64);
-
-struct Out {
-  std::string b;
-  template <class T>
-  void put(const T& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    b.append(reinterpret_cast<const char*>(&v), sizeof v);
-  }
-  // A table: its count, then zeros up to a multiple of 8 bytes (the
-  // directory starts at one in the file), then its elements, so that a
-  // loaded index reads them in place.
-  template <class T>
-  void vec(std::span<const T> v) {
-    static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= 8);
-    put(uint64_t(v.size()));
-    b.resize((b.size() + 7) & ~size_t(7));
-    if (!v.empty()) b.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
-  }
-  template <class T>
-  void vec(const std::vector<T>& v) {
-    vec(std::span<const T>(v));
-  }
-  template <class T>
-  void vec(const Table<T>& v) {
-    vec(std::span<const T>(v));
-  }
-  void str(const std::string& s) {
-    put(uint64_t(s.size()));
-    b.append(s);
-  }
-};
 
 // Maps the pages of a range of the index's mapping about to be read in one
 // system call rather than one page fault each: on a virtual machine the
@@ -144,6 +115,83 @@ bool pwrite_all(int fd, const void* data, size_t n, uint64_t at) {
   return true;
 }
 
+// Writes the directory to the file as it is made, 64 KB at a time, and
+// hashes it on the way; tables go straight from memory. Made whole in a
+// string first, it was the peak of indexing's memory: ~100 MB at 8*10^9
+// events, and up to twice that while the string grew.
+class Out {
+ public:
+  Out(int fd, uint64_t at) : hash_(XXH3_createState()), fd_(fd), at_(at), ok_(hash_ != nullptr) {
+    if (hash_) XXH3_64bits_reset(hash_);
+    buf_.reserve(kBuffer);
+  }
+  ~Out() { XXH3_freeState(hash_); }
+  Out(const Out&) = delete;
+  Out& operator=(const Out&) = delete;
+  template <class T>
+  void put(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    bytes(&v, sizeof v);
+  }
+  // A table: its count, then zeros up to a multiple of 8 bytes (the
+  // directory starts at one in the file), then its elements, so that a
+  // loaded index reads them in place.
+  template <class T>
+  void vec(std::span<const T> v) {
+    static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= 8);
+    static constexpr uint8_t kZeros[8] = {};
+    put(uint64_t(v.size()));
+    bytes(kZeros, (8 - size() % 8) % 8);
+    bytes(v.data(), v.size() * sizeof(T));
+  }
+  template <class T>
+  void vec(const std::vector<T>& v) {
+    vec(std::span<const T>(v));
+  }
+  template <class T>
+  void vec(const Table<T>& v) {
+    vec(std::span<const T>(v));
+  }
+  void str(const std::string& s) {
+    put(uint64_t(s.size()));
+    bytes(s.data(), s.size());
+  }
+  uint64_t size() const { return written_ + buf_.size(); }
+  // Writes the rest; false if a write failed. The checksum is XXH3-64 of
+  // everything written, as format::checksum of the whole would be.
+  bool finish(uint64_t& checksum) {
+    flush();
+    checksum = hash_ ? XXH3_64bits_digest(hash_) : 0;
+    return ok_;
+  }
+
+ private:
+  // Small enough that the tests' directories (a few hundred KB) take both
+  // paths: through the buffer and straight from a table.
+  static constexpr size_t kBuffer = 64 << 10;
+  void bytes(const void* p, size_t n) {
+    if (buf_.size() + n > kBuffer) flush();
+    if (n >= kBuffer) return write(p, n);
+    const auto* c = static_cast<const uint8_t*>(p);
+    buf_.insert(buf_.end(), c, c + n);
+  }
+  void flush() {
+    if (!buf_.empty()) write(buf_.data(), buf_.size());
+    buf_.clear();
+  }
+  void write(const void* p, size_t n) {
+    if (hash_) XXH3_64bits_update(hash_, p, n);
+    ok_ &= pwrite_all(fd_, p, n, at_ + written_);
+    written_ += n;
+  }
+  XXH3_state_t* hash_;
+  int fd_;
+  uint64_t at_, written_ = 0;
+  bool ok_;
+  std::vector<uint8_t> buf_;
+};
+
+
 }  // namespace
 
 uint64_t trace_fingerprint(const uint8_t* data, uint64_t size) {
@@ -155,31 +203,6 @@ uint64_t trace_fingerprint(const uint8_t* data, uint64_t size) {
 
 bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error) {
   State& s = *ix.s_;
-  Out o;
-  o.put(uint64_t(ix.covered_));
-  o.vec(s.chunks);
-  o.put(uint32_t(s.feedlets.size()));
-  for (auto& [id, f] : s.feedlets) {
-    o.put(id);
-    o.put(f->events), o.put(f->dropped), o.put(f->first_ts), o.put(f->last_ts);
-    o.vec(f->chunks);
-    o.vec(f->pool);
-    o.vec(f->final_open);
-    o.vec(f->type_counts);
-    o.put(uint32_t(f->streams.size()));
-    for (const Stream& st : f->streams) {
-      o.put(st.info);
-      o.put(uint32_t(st.levels.size()));
-      for (const Level& l : st.levels) o.vec(l.pages);
-    }
-  }
-  o.put(uint64_t(s.damage.size()));
-  for (const trace::Damage& d : s.damage) o.put(d.offset), o.put(d.length), o.str(d.reason);
-  std::vector<LossRecord> losses;
-  for (const trace::Loss& l : s.losses) losses.push_back({l.feedlet, 0, l.first_sequence, l.count});
-  o.vec(losses);
-  o.vec(s.gaps);
-  o.put(s.latest_last_ts);
   // The flows go after the pages, packed in blocks (the table is sorted now),
   // a batch of parts at a time (the table may be larger than memory), the
   // parts packed side by side on the cores: packing alone was 0.35 s of the
@@ -221,6 +244,34 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
       }
     }
   }
+  // Then the directory, after them (aligned: its tables are read in place).
+  Footer f{};
+  f.dir_offset = (flows_end + 7) & ~uint64_t(7);
+  Out o(s.index_fd, f.dir_offset);
+  o.put(uint64_t(ix.covered_));
+  o.vec(s.chunks);
+  o.put(uint32_t(s.feedlets.size()));
+  for (auto& [id, fs] : s.feedlets) {
+    o.put(id);
+    o.put(fs->events), o.put(fs->dropped), o.put(fs->first_ts), o.put(fs->last_ts);
+    o.vec(fs->chunks);
+    o.vec(fs->pool);
+    o.vec(fs->final_open);
+    o.vec(fs->type_counts);
+    o.put(uint32_t(fs->streams.size()));
+    for (const Stream& st : fs->streams) {
+      o.put(st.info);
+      o.put(uint32_t(st.levels.size()));
+      for (const Level& l : st.levels) o.vec(l.pages);
+    }
+  }
+  o.put(uint64_t(s.damage.size()));
+  for (const trace::Damage& d : s.damage) o.put(d.offset), o.put(d.length), o.str(d.reason);
+  std::vector<LossRecord> losses;
+  for (const trace::Loss& l : s.losses) losses.push_back({l.feedlet, 0, l.first_sequence, l.count});
+  o.vec(losses);
+  o.vec(s.gaps);
+  o.put(s.latest_last_ts);
   o.vec(blocks);
   FlowBlockIndex block_index;
   block_index.build(blocks);
@@ -228,13 +279,11 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
   o.put(s.grid_shift), o.put(s.grid_first);
   o.vec(s.grid_feedlets), o.vec(s.grid_before), o.vec(s.grid_positions);
 
-  Footer f{};
   std::memcpy(f.magic, kIndexMagic, 8);
   f.version = kIndexVersion;
   f.page_bytes = kPageBytes;
-  f.dir_offset = (flows_end + 7) & ~uint64_t(7);  // tables are read in place: aligned
-  f.dir_size = o.b.size();
-  f.dir_checksum = format::checksum(o.b.data(), o.b.size());
+  f.dir_size = o.size();
+  const bool dir_written = o.finish(f.dir_checksum);
   f.trace_size = ix.covered_;
   f.trace_fingerprint = trace_fingerprint(s.trace_map, ix.covered_);
   f.footer_checksum = format::checksum(&f, offsetof(Footer, footer_checksum));
@@ -244,7 +293,7 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
   std::memcpy(head + 12, &f.page_bytes, 4);
   // Directory and footer first, then fsync, then (by the caller) rename: a
   // killed indexer leaves a temporary file, never a half-written index.
-  if (!pwrite_all(s.index_fd, o.b.data(), o.b.size(), f.dir_offset) ||
+  if (!dir_written ||
       !pwrite_all(s.index_fd, &f, sizeof f, f.dir_offset + f.dir_size) ||
       !pwrite_all(s.index_fd, head, sizeof head, 0) || ::fdatasync(s.index_fd) != 0) {
     error = path + ": cannot write the index: " + std::strerror(errno);
@@ -253,7 +302,7 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
   s.index_size = f.dir_offset + f.dir_size + sizeof f;
   // From now on the flows are read from the file (the builder's table goes).
   s.flows = nullptr;
-  s.flow_blocks.vec() = std::move(blocks);
+  s.flow_blocks.vec().assign(blocks);
   s.flow_index = std::move(block_index);
   return true;
 }

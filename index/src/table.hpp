@@ -9,7 +9,8 @@
 #include <cstddef>
 #include <span>
 #include <type_traits>
-#include <vector>
+
+#include "grow_array.hpp"
 
 namespace tinescope::index {
 
@@ -29,9 +30,9 @@ class Table {
   const T& back() const { return data()[size() - 1]; }
   operator std::span<const T>() const { return {data(), size()}; }
 
-  // Building: the vector behind the table (never of a loaded table, which
+  // Building: the array behind the table (never of a loaded table, which
   // is read-only in the file's mapping).
-  std::vector<T>& vec() {
+  GrowArray<T>& vec() {
     assert(!view_);
     return built_;
   }
@@ -42,7 +43,7 @@ class Table {
   }
 
  private:
-  std::vector<T> built_;
+  GrowArray<T> built_;
   const T* view_ = nullptr;
   size_t view_size_ = 0;
 };

@@ -123,9 +123,9 @@ void State::publish(uint32_t shift) {
 
   // Checkpoints T_j for every grid point in (first event, last event].
   grid_shift = shift;
-  std::vector<uint32_t>& feedlet_of = grid_feedlets.vec();
-  std::vector<uint64_t>& before = grid_before.vec();
-  std::vector<uint64_t>& positions = grid_positions.vec();
+  GrowArray<uint32_t>& feedlet_of = grid_feedlets.vec();
+  GrowArray<uint64_t>& before = grid_before.vec();
+  GrowArray<uint64_t>& positions = grid_positions.vec();
   feedlet_of.clear();
   before.clear();
   positions.clear();
