@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <span>
+#include <system_error>
+#include <thread>
 #include <type_traits>
 
 #include <xxhash.h>
@@ -45,6 +47,15 @@ void populate_read(const void* data, size_t bytes) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(data) & ~(kPage - 1);
   const uintptr_t b = (reinterpret_cast<uintptr_t>(data) + bytes + kPage - 1) & ~(kPage - 1);
   if (b > a) ::madvise(reinterpret_cast<void*>(a), b - a, MADV_POPULATE_READ);  // a hint: failure changes nothing
+}
+
+// Reads a byte of each OS page of [p, p + n), so that its mapping's first
+// touch is paid here, on another core than the one that reads it next.
+constexpr uint64_t kTouchAlongside = 1 << 20;  // directory bytes worth a thread
+void touch_pages(const uint8_t* p, uint64_t n) {
+  uint8_t sum = 0;
+  for (uint64_t i = 0; i < n; i += 4096) sum ^= static_cast<const volatile uint8_t*>(p)[i];
+  static_cast<void>(sum);
 }
 
 // Reads with bounds checks: a damaged directory is an error, never a crash.
@@ -367,7 +378,22 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   if (!map_pages(ix, error)) return false;
   const uint8_t* dir = s.index_map + f.dir_offset;
   populate_read(dir, f.dir_size);  // read whole below
-  if (!format::checksum_matches(format::checksum(dir, f.dir_size), f.dir_checksum)) {
+  // The first read of each page of a mapping costs ~2 us on this VM even
+  // once it is populated, where the page cache holds the file in small pages
+  // (an index written since the machine started: XXH3 of the 25 MB
+  // directory at 2*10^9 events took 10.5 ms the first time, 1.9 ms again): a
+  // helper touches the second half of the directory while the checksum reads
+  // the first (opening 12.8 -> 9.1 ms; at 8*10^9 events 33-44 -> 24 ms).
+  std::thread toucher;
+  if (f.dir_size >= kTouchAlongside) {
+    try {
+      toucher = std::thread([dir, n = f.dir_size] { touch_pages(dir + n / 2, n - n / 2); });
+    } catch (const std::system_error&) {  // no thread to be had: the checksum touches them all
+    }
+  }
+  const bool dir_ok = format::checksum_matches(format::checksum(dir, f.dir_size), f.dir_checksum);
+  if (toucher.joinable()) toucher.join();
+  if (!dir_ok) {
     error = path + ": damaged index directory at offset " + std::to_string(f.dir_offset);
     return false;
   }
