@@ -1415,6 +1415,8 @@ TEST(Index, TheWarmerChecksThePagesAheadOfTheQueries) {
   TraceIndex::PageChecks c = ix->page_checks();
   EXPECT_GT(c.pages, 100u);
   EXPECT_EQ(c.checked, c.pages) << "the whole index within the budget: every page checked";
+  EXPECT_GT(c.table_blocks, 0u);
+  EXPECT_EQ(c.table_blocks_checked, c.table_blocks) << "and every block of its tables";
 
   ix = open_warmed(fx.path, index_bytes / 4);
   ASSERT_TRUE(ix);
@@ -1553,13 +1555,16 @@ TEST(Index, FileReopensAndIsRebuiltWhenBad) {
   EXPECT_EQ(hurt->page_errors(), 2 * found);
 
   // So is a damaged flow block (the flows end at most 7 bytes of padding
-  // before the directory starts): its flows are left out, every other
-  // block's are kept.
+  // before the tables start, which the directory's second u64 says): its
+  // flows are left out, every other block's are kept.
   pages = good;
-  uint64_t dir_offset;
+  uint64_t dir_offset, tables_begin;
   std::memcpy(&dir_offset, pages.data() + pages.size() - 64 + 16, 8);
   ASSERT_EQ(dir_offset % 8, 0u);
-  pages[dir_offset - 11] ^= 0x5a;
+  std::memcpy(&tables_begin, pages.data() + dir_offset + 8, 8);
+  ASSERT_EQ(tables_begin % 8, 0u);
+  ASSERT_LT(tables_begin, dir_offset);
+  pages[tables_begin - 11] ^= 0x5a;
   write_file(idx, pages);
   hurt = TraceIndex::load(fx.path, idx, error);
   ASSERT_TRUE(hurt) << error;
@@ -1568,6 +1573,70 @@ TEST(Index, FileReopensAndIsRebuiltWhenBad) {
   EXPECT_GE(kept.size() + 128, fa.size());
   EXPECT_GT(hurt->page_errors(), 0u);
   for (size_t i = 0; i < kept.size(); ++i) EXPECT_EQ(std::memcmp(&kept[i], &fa[i], sizeof fa[i]), 0);
+}
+
+// Opening reads none of the tables that grow with the trace (chunks, page
+// lists...): each block of them is checked when first read. A damaged one
+// is found then, counted, and read as nothing; the rest answer as before.
+TEST(Index, OpeningChecksNoTableAndAQueryFindsADamagedBlock) {
+  Fixture fx("index_tables", mixed_trace(40'000, 8));
+  ASSERT_TRUE(fx.ix);
+  ASSERT_LT(fx.ix->index_bytes(), index::IndexWarmer::kSmallest) << "no warmer: only the queries check";
+  const std::string idx = fx.path + ".idx";
+  std::string error;
+  auto ix = TraceIndex::load(fx.path, idx, error);
+  ASSERT_TRUE(ix) << error;
+  TraceIndex::PageChecks c = ix->page_checks();
+  EXPECT_GT(c.table_blocks, 10u);
+  // Opening reads the catalog's chunks: the chunk index's first block.
+  EXPECT_LE(c.table_blocks_checked, 1u) << "opening checks no table";
+  auto s = ix->streams();
+  for (int id = 0; id < int(s.size()); ++id) ix->query(id, 0, UINT64_MAX, 100);
+  const uint64_t after_queries = ix->page_checks().table_blocks_checked;
+  EXPECT_GT(after_queries, c.table_blocks_checked);
+  EXPECT_LT(after_queries, c.table_blocks) << "the flows' tables are not read yet";
+  index::EventRef e;
+  ASSERT_TRUE(ix->global_event(ix->events() / 2, e));
+  EXPECT_GT(ix->page_checks().table_blocks_checked, after_queries) << "the feedlets' chunks, read now";
+  EXPECT_EQ(ix->page_errors(), 0u);
+  const auto flows = ix->flows(0, UINT64_MAX);
+  ASSERT_GT(flows.size(), 0u);
+  ix.reset();
+
+  std::string good = slurp(idx), bad = good;
+  uint64_t dir_offset, tables_begin;
+  std::memcpy(&dir_offset, good.data() + good.size() - 64 + 16, 8);
+  std::memcpy(&tables_begin, good.data() + dir_offset + 8, 8);
+  // The last table is the flows' floor[]: damaged, opening does not see it.
+  bad[dir_offset - 3] ^= 0x40;
+  write_file(idx, bad);
+  ix = TraceIndex::load(fx.path, idx, error);
+  ASSERT_TRUE(ix) << error;
+  EXPECT_EQ(ix->page_errors(), 0u);
+  for (int id = 0; id < int(s.size()); ++id)
+    expect_same_nodes(s[size_t(id)].kind, fx.ix->query(id, 0, UINT64_MAX, 100).nodes,
+                      ix->query(id, 0, UINT64_MAX, 100).nodes, "other tables intact");
+  EXPECT_EQ(ix->page_errors(), 0u);
+  const auto hurt = ix->flows(0, UINT64_MAX);  // reads floor[]: zeros now
+  EXPECT_EQ(ix->page_errors(), 1u) << "one damaged block, counted when found";
+  EXPECT_LE(hurt.size(), flows.size());
+  ASSERT_TRUE(ix->global_event(ix->events() / 2, e));
+  ix.reset();
+
+  // The chunk index's first block holds the catalog's chunks, which opening
+  // reads: damaged, opening refuses the index, naming the place, and open()
+  // rebuilds it.
+  bad = good;
+  bad[tables_begin + 70] ^= 0x01;
+  write_file(idx, bad);
+  EXPECT_FALSE(TraceIndex::load(fx.path, idx, error));
+  EXPECT_NE(error.find("damaged index table"), std::string::npos) << error;
+  EXPECT_NE(error.find(std::to_string(tables_begin)), std::string::npos) << error;
+  std::string why;
+  auto rebuilt = TraceIndex::open(fx.path, error, {}, &why);
+  ASSERT_TRUE(rebuilt) << error;
+  EXPECT_NE(why.find("damaged"), std::string::npos) << why;
+  EXPECT_EQ(slurp(idx), good) << "rebuilt as it was";
 }
 
 // Returns 0 when the index of a trace in a read-only directory goes to the

@@ -98,8 +98,8 @@ void FlowBlockIndex::build(std::span<const FlowBlock> blocks) {
 }
 
 std::pair<size_t, size_t> FlowBlockIndex::range(uint64_t t0, uint64_t t1) const {
-  size_t from = size_t(std::lower_bound(reach.begin(), reach.end(), t0) - reach.begin());
-  size_t to = size_t(std::upper_bound(floor.begin(), floor.end(), t1) - floor.begin());
+  size_t from = partition_index(reach, 0, reach.size(), [&](uint64_t r) { return r < t0; });
+  size_t to = partition_index(floor, 0, floor.size(), [&](uint64_t f) { return f <= t1; });
   return {from, std::max(from, to)};
 }
 

@@ -64,6 +64,12 @@ struct In {
   const uint8_t* p;
   const uint8_t* end;
   bool ok = true;
+  // For the tables checked when first read: the mapping, where the tables
+  // lie ([tables_begin, tables_end)), their checks, and the next free mark.
+  const uint8_t* map = nullptr;
+  uint64_t tables_begin = 0, tables_end = 0;
+  const TableChecks* checks = nullptr;
+  uint8_t* marks = nullptr;
   template <class T>
   T get() {
     T v{};
@@ -75,28 +81,48 @@ struct In {
     p += sizeof v;
     return v;
   }
+  void pad() {
+    const size_t n = size_t(-reinterpret_cast<uintptr_t>(p) & 7);  // the directory starts at a multiple of 8
+    if (n > size_t(end - p)) ok = false;
+    if (ok) p += n;
+  }
   template <class T>
-  std::span<const T> table() {
+  std::span<const T> inline_table() {
     const uint64_t n = get<uint64_t>();
-    const size_t pad = size_t(-reinterpret_cast<uintptr_t>(p) & 7);
-    if (!ok || pad > size_t(end - p) || n > uint64_t(end - p - ptrdiff_t(pad)) / sizeof(T)) {
+    pad();
+    if (!ok || n > uint64_t(end - p) / sizeof(T)) {
       ok = false;
       return {};
     }
-    p += pad;
-    const T* at = reinterpret_cast<const T*>(p);  // aligned: the directory starts at a multiple of 8
+    const T* at = reinterpret_cast<const T*>(p);
     p += n * sizeof(T);
     return {at, size_t(n)};
   }
   template <class T>
   void vec(Table<T>& t) {
-    std::span<const T> v = table<T>();
+    std::span<const T> v = inline_table<T>();
     t.view(v.data(), v.size());
   }
   template <class T>
   void vec(std::vector<T>& t) {
-    std::span<const T> v = table<T>();
+    std::span<const T> v = inline_table<T>();
     t.assign(v.begin(), v.end());
+  }
+  // A table among the tables: where it is and its blocks' checksums here.
+  template <class T>
+  void table(Table<T>& t, typename Table<T>::Valid valid = nullptr, uint64_t bound = 0) {
+    const uint64_t n = get<uint64_t>();
+    pad();
+    const uint64_t at = get<uint64_t>();
+    const uint64_t blocks = check_blocks(n);
+    if (!ok || n > (tables_end - tables_begin) / sizeof(T) || at % 8 != 0 || at < tables_begin ||
+        !fits_in(at, n * sizeof(T), tables_end) || blocks > uint64_t(end - p) / 8) {
+      ok = false;
+      return;
+    }
+    t.view(reinterpret_cast<const T*>(map + at), n);
+    t.check(reinterpret_cast<const uint64_t*>(p), marks, checks, valid, bound);
+    p += blocks * 8, marks += blocks;  // marks: a byte for each checksum of the directory, at most
   }
   std::string str() {
     uint64_t n = get<uint64_t>();
@@ -126,34 +152,28 @@ bool pwrite_all(int fd, const void* data, size_t n, uint64_t at) {
   return true;
 }
 
-// Writes the directory to the file as it is made, 64 KB at a time, and
-// hashes it on the way; tables go straight from memory. Made whole in a
-// string first, it was the peak of indexing's memory: ~100 MB at 8*10^9
-// events, and up to twice that while the string grew.
+// Writes the tables to the file as they are made, 64 KB at a time (large
+// ones straight from memory), and keeps the directory, which only says where
+// they are, in memory until the end. Made whole in a string first, the
+// tables were the peak of indexing's memory: ~100 MB at 8*10^9 events, and up
+// to twice that while the string grew.
 class Out {
  public:
-  Out(int fd, uint64_t at) : hash_(XXH3_createState()), fd_(fd), at_(at), ok_(hash_ != nullptr) {
-    if (hash_) XXH3_64bits_reset(hash_);
-    buf_.reserve(kBuffer);
-  }
-  ~Out() { XXH3_freeState(hash_); }
-  Out(const Out&) = delete;
-  Out& operator=(const Out&) = delete;
+  Out(int fd, uint64_t tables_at) : fd_(fd), at_(tables_at) { buf_.reserve(kBuffer); }
   template <class T>
   void put(const T& v) {
     static_assert(std::is_trivially_copyable_v<T>);
-    bytes(&v, sizeof v);
+    head(&v, sizeof v);
   }
-  // A table: its count, then zeros up to a multiple of 8 bytes (the
-  // directory starts at one in the file), then its elements, so that a
-  // loaded index reads them in place.
+  // A table read whole at opening, in the directory: its count, then zeros
+  // up to a multiple of 8 bytes (the directory starts at one in the file),
+  // then its elements, so that a loaded index reads them in place.
   template <class T>
   void vec(std::span<const T> v) {
     static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= 8);
-    static constexpr uint8_t kZeros[8] = {};
     put(uint64_t(v.size()));
-    bytes(kZeros, (8 - size() % 8) % 8);
-    bytes(v.data(), v.size() * sizeof(T));
+    pad_head();
+    head(v.data(), v.size() * sizeof(T));
   }
   template <class T>
   void vec(const std::vector<T>& v) {
@@ -163,23 +183,52 @@ class Out {
   void vec(const Table<T>& v) {
     vec(std::span<const T>(v));
   }
+  // A table checked block by block when it is first read (table.hpp): its
+  // elements among the tables, before the directory, at a multiple of 8;
+  // in the directory its count, zeros up to a multiple of 8, its offset in
+  // the file and the XXH3-64 of each block.
+  template <class T>
+  void table(std::span<const T> v) {
+    static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= 8);
+    static constexpr uint8_t kZeros[8] = {};
+    bytes(kZeros, size_t(-(at_ + size()) & 7));
+    put(uint64_t(v.size()));
+    pad_head();
+    put(uint64_t(at_ + size()));
+    for (size_t b = 0; b < check_blocks(v.size()); ++b) {
+      const size_t from = b << kCheckShift, n = std::min<size_t>(kCheckBlock, v.size() - from);
+      put(table_block_checksum(v.data() + from, n * sizeof(T)));
+    }
+    bytes(v.data(), v.size() * sizeof(T));
+  }
+  template <class T>
+  void table(const Table<T>& v) {
+    table(std::span<const T>(v));
+  }
   void str(const std::string& s) {
     put(uint64_t(s.size()));
-    bytes(s.data(), s.size());
+    head(s.data(), s.size());
   }
-  uint64_t size() const { return written_ + buf_.size(); }
-  // Writes the rest; false if a write failed. The checksum is XXH3-64 of
-  // everything written, as format::checksum of the whole would be.
-  bool finish(uint64_t& checksum) {
+  // Writes the rest of the tables, then the directory after them (at a
+  // multiple of 8); false if a write failed.
+  bool finish(uint64_t& dir_offset, uint64_t& dir_size, uint64_t& checksum) {
     flush();
-    checksum = hash_ ? XXH3_64bits_digest(hash_) : 0;
-    return ok_;
+    dir_offset = (at_ + written_ + 7) & ~uint64_t(7);
+    dir_size = head_.size();
+    checksum = format::checksum(head_.data(), head_.size());
+    return ok_ && pwrite_all(fd_, head_.data(), head_.size(), dir_offset);
   }
 
  private:
-  // Small enough that the tests' directories (a few hundred KB) take both
+  // Small enough that the tests' tables (a few hundred KB) take both
   // paths: through the buffer and straight from a table.
   static constexpr size_t kBuffer = 64 << 10;
+  uint64_t size() const { return written_ + buf_.size(); }
+  void head(const void* p, size_t n) {
+    const auto* c = static_cast<const uint8_t*>(p);
+    head_.insert(head_.end(), c, c + n);
+  }
+  void pad_head() { head_.resize((head_.size() + 7) & ~size_t(7)); }
   void bytes(const void* p, size_t n) {
     if (buf_.size() + n > kBuffer) flush();
     if (n >= kBuffer) return write(p, n);
@@ -191,17 +240,41 @@ class Out {
     buf_.clear();
   }
   void write(const void* p, size_t n) {
-    if (hash_) XXH3_64bits_update(hash_, p, n);
     ok_ &= pwrite_all(fd_, p, n, at_ + written_);
     written_ += n;
   }
-  XXH3_state_t* hash_;
   int fd_;
   uint64_t at_, written_ = 0;
-  bool ok_;
-  std::vector<uint8_t> buf_;
+  bool ok_ = true;
+  std::vector<uint8_t> buf_, head_;
 };
 
+// What the queries assume of a loaded table's elements, checked with each
+// block (table.hpp). `before` is the element before the block, if any.
+bool valid_chunks(const ChunkRecord* p, size_t n, const ChunkRecord*, const TableChecks& c, uint64_t) {
+  bool ok = true;
+  for (size_t i = 0; i < n; ++i) ok &= fits_in(p[i].offset, p[i].size, c.trace_size);
+  return ok;
+}
+// A feedlet's chunks start at event 0 and go up (queries step through
+// them), name chunks that exist, and their resume points lie among the pages.
+bool valid_feedlet_chunks(const FeedletChunk* p, size_t n, const FeedletChunk* before, const TableChecks& c,
+                          uint64_t events) {
+  bool ok = before || n == 0 || p[0].first_event == 0;
+  for (size_t i = 0; i < n; ++i) {
+    const FeedletChunk& k = p[i];
+    const FeedletChunk* prev = i ? &p[i - 1] : before;
+    ok &= k.chunk < c.chunk_count && k.first_event < events && (!prev || prev->first_event < k.first_event) &&
+          (k.resume_bytes == 0 || (k.resume_at >= kPageBytes && fits_in(k.resume_at, k.resume_bytes, c.tables_begin)));
+  }
+  return ok;
+}
+bool valid_flow_blocks(const FlowBlock* p, size_t n, const FlowBlock*, const TableChecks& c, uint64_t) {
+  bool ok = true;
+  for (size_t i = 0; i < n; ++i)
+    ok &= p[i].offset >= kPageBytes && fits_in(p[i].offset, p[i].bytes, c.tables_begin) && p[i].count <= kFlowsPerBlock;
+  return ok;
+}
 
 }  // namespace
 
@@ -211,6 +284,8 @@ uint64_t trace_fingerprint(const uint8_t* data, uint64_t size) {
   uint64_t b = format::checksum(data + size - k, k);
   return a ^ (b << 1 | b >> 63) ^ size;
 }
+
+uint64_t table_block_checksum(const void* p, size_t bytes) { return XXH3_64bits(p, bytes); }
 
 bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error) {
   State& s = *ix.s_;
@@ -255,25 +330,31 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
       }
     }
   }
-  // Then the directory, after them (aligned: its tables are read in place).
+  // Then the tables that grow with the trace, after them, and the directory
+  // that says where they are (all aligned: tables are read in place).
+  const uint64_t tables_at = (flows_end + 7) & ~uint64_t(7);
   Footer f{};
-  f.dir_offset = (flows_end + 7) & ~uint64_t(7);
-  Out o(s.index_fd, f.dir_offset);
+  Out o(s.index_fd, tables_at);
   o.put(uint64_t(ix.covered_));
-  o.vec(s.chunks);
+  o.put(tables_at);
+  o.table(s.chunks);
+  std::vector<uint32_t> metadata;  // the catalog's chunks, read again at opening
+  for (size_t c = 0; c < s.chunks.size(); ++c)
+    if (s.chunks[c].feedlet == format::kMetadataFeedlet) metadata.push_back(uint32_t(c));
+  o.vec(metadata);
   o.put(uint32_t(s.feedlets.size()));
   for (auto& [id, fs] : s.feedlets) {
     o.put(id);
     o.put(fs->events), o.put(fs->dropped), o.put(fs->first_ts), o.put(fs->last_ts);
-    o.vec(fs->chunks);
-    o.vec(fs->pool);
+    o.table(fs->chunks);
+    o.table(fs->pool);
     o.vec(fs->final_open);
     o.vec(fs->type_counts);
     o.put(uint32_t(fs->streams.size()));
     for (const Stream& st : fs->streams) {
       o.put(st.info);
       o.put(uint32_t(st.levels.size()));
-      for (const Level& l : st.levels) o.vec(l.pages);
+      for (const Level& l : st.levels) o.table(l.pages);
     }
   }
   o.put(uint64_t(s.damage.size()));
@@ -281,20 +362,20 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
   std::vector<LossRecord> losses;
   for (const trace::Loss& l : s.losses) losses.push_back({l.feedlet, 0, l.first_sequence, l.count});
   o.vec(losses);
-  o.vec(s.gaps);
+  o.table(s.gaps);
   o.put(s.latest_last_ts);
-  o.vec(blocks);
+  o.put(uint64_t(s.flow_count));
+  o.table(std::span<const FlowBlock>(blocks));
   FlowBlockIndex block_index;
   block_index.build(blocks);
-  o.vec(block_index.reach), o.vec(block_index.floor);
+  o.table(block_index.reach), o.table(block_index.floor);
   o.put(s.grid_shift), o.put(s.grid_first);
   o.vec(s.grid_feedlets), o.vec(s.grid_before), o.vec(s.grid_positions);
 
   std::memcpy(f.magic, kIndexMagic, 8);
   f.version = kIndexVersion;
   f.page_bytes = kPageBytes;
-  f.dir_size = o.size();
-  const bool dir_written = o.finish(f.dir_checksum);
+  const bool dir_written = o.finish(f.dir_offset, f.dir_size, f.dir_checksum);
   f.trace_size = ix.covered_;
   f.trace_fingerprint = trace_fingerprint(s.trace_map, ix.covered_);
   f.footer_checksum = format::checksum(&f, offsetof(Footer, footer_checksum));
@@ -399,17 +480,35 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   }
 
   In in{dir, dir + f.dir_size};
-  size_t pages = 0;  // of every level
   ix.covered_ = in.get<uint64_t>();
-  in.vec(s.chunks);
+  in.map = s.index_map;
+  in.tables_begin = in.get<uint64_t>(), in.tables_end = f.dir_offset;
+  in.ok &= in.tables_begin >= kPageBytes && in.tables_begin <= in.tables_end;
+  s.tables_begin = in.tables_begin, s.tables_end = in.tables_end;
+  // A mark for each block of every table: at most one for each checksum
+  // in the directory. From calloc, whose large blocks are fresh zero pages.
+  s.table_marks.reset(static_cast<uint8_t*>(std::calloc(f.dir_size / 8 + 1, 1)));
+  if (!s.table_marks) {
+    error = path + ": out of memory for the table marks";
+    return false;
+  }
+  TableChecks& checks = s.table_checks;
+  checks.trace_size = s.trace_map_size, checks.tables_begin = in.tables_begin, checks.errors = &s.page_errors;
+  in.checks = &checks, in.marks = s.table_marks.get();
+  size_t pages = 0;  // of every level
+  in.table(s.chunks, valid_chunks);
+  checks.chunk_count = s.chunks.size();
+  std::vector<uint32_t> metadata;  // the catalog's chunks, below
+  in.vec(metadata);
   uint32_t nf = in.get<uint32_t>();
   for (uint32_t i = 0; in.ok && i < nf; ++i) {
     auto fs = std::make_unique<FeedletState>();
     fs->id = in.get<uint32_t>();
     fs->events = in.get<uint64_t>(), fs->dropped = in.get<uint64_t>();
     fs->first_ts = in.get<uint64_t>(), fs->last_ts = in.get<uint64_t>();
-    in.vec(fs->chunks);
-    in.vec(fs->pool);
+    in.table(fs->chunks, valid_feedlet_chunks, fs->events);
+    in.ok &= fs->events == 0 || !fs->chunks.empty();
+    in.table(fs->pool);
     in.vec(fs->final_open);
     in.vec(fs->type_counts);
     uint32_t ns = in.get<uint32_t>();
@@ -422,7 +521,7 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
       if (in.ok) st.levels.reserve(nl);
       for (uint32_t l = 0; in.ok && l < nl; ++l) {
         Level& lv = st.levels.emplace_back();
-        in.vec(lv.pages);
+        in.table(lv.pages);
         pages += lv.pages.size();
       }
       fs->insert(stream_key(st.info.kind, st.info.key), k);
@@ -440,49 +539,24 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   std::vector<LossRecord> losses;
   in.vec(losses);
   for (const LossRecord& l : losses) s.losses.push_back(trace::Loss{l.feedlet, l.first, l.count});
-  in.vec(s.gaps);
+  in.table(s.gaps);
   s.latest_last_ts = in.get<uint64_t>();
-  in.vec(s.flow_blocks);
-  in.vec(s.flow_index.reach), in.vec(s.flow_index.floor);
-  in.ok &= s.flow_index.reach.size() == s.flow_blocks.size() && s.flow_index.floor.size() == s.flow_blocks.size();
-  s.flow_count = 0;
-  for (const FlowBlock& b : s.flow_blocks) {
-    in.ok &= b.offset >= kPageBytes && fits_in(b.offset, b.bytes, f.dir_offset) && b.count <= kFlowsPerBlock;
-    s.flow_count += b.count;
-  }
+  s.flow_count = in.get<uint64_t>();
+  in.table(s.flow_blocks, valid_flow_blocks);
+  in.table(s.flow_index.reach), in.table(s.flow_index.floor);
+  in.ok &= s.flow_index.reach.size() == s.flow_blocks.size() && s.flow_index.floor.size() == s.flow_blocks.size() &&
+           s.flow_count <= s.flow_blocks.size() * kFlowsPerBlock;
   s.grid_shift = in.get<uint32_t>(), s.grid_first = in.get<uint64_t>();
   in.vec(s.grid_feedlets), in.vec(s.grid_before), in.vec(s.grid_positions);
   if (!in.ok || in.p != in.end || s.grid_positions.size() != s.grid_before.size() * s.grid_feedlets.size()) {
     error = path + ": malformed index directory";
     return false;
   }
-  // Every chunk named must lie in the trace: queries and the catalog below read them.
-  // (One pass over each table, checks side by side: at 8*10^9 events the
-  // chunk table is 33 MB.)
-  bool in_trace = true;
-  std::vector<const ChunkRecord*> metadata;  // the catalog's, below
-  for (const ChunkRecord& c : s.chunks) {
-    in_trace &= fits_in(c.offset, c.size, s.trace_map_size);
-    if (c.feedlet == format::kMetadataFeedlet) metadata.push_back(&c);
-  }
-  // Positions must be consistent, since queries step through them: each
-  // feedlet's chunks start at event 0 and go up; checkpoints name feedlets
-  // that exist and positions within them.
+  // What the queries assume of the tables is checked with their blocks
+  // (valid_chunks...), and of the directory here: checkpoints name feedlets
+  // that exist and positions within them, never going down.
   bool positions = std::is_sorted(s.grid_before.begin(), s.grid_before.end());
-  for (auto& [id, fs] : s.feedlets) {
-    positions &= fs->events == 0 || (!fs->chunks.empty() && fs->chunks[0].first_event == 0);
-    for (size_t k = 0; k < fs->chunks.size(); ++k) {
-      in_trace &= fs->chunks[k].chunk < s.chunks.size();
-      positions &= fs->chunks[k].first_event < fs->events &&
-                   (k == 0 || fs->chunks[k - 1].first_event < fs->chunks[k].first_event) &&
-                   (fs->chunks[k].resume_bytes == 0 ||
-                    (fs->chunks[k].resume_at >= kPageBytes && fits_in(fs->chunks[k].resume_at, fs->chunks[k].resume_bytes, f.dir_offset)));
-    }
-  }
-  if (!in_trace) {
-    error = path + ": malformed index directory (a chunk outside the trace)";
-    return false;
-  }
+  for (uint32_t c : metadata) positions &= c < s.chunks.size();
   for (size_t c = 0; c < s.grid_feedlets.size(); ++c) {
     const FeedletState* fs = s.feedlet(s.grid_feedlets[c]);
     positions &= fs != nullptr;
@@ -490,9 +564,10 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
       positions &= s.grid_positions[j * s.grid_feedlets.size() + c] <= fs->events;
   }
   if (!positions) {
-    error = path + ": malformed index directory (event positions or resume points out of order or out of range)";
+    error = path + ": malformed index directory (event positions out of order or out of range)";
     return false;
   }
+  s.table_blocks = size_t(in.marks - s.table_marks.get());
   for (auto& [id, fs] : s.feedlets)
     for (uint32_t k = 0; k < fs->streams.size(); ++k) s.stream_ids.emplace_back(id, k);
   s.verified_pages.reset(static_cast<uint8_t*>(std::calloc(std::max<size_t>(pages, 1), 1)));  // none checked yet
@@ -526,7 +601,15 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
     header_size = std::min<uint64_t>(plausible ? stated : format::kFileHeaderFixed, s.trace_map_size);
   }
   parser.parse(s.trace_map, header_size, 0, header_size >= s.trace_map_size);
-  for (const ChunkRecord* c : metadata) parser.parse(s.trace_map + c->offset, c->size, c->offset, false);
+  for (uint32_t c : metadata) {
+    if (!s.chunks.readable(c)) {
+      error = path + ": damaged index table (the chunk index) at offset " +
+              std::to_string(s.tables_begin + c / kCheckBlock * kCheckBlock * sizeof(ChunkRecord));
+      return false;
+    }
+    const ChunkRecord& r = s.chunks[c];
+    parser.parse(s.trace_map + r.offset, r.size, r.offset, false);
+  }
   if (!parser.header_done()) {
     error = path + ": the trace's header does not read: " + parser.error();
     return false;

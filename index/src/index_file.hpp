@@ -9,7 +9,9 @@
 namespace tinescope::index {
 
 constexpr uint8_t kIndexMagic[8] = {'T', 'I', 'N', 'E', 'I', 'D', 'X', 0};
-constexpr uint32_t kIndexVersion = 5;  // 2: flows packed in blocks; 3: interval pages in bit-packed columns; 4: tables aligned, read in place; 5: resume points inside chunks
+// 2: flows packed in blocks; 3: interval pages in bit-packed columns; 4: tables aligned, read in place;
+// 5: resume points inside chunks; 6: tables that grow with the trace outside the directory, checked a block at a time
+constexpr uint32_t kIndexVersion = 6;
 
 struct IndexFile {
   // Writes the directory and footer after the pages already in `path`.

@@ -319,13 +319,15 @@ void query_levels(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, Re
   const uint32_t up = uint32_t(L - stored);
   const uint64_t b0 = (t0 >> out.shift) << up, b1 = ((t1 >> out.shift) << up) | ((uint64_t(1) << up) - 1);
   const Level& lv = st.levels[stored];
-  auto page = std::upper_bound(lv.pages.begin(), lv.pages.end(), b0,
-                               [](uint64_t b, const PageRef& p) { return b < p.first_bucket; });
-  if (page != lv.pages.begin()) --page;
+  // (Through the checked reads: a loaded index's page lists are checked a
+  // block at a time as they are first read, table.hpp.)
+  const size_t pages = lv.pages.size();
+  size_t first = partition_index(lv.pages, 0, pages, [&](const PageRef& p) { return p.first_bucket <= b0; });
+  if (first > 0) --first;
   // Reserved once (at most the nodes of the pages read), not grown by
   // doubling; new memory is mapped in one call (prefault.hpp).
   size_t most = lv.tail.size() + st.levels.size();
-  for (auto p = page; p != lv.pages.end() && p->first_bucket <= b1; ++p) most += p->count;
+  for (size_t p = first; p < pages && lv.pages[p].first_bucket <= b1; ++p) most += lv.pages[p].count;
   reserve_prefaulted(out.nodes, out.nodes.size() + most);
   auto take = [&](Node n) {
     n.bucket >>= up;
@@ -336,8 +338,8 @@ void query_levels(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, Re
   // pairs folded on the way. Unpacking into the answer itself meant
   // zero-filling it first and, for an odd level, writing every node twice.
   Node nodes[kNodesPerPage];
-  for (; page != lv.pages.end() && page->first_bucket <= b1; ++page) {
-    const uint32_t count = read(uint32_t(stored), size_t(page - lv.pages.begin()), nodes);
+  for (size_t page = first; page < pages && lv.pages[page].first_bucket <= b1; ++page) {
+    const uint32_t count = read(uint32_t(stored), page, nodes);
     uint32_t i = 0, j = count;
     while (i < j && nodes[i].bucket < b0) ++i;  // the window's first page
     while (j > i && nodes[j - 1].bucket > b1) --j;  // and its last

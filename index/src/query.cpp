@@ -17,9 +17,8 @@ namespace {
 
 // Index of the first chunk of `f` whose last event is at or after t.
 size_t first_chunk_at(const State& s, const FeedletState& f, uint64_t t) {
-  return size_t(std::partition_point(f.chunks.begin(), f.chunks.end(),
-                                     [&](const FeedletChunk& c) { return s.chunks[c.chunk].last_ts < t; }) -
-                f.chunks.begin());
+  return partition_index(f.chunks, 0, f.chunks.size(),
+                         [&](const FeedletChunk& c) { return s.chunks[c.chunk].last_ts < t; });
 }
 
 WalkState state_at(const FeedletState& f, size_t k) {
@@ -134,9 +133,8 @@ class PayloadBuffer {
 // The chunks of f that a walk over [t0, t1] decodes: [first, end).
 std::pair<size_t, size_t> chunks_over(const State& s, const FeedletState& f, uint64_t t0, uint64_t t1) {
   const size_t k = first_chunk_at(s, f, t0);
-  const auto end = std::partition_point(f.chunks.begin() + ptrdiff_t(k), f.chunks.end(),
-                                        [&](const FeedletChunk& c) { return s.chunks[c.chunk].first_ts <= t1; });
-  return {k, size_t(end - f.chunks.begin())};
+  return {k, partition_index(f.chunks, k, f.chunks.size(),
+                            [&](const FeedletChunk& c) { return s.chunks[c.chunk].first_ts <= t1; })};
 }
 
 // Calls fn for each item with its key in [t0, t1] that chunk k of feedlet f
@@ -513,9 +511,7 @@ std::vector<std::pair<uint64_t, uint16_t>> chunk_events(const State& s, const La
 }
 
 size_t chunk_of_position(const FeedletState& f, uint64_t k) {
-  auto it = std::upper_bound(f.chunks.begin(), f.chunks.end(), k,
-                             [](uint64_t v, const FeedletChunk& c) { return v < c.first_event; });
-  return size_t(it - f.chunks.begin()) - 1;
+  return partition_index(f.chunks, 0, f.chunks.size(), [&](const FeedletChunk& c) { return c.first_event <= k; }) - 1;
 }
 
 }  // namespace

@@ -107,6 +107,23 @@ struct State {
   };
   std::unique_ptr<uint8_t[], Free> verified_pages;
   size_t verified_count = 0;                   // its length
+  // A loaded index's tables are checked a block at a time as they are
+  // first read (table.hpp): against these, with a mark a block.
+  TableChecks table_checks;
+  std::unique_ptr<uint8_t[], Free> table_marks;
+  uint64_t tables_begin = 0, tables_end = 0;  // where they lie in the index file
+  size_t table_blocks = 0;                    // marks used
+  // Calls fn on every table checked a block at a time.
+  template <class Fn>
+  void for_each_table(Fn&& fn) const {
+    fn(chunks);
+    for (const auto& [id, f] : feedlets) {
+      fn(f->chunks), fn(f->pool);
+      for (const Stream& st : f->streams)
+        for (const Level& lv : st.levels) fn(lv.pages);
+    }
+    fn(gaps), fn(flow_blocks), fn(flow_index.reach), fn(flow_index.floor);
+  }
   std::unique_ptr<Layouts> layouts;  // of the trace's schema, for decoding chunks
   mutable std::atomic<uint64_t> page_errors{0};
 

@@ -363,6 +363,9 @@ TraceIndex::PageChecks TraceIndex::page_checks() const {
   c.pages = s_->verified_count;
   for (size_t i = 0; i < c.pages; ++i)
     c.checked += std::atomic_ref<uint8_t>(s_->verified_pages[i]).load(std::memory_order_relaxed) != 0;
+  c.table_blocks = s_->table_blocks;
+  for (size_t i = 0; i < c.table_blocks; ++i)
+    c.table_blocks_checked += std::atomic_ref<uint8_t>(s_->table_marks[i]).load(std::memory_order_relaxed) != 0;
   return c;
 }
 
@@ -454,13 +457,12 @@ std::vector<Gap> TraceIndex::gaps() const {
   }
   // Damaged bytes span from the latest chunk before them (of any feedlet)
   // to the first chunk after them; chunks lie in the table in trace order.
-  const ChunkRecord* chunks = s.chunks.begin();
-  const ChunkRecord* end = s.chunks.end();
+  const size_t n = s.chunks.size();
   for (const trace::Damage& d : s.damage) {
-    const ChunkRecord* after = std::partition_point(chunks, end, [&](const ChunkRecord& c) { return c.offset < d.offset; });
-    const uint64_t t0 = std::max(first, after != end ? after->latest_before : s.latest_last_ts);
-    after = std::partition_point(after, end, [&](const ChunkRecord& c) { return c.offset - d.offset < d.length; });
-    out.push_back(Gap{Gap::kAllFeedlets, 0, t0, after != end ? std::max(t0, after->first_ts) : last, 0});
+    size_t after = partition_index(s.chunks, 0, n, [&](const ChunkRecord& c) { return c.offset < d.offset; });
+    const uint64_t t0 = std::max(first, after != n ? s.chunks[after].latest_before : s.latest_last_ts);
+    after = partition_index(s.chunks, after, n, [&](const ChunkRecord& c) { return c.offset - d.offset < d.length; });
+    out.push_back(Gap{Gap::kAllFeedlets, 0, t0, after != n ? std::max(t0, s.chunks[after].first_ts) : last, 0});
   }
   return out;
 }

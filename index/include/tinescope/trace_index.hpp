@@ -240,9 +240,12 @@ class TraceIndex {
   // Node pages of a loaded index whose checksums have matched so far, and
   // all its node pages. A page is checked before its first use: by the
   // warmer ahead of the queries, or else by the query that first reads it.
-  // (An index built here has none to check: {0, 0}.)
+  // The same for the blocks of its tables (chunks, page lists...; docs/INDEX.md,
+  // "Trust"): checked before first use, by the warmer or the query; never
+  // when opening. (An index built here has none to check: all zero.)
   struct PageChecks {
     uint64_t checked = 0, pages = 0;
+    uint64_t table_blocks_checked = 0, table_blocks = 0;
   };
   PageChecks page_checks() const;
   uint64_t events() const;  // data events (not the metadata feedlet)
