@@ -251,14 +251,14 @@ class Out {
 
 // What the queries assume of a loaded table's elements, checked with each
 // block (table.hpp). `before` is the element before the block, if any.
-bool valid_chunks(const ChunkRecord* p, size_t n, const ChunkRecord*, const TableChecks& c, uint64_t) {
+bool valid_chunks(const ChunkRecord* p, size_t, size_t n, const ChunkRecord*, const TableChecks& c, uint64_t) {
   bool ok = true;
   for (size_t i = 0; i < n; ++i) ok &= fits_in(p[i].offset, p[i].size, c.trace_size);
   return ok;
 }
 // A feedlet's chunks start at event 0 and go up (queries step through
 // them), name chunks that exist, and their resume points lie among the pages.
-bool valid_feedlet_chunks(const FeedletChunk* p, size_t n, const FeedletChunk* before, const TableChecks& c,
+bool valid_feedlet_chunks(const FeedletChunk* p, size_t, size_t n, const FeedletChunk* before, const TableChecks& c,
                           uint64_t events) {
   bool ok = before || n == 0 || p[0].first_event == 0;
   for (size_t i = 0; i < n; ++i) {
@@ -269,10 +269,23 @@ bool valid_feedlet_chunks(const FeedletChunk* p, size_t n, const FeedletChunk* b
   }
   return ok;
 }
-bool valid_flow_blocks(const FlowBlock* p, size_t n, const FlowBlock*, const TableChecks& c, uint64_t) {
+bool valid_flow_blocks(const FlowBlock* p, size_t, size_t n, const FlowBlock*, const TableChecks& c, uint64_t) {
   bool ok = true;
   for (size_t i = 0; i < n; ++i)
     ok &= p[i].offset >= kPageBytes && fits_in(p[i].offset, p[i].bytes, c.tables_begin) && p[i].count <= kFlowsPerBlock;
+  return ok;
+}
+// Checkpoints: events before each never go down; each feedlet's position
+// is within its events (column i % feedlets of row i / feedlets).
+bool valid_grid_before(const uint64_t* p, size_t, size_t n, const uint64_t* before, const TableChecks&, uint64_t) {
+  bool ok = !before || n == 0 || *before <= p[0];
+  for (size_t i = 1; i < n; ++i) ok &= p[i - 1] <= p[i];
+  return ok;
+}
+bool valid_grid_positions(const uint64_t* p, size_t first, size_t n, const uint64_t*, const TableChecks& c, uint64_t) {
+  const size_t columns = c.column_events.size();
+  bool ok = columns > 0;
+  for (size_t i = 0; ok && i < n; ++i) ok &= p[i] <= c.column_events[(first + i) % columns];
   return ok;
 }
 
@@ -370,7 +383,7 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
   block_index.build(blocks);
   o.table(block_index.reach), o.table(block_index.floor);
   o.put(s.grid_shift), o.put(s.grid_first);
-  o.vec(s.grid_feedlets), o.vec(s.grid_before), o.vec(s.grid_positions);
+  o.vec(s.grid_feedlets), o.table(s.grid_before), o.table(s.grid_positions);
 
   std::memcpy(f.magic, kIndexMagic, 8);
   f.version = kIndexVersion;
@@ -547,22 +560,23 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   in.ok &= s.flow_index.reach.size() == s.flow_blocks.size() && s.flow_index.floor.size() == s.flow_blocks.size() &&
            s.flow_count <= s.flow_blocks.size() * kFlowsPerBlock;
   s.grid_shift = in.get<uint32_t>(), s.grid_first = in.get<uint64_t>();
-  in.vec(s.grid_feedlets), in.vec(s.grid_before), in.vec(s.grid_positions);
+  in.vec(s.grid_feedlets), in.table(s.grid_before, valid_grid_before), in.table(s.grid_positions, valid_grid_positions);
   if (!in.ok || in.p != in.end || s.grid_positions.size() != s.grid_before.size() * s.grid_feedlets.size()) {
     error = path + ": malformed index directory";
     return false;
   }
   // What the queries assume of the tables is checked with their blocks
   // (valid_chunks...), and of the directory here: checkpoints name feedlets
-  // that exist and positions within them, never going down.
-  bool positions = std::is_sorted(s.grid_before.begin(), s.grid_before.end());
+  // that exist (their positions are checked against these counts).
+  bool positions = true;
   for (uint32_t c : metadata) positions &= c < s.chunks.size();
+  s.grid_events.resize(s.grid_feedlets.size());
   for (size_t c = 0; c < s.grid_feedlets.size(); ++c) {
     const FeedletState* fs = s.feedlet(s.grid_feedlets[c]);
     positions &= fs != nullptr;
-    for (size_t j = 0; fs && j < s.grid_before.size(); ++j)
-      positions &= s.grid_positions[j * s.grid_feedlets.size() + c] <= fs->events;
+    s.grid_events[c] = fs ? fs->events : 0;
   }
+  checks.column_events = s.grid_events;
   if (!positions) {
     error = path + ": malformed index directory (event positions out of order or out of range)";
     return false;

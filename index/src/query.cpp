@@ -25,6 +25,7 @@ WalkState state_at(const FeedletState& f, size_t k) {
   WalkState w;
   const FeedletChunk& c = f.chunks[k];
   for (uint64_t i = c.open_first; i < c.open_first + c.open_count && i < f.pool.size(); ++i) {
+    if (!f.pool.readable(i)) continue;  // damaged: its intervals' ends are then counted, not drawn
     const OpenInterval& o = f.pool[i];
     if (o.depth & kRunningJobBit) {
       w.running.push_back(RunningJob{o.depth & ~kRunningJobBit, o.name, o.start});
@@ -67,6 +68,8 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
   std::string why;
   const uint32_t c = f.chunks[k].chunk;
   const ChunkRecord& r = s.chunks[c];
+  // A damaged block of the tables reads as zeros: never walk some other chunk in its place.
+  if (!f.chunks.readable(k) || !s.chunks.readable(c) || r.feedlet != f.id) return false;
   const uint8_t* chunk = s.read_chunk(c, buf.chunk, why);
   if (!chunk) return false;
   format::ChunkHeader h;
@@ -552,13 +555,15 @@ bool TraceIndex::global_event(uint64_t k, EventRef& out) const {
   const State& s = *s_;
   const size_t nf = s.grid_feedlets.size();
   // The last checkpoint at or before k; none: start at the beginning.
-  auto cp = std::upper_bound(s.grid_before.begin(), s.grid_before.end(), k);
+  const size_t cp = partition_index(s.grid_before, 0, s.grid_before.size(), [&](uint64_t before) { return before <= k; });
   uint64_t done = 0;
   std::vector<uint64_t> start(nf, 0);
-  if (cp != s.grid_before.begin()) {
-    size_t j = size_t(cp - s.grid_before.begin()) - 1;
+  bool from_checkpoint = cp > 0 && s.grid_before.readable(cp - 1);  // else (damaged) from the start
+  for (size_t c = 0; from_checkpoint && c < nf; ++c) from_checkpoint = s.grid_positions.readable((cp - 1) * nf + c);
+  if (from_checkpoint) {
+    const size_t j = cp - 1;
     done = s.grid_before[j];
-    std::copy_n(s.grid_positions.begin() + ptrdiff_t(j * nf), nf, start.begin());
+    for (size_t c = 0; c < nf; ++c) start[c] = s.grid_positions[j * nf + c];
   }
   struct Cursor {
     const FeedletState* f;

@@ -87,6 +87,7 @@ struct State {
   Table<uint32_t> grid_feedlets;    // the columns of grid_positions
   Table<uint64_t> grid_before;      // events of all feedlets with ts < T_j
   Table<uint64_t> grid_positions;   // [j * feedlets + f]: events of feedlet f with ts < T_j
+  std::vector<uint64_t> grid_events;  // a loaded index's: events of each column's feedlet
 
   // The trace, mapped for decoding chunks on demand.
   int trace_fd = -1;
@@ -122,7 +123,7 @@ struct State {
       for (const Stream& st : f->streams)
         for (const Level& lv : st.levels) fn(lv.pages);
     }
-    fn(gaps), fn(flow_blocks), fn(flow_index.reach), fn(flow_index.floor);
+    fn(gaps), fn(flow_blocks), fn(flow_index.reach), fn(flow_index.floor), fn(grid_before), fn(grid_positions);
   }
   std::unique_ptr<Layouts> layouts;  // of the trace's schema, for decoding chunks
   mutable std::atomic<uint64_t> page_errors{0};

@@ -24,6 +24,7 @@
 #include <type_traits>
 
 #include "grow_array.hpp"
+#include "tinescope/format.hpp"
 
 namespace tinescope::index {
 
@@ -36,6 +37,7 @@ struct TableChecks {
   uint64_t trace_size = 0;   // chunks lie in the trace
   uint64_t chunk_count = 0;  // feedlets' chunks name chunks
   uint64_t tables_begin = 0;  // resume points and flow blocks lie before the tables
+  std::span<const uint64_t> column_events;  // checkpoints' positions stay within each column's feedlet
   std::atomic<uint64_t>* errors = nullptr;  // damaged blocks found (with damaged pages)
 };
 
@@ -44,9 +46,9 @@ class Table {
   static_assert(std::is_trivially_copyable_v<T>);
 
  public:
-  // Checks elements [from, to) of block `from`'s block, which `before`
-  // (element from - 1, unchecked; null for element 0) precedes.
-  using Valid = bool (*)(const T* p, size_t n, const T* before, const TableChecks& c, uint64_t bound);
+  // Checks the n elements at p, elements [first, first + n) of the table,
+  // which `before` (element first - 1, unchecked; null for element 0) precedes.
+  using Valid = bool (*)(const T* p, size_t first, size_t n, const T* before, const TableChecks& c, uint64_t bound);
 
   // Reading, either way. A loaded table's element is checked first (its
   // whole block, once).
@@ -127,8 +129,8 @@ bool Table<T>::check_block(size_t b) const {
   const size_t from = b << kCheckShift, n = std::min<size_t>(kCheckBlock, view_size_ - from);
   uint64_t sum;
   std::memcpy(&sum, sums_ + b, sizeof sum);
-  const bool ok = table_block_checksum(view_ + from, n * sizeof(T)) == sum &&
-                  (!valid_ || valid_(view_ + from, n, from ? view_ + from - 1 : nullptr, *checks_, bound_));
+  const bool ok = format::checksum_matches(table_block_checksum(view_ + from, n * sizeof(T)), sum) &&
+                  (!valid_ || valid_(view_ + from, from, n, from ? view_ + from - 1 : nullptr, *checks_, bound_));
   std::atomic_ref<uint8_t>(marks_[b]).store(ok ? kGood : kBad, std::memory_order_relaxed);
   if (!ok && checks_->errors) checks_->errors->fetch_add(1, std::memory_order_relaxed);
   return ok;

@@ -93,6 +93,16 @@ const uint8_t* State::read_chunk(uint32_t c, std::vector<uint8_t>& into, std::st
     }
     done += size_t(n);
   }
+  // The record says where the chunk is; what is there must be a chunk of
+  // that size, whose payload the walk then reads within it. (Only a damaged
+  // index, or a fuzzer's, points elsewhere.)
+  format::ChunkHeader h;
+  std::memcpy(&h, into.data(), sizeof h);
+  if (h.header_size < sizeof h || uint64_t(h.header_size) + h.stored_size + format::kChunkTrailer != r.size ||
+      h.raw_size > format::kMaxChunkPayload || (!(h.flags & format::kChunkLz4) && h.stored_size != h.raw_size)) {
+    why = "no chunk of " + std::to_string(r.size) + " bytes at offset " + std::to_string(r.offset);
+    return nullptr;
+  }
   return into.data();
 }
 
