@@ -20,6 +20,12 @@ namespace {
 
 constexpr uint64_t kOsPage = 4096;
 constexpr uint64_t kBatch = 4 << 20;  // between looks at the stop flag
+// Batches asked for ahead of the one being mapped: one synchronous batch at
+// a time kept one read in flight (342 MB of index in ~0.4 s, a third of this
+// disk's speed), and the first queries after opening waited for it. With 32
+// MB asked for ahead, index_bench's first pass at 2*10^9 events (index not
+// in the page cache): p99 ~1.66 -> ~1.29 ms (12 and 9 runs, alternating).
+constexpr size_t kReadAhead = 8;
 
 }  // namespace
 
@@ -98,15 +104,20 @@ IndexWarmer::~IndexWarmer() {
   thread_.join();
 }
 
-void IndexWarmer::run(std::vector<std::pair<uint64_t, uint64_t>> ranges) {
-  for (auto [begin, end] : ranges) {
-    for (uint64_t at = begin; at < end && !stop_.load(std::memory_order_relaxed); at += kBatch) {
-      void* p = const_cast<uint8_t*>(s_.index_map) + at;
-      const size_t n = size_t(std::min(end - at, kBatch));
-      // Into the page cache and this mapping's page tables; a kernel without
-      // MADV_POPULATE_READ (before 5.14) reads ahead instead.
-      if (::madvise(p, n, MADV_POPULATE_READ) != 0) ::madvise(p, n, MADV_WILLNEED);
-    }
+void IndexWarmer::run(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+  std::vector<std::pair<uint64_t, uint64_t>> batches;
+  for (auto [begin, end] : ranges)
+    for (uint64_t at = begin; at < end; at += kBatch) batches.emplace_back(at, std::min(end, at + kBatch));
+  auto advise = [&](size_t i, int advice) {
+    return ::madvise(const_cast<uint8_t*>(s_.index_map) + batches[i].first,
+                     size_t(batches[i].second - batches[i].first), advice);
+  };
+  for (size_t i = 0; i < kReadAhead && i < batches.size(); ++i) advise(i, MADV_WILLNEED);
+  for (size_t i = 0; i < batches.size() && !stop_.load(std::memory_order_relaxed); ++i) {
+    if (i + kReadAhead < batches.size()) advise(i + kReadAhead, MADV_WILLNEED);
+    // Into the page cache and this mapping's page tables; a kernel without
+    // MADV_POPULATE_READ (before 5.14) has read it ahead already.
+    advise(i, MADV_POPULATE_READ);
   }
 }
 

@@ -37,7 +37,7 @@ class IndexWarmer {
  private:
   // The byte ranges of the index file to page in, in that order.
   static std::vector<std::pair<uint64_t, uint64_t>> plan(const State& s, uint64_t budget);
-  void run(std::vector<std::pair<uint64_t, uint64_t>> ranges);
+  void run(const std::vector<std::pair<uint64_t, uint64_t>>& ranges);
   // Then checks the checksums of the node pages it paged in, so that the
   // first query to read each need not (a tenth of the first queries' time
   // at 2*10^9 events went to them).
