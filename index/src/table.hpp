@@ -131,8 +131,11 @@ bool Table<T>::check_block(size_t b) const {
   std::memcpy(&sum, sums_ + b, sizeof sum);
   const bool ok = format::checksum_matches(table_block_checksum(view_ + from, n * sizeof(T)), sum) &&
                   (!valid_ || valid_(view_ + from, from, n, from ? view_ + from - 1 : nullptr, *checks_, bound_));
-  std::atomic_ref<uint8_t>(marks_[b]).store(ok ? kGood : kBad, std::memory_order_relaxed);
-  if (!ok && checks_->errors) checks_->errors->fetch_add(1, std::memory_order_relaxed);
+  // Two readers may check a block at once: the one that marks it counts it.
+  uint8_t unchecked = kUnchecked;
+  const bool first = std::atomic_ref<uint8_t>(marks_[b]).compare_exchange_strong(unchecked, ok ? kGood : kBad,
+                                                                                 std::memory_order_relaxed);
+  if (first && !ok && checks_->errors) checks_->errors->fetch_add(1, std::memory_order_relaxed);
   return ok;
 }
 
