@@ -618,7 +618,7 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   for (uint32_t c : metadata) {
     if (!s.chunks.readable(c)) {
       error = path + ": damaged index table (the chunk index) at offset " +
-              std::to_string(s.tables_begin + c / kCheckBlock * kCheckBlock * sizeof(ChunkRecord));
+              std::to_string(static_cast<const uint8_t*>(s.chunks.block_address(c)) - s.index_map);
       return false;
     }
     const ChunkRecord& r = s.chunks[c];

@@ -97,7 +97,9 @@ class Table {
   void check(const uint64_t* sums, uint8_t* marks, const TableChecks* checks, Valid valid, uint64_t bound = 0) {
     sums_ = sums, marks_ = marks, checks_ = checks, valid_ = valid, bound_ = bound;
   }
-  size_t blocks_to_check() const { return view_ && sums_ ? check_blocks(view_size_) : 0; }
+  // Where the block holding element i starts in memory (unchecked): for
+  // saying where a damaged block lies in the file.
+  const void* block_address(size_t i) const { return data() + (i >> kCheckShift << kCheckShift); }
 
  private:
   enum : uint8_t { kUnchecked = 0, kGood = 1, kBad = 2 };

@@ -98,8 +98,7 @@ const uint8_t* State::read_chunk(uint32_t c, std::vector<uint8_t>& into, std::st
   // index, or a fuzzer's, points elsewhere.)
   format::ChunkHeader h;
   std::memcpy(&h, into.data(), sizeof h);
-  if (h.header_size < sizeof h || uint64_t(h.header_size) + h.stored_size + format::kChunkTrailer != r.size ||
-      h.raw_size > format::kMaxChunkPayload || (!(h.flags & format::kChunkLz4) && h.stored_size != h.raw_size)) {
+  if (!format::chunk_sizes_possible(h) || format::chunk_bytes(h) != r.size) {
     why = "no chunk of " + std::to_string(r.size) + " bytes at offset " + std::to_string(r.offset);
     return nullptr;
   }

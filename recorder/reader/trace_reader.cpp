@@ -206,13 +206,11 @@ Parser::Try Parser::try_chunk(const uint8_t* p, size_t avail, size_t& total, std
     why = "damaged chunk header";
     return Try::Invalid;
   }
-  if (h.header_size < sizeof(ChunkHeader) || h.header_size > 4096 || h.stored_size > kMaxChunkPayload ||
-      h.raw_size > kMaxChunkPayload || (!(h.flags & kChunkLz4) && h.stored_size != h.raw_size) ||
-      h.last_ts < h.first_ts || h.event_count > h.raw_size) {  // an event takes at least a byte
+  if (!chunk_sizes_possible(h)) {
     why = "chunk header with impossible sizes";
     return Try::Invalid;
   }
-  total = size_t(h.header_size) + h.stored_size + kChunkTrailer;
+  total = size_t(chunk_bytes(h));
   if (avail < total) return Try::Incomplete;
   const uint8_t* trailer = p + h.header_size + h.stored_size;
   if (std::memcmp(trailer + 8, kChunkEnd, 8) != 0) {

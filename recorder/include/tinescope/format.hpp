@@ -271,5 +271,14 @@ inline bool checksum_matches(uint64_t computed, uint64_t stored) {
 inline uint32_t header_check(const ChunkHeader& h) {
   return uint32_t(checksum(reinterpret_cast<const uint8_t*>(&h) + 8, 44));
 }
+// Whether a chunk header's sizes and counts are possible (its header_check
+// aside): what a reader checks before it trusts them to find the payload.
+inline bool chunk_sizes_possible(const ChunkHeader& h) {
+  return h.header_size >= sizeof(ChunkHeader) && h.header_size <= 4096 && h.stored_size <= kMaxChunkPayload &&
+         h.raw_size <= kMaxChunkPayload && ((h.flags & kChunkLz4) || h.stored_size == h.raw_size) &&
+         h.last_ts >= h.first_ts && h.event_count <= h.raw_size;  // an event takes at least a byte
+}
+// The bytes of a chunk with this header: header, payload, trailer.
+inline uint64_t chunk_bytes(const ChunkHeader& h) { return uint64_t(h.header_size) + h.stored_size + kChunkTrailer; }
 
 }  // namespace tinescope::format
