@@ -243,7 +243,15 @@ inline void append_varint(std::string& out, uint64_t v) {
     p += 2;
     return true;
   }
-  return get_long_varint(p, end, v);
+  // Through copies: the call takes their addresses, and p and v, whose
+  // addresses it would take, could then no longer stay in registers in the
+  // loops that inline this (the indexer's walk kept p, the type and the delta
+  // on the stack).
+  const uint8_t* q = p;
+  uint64_t w;
+  if (!get_long_varint(q, end, w)) return false;
+  p = q, v = w;
+  return true;
 }
 
 inline uint64_t zigzag(int64_t v) { return (uint64_t(v) << 1) ^ uint64_t(v >> 63); }
