@@ -116,18 +116,20 @@ bool decode_events(const uint8_t* raw, size_t n, const ChunkHeader& h, const Sch
   Event e;
   e.feedlet = h.feedlet;
   uint64_t ts = h.first_ts, prev_delta = 0, count = 0;
-  auto fail = [&](const std::string& what) {
-    why = what + " at payload offset " + std::to_string(p - raw) + " (event " + std::to_string(count) + ")";
+  // (Given p and count, not capturing them: captured by reference, they would
+  // live in memory, not registers, for the whole loop.)
+  auto fail = [&why, raw](const std::string& what, const uint8_t* at, uint64_t event) {
+    why = what + " at payload offset " + std::to_string(at - raw) + " (event " + std::to_string(event) + ")";
     return false;
   };
   while (p < end) {
     uint64_t type, delta;
-    if (!get_varint(p, end, type) || !get_varint(p, end, delta)) return fail("truncated event");
+    if (!get_varint(p, end, type) || !get_varint(p, end, delta)) return fail("truncated event", p, count);
     const EventTypeDef* def = type <= kMaxEventType ? schema.find(uint16_t(type)) : nullptr;
     const uint8_t* fields_end = end;
     if (self_sized(uint32_t(type))) {
       uint64_t len;
-      if (!get_varint(p, end, len) || len > uint64_t(end - p)) return fail("truncated event");
+      if (!get_varint(p, end, len) || len > uint64_t(end - p)) return fail("truncated event", p, count);
       fields_end = p + len;
       if (!def) {  // its definition is lost or newer than this reader: skip it
         p = fields_end;
@@ -137,7 +139,7 @@ bool decode_events(const uint8_t* raw, size_t n, const ChunkHeader& h, const Sch
         continue;
       }
     }
-    if (!def) return fail("event type " + std::to_string(type) + " not in the schema");
+    if (!def) return fail("event type " + std::to_string(type) + " not in the schema", p, count);
     ts += delta;
     e.type = uint16_t(type);
     e.ts = ts;
@@ -147,25 +149,25 @@ bool decode_events(const uint8_t* raw, size_t n, const ChunkHeader& h, const Sch
       switch (def->fields[k].type) {
         case FieldType::U64:
         case FieldType::String:
-          if (!get_varint(p, fields_end, v)) return fail("truncated field");
+          if (!get_varint(p, fields_end, v)) return fail("truncated field", p, count);
           e.u[k] = v;
           break;
         case FieldType::I64:
-          if (!get_varint(p, fields_end, v)) return fail("truncated field");
+          if (!get_varint(p, fields_end, v)) return fail("truncated field", p, count);
           e.u[k] = uint64_t(unzigzag(v));
           break;
         case FieldType::DeltaU64:
-          if (!get_varint(p, fields_end, v)) return fail("truncated field");
+          if (!get_varint(p, fields_end, v)) return fail("truncated field", p, count);
           prev_delta += uint64_t(unzigzag(v));
           e.u[k] = prev_delta;
           break;
         case FieldType::F64:
-          if (fields_end - p < 8) return fail("truncated field");
+          if (fields_end - p < 8) return fail("truncated field", p, count);
           std::memcpy(&e.u[k], p, 8);
           p += 8;
           break;
         case FieldType::Bytes:
-          if (!get_varint(p, fields_end, v) || v > uint64_t(fields_end - p)) return fail("truncated bytes field");
+          if (!get_varint(p, fields_end, v) || v > uint64_t(fields_end - p)) return fail("truncated bytes field", p, count);
           e.bytes[k] = std::string_view(reinterpret_cast<const char*>(p), size_t(v));
           e.u[k] = v;
           p += v;
@@ -177,7 +179,7 @@ bool decode_events(const uint8_t* raw, size_t n, const ChunkHeader& h, const Sch
     emit(e);
   }
   if (count != h.event_count)
-    return fail("chunk header says " + std::to_string(h.event_count) + " events, payload holds");
+    return fail("chunk header says " + std::to_string(h.event_count) + " events, payload holds", p, count);
   return true;
 }
 
