@@ -103,7 +103,7 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
     why = std::string(what) + " at payload offset " + std::to_string(at - raw);
     return false;
   };
-  auto close_interval = [&](uint32_t name, uint64_t at) __attribute__((always_inline)) {  // forced: g++ made it a call for every end
+  auto close_interval = [&](uint32_t name, uint64_t at) __attribute__((always_inline)) {  // forced: g++ made it a call
     for (size_t i = st.stack.size(); i-- > 0;) {
       if (st.stack[i].name != name) continue;
       Item it;
@@ -174,24 +174,19 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
       }
     }
     on_event(ts, uint16_t(type));
-    // Nine events in ten are these two: tested first, they are a compare
-    // the branch predictor follows, not the jump table's indirect branch.
-    if (type == kIntervalEnd) {
+    // Ends and begins (nine events in ten) are tested before the switch: a
+    // compare the branch predictor follows, where the jump table's indirect
+    // branch mispredicted.
+    if (type == kIntervalEnd || type == kFuncExit) {
       close_interval(uint32_t(u[0]), ts);
       continue;
     }
-    if (type == kIntervalBegin) {
+    if (type == kIntervalBegin || type == kFuncEnter) {
       st.stack.push_back(OpenInterval{uint32_t(u[0]), uint32_t(st.stack.size()), ts});
       continue;
     }
     Item it;
     switch (type) {
-      case kIntervalBegin:
-      case kFuncEnter:
-        st.stack.push_back(OpenInterval{uint32_t(u[0]), uint32_t(st.stack.size()), ts});
-        break;
-      case kIntervalEnd:
-      case kFuncExit: close_interval(uint32_t(u[0]), ts); break;
       case kIntervalComplete:
         it.kind = StreamKind::Interval;
         it.name = uint32_t(u[0]);

@@ -243,10 +243,9 @@ inline void append_varint(std::string& out, uint64_t v) {
     p += 2;
     return true;
   }
-  // Through copies: the call takes their addresses, and p and v, whose
-  // addresses it would take, could then no longer stay in registers in the
-  // loops that inline this (the indexer's walk kept p, the type and the delta
-  // on the stack).
+  // Through copies: a call given p's and v's own addresses would keep them in
+  // memory, not registers, in every loop that inlines this (the indexer's
+  // walk had kept p, the type and the delta on the stack).
   const uint8_t* q = p;
   uint64_t w;
   if (!get_long_varint(q, end, w)) return false;
