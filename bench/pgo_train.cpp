@@ -1,8 +1,9 @@
 // The workload the Release build's indexer is trained on (profile-guided
 // optimization, bench/CMakeLists.txt): a synthetic trace indexed on every
 // core, the index opened again, and lane queries at random zooms from the
-// whole trace down to 1280 ns, as index_bench and the viewer ask them. Run by the build, linked with an instrumented copy of
-// the index library; what it counts goes to the compiler, not to a user.
+// whole trace down to 1280 ns, as index_bench and the viewer ask them. Run
+// by the build, linked with an instrumented copy of the index library; what
+// it counts goes to the compiler, not to a user.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
