@@ -210,8 +210,10 @@ inline void fold_items(std::vector<Node>& out, StreamKind kind, uint32_t shift, 
   }
 }
 
-// Folds `later` (whose items all come after into's) into `into`.
-inline void merge(StreamKind kind, Node& a, const Node& b) {
+// Folds `b` (whose items all come after a's) into `a`. Always inline: it is
+// the inner step of every fold, and a training that folded few stored nodes
+// made it a call in query_levels (docs/INDEX.md, "The Release build is trained").
+[[gnu::always_inline]] inline void merge(StreamKind kind, Node& a, const Node& b) {
   if (b.count == 0) return;
   if (a.count == 0) {
     uint64_t bucket = a.bucket;
