@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -32,12 +33,9 @@ bool train(const std::filesystem::path& dir, uint64_t events, uint32_t threads, 
   opt.threads = threads;
   bench::SyntheticResult made;
   std::string error;
-  if (!bench::write_synthetic_trace(trace, opt, made, error) || !index::TraceIndex::build(trace, error)) {
-    std::fprintf(stderr, "pgo_train: %s\n", error.c_str());
-    return false;
-  }
-  auto ix = index::TraceIndex::load(trace, trace + ".idx", error);
-  if (!ix) {
+  std::unique_ptr<index::TraceIndex> ix;
+  if (!bench::write_synthetic_trace(trace, opt, made, error) || !index::TraceIndex::build(trace, error) ||
+      !(ix = index::TraceIndex::load(trace, trace + ".idx", error))) {
     std::fprintf(stderr, "pgo_train: %s\n", error.c_str());
     return false;
   }
@@ -48,8 +46,8 @@ bool train(const std::filesystem::path& dir, uint64_t events, uint32_t threads, 
   std::mt19937_64 rng(7);
   std::vector<std::pair<int, index::Buckets>> answer;
   uint64_t nodes = 0;
+  const double widest = std::log2(double(hi - lo)), narrowest = zooms > 0 ? widest - zooms : std::log2(1280.0);
   for (int q = 0; q < queries && !feedlets.empty() && hi - lo > 1280; ++q) {
-    const double widest = std::log2(double(hi - lo)), narrowest = zooms > 0 ? widest - zooms : std::log2(1280.0);
     const double zoom = std::uniform_real_distribution<double>(narrowest, widest)(rng);
     const uint64_t span = uint64_t(std::exp2(zoom)), t = lo + rng() % (hi - lo - span + 1);
     const uint32_t columns = min_columns + uint32_t(rng() % (1280 - min_columns + 1));
