@@ -30,6 +30,7 @@
 #include "index_warmer.hpp"
 #include "prefault.hpp"
 #include "pyramid.hpp"
+#include "sort_blocks.hpp"
 
 namespace tinescope::test {
 namespace {
@@ -1289,6 +1290,46 @@ TEST(Index, NodePagesUnpackWhatWasPackedAtEveryWidthAndCount) {
                     a.iv.longest_end == b.iv.longest_end && a.iv.min_start == b.iv.min_start &&
                     a.iv.max_end == b.iv.max_end)
             << "node " << i << " of " << count << ", width " << w;
+      }
+    }
+  }
+}
+
+// The flow log is sorted a block at a time and merged (index/src/sort_blocks.hpp),
+// which is quick when it is nearly in order, as it is. Every order must end
+// sorted, with every element kept: nearly in order, a few elements far from
+// their place (a quiet thread's chunk written late), reversed (each merge's
+// overlap past its bound), random, all equal, and sizes around a block.
+TEST(Index, FlowLogSortEndsSortedFromAnyOrder) {
+  std::mt19937_64 rng(11);
+  struct Rec {
+    uint64_t key;
+    uint32_t tag;  // where it started: every element kept
+  };
+  auto less = [](const Rec& a, const Rec& b) { return a.key < b.key; };
+  const size_t block = 64;
+  for (size_t n : {size_t(0), size_t(1), size_t(63), size_t(64), size_t(65), size_t(1000), size_t(5000)}) {
+    for (int order = 0; order < 5; ++order) {
+      std::vector<Rec> v(n);
+      for (size_t i = 0; i < n; ++i) {
+        uint64_t key = i * 10;
+        if (order == 0) key += rng() % 300;                       // near its place
+        if (order == 1) key = rng() % 50 == 0 ? rng() % (n * 10 + 1) : key;  // a few far away
+        if (order == 2) key = (n - i) * 10;                     // reversed
+        if (order == 3) key = rng();                            // random
+        if (order == 4) key = 7;                                // all equal
+        v[i] = Rec{key, uint32_t(i)};
+      }
+      for (bool two : {false, true}) {
+        std::vector<Rec> got = v;
+        index::sort_blocks(got.data(), got.size(), less, block, two);
+        ASSERT_TRUE(std::is_sorted(got.begin(), got.end(), less)) << n << " elements, order " << order;
+        std::vector<bool> seen(n);
+        for (const Rec& r : got) {
+          ASSERT_FALSE(seen[r.tag]) << n << " elements, order " << order;
+          seen[r.tag] = true;
+          ASSERT_EQ(r.key, v[r.tag].key);
+        }
       }
     }
   }
