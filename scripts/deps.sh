@@ -6,7 +6,7 @@ set -euo pipefail
 TINESCOPE_PACKAGES=(
   build-essential cmake pkg-config git
   liblz4-dev libxxhash-dev zlib1g-dev
-  libcli11-dev nlohmann-json3-dev
+  libcli11-dev nlohmann-json3-dev libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   strace
   libglfw3-dev libimgui-dev libepoxy-dev libegl-dev libegl1-mesa-dev libgl1-mesa-dri libstb-dev

@@ -428,6 +428,48 @@ TEST(FtraceImport, WrappedTextReadsAsThePlainText) {
   }
 }
 
+// The reader reads the text a megabyte at a time and finds where each event
+// ends by following strings and brackets (index/src/chrome_import.cpp).
+// Names full of brackets, quotes and backslashes, a megabyte boundary that
+// falls between a backslash and the character it escapes, other members of
+// the object with brackets in their strings, and elements of the events
+// array that are not events: every event comes through, its text decoded.
+TEST(ChromeImport, EventsAreFoundWhateverTheirTextHolds) {
+  // (A misread escape flips which text is in a string: the third name's
+  // brackets then count, and the events array never ends.)
+  const std::string names[] = {R"(\u0041\"]}\\{[)", R"(\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\)", "[[[x"};
+  const std::string decoded[] = {"A\"]}\\{[", std::string(20, '\\'), "[[[x"};
+  const std::string head = R"({"metadata":{"note":"]}[{\"","list":[1,{"a":"}"}]},"traceEvents":[)";
+  std::string body = R"(1,"x]",null,{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"w\"1"}})";
+  constexpr size_t kEvents = 40'000;  // ~3.3 MB: three megabyte boundaries
+  for (size_t i = 0; i < kEvents; ++i)
+    body += ",\n{\"name\":\"" + names[i % 3] + "\",\"ph\":\"X\",\"ts\":" + std::to_string(i * 10) +
+            ",\"dur\":5,\"pid\":1,\"tid\":1}";
+  const std::string tail = R"(],"displayTimeUnit":"ns","more":{"x":"]"}})";
+  // Spaces before the events put a backslash that starts an escape (in the
+  // second name, all escapes) last in the first megabyte read.
+  const size_t mb = size_t(1) << 20;
+  size_t q = body.rfind(names[1], mb - head.size() - 1);
+  ASSERT_NE(q, std::string::npos);
+  q += head.size();
+  const std::string json = head + std::string(mb - 1 - q, ' ') + body + tail;
+  ASSERT_EQ(json[mb - 1], '\\');
+  ASSERT_EQ(json[mb - 2], '"') << "the escape starts at the last byte";
+  const std::string in = temp_path("escapes.json");
+  write_file(in, json);
+  Imported im(AtPath{in}, "escapes");
+  ASSERT_TRUE(im.ix);
+  EXPECT_EQ(im.result.events_read, kEvents + 1) << "the numbers, string and null are not events";
+  EXPECT_EQ(im.result.display_time_unit, "ns");
+  ASSERT_EQ(im.lane.count("w\"1"), 1u);
+  for (int k = 0; k < 3; ++k) {
+    const auto v = im.items(StreamKind::Interval, "w\"1", decoded[k]);
+    ASSERT_EQ(v.size(), kEvents / 3 + (size_t(k) < kEvents % 3)) << decoded[k];
+    for (size_t j = 0; j < v.size(); ++j) ASSERT_EQ(v[j].start, (j * 3 + size_t(k)) * 10 * us) << decoded[k];
+  }
+  ::unlink(in.c_str());
+}
+
 TEST(ChromeImport, BadInputGetsAClearError) {
   std::string dir = ::testing::TempDir();
   std::string out = temp_path("import_bad");
