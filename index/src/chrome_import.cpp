@@ -206,76 +206,78 @@ class ChromeReader {
     return true;
   }
 
-  // A member's name, value and type, read in turn.
-  template <class Member>
-  static simdjson::error_code read_member(Member&& f, std::string_view& key, od::value& value, od::json_type& type) {
-    if (auto e = f.unescaped_key().get(key)) return e;
-    if (auto e = f.value().get(value)) return e;
-    return value.type().get(type);
+  // fn(name, value, type) for each member of the object `v`, in turn.
+  template <class Fn>
+  static simdjson::error_code each_member(od::value& v, Fn&& fn) {
+    od::object o;
+    if (auto e = v.get_object().get(o)) return e;
+    for (auto member : o) {
+      std::string_view name;
+      od::value value;
+      od::json_type type;
+      if (auto e = member.unescaped_key().get(name)) return e;
+      if (auto e = member.value().get(value)) return e;
+      if (auto e = value.type().get(type)) return e;
+      if (auto e = fn(name, value, type)) return e;
+    }
+    return simdjson::SUCCESS;
   }
 
   // One event's fields. Values of other fields are skipped: checked for
   // their structure (brackets, strings), not parsed.
   simdjson::error_code event(od::value& v, RawEvent& ev) {
-    od::object o;
-    if (auto e = v.get_object().get(o)) return e;
-    for (auto field : o) {
-      std::string_view key;
-      od::value value;
-      od::json_type type;
-      if (auto e = read_member(field, key, value, type)) return e;
-      if (type == od::json_type::number) {
-        double d;
-        if (auto e = value.get_double().get(d)) return e;
-        if (key == "ts") ev.ts = d, ev.has_ts = true;
-        else if (key == "dur") ev.dur = d, ev.has_dur = true;
-        else if (key == "pid") ev.pid = as_int(d), ev.has_pid = true;
-        else if (key == "tid") ev.tid = as_int(d), ev.has_tid = true;
-        else if (key == "id") ev.id = number_text(value);
-      } else if (type == od::json_type::object) {
-        if (key != "args" && key != "id2") continue;
-        const bool args = key == "args";
-        od::object inner;
-        if (auto e = value.get_object().get(inner)) return e;
-        for (auto member : inner) {
-          std::string_view name;
-          od::value x;
-          od::json_type t;
-          if (auto e = read_member(member, name, x, t)) return e;
-          std::string text;
-          if (t == od::json_type::number) {
-            double d;
-            if (auto e = x.get_double().get(d)) return e;
-            if (args) {
-              ev.num_args.emplace_back(std::string(name), d);
-              if (name == "sort_index") ev.sort_index = as_int(d), ev.has_sort = true;
-              continue;
-            }
-            text = number_text(x);
-          } else if (t == od::json_type::string) {
-            std::string_view s;
-            if (auto e = x.get_string().get(s)) return e;
-            text = s;
-          } else if (t != od::json_type::null && t != od::json_type::boolean) {
-            continue;  // deeper objects and arrays: not read
-          }
-          if (!args) ev.id = std::string(name) + ":" + text;
-          else if (name == "name") ev.arg_name = text;
-        }
-      } else if (type != od::json_type::array) {
-        // Strings; null and booleans read as "".
-        std::string_view s;
-        if (type == od::json_type::string)
-          if (auto e = value.get_string().get(s)) return e;
-        if (key == "ph") ev.ph = s;
-        else if (key == "name") ev.name = s;
-        else if (key == "cat") ev.cat = s;
-        else if (key == "id") ev.id = s;
-        else if (key == "s") ev.scope = s;
-        else if (key == "pid") ev.pid = named_id(s), ev.has_pid = true;
-        else if (key == "tid") ev.tid = named_id(s), ev.has_tid = true;
+    return each_member(v, [&](std::string_view key, od::value& value, od::json_type type) -> simdjson::error_code {
+      if (type == od::json_type::object) {
+        if (key != "args" && key != "id2") return simdjson::SUCCESS;
+        return each_member(value, [&, args = key == "args"](std::string_view name, od::value& x, od::json_type t) {
+          return inner_member(args, name, x, t, ev);
+        });
       }
+      if (type == od::json_type::array) return simdjson::SUCCESS;
+      // Numbers; strings (null and booleans read as "").
+      double d = 0;
+      std::string_view s;
+      if (type == od::json_type::number) {
+        if (auto e = value.get_double().get(d)) return e;
+      } else if (type == od::json_type::string) {
+        if (auto e = value.get_string().get(s)) return e;
+      }
+      const bool number = type == od::json_type::number;
+      if (key == "pid") ev.pid = number ? as_int(d) : named_id(s), ev.has_pid = true;
+      else if (key == "tid") ev.tid = number ? as_int(d) : named_id(s), ev.has_tid = true;
+      else if (key == "id") ev.id = number ? number_text(value) : std::string(s);
+      else if (number && key == "ts") ev.ts = d, ev.has_ts = true;
+      else if (number && key == "dur") ev.dur = d, ev.has_dur = true;
+      else if (number) return simdjson::SUCCESS;
+      else if (key == "ph") ev.ph = s;
+      else if (key == "name") ev.name = s;
+      else if (key == "cat") ev.cat = s;
+      else if (key == "s") ev.scope = s;
+      return simdjson::SUCCESS;
+    });
+  }
+
+  // A member of an event's "args" (numbers, and "name") or "id2" (its id).
+  simdjson::error_code inner_member(bool args, std::string_view name, od::value& x, od::json_type t, RawEvent& ev) {
+    std::string text;
+    if (t == od::json_type::number) {
+      double d;
+      if (auto e = x.get_double().get(d)) return e;
+      if (args) {
+        ev.num_args.emplace_back(std::string(name), d);
+        if (name == "sort_index") ev.sort_index = as_int(d), ev.has_sort = true;
+        return simdjson::SUCCESS;
+      }
+      text = number_text(x);
+    } else if (t == od::json_type::string) {
+      std::string_view s;
+      if (auto e = x.get_string().get(s)) return e;
+      text = s;
+    } else if (t != od::json_type::null && t != od::json_type::boolean) {
+      return simdjson::SUCCESS;  // deeper objects and arrays: not read
     }
+    if (!args) ev.id = std::string(name) + ":" + text;
+    else if (name == "name") ev.arg_name = text;
     return simdjson::SUCCESS;
   }
 
