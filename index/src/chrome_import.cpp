@@ -93,8 +93,8 @@ class ChromeReader {
 
   // The events array, from after its '['. Runs of whole events are cut
   // where the depth comes back to the array's after a '}' or ']'; the '}' or
-  // ']' that leaves the array ends it, and what is between the last event
-  // and it is parsed too (it must be empty, or one comma).
+  // ']' that leaves the array ends it, and the events since the last run
+  // are parsed then (a comma after the last event is an error).
   bool events() {
     size_t run = pos_, last_end = 0;  // last_end: after the run's last whole event (0: none yet)
     bool first = true, in_string = false, escaped = false;
@@ -334,14 +334,18 @@ class ChromeReader {
   }
 
   // The string value in text [from, pos_), unescaped (null and booleans:
-  // ""); numbers, objects and arrays leave `into` as it was.
+  // ""); numbers, objects and arrays leave `into` as it was. A parser and a
+  // copy of its own: "systemTraceEvents" may be tens of megabytes, and a
+  // parser holds ~5 bytes a byte of its largest text until it goes.
   bool string_value(size_t from, std::string& into) {
-    run_.assign(text_, from, pos_ - from);
-    run_.reserve(run_.size() + simdjson::SIMDJSON_PADDING);
+    std::string text;
+    text.reserve(pos_ - from + simdjson::SIMDJSON_PADDING);
+    text.assign(text_, from, pos_ - from);
+    od::parser parser;
     od::document doc;
     std::string_view s;
     od::json_type type;
-    simdjson::error_code e = parser_.iterate(run_.data(), run_.size(), run_.capacity()).get(doc);
+    simdjson::error_code e = parser.iterate(text.data(), text.size(), text.capacity()).get(doc);
     if (!e) e = doc.type().get(type);
     if (!e && type == od::json_type::string) e = doc.get_string().get(s);
     if (e) return fail(simdjson::error_message(e), base_ + from);
