@@ -11,7 +11,6 @@
 #include <CLI/CLI.hpp>
 #include <cinttypes>
 #include <cstdio>
-#include <fstream>
 #include <simdjson.h>
 #include <vector>
 

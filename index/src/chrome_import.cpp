@@ -11,7 +11,6 @@
 
 #include <cctype>
 #include <cmath>
-#include <cstring>
 
 #include "import_model.hpp"
 
@@ -23,6 +22,8 @@ namespace od = simdjson::ondemand;
 
 constexpr size_t kReadBytes = 1 << 20;  // read from the stream at a time
 constexpr size_t kRunBytes = 1 << 20;   // events parsed at a time: about this many bytes
+
+bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)); }
 
 class ChromeReader {
  public:
@@ -82,7 +83,7 @@ class ChromeReader {
     return true;
   }
   void skip_space() {
-    while (fill(1) && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+    while (fill(1) && is_space(text_[pos_])) ++pos_;
   }
   bool expect(char c, const char* what) {
     skip_space();
@@ -170,12 +171,15 @@ class ChromeReader {
   // The events in text [from, to): after the first run, it starts with the
   // comma that follows the run before.
   bool parse_run(size_t from, size_t to, bool first) {
-    size_t k = from;
-    while (k < to && std::isspace(static_cast<unsigned char>(text_[k]))) ++k;
+    auto past_space = [&](size_t k) {
+      while (k < to && is_space(text_[k])) ++k;
+      return k;
+    };
+    size_t k = past_space(from);
     if (!first && k < to) {
       if (text_[k] != ',') return fail("expected ',' between events", base_ + k);
-      const size_t comma = k++;
-      while (k < to && std::isspace(static_cast<unsigned char>(text_[k]))) ++k;
+      const size_t comma = k;
+      k = past_space(k + 1);
       if (k == to) return fail("a comma after the last event", base_ + comma);
     }
     const uint64_t at = base_ + k - 1;  // the file offset of run_[1] is at + 1
@@ -324,7 +328,7 @@ class ChromeReader {
         continue;
       }
       const char c = text_[pos_];
-      if (started && depth == 0 && (c == ',' || c == '}' || c == ']' || std::isspace(static_cast<unsigned char>(c))))
+      if (started && depth == 0 && (c == ',' || c == '}' || c == ']' || is_space(c)))
         return true;  // the end of a number, true, false or null
       ++pos_;
       if (c == '"') in_string = true;
@@ -362,7 +366,7 @@ class ChromeReader {
   static int64_t as_int(double v) { return std::fabs(v) < 9.2e18 ? int64_t(v) : 0; }
   static std::string number_text(od::value& v) {
     std::string_view t = v.raw_json_token();
-    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
+    while (!t.empty() && is_space(t.back())) t.remove_suffix(1);
     return std::string(t);
   }
   // Some tools write pid/tid as strings: give each its own number.
