@@ -178,6 +178,112 @@ uint32_t shift_for(uint64_t t0, uint64_t t1, uint32_t columns) {
   return uint32_t(std::bit_width(width)) - 1;
 }
 
+// A lane query's walk is shared out by pieces: the stretches of a chunk
+// between its resume points (kResumeEvery events), each of which a walk may
+// start at with the state recorded there. Shared out by whole chunks (~16 000
+// events), a walk over one to three chunks (windows of 2^26-2^28 ns on
+// index_bench's lanes, the slowest decoded queries) kept one core idle.
+struct Piece {
+  uint32_t k = 0;          // chunk in the feedlet
+  uint32_t point = 0;      // where it starts: 0, the chunk's start; j, its j-th resume point
+  WalkFrom from;           // (point > 0) that point
+  size_t end = SIZE_MAX;   // payload offset where it ends (the next point; SIZE_MAX: the chunk's end)
+  size_t chunk_end = SIZE_MAX;  // how much of the chunk's payload the walk needs (its last piece's end)
+};
+
+// The pieces of chunks [k, end) of f that a walk over [t0, t1] takes, in
+// order: in each chunk from its last point before t0 (as find_resume picks)
+// up to the last point at or before t1 (events after a point come after its
+// tick; the walk stops at the first event after t1).
+void list_pieces(const State& s, const FeedletState& f, size_t k, size_t end, uint64_t t0, uint64_t t1,
+                 ChunkBuffers& buf, std::vector<Piece>& out) {
+  thread_local std::vector<WalkFrom> points;  // memory kept
+  out.clear();
+  for (; k < end; ++k) {
+    points.clear();
+    const std::span<const uint8_t> bytes = s.resume_points(f.chunks[k], buf);
+    if (!bytes.empty())  // malformed (a crafted index): the points read before it serve
+      list_points(bytes.data(), bytes.data() + bytes.size(), s.chunks[f.chunks[k].chunk].first_ts, points);
+    size_t j = 0;  // points[j] is point j + 1
+    while (j < points.size() && points[j].ts < t0) ++j;
+    const size_t first = out.size();
+    for (;; ++j) {
+      Piece& p = out.emplace_back();
+      p.k = uint32_t(k), p.point = uint32_t(j);
+      if (j > 0) p.from = points[j - 1];
+      if (j == points.size() || points[j].ts > t1) break;
+      p.end = points[j].offset;
+    }
+    for (size_t i = first; i < out.size(); ++i) out[i].chunk_end = out.back().end;
+  }
+}
+
+// One thread's walk of pieces: the chunk it read last and how much of its
+// payload it decoded, so that the pieces of a chunk read and decode it once.
+class PieceWalker {
+ public:
+  PieceWalker(const State& s, const FeedletState& f, ChunkBuffers& buf) : s_(s), f_(f), buf_(buf) {}
+  // The walk's state where piece p starts: the chunk's open intervals, or
+  // what its resume point recorded. False if that cannot be read.
+  bool start(const Piece& p, WalkState& w) {
+    w = state_at(f_, p.k);
+    if (p.point == 0) return true;
+    const std::span<const uint8_t> points = s_.resume_points(f_.chunks[p.k], buf_);
+    WalkFrom at;
+    return !points.empty() &&
+           find_resume(points.data(), points.data() + points.size(), s_.chunks[f_.chunks[p.k].chunk].first_ts,
+                       UINT64_MAX, uint64_t(p.point) * kResumeEvery, w, at) &&
+           at.offset == p.from.offset;
+  }
+  // Walks piece p on from state w (where it starts), calling on_item for
+  // each item it completes, up to the first event after `until`.
+  template <class OnItem>
+  void walk(const Piece& p, WalkState& w, uint64_t until, OnItem&& on_item) {
+    std::string why;
+    const uint32_t c = f_.chunks[p.k].chunk;
+    // A damaged block of the tables reads as zeros: never walk some other chunk in its place.
+    if (!f_.chunks.readable(p.k) || !s_.chunks.readable(c) || s_.chunks[c].feedlet != f_.id) return;
+    if (c != chunk_) {
+      chunk_ = c, decoded_ = 0;
+      if ((bytes_ = s_.read_chunk(c, buf_.chunk, why))) std::memcpy(&h_, bytes_, sizeof h_);
+    }
+    if (!bytes_) return;
+    if (decoded_ < std::min<size_t>(p.chunk_end, h_.raw_size)) {
+      size_t size = std::min<size_t>(p.chunk_end, h_.raw_size);  // lz4 stops there
+      if (!(raw_ = s_.payload(bytes_, buf_.payload, why, &size))) return (void)(bytes_ = nullptr);
+      decoded_ = size;
+    }
+    auto no_event = [](uint64_t, uint16_t) {};
+    auto no_messages = [](const MessageEvent&) {};
+    walk_chunk(raw_, std::min<size_t>(p.end, decoded_), h_, *s_.layouts, w, no_event, on_item, no_messages, why,
+               until, nullptr, p.point ? &p.from : nullptr);
+  }
+
+ private:
+  const State& s_;
+  const FeedletState& f_;
+  ChunkBuffers& buf_;
+  uint32_t chunk_ = UINT32_MAX;
+  const uint8_t* bytes_ = nullptr;
+  const uint8_t* raw_ = nullptr;
+  size_t decoded_ = 0;
+  format::ChunkHeader h_{};
+};
+
+// The shift a stream's stored levels answer a window at, asked for buckets
+// of at most 2^shift ticks (one column). Only even levels are stored: an odd
+// one is made by folding pairs of the level below, which reads four times
+// the nodes of the stored level above and writes twice its answer, the
+// slowest lane queries there are (20 streams of 1-2 buckets a column). So
+// an odd level is answered by the stored level above: buckets one to two
+// columns wide, at most one a column; every bucket still knows its longest
+// item exactly, which the views draw whole.
+uint32_t stored_shift(const Stream& st, uint32_t shift) {
+  shift = std::max(shift, st.info.leaf_shift);
+  const uint32_t level = shift - st.info.leaf_shift;
+  return (level & 1) && level + 1 < st.levels.size() ? shift + 1 : shift;
+}
+
 // The whole buckets of 2^shift ticks over [t0, t1], as a key range.
 std::pair<uint64_t, uint64_t> bucket_range(uint64_t t0, uint64_t t1, uint32_t shift) {
   uint64_t from = (t0 >> shift) << shift;
@@ -190,29 +296,54 @@ std::pair<uint64_t, uint64_t> bucket_range(uint64_t t0, uint64_t t1, uint32_t sh
 // pixels, but a sparse stream (few items, so a coarse finest level) in a
 // busy lane would make a wide window decode millions of events: past this
 // many events a column, the stream answers from its finest level instead
-// (fewer, coarser buckets; a bucket of one item is still exact).
+// (fewer, coarser buckets; a bucket of one item is still exact, and each
+// bucket's longest item is drawn whole). Not lower: 32 halved the slowest
+// decoded lane queries (~0.9 ms on index_bench's lanes), but a lane whose
+// window holds a little more than the budget falls from exact intervals to
+// leaves of 192 items a name, smears many columns wide (a whole 200 000-
+// event trace, reference picture timeline-all: a fifth of its pixels).
 constexpr uint64_t kDecodeEventsPerColumn = 64;
 
 // A lane query answers its stored streams on the helper threads too when
 // they hold about this many buckets together (below that, handing parts to
 // a helper costs more than it saves).
 constexpr uint64_t kSplitStoredBuckets = 4096;
-// A walk over at least this many chunks is shared with a helper, chunk by
-// chunk. A chunk (~16 000 events) is the unit, so over fewer chunks a
-// helper on a slower core (this VM's two differ by ~1.5x) made the caller
-// wait for its one chunk: 2-3 chunks took 530 -> 680 us, 5 took 1 400 ->
-// 1 000 us.
-constexpr size_t kSplitWalkChunks = 4;
+// A walk over at least this many pieces (Piece: up to kResumeEvery events)
+// is shared with a helper, piece by piece.
+constexpr size_t kSplitWalkPieces = 3;
 
+// The events of chunk k of f that a walk over [t0, t1] takes: from its last
+// resume point before t0 to its first point after t1 (list_pieces).
+uint64_t events_walked(const State& s, const FeedletState& f, size_t k, uint64_t t0, uint64_t t1, ChunkBuffers& buf) {
+  const ChunkRecord& c = s.chunks[f.chunks[k].chunk];
+  if (c.first_ts >= t0 && c.last_ts <= t1) return c.event_count;
+  thread_local std::vector<WalkFrom> points;  // memory kept
+  points.clear();
+  const std::span<const uint8_t> bytes = s.resume_points(f.chunks[k], buf);
+  if (!bytes.empty()) list_points(bytes.data(), bytes.data() + bytes.size(), c.first_ts, points);
+  uint64_t first = 0, last = c.event_count;
+  for (const WalkFrom& p : points) {
+    if (p.ts > t1) {
+      last = std::min<uint64_t>(last, p.event);
+      break;
+    }
+    if (p.ts < t0) first = p.event;
+  }
+  return last > first ? last - first : 0;
+}
+
+// Whether the lane's events a walk over [t0, t1] takes are within the
+// budget. Counted to the resume point at both ends, not by whole chunks
+// (~16 000 events): a budget of a few events a column is about a chunk.
 bool decode_affordable(const State& s, uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t columns) {
   const FeedletState* f = s.feedlet(feedlet);
   if (!f) return true;
   const uint64_t budget = kDecodeEventsPerColumn * std::max(columns, 1u);
+  PayloadBuffer lease;
   uint64_t events = 0;
   for (size_t k = first_chunk_at(s, *f, t0); k < f->chunks.size() && events <= budget; ++k) {
-    const ChunkRecord& c = s.chunks[f->chunks[k].chunk];
-    if (c.first_ts > t1) break;
-    events += c.event_count;
+    if (s.chunks[f->chunks[k].chunk].first_ts > t1) break;
+    events += events_walked(s, *f, k, t0, t1, lease.get());
   }
   return events <= budget;
 }
@@ -225,8 +356,8 @@ Buckets TraceIndex::query(int stream, uint64_t t0, uint64_t t1, uint32_t columns
   {
     std::shared_lock lock(mu_);
     const Stream* st = s_->stream(stream);
-    if (st && shift < st->info.leaf_shift && !decode_affordable(*s_, st->info.feedlet, t0, t1, columns))
-      shift = st->info.leaf_shift;
+    if (st && (shift >= st->info.leaf_shift || !decode_affordable(*s_, st->info.feedlet, t0, t1, columns)))
+      shift = stored_shift(*st, shift);
   }
   return query_shift(stream, t0, t1, shift);
 }
@@ -269,7 +400,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     const Stream& st = *s_->stream(id);
     Buckets& b = next(id);
     if (shift >= st.info.leaf_shift || !affordable) {
-      const uint32_t at_shift = std::max(shift, st.info.leaf_shift);
+      const uint32_t at_shift = stored_shift(st, shift);
       stored.push_back({n - 1, &st, at_shift});
       stored_buckets += std::min(((t1 - t0) >> at_shift) + 1, st.info.items);
       continue;
@@ -283,21 +414,29 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
   std::vector<std::vector<Node>*> sink(raw.size());
   for (size_t k = 0; k < raw.size(); ++k) sink[k] = raw[k] < 0 ? nullptr : &out[size_t(raw[k])].second.nodes;
 
-  // The walk of the chunks for every stream that needs the events. Its
-  // chunks are taken one at a time from both ends: from the front by a
-  // walk that carries its state from chunk to chunk and folds into the
-  // answer, from the back by one that starts each chunk from its
-  // open-interval snapshot and folds it into buckets of its own, joined on
-  // after. Alone (no helper free, or one that comes late) the front walk
-  // takes every chunk, so a slow or busy core costs nothing; a split fixed
-  // in advance waited for this VM's slower core half the time.
+  // The walk of the chunks for every stream that needs the events, piece
+  // by piece (Piece). Its pieces are taken one at a time from both ends:
+  // from the front by a walk that carries its state from piece to piece
+  // and folds into the answer, from the back by one that starts each piece
+  // from the state recorded where it starts and folds it into buckets of
+  // its own, joined on after. Alone (no helper free, or one that comes
+  // late) the front walk takes every piece, so a slow or busy core costs
+  // nothing; a split fixed in advance waited for this VM's slower core
+  // half the time.
   const FeedletState* f = raw.empty() ? nullptr : s_->feedlet(feedlet);
   const auto window = bucket_range(t0, t1, shift);
   const uint64_t from = window.first, to = window.second;  // (lambdas capture these: not a structured binding, for clang 14)
-  size_t k0 = 0, k_end = 0;
-  if (f) std::tie(k0, k_end) = chunks_over(*s_, *f, from, to);
-  const bool split = k_end - k0 >= kSplitWalkChunks && tasks_->helpers() > 0;
-  std::atomic<uint64_t> ends{uint64_t(k0) << 32 | k_end};  // front << 32 | back: chunks not yet taken
+  thread_local std::vector<Piece> kept_pieces;  // memory kept
+  std::vector<Piece>& pieces = kept_pieces;
+  pieces.clear();
+  if (f) {
+    const auto [k0, k_end] = chunks_over(*s_, *f, from, to);
+    PayloadBuffer lease;  // (given back before the walks take theirs)
+    list_pieces(*s_, *f, k0, k_end, from, to, lease.get(), pieces);
+  }
+  const size_t n_pieces = pieces.size();
+  const bool split = n_pieces >= kSplitWalkPieces && tasks_->helpers() > 0;
+  std::atomic<uint64_t> ends{n_pieces};  // front << 32 | back: pieces not yet taken
   auto take = [&](bool front) -> size_t {
     for (uint64_t e = ends.load();;) {
       const uint64_t a = e >> 32, b = e & 0xffffffff;
@@ -306,20 +445,21 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
       if (ends.compare_exchange_weak(e, next)) return size_t(front ? a : b - 1);
     }
   };
-  thread_local std::vector<std::vector<std::vector<Node>>> kept_side;  // [chunk - k0][stream]: memory kept
+  thread_local std::vector<std::vector<std::vector<Node>>> kept_side;  // [piece][stream]: memory kept
   std::vector<std::vector<std::vector<Node>>>& side = kept_side;
-  if (split && side.size() < k_end - k0) side.resize(k_end - k0);
-  // A chunk's items are gathered per stream, then folded stream by stream
+  if (split && side.size() < n_pieces) side.resize(n_pieces);
+  // A piece's items are gathered per stream, then folded stream by stream
   // (as the indexer adds them): ~8 % less time for a lane decoded at 64
   // events a column (2*10^8 events, p50 710 -> 655 us).
-  auto walk_chunk_items = [&](size_t k, WalkState& w, const WalkFrom* start, ChunkBuffers& buf, auto&& into) {
+  auto walk_piece_items = [&](size_t i, WalkState& w, PieceWalker& walker, auto&& into) {
     thread_local std::vector<ItemRun> runs;  // [stream index in the feedlet]: memory kept
     if (runs.size() < sink.size()) runs.resize(sink.size());
     for (size_t slot = 0; slot < sink.size(); ++slot) runs[slot].clear();
-    walk_chunk_in(*s_, *f, k, w, buf, from, to, [&](const Item& it) __attribute__((always_inline)) {
+    walker.walk(pieces[i], w, to, [&](const Item& it) __attribute__((always_inline)) {
+      if (it.key() < from || it.key() > to) return;
       const size_t slot = size_t(f->find(stream_key(it)));
       if (slot < sink.size() && sink[slot]) runs[slot].add(it);
-    }, start);
+    });
     for (size_t slot = 0; slot < sink.size(); ++slot) {
       const size_t n = runs[slot].size();
       if (n == 0) continue;
@@ -331,30 +471,35 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
       reserve_prefaulted(answer, answer.size() + size_t(std::min<uint64_t>(n, buckets)));
       fold_items(answer, f->streams[slot].info.kind, shift, run, n);
     }
-    trim_runs(runs, s_->chunks[f->chunks[k].chunk].event_count);
+    trim_runs(runs, kResumeEvery);
   };
   auto walk_front = [&] {
     PayloadBuffer lease;
-    WalkStart start = start_in(*s_, *f, k0, from, UINT64_MAX, lease.get());  // chunk k0 from inside it
-    const WalkFrom* inside = start.from();
-    size_t alone = k0;  // without a helper: every chunk in order
-    for (size_t k; (k = split ? take(true) : alone < k_end ? alone++ : SIZE_MAX) != SIZE_MAX; inside = nullptr)
-      walk_chunk_items(k, start.state, inside, lease.get(), [&](size_t slot) -> std::vector<Node>& { return *sink[slot]; });
+    PieceWalker walker(*s_, *f, lease.get());
+    WalkState w;
+    bool started = false;
+    size_t alone = 0;  // without a helper: every piece in order
+    for (size_t i; (i = split ? take(true) : alone < n_pieces ? alone++ : SIZE_MAX) != SIZE_MAX;) {
+      if (!started && !(started = walker.start(pieces[i], w))) continue;  // (unreadable: a crafted index)
+      walk_piece_items(i, w, walker, [&](size_t slot) -> std::vector<Node>& { return *sink[slot]; });
+    }
   };
   auto walk_back = [&] {
     PayloadBuffer lease;
-    for (size_t k; (k = take(false)) != SIZE_MAX;) {
-      std::vector<std::vector<Node>>& mine = side[k - k0];
+    PieceWalker walker(*s_, *f, lease.get());
+    WalkState w;
+    for (size_t i; (i = take(false)) != SIZE_MAX;) {
+      std::vector<std::vector<Node>>& mine = side[i];
       if (mine.size() < sink.size()) mine.resize(sink.size());
       for (auto& v : mine) v.clear();
-      WalkStart start = start_in(*s_, *f, k, from, UINT64_MAX, lease.get());
-      walk_chunk_items(k, start.state, start.from(), lease.get(), [&](size_t slot) -> std::vector<Node>& { return mine[slot]; });
+      if (walker.start(pieces[i], w))
+        walk_piece_items(i, w, walker, [&](size_t slot) -> std::vector<Node>& { return mine[slot]; });
     }
   };
 
   // The parts, largest first: the walk (from the front, and from the back),
   // then each stored stream (into its own answer).
-  const size_t walks = f && k0 < k_end ? (split ? 2 : 1) : 0;  // (a feedlet may end before the window)
+  const size_t walks = n_pieces ? (split ? 2 : 1) : 0;  // (a feedlet may end before the window)
   auto part = [&](size_t i) {
     if (i < walks) {
       i == 0 ? walk_front() : walk_back();
@@ -370,16 +515,16 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     for (size_t i = 0; i < parts; ++i) part(i);
   }
   if (!split) return;
-  // The chunks walked from the back, in order after the front's; a bucket
-  // cut by a chunk boundary is folded whole.
-  for (size_t k = size_t(ends.load() >> 32); k < k_end; ++k) {
+  // The pieces walked from the back, in order after the front's; a bucket
+  // cut by a piece boundary is folded whole.
+  for (size_t i = size_t(ends.load() >> 32); i < n_pieces; ++i) {
     for (size_t slot = 0; slot < sink.size(); ++slot) {
-      const std::vector<Node>& b = side[k - k0][slot];
+      const std::vector<Node>& b = side[i][slot];
       if (!sink[slot] || b.empty()) continue;
       std::vector<Node>& a = *sink[slot];
-      size_t i = 0;
-      if (!a.empty() && a.back().bucket == b[0].bucket) merge(f->streams[slot].info.kind, a.back(), b[i++]);
-      a.insert(a.end(), b.begin() + ptrdiff_t(i), b.end());
+      size_t j = 0;
+      if (!a.empty() && a.back().bucket == b[0].bucket) merge(f->streams[slot].info.kind, a.back(), b[j++]);
+      a.insert(a.end(), b.begin() + ptrdiff_t(j), b.end());
     }
   }
 }

@@ -73,6 +73,18 @@ bool find_resume(const uint8_t* p, const uint8_t* end, uint64_t first_ts, uint64
   return true;
 }
 
+bool list_points(const uint8_t* p, const uint8_t* end, uint64_t first_ts, std::vector<WalkFrom>& out) {
+  WalkFrom at{0, first_ts, 0, 0};
+  while (p < end) {
+    uint64_t d_offset, d_ts, d_prev;
+    if (!get_varint(p, end, d_offset) || !get_varint(p, end, d_ts) || !get_varint(p, end, d_prev)) return false;
+    at.offset += d_offset, at.ts += d_ts, at.prev_delta += uint64_t(unzigzag(d_prev)), at.event += kResumeEvery;
+    if (!skip_state(p, end)) return false;
+    out.push_back(at);
+  }
+  return true;
+}
+
 bool payload_until(const uint8_t* p, const uint8_t* end, uint64_t first_ts, uint64_t until, size_t& bytes) {
   uint64_t offset = 0, ts = first_ts, v;
   while (p < end) {

@@ -40,6 +40,11 @@ class ResumeWriter {
 bool find_resume(const uint8_t* p, const uint8_t* end, uint64_t first_ts, uint64_t before_ts, uint64_t max_event,
                  WalkState& st, WalkFrom& from);
 
+// Where each of a chunk's points stands (offset, tick, DeltaU64 base, event),
+// without the state it holds; appended to `out`. False if malformed (a
+// damaged index): what was read before the damage is kept.
+bool list_points(const uint8_t* p, const uint8_t* end, uint64_t first_ts, std::vector<WalkFrom>& out);
+
 // How much of the chunk's payload a walk that stops at `until` reads: up to
 // the first point whose tick is after `until` (the event before that point
 // is, so the walk stops before the point). False when no point is.
