@@ -722,9 +722,10 @@ TEST(Index, LaneQueryEqualsEachStreamsQuery) {
 
 // A lane query that answers many buckets from stored levels shares its
 // streams with helper threads (on a machine with two cores or more), the
-// chunk walk for the decoded streams beside them, and a walk over several
-// chunks is shared too (taken from both ends): each answer must equal that
-// stream's own query, whichever thread made it.
+// chunk walk for the decoded streams beside them, and a walk over a few
+// resume points or more is shared too (by the pieces between them, taken
+// from both ends, inside one chunk too): each answer must equal that
+// stream's own query (one walk), whichever thread made it.
 TEST(Index, LaneQueryInParallelEqualsEachStreamsQuery) {
   const std::string path = temp_path("index_lane_parallel");
   ::unlink(path.c_str());
