@@ -211,8 +211,8 @@ void list_pieces(const State& s, const FeedletState& f, size_t k, size_t end, ui
       Piece& p = out.emplace_back();
       p.k = uint32_t(k), p.point = uint32_t(j);
       if (j > 0) p.from = points[j - 1];
+      if (j < points.size()) p.end = points[j].offset;  // (lz4 then stops there)
       if (j == points.size() || points[j].ts > t1) break;
-      p.end = points[j].offset;
     }
     for (size_t i = first; i < out.size(); ++i) out[i].chunk_end = out.back().end;
   }
