@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -258,6 +259,7 @@ int main(int argc, char** argv) {
   struct Query {
     uint32_t feedlet;
     uint64_t t, span;
+    int octave;  // log2 of the span, in ticks
   };
   std::vector<Query> list(quick ? 300 : 3000);
   for (Query& q : list) {
@@ -265,6 +267,7 @@ int main(int argc, char** argv) {
     double zoom = std::uniform_real_distribution<double>(std::log2(1280.0), std::log2(double(hi - lo)))(rng);
     q.span = uint64_t(std::exp2(zoom));
     q.t = lo + rng() % (hi - lo - q.span + 1);
+    q.octave = int(zoom);
   }
   uint64_t nodes = 0;
   std::vector<std::pair<int, index::Buckets>> answer;
@@ -273,6 +276,14 @@ int main(int argc, char** argv) {
   // Where the time goes, by how the answer was made: decoded from the chunks
   // (some stream below its finest stored level) or all from stored levels.
   std::vector<double> decoded_us, stored_us;
+  // The last pass by the window's octave: where the p99 comes from (the
+  // decoded band at the budget, the stored levels of every stream).
+  struct Band {
+    std::vector<double> us;
+    size_t decoded = 0;
+    uint64_t nodes = 0;
+  };
+  std::map<int, Band> bands;
   // Page faults of this process in a pass: on a VM where one costs several
   // us, the first pass's (memory every thread's answers touch for the first
   // time) are what sets it apart from the next (docs/INDEX.md).
@@ -283,16 +294,19 @@ int main(int argc, char** argv) {
   };
   auto run = [&](double& p50, double& p99, uint64_t& faults) {
     std::vector<double> us;
-    decoded_us.clear(), stored_us.clear();
+    decoded_us.clear(), stored_us.clear(), bands.clear();
     faults = minor_faults();
     for (const Query& q : list) {
       auto q0 = Clock::now();
       ix->query_lane(q.feedlet, q.t, q.t + q.span, 1280, answer);
       const double took = seconds_since(q0) * 1e6;
       bool decoded = false;
-      for (auto& [id, b] : answer) nodes += b.nodes.size(), decoded |= b.from_events;
+      Band& band = bands[q.octave];
+      for (auto& [id, b] : answer) nodes += b.nodes.size(), band.nodes += b.nodes.size(), decoded |= b.from_events;
       us.push_back(took);
       (decoded ? decoded_us : stored_us).push_back(took);
+      band.us.push_back(took);
+      band.decoded += decoded;
     }
     faults = minor_faults() - faults;
     std::sort(us.begin(), us.end());
@@ -306,6 +320,13 @@ int main(int argc, char** argv) {
   uint64_t faults, warm_faults;
   run(p50, p99, faults);
   run(warm50, warm99, warm_faults);
+  std::printf("lane queries by window (warm pass): 2^octave ticks, queries, decoded, p50 / p90 / max us, nodes\n");
+  for (auto& [octave, band] : bands) {
+    std::sort(band.us.begin(), band.us.end());
+    const size_t n = band.us.size();
+    std::printf("  2^%-2d %4zu %4zu %7.0f %7.0f %7.0f %8.0f\n", octave, n, band.decoded, band.us[n / 2],
+                band.us[n * 9 / 10], band.us.back(), double(band.nodes) / double(n));
+  }
   double anon_query = peak_query.finish_mb();
   std::printf("figure: index.query_us %.0f us p99 (p50 %.0f us; goal p99 <= 200 us: %.2fx; just opened; %zu streams a lane, "
               "%.0f buckets a query; %llu page faults)\n",
