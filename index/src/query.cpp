@@ -309,7 +309,10 @@ constexpr uint64_t kDecodeEventsPerColumn = 64;
 // a helper costs more than it saves).
 constexpr uint64_t kSplitStoredBuckets = 4096;
 // A walk over at least this many pieces (Piece: up to kResumeEvery events)
-// is shared with a helper, piece by piece.
+// is shared with a helper, piece by piece. Windows of ~6 000 events (3-4
+// pieces) already gain: 2*10^8 events, 2^25 ns windows, p50 136-143 ->
+// 115-130 us against the same build that never shares (2^28: 782-832 ->
+// 514-575 us).
 constexpr size_t kSplitWalkPieces = 3;
 
 // The events of chunk k of f that a walk over [t0, t1] takes: from its last
