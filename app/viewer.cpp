@@ -30,6 +30,9 @@ struct Viewer::Figure {
   float layout_height = 0;
   std::shared_ptr<render::Scene> scene;  // the picture's (a live scene moves on)
   int64_t shown_until = INT64_MIN;       // newest data time in the picture
+  // The timeline shown was drawn coarser than its columns (a lane over the
+  // interactive decode budget): the worker draws it again once at rest.
+  bool at_rest_pending = false;
 
   render::TimelineGeometry tg() const { return render::TimelineGeometry::of(rect); }
   render::ScopeGeometry sg() const { return render::ScopeGeometry::of(rect, params.strip_px); }
@@ -45,6 +48,7 @@ struct Viewer::Job {
   Rect rect;
   std::shared_ptr<render::TimelinePicture> timeline;
   std::shared_ptr<render::ScopePicture> scope;
+  bool at_rest = false;  // drawn again with render::kAtRestDecodePerColumn, the view unchanged
 };
 
 namespace {
@@ -114,8 +118,11 @@ std::unique_ptr<Viewer> Viewer::create(std::shared_ptr<render::Scene> scene, con
   if (first.type == FigureParams::Scope && first.period_ns <= 0)
     v->figures_.back()->params.period_ns = std::max(1.0, double(v->t1_ - v->t0_) / 100);
   v->overview_width_ = float(options.width);
-  v->overview_ = std::make_shared<render::TimelinePicture>(
-      render::build_timeline(*v->scene_, render::overview_request(*v->scene_, float(options.width))));
+  // Built once, so at the budget of a picture at rest (a live overview is
+  // rebuilt as data arrives, at the interactive one).
+  render::TimelineRequest overview = render::overview_request(*v->scene_, float(options.width));
+  overview.decode_per_column = render::kAtRestDecodePerColumn;
+  v->overview_ = std::make_shared<render::TimelinePicture>(render::build_timeline(*v->scene_, overview));
   v->worker_ = std::thread([p = v.get()] { p->worker_loop(); });
   return v;
 }
@@ -149,6 +156,12 @@ void Viewer::worker_loop() {
     scene = scene_;
     serial = scene_serial_;
   }
+  // A timeline drawn coarser than its columns while the view moved: drawn
+  // again with the budget of a view at rest once no request waits. While
+  // the user zooms, a lane's picture costs at most the interactive budget
+  // (index::kDecodeEventsPerColumn); when they stop, the zooms just past it
+  // get their intervals back instead of the stored leaves' smears.
+  std::shared_ptr<Job> at_rest;
   for (;;) {
     std::shared_ptr<Job> job;
     std::vector<std::shared_ptr<index::LiveSource>> live;
@@ -156,18 +169,29 @@ void Viewer::worker_loop() {
       std::unique_lock lock(mu_);
       auto ready = [&] { return stop_ || !jobs_.empty(); };
       live = live_;
-      if (live.empty()) cv_.wait(lock, ready);
-      else cv_.wait_for(lock, std::chrono::milliseconds(5), ready);  // and look at the sources
+      if (at_rest && jobs_.empty()) {
+        // (no wait: draw it now)
+      } else if (live.empty()) {
+        cv_.wait(lock, ready);
+      } else {
+        cv_.wait_for(lock, std::chrono::milliseconds(5), ready);  // and look at the sources
+      }
       if (stop_) return;
       if (!jobs_.empty()) {
         job = jobs_.front();
         jobs_.pop_front();
-        // A newer request for the same figure makes this one moot.
+        jobs_waiting_ = !jobs_.empty();
+        // A newer request for the same figure makes this one moot (and its
+        // picture at rest).
+        if (at_rest && at_rest->figure == job->figure) at_rest = nullptr;
         for (auto& j : jobs_)
           if (j->figure == job->figure) {
             job = nullptr;
             break;
           }
+      } else if (at_rest) {
+        job = std::make_shared<Job>(*at_rest);
+        job->at_rest = true, job->timeline = nullptr;
       }
     }
     if (!live.empty()) {
@@ -183,8 +207,13 @@ void Viewer::worker_loop() {
     job->scene_serial = serial;
     if (job->params.type == FigureParams::Timeline) {
       const render::TimelineGeometry g = render::TimelineGeometry::of(job->rect);
-      job->timeline = std::make_shared<render::TimelinePicture>(
-          render::build_timeline(*scene, render::timeline_request(*scene, job->params, g)));
+      render::TimelineRequest request = render::timeline_request(*scene, job->params, g);
+      if (job->at_rest) request.decode_per_column = render::kAtRestDecodePerColumn, request.stop = &jobs_waiting_;
+      job->timeline = std::make_shared<render::TimelinePicture>(render::build_timeline(*scene, request));
+      // Stopped for a request: tried again after it, unless it is for this figure.
+      if (job->timeline->stopped) continue;
+      if (job->at_rest) at_rest = nullptr;
+      if (!job->at_rest && job->timeline->over_budget && live.empty()) at_rest = job;
     } else {
       const render::ScopeGeometry g = render::ScopeGeometry::of(job->rect, job->params.strip_px);
       job->scope = std::make_shared<render::ScopePicture>(
@@ -239,8 +268,10 @@ void Viewer::request_pictures() {
     if (pending_overview_) overview_ = std::move(pending_overview_);
     for (auto& job : done_) {
       Figure& f = *figures_[job->figure];
-      if (job->generation <= f.shown) continue;
+      // The picture at rest replaces the one it was drawn again for, and only that one.
+      if (job->at_rest ? job->generation != f.shown || !f.at_rest_pending : job->generation <= f.shown) continue;
       f.shown = job->generation;
+      f.at_rest_pending = !job->at_rest && job->timeline && job->timeline->over_budget && live_.empty();
       f.scene = job->scene;
       f.shown_until = std::min(job->scene->last_ns(), job->params.t1);
       if (job->timeline) f.timeline = job->timeline;
@@ -271,6 +302,7 @@ void Viewer::request_pictures() {
     {
       std::lock_guard lock(mu_);
       jobs_.push_back(job);
+      jobs_waiting_ = true;
     }
     cv_.notify_one();
   }
@@ -280,7 +312,7 @@ bool Viewer::settle(int max_frames) {
   for (int n = 0; n < max_frames; ++n) {
     if (!frame()) return false;
     bool current = true;
-    for (auto& f : figures_) current &= f->shown == f->generation && f->generation > 0;
+    for (auto& f : figures_) current &= f->shown == f->generation && f->generation > 0 && !f->at_rest_pending;
     if (current) {
       frame();  // draw the picture that just arrived
       return true;
@@ -504,6 +536,10 @@ const FigureParams& Viewer::figure_params(size_t i) const { return figures_[i]->
 render::Rect Viewer::figure_rect(size_t i) const { return figures_[i]->rect; }
 render::Rect Viewer::plot_rect(size_t i) const { return figures_[i]->plot(); }
 const render::TimeAxis& Viewer::figure_axis(size_t i) const { return figures_[i]->axis; }
+
+const render::TimelinePicture* Viewer::figure_timeline(size_t i) const {
+  return figures_[i]->params.type == FigureParams::Timeline ? figures_[i]->timeline.get() : nullptr;
+}
 
 void Viewer::controls() {
   controls_.clear();
@@ -959,7 +995,7 @@ void Viewer::run() {
     }
     // Idle: nothing pending and no input — sleep until something happens.
     bool pending = false;
-    for (auto& f : figures_) pending |= f->shown != f->generation;
+    for (auto& f : figures_) pending |= f->shown != f->generation || f->at_rest_pending;
     if (!pending && drag_ == Drag::None) glfwWaitEventsTimeout(0.25);
     next = std::chrono::steady_clock::now();
   }

@@ -9,6 +9,7 @@
 #include <GLFW/glfw3.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -89,6 +90,8 @@ class Viewer {
   render::Rect figure_rect(size_t i) const;
   render::Rect plot_rect(size_t i) const;
   const render::TimeAxis& figure_axis(size_t i) const;  // timeline: the mapping on screen
+  // The timeline picture figure i shows (null for a scope or none yet).
+  const render::TimelinePicture* figure_timeline(size_t i) const;
   const render::Marks& marks() const { return marks_; }
   const render::Scene& scene() const { return *scene_; }
   // The analysis panel (right): streams, statistics, histogram, search.
@@ -195,6 +198,7 @@ class Viewer {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> jobs_;
+  std::atomic<bool> jobs_waiting_{false};  // jobs_ is not empty: a picture at rest stops for them
   std::vector<std::shared_ptr<Job>> done_;
   bool stop_ = false;
   std::thread worker_;

@@ -65,6 +65,8 @@ int main(int argc, char** argv) {
   // The zoom: 60 steps, geometric, from everything to 1 us around a point
   // two fifths in; every view drawn twice (the second frame is what a still
   // view costs), like a person scrolling the wheel.
+  // As the viewer draws while the wheel turns: the interactive decode budget.
+  r->decode_per_column = index::kDecodeEventsPerColumn;
   render::FigureParams f;
   f.lanes = {};
   for (uint32_t i = 0; i < std::min<size_t>(32, scene.lanes().size()); ++i) f.lanes.push_back(i);

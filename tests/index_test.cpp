@@ -720,6 +720,67 @@ TEST(Index, LaneQueryEqualsEachStreamsQuery) {
   }
 }
 
+// A synthetic trace of one busy lane (~20 streams of events / 30 items),
+// indexed; its path in `path`.
+std::unique_ptr<TraceIndex> one_busy_lane(const char* name, uint64_t events, std::string& path) {
+  path = temp_path(name);
+  ::unlink(path.c_str());
+  bench::SyntheticOptions opt;
+  opt.events = events;
+  opt.threads = 1;
+  bench::SyntheticResult r;
+  std::string error;
+  if (!bench::write_synthetic_trace(path, opt, r, error)) {
+    ADD_FAILURE() << error;
+    return nullptr;
+  }
+  auto ix = TraceIndex::open(path, error);
+  if (!ix) ADD_FAILURE() << error;
+  return ix;
+}
+
+// Past the decode budget a stream below its finest stored level answers
+// from that level, coarser than asked, and says so; a caller that can wait
+// (a view at rest) passes a larger budget and gets the window decoded.
+TEST(Index, ALargerDecodeBudgetDecodesWhatTheDefaultLeavesCoarse) {
+  std::string path;
+  auto ix = one_busy_lane("index_budget", 1'000'000, path);
+  ASSERT_TRUE(ix);
+  const auto streams = ix->streams();
+  const uint32_t feedlet = streams[0].feedlet, columns = 1000;
+  const uint64_t lo = ix->first_ts(), hi = ix->last_ts();
+  // A window of ~40 of the lane's events a column: over the default budget
+  // (16), within 64.
+  const uint64_t t0 = lo + (hi - lo) / 3, t1 = t0 + (hi - lo) / 25;
+  const auto coarse = ix->query_lane(feedlet, t0, t1, columns);
+  const auto fine = ix->query_lane(feedlet, t0, t1, columns, 64);
+  ASSERT_EQ(coarse.size(), fine.size());
+  size_t over = 0;
+  for (size_t i = 0; i < coarse.size(); ++i) {
+    const int id = coarse[i].first;
+    const index::Buckets &a = coarse[i].second, &b = fine[i].second;
+    EXPECT_FALSE(a.from_events) << "over the default budget, nothing is decoded";
+    EXPECT_FALSE(b.over_budget);
+    if (!a.over_budget) {
+      EXPECT_EQ(a.shift, b.shift) << "a stream at its stored levels answers alike";
+      continue;
+    }
+    ++over;
+    EXPECT_EQ(a.shift, streams[size_t(id)].leaf_shift) << "its finest stored level";
+    EXPECT_TRUE(b.from_events);
+    EXPECT_LT(b.shift, a.shift);
+    // The decoded answer is that of the stream's own walk at the same shift.
+    expect_same_nodes(streams[size_t(id)].kind, ix->query_shift(id, t0, t1, b.shift).nodes, b.nodes, "budget");
+    // And query() of one stream agrees with the lane on both budgets.
+    EXPECT_TRUE(ix->query(id, t0, t1, columns).over_budget);
+    EXPECT_TRUE(ix->query(id, t0, t1, columns, 64).from_events);
+  }
+  EXPECT_GE(over, 10u) << "most of the lane's streams are below their leaves at this zoom";
+  ix.reset();
+  ::unlink(path.c_str());
+  ::unlink(TraceIndex::default_index_path(path).c_str());
+}
+
 // A lane query that answers many buckets from stored levels shares its
 // streams with helper threads (on a machine with two cores or more), the
 // chunk walk for the decoded streams beside them, and a walk over a few
@@ -727,16 +788,9 @@ TEST(Index, LaneQueryEqualsEachStreamsQuery) {
 // from both ends, inside one chunk too): each answer must equal that
 // stream's own query (one walk), whichever thread made it.
 TEST(Index, LaneQueryInParallelEqualsEachStreamsQuery) {
-  const std::string path = temp_path("index_lane_parallel");
-  ::unlink(path.c_str());
-  bench::SyntheticOptions opt;  // one busy lane: ~20 streams of ~100 000 items
-  opt.events = 3'000'000;
-  opt.threads = 1;
-  bench::SyntheticResult r;
-  std::string error;
-  ASSERT_TRUE(bench::write_synthetic_trace(path, opt, r, error)) << error;
-  auto ix = TraceIndex::open(path, error);
-  ASSERT_TRUE(ix) << error;
+  std::string path;
+  auto ix = one_busy_lane("index_lane_parallel", 3'000'000, path);  // ~20 streams of ~100 000 items
+  ASSERT_TRUE(ix);
   auto streams = ix->streams();
   std::mt19937_64 rng(8);
   const uint64_t lo = ix->first_ts(), hi = ix->last_ts();
@@ -758,16 +812,18 @@ TEST(Index, LaneQueryInParallelEqualsEachStreamsQuery) {
                                    : (hi - lo) >> (8 + rng() % 6);
     const uint64_t t0 = lo + rng() % (hi - lo - span), t1 = t0 + span;
     const uint32_t columns = q % 10 == 1 ? 4000 : 1000 + uint32_t(rng() % 3000);
-    ix->query_lane(feedlet, t0, t1, columns, lane);
+    // (At the budget of a picture at rest: more windows decode, and over more chunks.)
+    ix->query_lane(feedlet, t0, t1, columns, lane, 64);
     ASSERT_GT(lane.size(), 10u);
     bool from_events = false;
     for (auto& [id, got] : lane) from_events |= got.from_events;
     decoded_over_many_chunks += from_events && chunks_in(t0, t1) >= 4;
     for (auto& [id, got] : lane) {
       (got.from_events ? decoded : stored) += got.nodes.size();
-      auto one = ix->query(id, t0, t1, columns);
+      auto one = ix->query(id, t0, t1, columns, 64);
       EXPECT_EQ(got.shift, one.shift);
       EXPECT_EQ(got.from_events, one.from_events);
+      EXPECT_EQ(got.over_budget, one.over_budget);
       expect_same_nodes(streams[size_t(id)].kind, one.nodes, got.nodes, "parallel");
       if (::testing::Test::HasFatalFailure()) return;
     }

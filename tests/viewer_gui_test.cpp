@@ -198,6 +198,32 @@ TEST_F(ViewerGui, FoldingTheAudioTaskAtItsPeriodGivesAColumnAndAWrongPeriodASmea
   }
 }
 
+// While the view moves, a lane whose window holds more events than the
+// interactive budget is drawn from its stored leaves (a smear); once it is
+// at rest, the worker draws it again at the budget of a view at rest, and
+// that picture replaces the first.
+TEST_F(ViewerGui, AViewAtRestIsDrawnAgainWithItsIntervals) {
+  open(FigureParams{});
+  const render::TimelinePicture* p = v_->figure_timeline(0);
+  ASSERT_NE(p, nullptr);
+  // The whole demo recording: its audio task alone is ~20 events a column.
+  EXPECT_EQ(p->request.decode_per_column, render::kAtRestDecodePerColumn) << "settle() waits for the picture at rest";
+  EXPECT_FALSE(p->over_budget);
+  EXPECT_TRUE(p->from_events) << "drawn from the events, not the leaves";
+  // The same view at the interactive budget is the smear it replaced.
+  render::TimelineRequest moving = p->request;
+  moving.decode_per_column = index::kDecodeEventsPerColumn, moving.stop = nullptr;
+  const render::TimelinePicture smear = render::build_timeline(v_->scene(), moving);
+  EXPECT_TRUE(smear.over_budget);
+  EXPECT_NE(smear.rgba, p->rgba);
+  // Zoomed in by the keys, the next picture comes at rest too.
+  xdo("key w");
+  ASSERT_TRUE(v_->settle());
+  p = v_->figure_timeline(0);
+  ASSERT_NE(p, nullptr);
+  EXPECT_FALSE(p->over_budget);
+}
+
 TEST_F(ViewerGui, TheInterruptShowsWhereItHappenedAfterZoomingWithTheWheel) {
   ASSERT_NO_FATAL_FAILURE(open({}));
   const uint32_t audio = lane("audio");

@@ -291,18 +291,6 @@ std::pair<uint64_t, uint64_t> bucket_range(uint64_t t0, uint64_t t1, uint32_t sh
   return {from, to == 0 || to <= from ? UINT64_MAX : to - 1};
 }
 
-// Below a stream's finest stored level a query decodes the lane's chunks in
-// the window. That is cheap when the window holds about as many events as
-// pixels, but a sparse stream (few items, so a coarse finest level) in a
-// busy lane would make a wide window decode millions of events: past this
-// many events a column, the stream answers from its finest level instead
-// (fewer, coarser buckets; a bucket of one item is still exact, and each
-// bucket's longest item is drawn whole). Not lower: 32 halved the slowest
-// decoded lane queries (~0.9 ms on index_bench's lanes), but a lane whose
-// window holds a little more than the budget falls from exact intervals to
-// leaves of 192 items a name, smears many columns wide (a whole 200 000-
-// event trace, reference picture timeline-all: a fifth of its pixels).
-constexpr uint64_t kDecodeEventsPerColumn = 64;
 
 // A lane query answers its stored streams on the helper threads too when
 // they hold about this many buckets together (below that, handing parts to
@@ -338,10 +326,21 @@ uint64_t events_walked(const State& s, const FeedletState& f, size_t k, uint64_t
 // Whether the lane's events a walk over [t0, t1] takes are within the
 // budget. Counted to the resume point at both ends, not by whole chunks
 // (~16 000 events): a budget of a few events a column is about a chunk.
-bool decode_affordable(const State& s, uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t columns) {
+// Below a stream's finest stored level a query decodes the lane's chunks in
+// the window. That is cheap when the window holds about as many events as
+// pixels, but a sparse stream (few items, so a coarse finest level) in a
+// busy lane would make a wide window decode millions of events: past the
+// budget (events a column), the stream answers from its finest level
+// instead (fewer, coarser buckets; a bucket of one item is still exact, and
+// each bucket's longest item is drawn whole). kDecodeEventsPerColumn, 16:
+// at 64, as it was, the slowest decoded lane queries took ~0.8 ms on
+// index_bench's lanes (82 000 events); a viewer at rest and headless
+// pictures ask for more (docs/INDEX.md, "Decoding costs").
+bool decode_affordable(const State& s, uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t columns,
+                       uint32_t per_column) {
   const FeedletState* f = s.feedlet(feedlet);
   if (!f) return true;
-  const uint64_t budget = kDecodeEventsPerColumn * std::max(columns, 1u);
+  const uint64_t budget = uint64_t(per_column) * std::max(columns, 1u);
   PayloadBuffer lease;
   uint64_t events = 0;
   for (size_t k = first_chunk_at(s, *f, t0); k < f->chunks.size() && events <= budget; ++k) {
@@ -353,27 +352,31 @@ bool decode_affordable(const State& s, uint32_t feedlet, uint64_t t0, uint64_t t
 
 }  // namespace
 
-Buckets TraceIndex::query(int stream, uint64_t t0, uint64_t t1, uint32_t columns) const {
+Buckets TraceIndex::query(int stream, uint64_t t0, uint64_t t1, uint32_t columns, uint32_t decode_per_column) const {
   if (t1 < t0) std::swap(t0, t1);
   uint32_t shift = shift_for(t0, t1, columns);
+  bool over_budget = false;
   {
     std::shared_lock lock(mu_);
     const Stream* st = s_->stream(stream);
-    if (st && (shift >= st->info.leaf_shift || !decode_affordable(*s_, st->info.feedlet, t0, t1, columns)))
-      shift = stored_shift(*st, shift);
+    over_budget = st && shift < st->info.leaf_shift &&
+                  !decode_affordable(*s_, st->info.feedlet, t0, t1, columns, decode_per_column);
+    if (st && (shift >= st->info.leaf_shift || over_budget)) shift = stored_shift(*st, shift);
   }
-  return query_shift(stream, t0, t1, shift);
+  Buckets out = query_shift(stream, t0, t1, shift);
+  out.over_budget = over_budget;
+  return out;
 }
 
 std::vector<std::pair<int, Buckets>> TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1,
-                                                            uint32_t columns) const {
+                                                            uint32_t columns, uint32_t decode_per_column) const {
   std::vector<std::pair<int, Buckets>> out;
-  query_lane(feedlet, t0, t1, columns, out);
+  query_lane(feedlet, t0, t1, columns, out, decode_per_column);
   return out;
 }
 
 void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t columns,
-                            std::vector<std::pair<int, Buckets>>& out) const {
+                            std::vector<std::pair<int, Buckets>>& out, uint32_t decode_per_column) const {
   if (t1 < t0) std::swap(t0, t1);
   const uint32_t shift = shift_for(t0, t1, columns);
   // Streams below their finest level, by their index in the feedlet: where
@@ -386,17 +389,19 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     out[n].first = id;
     Buckets& b = out[n++].second;
     b.nodes.clear();  // keeps its memory
+    b.over_budget = false;
     return b;
   };
   struct Stored {
     size_t at;  // in out
     const Stream* st;
     uint32_t shift;
+    bool over_budget;  // below its finest level, but the lane's window is over the decode budget
   };
   std::vector<Stored> stored;
   uint64_t stored_buckets = 0;  // about how many buckets they answer
   std::shared_lock lock(mu_);
-  const bool affordable = decode_affordable(*s_, feedlet, t0, t1, columns);
+  const bool affordable = decode_affordable(*s_, feedlet, t0, t1, columns, decode_per_column);
   auto first = std::lower_bound(s_->stream_ids.begin(), s_->stream_ids.end(), std::make_pair(feedlet, 0u));
   for (auto it = first; it != s_->stream_ids.end() && it->first == feedlet; ++it) {
     const int id = int(it - s_->stream_ids.begin());
@@ -404,7 +409,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     Buckets& b = next(id);
     if (shift >= st.info.leaf_shift || !affordable) {
       const uint32_t at_shift = stored_shift(st, shift);
-      stored.push_back({n - 1, &st, at_shift});
+      stored.push_back({n - 1, &st, at_shift, shift < st.info.leaf_shift});
       stored_buckets += std::min(((t1 - t0) >> at_shift) + 1, st.info.items);
       continue;
     }
@@ -510,6 +515,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     }
     const Stored& p = stored[i - walks];
     stored_answer(*p.st, t0, t1, p.shift, out[p.at].second);
+    out[p.at].second.over_budget = p.over_budget;
   };
   const size_t parts = walks + stored.size();
   if (split || stored_buckets >= kSplitStoredBuckets) {
@@ -534,7 +540,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
 
 void TraceIndex::stored_answer(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, Buckets& out) const {
   out.nodes.clear();
-  out.shift = 0, out.from_events = false;
+  out.shift = 0, out.from_events = false, out.over_budget = false;
   if (st.levels.empty()) return;
   query_levels(st, t0, t1, shift,
                [&](uint32_t level, size_t page, Node* nodes) { return s_->read_page(st, level, page, nodes); },
@@ -549,7 +555,7 @@ Buckets TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift
 
 void TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift, Buckets& out) const {
   out.nodes.clear();
-  out.shift = 0, out.from_events = false;
+  out.shift = 0, out.from_events = false, out.over_budget = false;
   if (t1 < t0) std::swap(t0, t1);
   std::vector<Item> raw;
   {

@@ -158,10 +158,13 @@ HeadlessRenderer::Timing HeadlessRenderer::draw(const Scene& scene, const Figure
   ScopePicture scope;
   const TimelineGeometry tg = TimelineGeometry::of(area);
   const ScopeGeometry sg = ScopeGeometry::of(area, f.strip_px);
-  if (f.type == FigureParams::Timeline)
-    timeline = build_timeline(scene, timeline_request(scene, f, tg));
-  else
+  if (f.type == FigureParams::Timeline) {
+    TimelineRequest request = timeline_request(scene, f, tg);
+    request.decode_per_column = decode_per_column;
+    timeline = build_timeline(scene, request);
+  } else {
     scope = build_scope(scene, scope_request(scene, f, sg));
+  }
   auto built = clock::now();
   t.build_ms = std::chrono::duration<double, std::milli>(built - start).count();
 

@@ -139,11 +139,15 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
   std::vector<std::vector<index::StreamInfo>> streams(scene.sources().size());
   for (size_t s = 0; s < scene.sources().size(); ++s) streams[s] = scene.sources()[s].index->streams();
   for (const Layout::LaneRows& lr : req.layout.lanes) {
+    if (req.stop && req.stop->load(std::memory_order_relaxed)) {
+      P.stopped = true;
+      return P;
+    }
     const Lane& lane = scene.lanes()[lr.lane];
     const index::TraceIndex& ix = *scene.sources()[lane.source].index;
     LaneQuery q{&lr, &lane, ClockWindow(scene.sources()[lane.source].catalog->clock, req.t0, req.t1),
                 std::move(answers[queries.size()]), {}};
-    ix.query_lane(lane.feedlet, q.clock.k0, q.clock.k1, resolution, q.buckets);
+    ix.query_lane(lane.feedlet, q.clock.k0, q.clock.k1, resolution, q.buckets, req.decode_per_column);
     // A growing trace may have gained streams since the scene was read: they wait for the next one.
     const size_t known = std::min(streams[lane.source].size(), scene.sources()[lane.source].stream_colour.size());
     std::erase_if(q.buckets, [&](const auto& b) { return size_t(b.first) >= known; });
@@ -197,6 +201,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       const uint32_t colour = src.stream_colour[size_t(id)];
       P.nodes += b.nodes.size();
       P.from_events |= b.from_events;
+      P.over_budget |= b.over_budget;
       if (st.kind == StreamKind::Interval && depth_rows) {
         for (const Node& n : b.nodes) {
           const int64_t s = q.clock.ns(n.iv.min_start), e = q.clock.ns(n.iv.max_end);

@@ -149,8 +149,18 @@ struct FeedletSummary {
 struct Buckets {
   uint32_t shift = 0;
   bool from_events = false;  // below the finest stored level: computed from the chunks
+  // Coarser than the columns asked for because the window held more of the
+  // lane's events than the decode budget: a larger budget would decode it.
+  bool over_budget = false;
   std::vector<Node> nodes;
 };
+
+// Below a stream's finest stored level a query decodes the lane's chunks in
+// the window, while it holds at most this many of the lane's events a
+// column: what a picture drawn while the user zooms affords (docs/INDEX.md,
+// "Decoding costs"). A caller that can wait longer (a viewer that has come
+// to rest, a headless render) passes a larger budget.
+constexpr uint32_t kDecodeEventsPerColumn = 16;
 
 // Global event k in the merged order of all data feedlets (ties: by feedlet
 // id, then by position).
@@ -272,19 +282,23 @@ class TraceIndex {
   // Buckets of `stream` whose key lies in [t0, t1], at the coarsest level
   // whose buckets are at most (t1 - t0 + 1) / columns ticks wide: at most
   // about two per column. Empty buckets are left out.
-  Buckets query(int stream, uint64_t t0, uint64_t t1, uint32_t columns) const;
+  // Below the finest level, the chunks are decoded while the lane holds at
+  // most `decode_per_column` events a column there (kDecodeEventsPerColumn).
+  Buckets query(int stream, uint64_t t0, uint64_t t1, uint32_t columns,
+                uint32_t decode_per_column = kDecodeEventsPerColumn) const;
   // The same at an explicit shift (buckets of 2^shift ticks).
   Buckets query_shift(int stream, uint64_t t0, uint64_t t1, uint32_t shift) const;
   void query_shift(int stream, uint64_t t0, uint64_t t1, uint32_t shift, Buckets& out) const;  // into out
   // What a lane draws: query() for every stream of a feedlet, in stream id
   // order, decoding the chunks once for all streams that need them.
-  std::vector<std::pair<int, Buckets>> query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1,
-                                                  uint32_t columns) const;
+  std::vector<std::pair<int, Buckets>> query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t columns,
+                                                  uint32_t decode_per_column = kDecodeEventsPerColumn) const;
   // The same into `out`, whose node vectors keep their memory from the last
   // answer: a viewer asks again for every picture, and fresh memory for each
   // answer (megabytes for a busy lane) cost a third of a query in page faults.
   void query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t columns,
-                  std::vector<std::pair<int, Buckets>>& out) const;
+                  std::vector<std::pair<int, Buckets>>& out,
+                  uint32_t decode_per_column = kDecodeEventsPerColumn) const;
   // Every item of the stream with its key in [t0, t1], decoded from the chunks.
   std::vector<Item> items(int stream, uint64_t t0, uint64_t t1) const;
   // Every item of every stream of a feedlet with its key in [t0, t1], in

@@ -48,6 +48,11 @@ class HeadlessRenderer {
   };
   Timing draw(const Scene& scene, const FigureParams& f, const Marks& marks);
   HeadlessContext& context() { return *context_; }
+  // Timelines decode a lane's window while it holds at most this many events
+  // a column (TimelineRequest::decode_per_column): by default what the viewer
+  // draws once the view is at rest, so a picture is the one a person looks
+  // at; a benchmark of zooming sets the interactive budget.
+  uint32_t decode_per_column = kAtRestDecodePerColumn;
 
  private:
   HeadlessRenderer() = default;

@@ -4,6 +4,7 @@
 // shapes, however many events lie in the window. docs/VIEWER.md explains them.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -50,7 +51,21 @@ struct TimelineRequest {
   double theta = 0;        // log-time warp, per ns; 0 is linear
   Layout layout;
   uint32_t max_boxes = 20000, max_arrows = 800;  // more messages than this: none drawn (counted)
+  // A lane decodes its window while it holds at most this many events a
+  // column; past it, its streams are drawn from their finest stored level.
+  uint32_t decode_per_column = index::kDecodeEventsPerColumn;
+  // Once this is set, building stops before the next lane's query and the
+  // picture comes back `stopped` (a picture at rest that a newer request
+  // makes moot: one lane at that budget is some tens of ms).
+  const std::atomic<bool>* stop = nullptr;
 };
+
+// The budget of a picture that may take longer: a headless render, and a
+// viewer's picture drawn again once the view has come to rest (a window of
+// 1 280 columns: up to ~650 000 events a lane, some 50-100 ms on two cores).
+// Decoded, the zooms just past the interactive budget show every interval
+// where their stored leaves (192 items of each name) would smear it.
+constexpr uint32_t kAtRestDecodePerColumn = 512;
 
 // An interval wide enough to outline, label and point at.
 struct Box {
@@ -91,6 +106,8 @@ struct TimelinePicture {
   std::vector<GapRect> gaps;
   uint64_t nodes = 0, arrows_left_out = 0, boxes_left_out = 0;  // arrows: at least this many
   bool from_events = false;        // some lane was below its finest stored level
+  bool over_budget = false;        // some lane was drawn coarser than its columns: over request.decode_per_column
+  bool stopped = false;            // request.stop was set: incomplete, not to be shown
   double build_ms = 0;
 };
 
