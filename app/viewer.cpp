@@ -156,12 +156,16 @@ void Viewer::worker_loop() {
     scene = scene_;
     serial = scene_serial_;
   }
-  // A timeline drawn coarser than its columns while the view moved: drawn
-  // again with the budget of a view at rest once no request waits. While
-  // the user zooms, a lane's picture costs at most the interactive budget
-  // (index::kDecodeEventsPerColumn); when they stop, the zooms just past it
-  // get their intervals back instead of the stored leaves' smears.
-  std::shared_ptr<Job> at_rest;
+  // Timelines drawn coarser than their columns while the view moved (one
+  // a figure): drawn again with the budget of a view at rest once no request
+  // waits. While the user zooms, a lane's picture costs at most the
+  // interactive budget (index::kDecodeEventsPerColumn); when they stop, the
+  // zooms just past it get their intervals back instead of the stored
+  // leaves' smears.
+  std::vector<std::shared_ptr<Job>> at_rest;
+  auto forget = [&](size_t figure) {
+    std::erase_if(at_rest, [&](const std::shared_ptr<Job>& j) { return j->figure == figure; });
+  };
   for (;;) {
     std::shared_ptr<Job> job;
     std::vector<std::shared_ptr<index::LiveSource>> live;
@@ -169,7 +173,7 @@ void Viewer::worker_loop() {
       std::unique_lock lock(mu_);
       auto ready = [&] { return stop_ || !jobs_.empty(); };
       live = live_;
-      if (at_rest && jobs_.empty()) {
+      if (!at_rest.empty() && jobs_.empty()) {
         // (no wait: draw it now)
       } else if (live.empty()) {
         cv_.wait(lock, ready);
@@ -183,14 +187,14 @@ void Viewer::worker_loop() {
         jobs_waiting_ = !jobs_.empty();
         // A newer request for the same figure makes this one moot (and its
         // picture at rest).
-        if (at_rest && at_rest->figure == job->figure) at_rest = nullptr;
+        forget(job->figure);
         for (auto& j : jobs_)
           if (j->figure == job->figure) {
             job = nullptr;
             break;
           }
-      } else if (at_rest) {
-        job = std::make_shared<Job>(*at_rest);
+      } else if (!at_rest.empty()) {
+        job = std::make_shared<Job>(*at_rest.front());
         job->at_rest = true, job->timeline = nullptr;
       }
     }
@@ -212,8 +216,8 @@ void Viewer::worker_loop() {
       job->timeline = std::make_shared<render::TimelinePicture>(render::build_timeline(*scene, request));
       // Stopped for a request: tried again after it, unless it is for this figure.
       if (job->timeline->stopped) continue;
-      if (job->at_rest) at_rest = nullptr;
-      if (!job->at_rest && job->timeline->over_budget && live.empty()) at_rest = job;
+      forget(job->figure);
+      if (!job->at_rest && job->timeline->over_budget && live.empty()) at_rest.push_back(job);
     } else {
       const render::ScopeGeometry g = render::ScopeGeometry::of(job->rect, job->params.strip_px);
       job->scope = std::make_shared<render::ScopePicture>(

@@ -222,6 +222,18 @@ TEST_F(ViewerGui, AViewAtRestIsDrawnAgainWithItsIntervals) {
   p = v_->figure_timeline(0);
   ASSERT_NE(p, nullptr);
   EXPECT_FALSE(p->over_budget);
+  // Two timelines over the budget at once: each is drawn again at rest.
+  const render::Rect add = v_->control("add_timeline");
+  click(add.x + add.w / 2, add.y + add.h / 2);
+  move(5, float(v_->fb_height() - 5));
+  ASSERT_EQ(v_->figure_count(), 2u);
+  xdo("key s");  // out again: both over the interactive budget
+  ASSERT_TRUE(v_->settle()) << "both figures' pictures at rest";
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_NE(v_->figure_timeline(i), nullptr);
+    EXPECT_FALSE(v_->figure_timeline(i)->over_budget) << "figure " << i;
+    EXPECT_EQ(v_->figure_timeline(i)->request.decode_per_column, render::kAtRestDecodePerColumn) << "figure " << i;
+  }
 }
 
 TEST_F(ViewerGui, TheInterruptShowsWhereItHappenedAfterZoomingWithTheWheel) {
