@@ -30,9 +30,6 @@ struct Viewer::Figure {
   float layout_height = 0;
   std::shared_ptr<render::Scene> scene;  // the picture's (a live scene moves on)
   int64_t shown_until = INT64_MIN;       // newest data time in the picture
-  // The timeline shown was drawn coarser than its columns (a lane over the
-  // interactive decode budget): the worker draws it again once at rest.
-  bool at_rest_pending = false;
 
   render::TimelineGeometry tg() const { return render::TimelineGeometry::of(rect); }
   render::ScopeGeometry sg() const { return render::ScopeGeometry::of(rect, params.strip_px); }
@@ -273,9 +270,8 @@ void Viewer::request_pictures() {
     for (auto& job : done_) {
       Figure& f = *figures_[job->figure];
       // The picture at rest replaces the one it was drawn again for, and only that one.
-      if (job->at_rest ? job->generation != f.shown || !f.at_rest_pending : job->generation <= f.shown) continue;
+      if (job->at_rest ? job->generation != f.shown || !awaits_rest(f) : job->generation <= f.shown) continue;
       f.shown = job->generation;
-      f.at_rest_pending = !job->at_rest && job->timeline && job->timeline->over_budget && live_.empty();
       f.scene = job->scene;
       f.shown_until = std::min(job->scene->last_ns(), job->params.t1);
       if (job->timeline) f.timeline = job->timeline;
@@ -316,7 +312,7 @@ bool Viewer::settle(int max_frames) {
   for (int n = 0; n < max_frames; ++n) {
     if (!frame()) return false;
     bool current = true;
-    for (auto& f : figures_) current &= f->shown == f->generation && f->generation > 0 && !f->at_rest_pending;
+    for (auto& f : figures_) current &= f->shown == f->generation && f->generation > 0 && !awaits_rest(*f);
     if (current) {
       frame();  // draw the picture that just arrived
       return true;
@@ -540,6 +536,13 @@ const FigureParams& Viewer::figure_params(size_t i) const { return figures_[i]->
 render::Rect Viewer::figure_rect(size_t i) const { return figures_[i]->rect; }
 render::Rect Viewer::plot_rect(size_t i) const { return figures_[i]->plot(); }
 const render::TimeAxis& Viewer::figure_axis(size_t i) const { return figures_[i]->axis; }
+
+bool Viewer::awaits_rest(const Figure& f) const {
+  // Drawn coarser than its columns at the interactive budget, not live: the
+  // worker draws it again at rest (worker_loop).
+  return f.params.type == FigureParams::Timeline && f.timeline && f.timeline->over_budget &&
+         f.timeline->request.decode_per_column < render::kAtRestDecodePerColumn && live_.empty();
+}
 
 const render::TimelinePicture* Viewer::figure_timeline(size_t i) const {
   return figures_[i]->params.type == FigureParams::Timeline ? figures_[i]->timeline.get() : nullptr;
@@ -999,7 +1002,7 @@ void Viewer::run() {
     }
     // Idle: nothing pending and no input — sleep until something happens.
     bool pending = false;
-    for (auto& f : figures_) pending |= f->shown != f->generation || f->at_rest_pending;
+    for (auto& f : figures_) pending |= f->shown != f->generation || awaits_rest(*f);
     if (!pending && drag_ == Drag::None) glfwWaitEventsTimeout(0.25);
     next = std::chrono::steady_clock::now();
   }

@@ -111,6 +111,8 @@ class Viewer {
   Viewer() = default;
   void controls();
   void layout_figures(float top);
+  // Figure f shows a timeline that the worker is to draw again at rest.
+  bool awaits_rest(const Figure& f) const;
   void handle_input();
   void handle_timeline_input(Figure& f, size_t index);
   void handle_scope_input(Figure& f);

@@ -21,6 +21,13 @@ size_t first_chunk_at(const State& s, const FeedletState& f, uint64_t t) {
                          [&](const FeedletChunk& c) { return s.chunks[c.chunk].last_ts < t; });
 }
 
+// Chunk k of f reads as itself: a damaged block of the tables reads as
+// zeros, and a walk must never take some other chunk in its place.
+bool chunk_readable(const State& s, const FeedletState& f, size_t k) {
+  const uint32_t c = f.chunks[k].chunk;
+  return f.chunks.readable(k) && s.chunks.readable(c) && s.chunks[c].feedlet == f.id;
+}
+
 WalkState state_at(const FeedletState& f, size_t k) {
   WalkState w;
   const FeedletChunk& c = f.chunks[k];
@@ -66,10 +73,9 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
                         ChunkBuffers& buf, OnEvent&& on_event, OnItem&& on_item, uint64_t until = UINT64_MAX,
                         const WalkFrom* from = nullptr) {
   std::string why;
+  if (!chunk_readable(s, f, k)) return false;
   const uint32_t c = f.chunks[k].chunk;
   const ChunkRecord& r = s.chunks[c];
-  // A damaged block of the tables reads as zeros: never walk some other chunk in its place.
-  if (!f.chunks.readable(k) || !s.chunks.readable(c) || r.feedlet != f.id) return false;
   const uint8_t* chunk = s.read_chunk(c, buf.chunk, why);
   if (!chunk) return false;
   format::ChunkHeader h;
@@ -195,26 +201,36 @@ struct Piece {
 // order: in each chunk from its last point before t0 (as find_resume picks)
 // up to the last point at or before t1 (events after a point come after its
 // tick; the walk stops at the first event after t1).
+// The pieces of chunk k of f that a walk over [t0, t1] takes: [first,
+// last], piece j starting at point j (0: the chunk's start). `points` gets
+// the chunk's points (points[j] is point j + 1; malformed bytes, from a
+// crafted index, leave those read before them).
+std::pair<size_t, size_t> pieces_in(const State& s, const FeedletState& f, size_t k, uint64_t t0, uint64_t t1,
+                                    ChunkBuffers& buf, std::vector<WalkFrom>& points) {
+  points.clear();
+  const std::span<const uint8_t> bytes = s.resume_points(f.chunks[k], buf);
+  if (!bytes.empty())
+    list_points(bytes.data(), bytes.data() + bytes.size(), s.chunks[f.chunks[k].chunk].first_ts, points);
+  size_t first = 0;
+  while (first < points.size() && points[first].ts < t0) ++first;
+  size_t last = first;
+  while (last < points.size() && points[last].ts <= t1) ++last;
+  return {first, last};
+}
+
 void list_pieces(const State& s, const FeedletState& f, size_t k, size_t end, uint64_t t0, uint64_t t1,
                  ChunkBuffers& buf, std::vector<Piece>& out) {
   thread_local std::vector<WalkFrom> points;  // memory kept
   out.clear();
   for (; k < end; ++k) {
-    points.clear();
-    const std::span<const uint8_t> bytes = s.resume_points(f.chunks[k], buf);
-    if (!bytes.empty())  // malformed (a crafted index): the points read before it serve
-      list_points(bytes.data(), bytes.data() + bytes.size(), s.chunks[f.chunks[k].chunk].first_ts, points);
-    size_t j = 0;  // points[j] is point j + 1
-    while (j < points.size() && points[j].ts < t0) ++j;
-    const size_t first = out.size();
-    for (;; ++j) {
+    const auto [first, last] = pieces_in(s, f, k, t0, t1, buf, points);
+    const size_t chunk_end = last < points.size() ? points[last].offset : SIZE_MAX;
+    for (size_t j = first; j <= last; ++j) {
       Piece& p = out.emplace_back();
-      p.k = uint32_t(k), p.point = uint32_t(j);
+      p.k = uint32_t(k), p.point = uint32_t(j), p.chunk_end = chunk_end;
       if (j > 0) p.from = points[j - 1];
       if (j < points.size()) p.end = points[j].offset;  // (lz4 then stops there)
-      if (j == points.size() || points[j].ts > t1) break;
     }
-    for (size_t i = first; i < out.size(); ++i) out[i].chunk_end = out.back().end;
   }
 }
 
@@ -240,9 +256,8 @@ class PieceWalker {
   template <class OnItem>
   void walk(const Piece& p, WalkState& w, uint64_t until, OnItem&& on_item) {
     std::string why;
+    if (!chunk_readable(s_, f_, p.k)) return;
     const uint32_t c = f_.chunks[p.k].chunk;
-    // A damaged block of the tables reads as zeros: never walk some other chunk in its place.
-    if (!f_.chunks.readable(p.k) || !s_.chunks.readable(c) || s_.chunks[c].feedlet != f_.id) return;
     if (c != chunk_) {
       chunk_ = c, decoded_ = 0;
       if ((bytes_ = s_.read_chunk(c, buf_.chunk, why))) std::memcpy(&h_, bytes_, sizeof h_);
@@ -309,23 +324,12 @@ uint64_t events_walked(const State& s, const FeedletState& f, size_t k, uint64_t
   const ChunkRecord& c = s.chunks[f.chunks[k].chunk];
   if (c.first_ts >= t0 && c.last_ts <= t1) return c.event_count;
   thread_local std::vector<WalkFrom> points;  // memory kept
-  points.clear();
-  const std::span<const uint8_t> bytes = s.resume_points(f.chunks[k], buf);
-  if (!bytes.empty()) list_points(bytes.data(), bytes.data() + bytes.size(), c.first_ts, points);
-  uint64_t first = 0, last = c.event_count;
-  for (const WalkFrom& p : points) {
-    if (p.ts > t1) {
-      last = std::min<uint64_t>(last, p.event);
-      break;
-    }
-    if (p.ts < t0) first = p.event;
-  }
-  return last > first ? last - first : 0;
+  const auto [first, last] = pieces_in(s, f, k, t0, t1, buf, points);
+  const uint64_t from = first ? points[first - 1].event : 0;
+  const uint64_t to = last < points.size() ? std::min<uint64_t>(points[last].event, c.event_count) : c.event_count;
+  return to > from ? to - from : 0;
 }
 
-// Whether the lane's events a walk over [t0, t1] takes are within the
-// budget. Counted to the resume point at both ends, not by whole chunks
-// (~16 000 events): a budget of a few events a column is about a chunk.
 // Below a stream's finest stored level a query decodes the lane's chunks in
 // the window. That is cheap when the window holds about as many events as
 // pixels, but a sparse stream (few items, so a coarse finest level) in a
@@ -335,7 +339,9 @@ uint64_t events_walked(const State& s, const FeedletState& f, size_t k, uint64_t
 // each bucket's longest item is drawn whole). kDecodeEventsPerColumn, 16:
 // at 64, as it was, the slowest decoded lane queries took ~0.8 ms on
 // index_bench's lanes (82 000 events); a viewer at rest and headless
-// pictures ask for more (docs/INDEX.md, "Decoding costs").
+// pictures ask for more (docs/INDEX.md, "Decoding costs"). The events are
+// counted to the resume point at both ends (events_walked), not by whole
+// chunks (~16 000 events, about the whole budget at 1 280 columns).
 bool decode_affordable(const State& s, uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t columns,
                        uint32_t per_column) {
   const FeedletState* f = s.feedlet(feedlet);
@@ -396,7 +402,6 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     size_t at;  // in out
     const Stream* st;
     uint32_t shift;
-    bool over_budget;  // below its finest level, but the lane's window is over the decode budget
   };
   std::vector<Stored> stored;
   uint64_t stored_buckets = 0;  // about how many buckets they answer
@@ -409,7 +414,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     Buckets& b = next(id);
     if (shift >= st.info.leaf_shift || !affordable) {
       const uint32_t at_shift = stored_shift(st, shift);
-      stored.push_back({n - 1, &st, at_shift, shift < st.info.leaf_shift});
+      stored.push_back({n - 1, &st, at_shift});
       stored_buckets += std::min(((t1 - t0) >> at_shift) + 1, st.info.items);
       continue;
     }
@@ -515,7 +520,8 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     }
     const Stored& p = stored[i - walks];
     stored_answer(*p.st, t0, t1, p.shift, out[p.at].second);
-    out[p.at].second.over_budget = p.over_budget;
+    // (Below its finest level, it is stored only because the window is over the budget.)
+    out[p.at].second.over_budget = shift < p.st->info.leaf_shift;
   };
   const size_t parts = walks + stored.size();
   if (split || stored_buckets >= kSplitStoredBuckets) {
