@@ -367,6 +367,7 @@ void Builder::walk(const Job& job, Scratch& scratch) {
     const Item* run = items[k].v.data();
     f.streams[k].add_run(items[k].size(), [&](size_t j) -> const Item& { return run[j]; }, *s_.pages);
   }
+  scratch.depths.add_chunk(f, items, h.first_ts, h.last_ts, *s_.pages);
   trim_runs(items, h.event_count);
   if (!messages.empty()) flows_.add(f.id, messages);
 }

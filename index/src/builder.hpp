@@ -8,6 +8,7 @@
 #include <span>
 #include <unordered_map>
 
+#include "depth_streams.hpp"
 #include "flow_table.hpp"
 #include "state.hpp"
 
@@ -94,6 +95,7 @@ struct Builder : trace::Visitor {
     std::vector<MessageEvent> messages;
     std::vector<std::pair<uint64_t, uint64_t>> hits;
     std::vector<uint8_t> resume;  // this chunk's resume points
+    DepthFold depths;
   };
   void walk(const Job& job, Scratch& scratch);
   void note_gaps(const format::ChunkHeader& h);

@@ -21,6 +21,7 @@ const char* kind_name(StreamKind k) {
     case StreamKind::Counter: return "counter";
     case StreamKind::Send: return "send";
     case StreamKind::Sched: return "sched";
+    case StreamKind::Depth: return "depth";
   }
   return "?";
 }

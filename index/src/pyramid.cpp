@@ -106,8 +106,10 @@ bool unpack_doubles(const uint8_t*& p, const uint8_t* end, double* v, int n) {
 // stream and level are alike from node to node, so the widest value of a
 // page costs little more than a varint of each, and reading is a load, a
 // shift and a mask per field with no branch on lengths (varints made a
-// coarse query's nodes wait on mispredicted branches).
-constexpr int kColumns = 9;
+// coarse query's nodes wait on mispredicted branches). The tenth column, the
+// longest item's name, is used by depth streams only: elsewhere it is all
+// zeros, a width of 0 and one byte a page.
+constexpr int kColumns = 10;
 
 struct BitWriter {
   uint8_t* out;
@@ -199,6 +201,7 @@ inline void node_columns(const Node& n, uint64_t prev, uint32_t shift, uint64_t 
   v[6] = n.iv.longest_end - base;
   v[7] = format::zigzag(int64_t(n.iv.min_start - base));
   v[8] = last - n.iv.max_end;  // keys are ends: the latest is near the bucket's end
+  v[9] = n.iv.longest_name;
 }
 
 size_t pack_columns(uint32_t shift, const Node* nodes, uint32_t count, uint8_t* out) {
@@ -244,7 +247,7 @@ bool unpack_columns(uint32_t shift, uint64_t first_bucket, const uint8_t* p, siz
     n.iv.longest_end = base + v[6][i];
     n.iv.min_start = base + uint64_t(format::unzigzag(v[7][i]));
     n.iv.max_end = last - v[8][i];
-    n.iv.reserved = 0;
+    n.iv.longest_name = v[9][i];
   }
   return true;
 }
@@ -357,10 +360,10 @@ uint32_t read_page(const Stream& st, uint32_t level, size_t page, const uint8_t*
   return ref.count;
 }
 
-uint32_t choose_leaf_shift(uint64_t count, uint64_t span) {
+uint32_t choose_leaf_shift(uint64_t count, uint64_t span, uint64_t leaf_items) {
   if (count == 0) count = 1;
-  // Wide enough for kLeafItems items at this density, at least 1 tick.
-  unsigned __int128 width = (unsigned __int128)(span + 1) * kLeafItems / count;
+  // Wide enough for leaf_items items at this density, at least 1 tick.
+  unsigned __int128 width = (unsigned __int128)(span + 1) * leaf_items / count;
   if (width <= 1) return 0;
   uint64_t w = uint64_t(std::min<unsigned __int128>(width, UINT64_MAX));
   return std::min(uint32_t(std::bit_width(w)) - 1, 40u);
@@ -373,6 +376,20 @@ void Stream::add_new_bucket(const Item& it, PageWriter& pages) {
   if (leaf.has_open) complete(0, leaf.open, pages);
   // complete() may have grown `levels`: index again.
   levels[0].open = leaf_node(it, bucket);
+  levels[0].has_open = true;
+}
+
+void Stream::add_node(const Node& n, PageWriter& pages) {
+  info.items += n.count;
+  if (levels.empty()) levels.emplace_back();
+  Level& leaf = levels[0];
+  if (leaf.has_open && leaf.open.bucket == n.bucket) {
+    merge(info.kind, leaf.open, n);
+    return;
+  }
+  if (leaf.has_open) complete(0, leaf.open, pages);
+  // complete() may have grown `levels`: index again.
+  levels[0].open = n;
   levels[0].has_open = true;
 }
 

@@ -233,7 +233,8 @@ inline void fold_items(std::vector<Node>& out, StreamKind kind, uint32_t shift, 
   a.max_depth = std::max(a.max_depth, b.max_depth);
   a.iv.busy += b.iv.busy;
   a.iv.min_dur = std::min(a.iv.min_dur, b.iv.min_dur);
-  if (b.iv.max_dur > a.iv.max_dur) a.iv.max_dur = b.iv.max_dur, a.iv.longest_end = b.iv.longest_end;
+  if (b.iv.max_dur > a.iv.max_dur)
+    a.iv.max_dur = b.iv.max_dur, a.iv.longest_end = b.iv.longest_end, a.iv.longest_name = b.iv.longest_name;
   a.iv.min_start = std::min(a.iv.min_start, b.iv.min_start);
   a.iv.max_end = std::max(a.iv.max_end, b.iv.max_end);
 }
@@ -272,6 +273,9 @@ struct Stream {
       info.items += j - from;
     }
   }
+  // Adds a bucket of items gathered elsewhere (a depth stream's, from a
+  // chunk), at the leaf level: in bucket order, as items come in key order.
+  void add_node(const Node& n, PageWriter& pages);
   // Closes every open bucket: the stream is complete.
   void finish(PageWriter& pages);
 
@@ -299,8 +303,9 @@ bool verify_page(const Stream& st, uint32_t level, size_t page, const uint8_t* m
 template <class ReadPage>
 void query_levels(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, ReadPage&& read, Buckets& out);
 
-// The leaf shift for a stream that has `count` items in a chunk spanning `span` ticks.
-uint32_t choose_leaf_shift(uint64_t count, uint64_t span);
+// The leaf shift for a stream that has `count` items in a chunk spanning
+// `span` ticks: leaves of about `leaf_items` items.
+uint32_t choose_leaf_shift(uint64_t count, uint64_t span, uint64_t leaf_items = kLeafItems);
 
 // Folds a node into the answer: merged with the last one when it has the same bucket.
 [[gnu::always_inline]] inline void fold(StreamKind kind, std::vector<Node>& out, const Node& n) {

@@ -6,6 +6,7 @@
 #include <queue>
 #include <span>
 
+#include "depth_streams.hpp"
 #include "parallel_tasks.hpp"
 #include "resume_points.hpp"
 #include "state.hpp"
@@ -365,9 +366,10 @@ Buckets TraceIndex::query(int stream, uint64_t t0, uint64_t t1, uint32_t columns
   {
     std::shared_lock lock(mu_);
     const Stream* st = s_->stream(stream);
-    over_budget = st && shift < st->info.leaf_shift &&
+    const bool depth = st && st->info.kind == StreamKind::Depth;  // (stored levels only, as in a lane)
+    over_budget = st && !depth && shift < st->info.leaf_shift &&
                   !decode_affordable(*s_, st->info.feedlet, t0, t1, columns, decode_per_column);
-    if (st && (shift >= st->info.leaf_shift || over_budget)) shift = stored_shift(*st, shift);
+    if (st && (shift >= st->info.leaf_shift || over_budget || depth)) shift = stored_shift(*st, shift);
   }
   Buckets out = query_shift(stream, t0, t1, shift);
   out.over_budget = over_budget;
@@ -408,11 +410,26 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
   std::shared_lock lock(mu_);
   const bool affordable = decode_affordable(*s_, feedlet, t0, t1, columns, decode_per_column);
   auto first = std::lower_bound(s_->stream_ids.begin(), s_->stream_ids.end(), std::make_pair(feedlet, 0u));
+  // The lane's intervals come either by name or by depth (depth_streams.hpp):
+  // by depth where no name would be decoded and the buckets asked for are at
+  // least as wide as the densest depth's leaves. A lane of 20 names on 3
+  // depths then answers 3 streams where it answered 20.
+  uint32_t name_leaf = 0, depth_leaf = 0;  // the coarsest leaves
+  bool depths = false;
+  for (auto it = first; it != s_->stream_ids.end() && it->first == feedlet; ++it) {
+    const StreamInfo& info = s_->stream(int(it - s_->stream_ids.begin()))->info;
+    if (info.kind == StreamKind::Interval) name_leaf = std::max(name_leaf, info.leaf_shift);
+    if (info.kind == StreamKind::Depth) depth_leaf = std::max(depth_leaf, info.leaf_shift), depths = true;
+  }
+  const bool names_coarse = shift < name_leaf;  // some name's leaf is wider than a column
+  const bool by_depth = depths && !(affordable && names_coarse) && depth_leaf <= std::max(shift, name_leaf);
   for (auto it = first; it != s_->stream_ids.end() && it->first == feedlet; ++it) {
     const int id = int(it - s_->stream_ids.begin());
     const Stream& st = *s_->stream(id);
+    const StreamKind kind = st.info.kind;
+    if (kind == (by_depth ? StreamKind::Interval : StreamKind::Depth)) continue;
     Buckets& b = next(id);
-    if (shift >= st.info.leaf_shift || !affordable) {
+    if (shift >= st.info.leaf_shift || !affordable || kind == StreamKind::Depth) {
       const uint32_t at_shift = stored_shift(st, shift);
       stored.push_back({n - 1, &st, at_shift});
       stored_buckets += std::min(((t1 - t0) >> at_shift) + 1, st.info.items);
@@ -520,8 +537,10 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     }
     const Stored& p = stored[i - walks];
     stored_answer(*p.st, t0, t1, p.shift, out[p.at].second);
-    // (Below its finest level, it is stored only because the window is over the budget.)
-    out[p.at].second.over_budget = shift < p.st->info.leaf_shift;
+    // (Below its finest level, it is stored only because the window is over
+    // the budget; a depth, because its names would not all be decoded.)
+    out[p.at].second.over_budget =
+        p.st->info.kind == StreamKind::Depth ? !affordable && names_coarse : shift < p.st->info.leaf_shift;
   };
   const size_t parts = walks + stored.size();
   if (split || stored_buckets >= kSplitStoredBuckets) {
@@ -564,18 +583,32 @@ void TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift, B
   out.shift = 0, out.from_events = false, out.over_budget = false;
   if (t1 < t0) std::swap(t0, t1);
   std::vector<Item> raw;
+  bool depth = false;
   {
     std::shared_lock lock(mu_);
     const Stream* st = s_->stream(id);
     if (!st) return;
     if (shift >= st->info.leaf_shift && !st->levels.empty()) return stored_answer(*st, t0, t1, shift, out);
+    depth = st->info.kind == StreamKind::Depth;
   }
   // Below the finest stored level: from the events of the whole buckets.
   out.shift = shift;
   out.from_events = true;
   auto [from, to] = bucket_range(t0, t1, shift);
   raw = items(id, from, to);
-  for (const Item& it : raw) fold_item(out.nodes, it, shift);
+  for (const Item& it : raw) {
+    const bool fresh = out.nodes.empty() || out.nodes.back().bucket != it.key() >> shift;
+    if (depth && !fresh) {  // (fold_item keeps the first of equal ones)
+      Node& n = out.nodes.back();
+      const uint64_t dur = it.end - it.start;
+      const bool longest = longer(dur, it.end, it.name, n.iv.max_dur, n.iv.longest_end, n.iv.longest_name);
+      add_item(n, it);
+      if (longest) n.iv.max_dur = dur, n.iv.longest_end = it.end, n.iv.longest_name = it.name;
+      continue;
+    }
+    fold_item(out.nodes, it, shift);
+    if (depth) out.nodes.back().iv.longest_name = it.name;
+  }
 }
 
 void TraceIndex::walk_items(uint32_t feedlet, uint64_t t0, uint64_t t1,
@@ -594,6 +627,12 @@ std::vector<Item> TraceIndex::items(int id, uint64_t t0, uint64_t t1) const {
     if (!st) return out;
     feedlet = st->info.feedlet;
     key = stream_key(st->info.kind, st->info.key);
+  }
+  if (key >> 32 == uint64_t(StreamKind::Depth)) {  // a depth's intervals, of every name
+    walk_items(feedlet, t0, t1, [&](const Item& it) {
+      if (it.kind == StreamKind::Interval && depth_stream_key(it.depth) == uint32_t(key)) out.push_back(it);
+    });
+    return out;
   }
   walk_items(feedlet, t0, t1, [&](const Item& it) {
     if (stream_key(it) == key) out.push_back(it);

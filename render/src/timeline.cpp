@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <unordered_map>
 
 #include "tinescope/picture.hpp"
 
@@ -186,6 +187,13 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     }
     P.boxes.push_back({row, source, name, float(std::max(x0, -1.0)), float(std::min(x1, req.width + 1)), s, e, depth});
   };
+  // Depth streams name a bucket's longest item: its colour, by name, hashed once a picture.
+  std::unordered_map<const Source*, std::unordered_map<uint32_t, uint32_t>> name_colours;
+  auto colour_of = [&](const Source& src, uint32_t name) {
+    auto [it, fresh] = name_colours[&src].try_emplace(name, 0);
+    if (fresh) it->second = name_colour(src.catalog->string(name));
+    return it->second;
+  };
   for (const LaneQuery& q : queries) {
     const Layout::LaneRows& lr = *q.rows;
     const Lane& lane = *q.lane;
@@ -198,20 +206,24 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     auto depth_row = [&](uint32_t depth) { return lr.first + std::min(depth, depth_rows - 1); };
     for (const auto& [id, b] : q.buckets) {
       const index::StreamInfo& st = streams[lane.source][size_t(id)];
-      const uint32_t colour = src.stream_colour[size_t(id)];
       P.nodes += b.nodes.size();
       P.from_events |= b.from_events;
       P.over_budget |= b.over_budget;
-      if (st.kind == StreamKind::Interval && depth_rows) {
+      // A depth stream's bucket (a coarse zoom: every name at one depth) is
+      // drawn as its longest item's name.
+      const bool by_depth = st.kind == StreamKind::Depth;
+      if ((st.kind == StreamKind::Interval || by_depth) && depth_rows) {
         for (const Node& n : b.nodes) {
+          const uint32_t name = by_depth ? uint32_t(n.iv.longest_name) : st.key;
+          const uint32_t colour = by_depth ? colour_of(src, name) : src.stream_colour[size_t(id)];
           const int64_t s = q.clock.ns(n.iv.min_start), e = q.clock.ns(n.iv.max_end);
           const double x0 = axis.x(s), x1 = axis.x(e);
           const double len = double(e - s);
           const double density = n.count == 1 || len <= 0 ? 1.0 : std::min(1.0, double(n.iv.busy) / len);
           const uint32_t row = depth_row(n.max_depth);
-          paint.span(row, x0, std::max(x1, x0), density, colour, st.key, n.count);
+          paint.span(row, x0, std::max(x1, x0), density, colour, name, n.count);
           if (n.count == 1) {
-            add_box(row, lane.source, st.key, x0, x1, s, e, n.max_depth);
+            add_box(row, lane.source, name, x0, x1, s, e, n.max_depth);
             continue;
           }
           // A bucket wider than a column (a leaf answering a finer zoom) is a
@@ -221,10 +233,11 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
           const int64_t ls = q.clock.ns(n.iv.longest_end - n.iv.max_dur), le = q.clock.ns(n.iv.longest_end);
           const double lx0 = axis.x(ls), lx1 = axis.x(le);
           if (lx1 - lx0 < 1) continue;
-          paint.span(row, lx0, lx1, 1.0, colour, st.key, 0);
-          add_box(row, lane.source, st.key, lx0, lx1, ls, le, n.max_depth);
+          paint.span(row, lx0, lx1, 1.0, colour, name, 0);
+          add_box(row, lane.source, name, lx0, lx1, ls, le, n.max_depth);
         }
       } else if (st.kind == StreamKind::Instant && instant_row != UINT32_MAX) {
+        const uint32_t colour = src.stream_colour[size_t(id)];
         for (const Node& n : b.nodes) {
           const double x0 = axis.x(q.clock.ns(n.iv.min_start)), x1 = axis.x(q.clock.ns(n.iv.max_end));
           paint.span(instant_row, std::floor(x0), std::max(std::floor(x0) + 1, x1), 1.0, colour, st.key, n.count);

@@ -38,7 +38,14 @@ enum class StreamKind : uint8_t {
   Counter = 3,   // samples of one counter; key: time
   Send = 4,      // messages sent by the feedlet; key: send time; busy = bytes
   Sched = 5,     // job segments (start/resume .. preempt/block/complete) on one CPU; key: end time
+  // The intervals of every name at one nesting depth (key: the depth; the
+  // last, kDepthStreams - 1, holds that depth and all deeper), each bucket
+  // naming its longest item: what a lane draws at coarse zooms, where its
+  // interval streams, one a name, would cost as many answers as it has names.
+  // Stored levels only: finer than its leaf, a query answers at the leaf.
+  Depth = 6,
 };
+constexpr uint32_t kDepthStreams = 16;
 const char* kind_name(StreamKind k);
 
 // One time bucket of a stream at one level: what the views need to draw it
@@ -54,7 +61,7 @@ struct Node {
       uint64_t longest_end;  // end of the longest item (its start: longest_end - max_dur)
       uint64_t min_start;    // earliest start
       uint64_t max_end;      // latest end
-      uint64_t reserved;
+      uint64_t longest_name; // Depth: the longest item's name (0 in other kinds)
     } iv;
     struct {                 // Counter
       double min, max, first, last, sum;

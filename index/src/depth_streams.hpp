@@ -1,0 +1,77 @@
+// Depth streams (StreamKind::Depth): per feedlet, the intervals of every
+// name at one nesting depth, each bucket naming its longest item. A lane of
+// 20 names on 3 depths answers a coarse zoom as 3 streams instead of 20
+// (docs/INDEX.md, "Depth streams"): its cost follows the rows drawn, not the
+// names the lane has.
+//
+// The indexer adds them after a chunk's name streams, from those streams'
+// runs of items: each run (one name, in key order) is folded into buckets
+// that cover the chunk's time, one array a depth, and the buckets then go to
+// the depth streams' pyramids in order. Every aggregate of a node but the
+// longest item is order-free, and that one only breaks ties by order, so
+// gathering the depth's items in key order first (a merge of the names'
+// runs) is not needed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "chunk_walk.hpp"
+#include "pyramid.hpp"
+
+namespace tinescope::index {
+
+struct FeedletState;
+
+// A depth stream's leaf holds about kLeafItems items for each name the depth
+// has (in the chunk where it first appears), up to this many: its leaves
+// then cover about the time of its names' leaves, so a lane answered by
+// depth is no coarser than by name, and the index stays within 0.05 of the
+// trace (docs/INDEX.md). A depth of one name repeats that name's pyramid.
+constexpr uint64_t kDepthLeafNames = 8;
+
+// Whether an interval (dur, end, name) is a depth bucket's longest item in
+// place of the one it has: the longest; of equal ones the first to end, then
+// the smallest name. Not the first one folded, as in a name's stream: the
+// names' runs are folded one after the other, not in key order.
+[[gnu::always_inline]] inline bool longer(uint64_t dur, uint64_t end, uint64_t name, uint64_t max_dur,
+                                          uint64_t longest_end, uint64_t longest_name) {
+  return dur != max_dur ? dur > max_dur : end != longest_end ? end < longest_end : name < longest_name;
+}
+
+// The depth stream an interval at `depth` belongs to.
+inline uint32_t depth_stream_key(uint32_t depth) { return depth < kDepthStreams ? depth : kDepthStreams - 1; }
+
+// A worker's buffers for folding chunks into depth streams, kept from chunk to chunk.
+class DepthFold {
+ public:
+  // Adds the chunk's intervals (runs[k]: the items of f.streams[k]) to f's
+  // depth streams, making those it lacks (their leaf from their density in
+  // the chunk, which spans ticks [first_ts, last_ts]).
+  void add_chunk(FeedletState& f, const std::vector<ItemRun>& runs, uint64_t first_ts, uint64_t last_ts,
+                 PageWriter& pages);
+
+ private:
+  struct Depth {
+    int stream = -1;  // in f.streams
+    uint32_t shift = 0;
+    uint64_t base = 0;        // the bucket of nodes[0]
+    std::vector<Node> nodes;  // the chunk's buckets, count 0 where empty
+    bool used = false;        // nodes are this chunk's
+    bool done = false;        // folded by an earlier pass over this chunk
+  };
+  void prepare(Depth& d);
+  // Folds the items of one name's run that fall in a depth with buckets; the
+  // others (a depth without a stream yet, or outside the chunk's buckets)
+  // are counted in missing[] or put aside.
+  void fold_run(size_t k, const Item* run, size_t n);
+  void flush(FeedletState& f, PageWriter& pages);
+  Depth depth_[kDepthStreams];
+  uint64_t first_ts_ = 0, last_ts_ = 0;
+  uint64_t missing_[kDepthStreams] = {};  // items, and names (runs), of depths without a stream
+  uint64_t missing_names_[kDepthStreams] = {};
+  size_t last_run_[kDepthStreams] = {};
+  std::vector<Item> aside_;  // items outside their depth's buckets (a chunk whose header lies)
+};
+
+}  // namespace tinescope::index
