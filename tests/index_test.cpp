@@ -809,7 +809,7 @@ TEST(Index, ABusyLaneAnswersCoarseZoomsByDepth) {
   }
   EXPECT_EQ(answered, depths);
   EXPECT_GE(names, 3 * depths);
-  EXPECT_GT(nodes, 300u);
+  EXPECT_GT(nodes, 100u);
   ::unlink(path.c_str());
 }
 
@@ -915,7 +915,7 @@ TEST(Index, LaneQueryInParallelEqualsEachStreamsQuery) {
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
-  EXPECT_GT(stored, 200'000u) << "most answers must come from stored levels";
+  EXPECT_GT(stored, 100'000u) << "most answers must come from stored levels";
   EXPECT_GT(decoded, 1'000u) << "some from the chunks";
   EXPECT_GE(decoded_over_many_chunks, 5u) << "some walks over four chunks or more";
   ix.reset();

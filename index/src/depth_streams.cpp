@@ -27,13 +27,12 @@ void DepthFold::prepare(Depth& d) {
   }
 }
 
-void DepthFold::fold_run(size_t k, const Item* run, size_t n) {
+void DepthFold::fold_run(const Item* run, size_t n) {
   for (size_t j = 0; j < n;) {
     const uint32_t key = depth_stream_key(run[j].depth);
     Depth& d = depth_[key];
     if (d.stream < 0) {
       ++missing_[key], ++j;
-      if (last_run_[key] != k + 1) last_run_[key] = k + 1, ++missing_names_[key];
       continue;
     }
     if (d.done) {
@@ -121,12 +120,12 @@ void DepthFold::add_chunk(FeedletState& f, const std::vector<ItemRun>& runs, uin
     d.stream = f.find(stream_key(StreamKind::Depth, key));
     d.shift = d.stream < 0 ? 0 : f.streams[size_t(d.stream)].info.leaf_shift;
     d.used = d.done = false;
-    missing_[key] = missing_names_[key] = last_run_[key] = 0;
+    missing_[key] = 0;
   }
   const size_t names = std::min(runs.size(), f.streams.size());
   auto fold_all = [&] {
     for (size_t k = 0; k < names; ++k)
-      if (runs[k].size() && f.streams[k].info.kind == StreamKind::Interval) fold_run(k, runs[k].data(), runs[k].size());
+      if (runs[k].size() && f.streams[k].info.kind == StreamKind::Interval) fold_run(runs[k].data(), runs[k].size());
   };
   fold_all();
   // Depths seen for the first time: their streams, then a second pass for them alone.
@@ -139,8 +138,7 @@ void DepthFold::add_chunk(FeedletState& f, const std::vector<ItemRun>& runs, uin
     st.info.kind = StreamKind::Depth;
     st.info.feedlet = f.id;
     st.info.key = key;
-    const uint64_t names = std::min(missing_names_[key], kDepthLeafNames);
-    st.info.leaf_shift = choose_leaf_shift(missing_[key], last_ts - first_ts, names * kLeafItems);
+    st.info.leaf_shift = choose_leaf_shift(missing_[key], last_ts - first_ts, kDepthLeafItems);
     d.stream = int(f.streams.size());
     d.shift = st.info.leaf_shift;
     f.insert(stream_key(StreamKind::Depth, key), uint32_t(d.stream));

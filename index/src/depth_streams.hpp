@@ -23,12 +23,12 @@ namespace tinescope::index {
 
 struct FeedletState;
 
-// A depth stream's leaf holds about kLeafItems items for each name the depth
-// has (in the chunk where it first appears), up to this many: its leaves
-// then cover about the time of its names' leaves, so a lane answered by
-// depth is no coarser than by name, and the index stays within 0.05 of the
-// trace (docs/INDEX.md). A depth of one name repeats that name's pyramid.
-constexpr uint64_t kDepthLeafNames = 8;
+// A depth stream's leaf holds about this many items where it is dense: the
+// time of a name's 192 items where a depth holds 8 names. Finer leaves (192
+// items for each name the depth has, from 4 names' worth) made index_bench's
+// index 0.050 of the trace, past the goal; a depth of one name then repeated
+// that name's pyramid (docs/INDEX.md).
+constexpr uint64_t kDepthLeafItems = 8 * kLeafItems;
 
 // Whether an interval (dur, end, name) is a depth bucket's longest item in
 // place of the one it has: the longest; of equal ones the first to end, then
@@ -64,13 +64,11 @@ class DepthFold {
   // Folds the items of one name's run that fall in a depth with buckets; the
   // others (a depth without a stream yet, or outside the chunk's buckets)
   // are counted in missing[] or put aside.
-  void fold_run(size_t k, const Item* run, size_t n);
+  void fold_run(const Item* run, size_t n);
   void flush(FeedletState& f, PageWriter& pages);
   Depth depth_[kDepthStreams];
   uint64_t first_ts_ = 0, last_ts_ = 0;
-  uint64_t missing_[kDepthStreams] = {};  // items, and names (runs), of depths without a stream
-  uint64_t missing_names_[kDepthStreams] = {};
-  size_t last_run_[kDepthStreams] = {};
+  uint64_t missing_[kDepthStreams] = {};  // items of depths without a stream
   std::vector<Item> aside_;  // items outside their depth's buckets (a chunk whose header lies)
 };
 

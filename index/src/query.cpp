@@ -410,10 +410,11 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
   std::shared_lock lock(mu_);
   const bool affordable = decode_affordable(*s_, feedlet, t0, t1, columns, decode_per_column);
   auto first = std::lower_bound(s_->stream_ids.begin(), s_->stream_ids.end(), std::make_pair(feedlet, 0u));
-  // The lane's intervals come either by name or by depth (depth_streams.hpp):
-  // by depth where no name would be decoded and the buckets asked for are at
-  // least as wide as the densest depth's leaves. A lane of 20 names on 3
-  // depths then answers 3 streams where it answered 20.
+  // The lane's intervals come either by name or by depth (depth_streams.hpp).
+  // By depth where the window is over the decode budget (a picture drawn
+  // while the view moves; at rest, a larger budget decodes it by name), and
+  // where no name needs decoding and no depth's leaf is wider than a column.
+  // A lane of 20 names on 3 depths then answers 3 streams where it answered 20.
   uint32_t name_leaf = 0, depth_leaf = 0;  // the coarsest leaves
   bool depths = false;
   for (auto it = first; it != s_->stream_ids.end() && it->first == feedlet; ++it) {
@@ -422,7 +423,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     if (info.kind == StreamKind::Depth) depth_leaf = std::max(depth_leaf, info.leaf_shift), depths = true;
   }
   const bool names_coarse = shift < name_leaf;  // some name's leaf is wider than a column
-  const bool by_depth = depths && !(affordable && names_coarse) && depth_leaf <= std::max(shift, name_leaf);
+  const bool by_depth = depths && (!affordable || (!names_coarse && depth_leaf <= shift));
   for (auto it = first; it != s_->stream_ids.end() && it->first == feedlet; ++it) {
     const int id = int(it - s_->stream_ids.begin());
     const Stream& st = *s_->stream(id);
@@ -540,7 +541,8 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     // (Below its finest level, it is stored only because the window is over
     // the budget; a depth, because its names would not all be decoded.)
     out[p.at].second.over_budget =
-        p.st->info.kind == StreamKind::Depth ? !affordable && names_coarse : shift < p.st->info.leaf_shift;
+        p.st->info.kind == StreamKind::Depth ? !affordable && (names_coarse || shift < p.st->info.leaf_shift)
+                                              : shift < p.st->info.leaf_shift;
   };
   const size_t parts = walks + stored.size();
   if (split || stored_buckets >= kSplitStoredBuckets) {
