@@ -851,7 +851,9 @@ TEST(Index, ALargerDecodeBudgetDecodesWhatTheDefaultLeavesCoarse) {
       EXPECT_EQ(a->second->shift, b.shift) << "a stream at its stored levels answers alike";
       continue;
     }
-    if (a != in_coarse.end()) EXPECT_EQ(a->second->shift, streams[size_t(id)].leaf_shift) << "its finest stored level";
+    if (a != in_coarse.end()) {
+      EXPECT_EQ(a->second->shift, streams[size_t(id)].leaf_shift) << "its finest stored level";
+    }
     ++over;
     EXPECT_TRUE(b.from_events);
     EXPECT_LT(b.shift, streams[size_t(id)].leaf_shift);
@@ -910,7 +912,9 @@ TEST(Index, LaneQueryInParallelEqualsEachStreamsQuery) {
       EXPECT_EQ(got.shift, one.shift);
       EXPECT_EQ(got.from_events, one.from_events);
       // (A depth in a lane is over the budget where its names would be decoded with more.)
-      if (streams[size_t(id)].kind != StreamKind::Depth) EXPECT_EQ(got.over_budget, one.over_budget);
+      if (streams[size_t(id)].kind != StreamKind::Depth) {
+        EXPECT_EQ(got.over_budget, one.over_budget);
+      }
       expect_same_nodes(streams[size_t(id)].kind, one.nodes, got.nodes, "parallel");
       if (::testing::Test::HasFatalFailure()) return;
     }

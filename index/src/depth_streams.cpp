@@ -46,10 +46,7 @@ void DepthFold::fold_run(const Item* run, size_t n) {
       continue;
     }
     Node& a = d.nodes[size_t(bucket - d.base)];
-    if (a.count == 0) {
-      set_leaf(a, run[j], bucket);
-      a.iv.longest_name = run[j++].name;
-    }
+    if (a.count == 0) set_depth_leaf(a, run[j++], bucket);
     // The rest of the run at this depth and in this bucket, the bucket's
     // fields in registers (as accumulate() does). A run is one name's.
     const size_t first = j;
@@ -98,11 +95,8 @@ void DepthFold::flush(FeedletState& f, PageWriter& pages) {
       merged.clear();
       for (const Node& n : d.nodes)
         if (n.count) merged.push_back(n);
-      for (size_t i = next_aside; i < end_aside; ++i) {
-        Node& n = merged.emplace_back();
-        set_leaf(n, aside_[i], aside_[i].key() >> d.shift);
-        n.iv.longest_name = aside_[i].name;
-      }
+      for (size_t i = next_aside; i < end_aside; ++i)
+        set_depth_leaf(merged.emplace_back(), aside_[i], aside_[i].key() >> d.shift);
       std::stable_sort(merged.begin(), merged.end(), [](const Node& a, const Node& b) { return a.bucket < b.bucket; });
       for (const Node& n : merged) st.add_node(n, pages);
     }

@@ -42,6 +42,24 @@ constexpr uint64_t kDepthLeafItems = 8 * kLeafItems;
 // The depth stream an interval at `depth` belongs to.
 inline uint32_t depth_stream_key(uint32_t depth) { return depth < kDepthStreams ? depth : kDepthStreams - 1; }
 
+// The node of one interval in a depth stream: set_leaf(), and its name as the longest.
+inline void set_depth_leaf(Node& n, const Item& it, uint64_t bucket) {
+  set_leaf(n, it, bucket);
+  n.iv.longest_name = it.name;
+}
+
+// Folds an interval into a depth stream's answer of buckets of 2^shift
+// ticks (in key order), as fold_item() does into a name's, with longer()'s rule.
+inline void fold_depth_item(std::vector<Node>& out, const Item& it, uint32_t shift) {
+  const uint64_t bucket = it.key() >> shift;
+  if (out.empty() || out.back().bucket != bucket) return set_depth_leaf(out.emplace_back(), it, bucket);
+  Node& n = out.back();
+  const uint64_t dur = it.end - it.start;
+  const bool longest = longer(dur, it.end, it.name, n.iv.max_dur, n.iv.longest_end, n.iv.longest_name);
+  add_item(n, it);
+  if (longest) n.iv.max_dur = dur, n.iv.longest_end = it.end, n.iv.longest_name = it.name;
+}
+
 // A worker's buffers for folding chunks into depth streams, kept from chunk to chunk.
 class DepthFold {
  public:

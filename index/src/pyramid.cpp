@@ -370,24 +370,21 @@ uint32_t choose_leaf_shift(uint64_t count, uint64_t span, uint64_t leaf_items) {
 }
 
 void Stream::add_new_bucket(const Item& it, PageWriter& pages) {
-  if (levels.empty()) levels.emplace_back();
-  Level& leaf = levels[0];
-  uint64_t bucket = it.key() >> info.leaf_shift;
-  if (leaf.has_open) complete(0, leaf.open, pages);
-  // complete() may have grown `levels`: index again.
-  levels[0].open = leaf_node(it, bucket);
-  levels[0].has_open = true;
+  open_leaf(leaf_node(it, it.key() >> info.leaf_shift), pages);
 }
 
 void Stream::add_node(const Node& n, PageWriter& pages) {
   info.items += n.count;
-  if (levels.empty()) levels.emplace_back();
-  Level& leaf = levels[0];
-  if (leaf.has_open && leaf.open.bucket == n.bucket) {
-    merge(info.kind, leaf.open, n);
+  if (!levels.empty() && levels[0].has_open && levels[0].open.bucket == n.bucket) {
+    merge(info.kind, levels[0].open, n);
     return;
   }
-  if (leaf.has_open) complete(0, leaf.open, pages);
+  open_leaf(n, pages);
+}
+
+void Stream::open_leaf(const Node& n, PageWriter& pages) {
+  if (levels.empty()) levels.emplace_back();
+  if (levels[0].has_open) complete(0, levels[0].open, pages);
   // complete() may have grown `levels`: index again.
   levels[0].open = n;
   levels[0].has_open = true;

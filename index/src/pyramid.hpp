@@ -281,6 +281,7 @@ struct Stream {
 
  private:
   void add_new_bucket(const Item& it, PageWriter& pages);
+  void open_leaf(const Node& n, PageWriter& pages);  // completes the open leaf bucket, and opens n
   void complete(size_t level, Node node, PageWriter& pages);  // by value: `levels` may grow
 };
 

@@ -598,19 +598,7 @@ void TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift, B
   out.from_events = true;
   auto [from, to] = bucket_range(t0, t1, shift);
   raw = items(id, from, to);
-  for (const Item& it : raw) {
-    const bool fresh = out.nodes.empty() || out.nodes.back().bucket != it.key() >> shift;
-    if (depth && !fresh) {  // (fold_item keeps the first of equal ones)
-      Node& n = out.nodes.back();
-      const uint64_t dur = it.end - it.start;
-      const bool longest = longer(dur, it.end, it.name, n.iv.max_dur, n.iv.longest_end, n.iv.longest_name);
-      add_item(n, it);
-      if (longest) n.iv.max_dur = dur, n.iv.longest_end = it.end, n.iv.longest_name = it.name;
-      continue;
-    }
-    fold_item(out.nodes, it, shift);
-    if (depth) out.nodes.back().iv.longest_name = it.name;
-  }
+  for (const Item& it : raw) depth ? fold_depth_item(out.nodes, it, shift) : fold_item(out.nodes, it, shift);
 }
 
 void TraceIndex::walk_items(uint32_t feedlet, uint64_t t0, uint64_t t1,
@@ -630,14 +618,10 @@ std::vector<Item> TraceIndex::items(int id, uint64_t t0, uint64_t t1) const {
     feedlet = st->info.feedlet;
     key = stream_key(st->info.kind, st->info.key);
   }
-  if (key >> 32 == uint64_t(StreamKind::Depth)) {  // a depth's intervals, of every name
-    walk_items(feedlet, t0, t1, [&](const Item& it) {
-      if (it.kind == StreamKind::Interval && depth_stream_key(it.depth) == uint32_t(key)) out.push_back(it);
-    });
-    return out;
-  }
+  const bool depth = key >> 32 == uint64_t(StreamKind::Depth);  // a depth's intervals, of every name
   walk_items(feedlet, t0, t1, [&](const Item& it) {
-    if (stream_key(it) == key) out.push_back(it);
+    if (depth ? it.kind == StreamKind::Interval && depth_stream_key(it.depth) == uint32_t(key) : stream_key(it) == key)
+      out.push_back(it);
   });
   return out;
 }

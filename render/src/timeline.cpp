@@ -187,11 +187,11 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     }
     P.boxes.push_back({row, source, name, float(std::max(x0, -1.0)), float(std::min(x1, req.width + 1)), s, e, depth});
   };
-  // Depth streams name a bucket's longest item: its colour, by name, hashed once a picture.
-  std::unordered_map<const Source*, std::unordered_map<uint32_t, uint32_t>> name_colours;
-  auto colour_of = [&](const Source& src, uint32_t name) {
-    auto [it, fresh] = name_colours[&src].try_emplace(name, 0);
-    if (fresh) it->second = name_colour(src.catalog->string(name));
+  // Depth streams name a bucket's longest item: its colour, by (source, name), hashed once a picture.
+  std::unordered_map<uint64_t, uint32_t> name_colours;
+  auto colour_of = [&](uint32_t source, uint32_t name) {
+    auto [it, fresh] = name_colours.try_emplace(uint64_t(source) << 32 | name, 0);
+    if (fresh) it->second = name_colour(scene.sources()[source].catalog->string(name));
     return it->second;
   };
   for (const LaneQuery& q : queries) {
@@ -215,7 +215,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       if ((st.kind == StreamKind::Interval || by_depth) && depth_rows) {
         for (const Node& n : b.nodes) {
           const uint32_t name = by_depth ? uint32_t(n.iv.longest_name) : st.key;
-          const uint32_t colour = by_depth ? colour_of(src, name) : src.stream_colour[size_t(id)];
+          const uint32_t colour = by_depth ? colour_of(lane.source, name) : src.stream_colour[size_t(id)];
           const int64_t s = q.clock.ns(n.iv.min_start), e = q.clock.ns(n.iv.max_end);
           const double x0 = axis.x(s), x1 = axis.x(e);
           const double len = double(e - s);
