@@ -74,6 +74,7 @@ class DepthFold {
     int stream = -1;  // in f.streams
     uint32_t shift = 0;
     uint64_t base = 0;        // the bucket of nodes[0]
+    uint64_t size = 0;        // buckets an item may fold into: 0 until prepare(), and once done
     std::vector<Node> nodes;  // the chunk's buckets, count 0 where empty
     bool used = false;        // nodes are this chunk's
     bool done = false;        // folded by an earlier pass over this chunk
@@ -83,6 +84,9 @@ class DepthFold {
   // others (a depth without a stream yet, or outside the chunk's buckets)
   // are counted in missing[] or put aside.
   void fold_run(const Item* run, size_t n);
+  // An item outside its depth's `size` buckets: counts it as missing, skips
+  // it (done), puts it aside, or prepares the depth and returns true to fold it.
+  bool fold_rare(Depth& d, uint32_t key, const Item& it);
   void flush(FeedletState& f, PageWriter& pages);
   Depth depth_[kDepthStreams];
   uint64_t first_ts_ = 0, last_ts_ = 0;
