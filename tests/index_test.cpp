@@ -27,6 +27,7 @@
 #include "tinescope/trace_index.hpp"
 #include "tinescope/trace_writer.hpp"
 #include "index_helpers.hpp"
+#include "flow_blocks.hpp"
 #include "grow_array.hpp"
 #include "index_warmer.hpp"
 #include "prefault.hpp"
@@ -1441,6 +1442,69 @@ TEST(Index, NodePagesUnpackWhatWasPackedAtEveryWidthAndCount) {
       }
     }
   }
+}
+
+// A flow block holds every field of every flow as it was: each column at
+// every width up to 64 bits (and its minimum anywhere), receives before
+// their sends (clock skew), orphans of either half, ids that run backwards or
+// wrap, many sources, and every count up to a block.
+TEST(Index, FlowBlocksUnpackWhatWasPackedAtEveryWidthAndCount) {
+  std::mt19937_64 rng(13);
+  auto bits = [&](unsigned w) { return w == 0 ? 0 : w >= 64 ? rng() : rng() & ((uint64_t(1) << w) - 1); };
+  size_t blocks = 0;
+  std::vector<uint32_t> counts;
+  for (uint32_t count = 1; count < index::kFlowsPerBlock; count += count < 8 ? 1 : 7) counts.push_back(count);
+  counts.push_back(index::kFlowsPerBlock);
+  for (const uint32_t count : counts) {
+    for (unsigned w = 0; w <= 64; w += count % 5 + 1) {
+      std::vector<index::Flow> flows(count);
+      uint64_t t = bits(std::min(w, 62u)) + (uint64_t(1) << 62) * (w == 64);
+      const uint32_t sources = 1 + uint32_t(rng() % (w % 3 == 0 ? 100 : 4));
+      for (index::Flow& f : flows) {
+        t += bits(std::min(w, 40u));
+        f.flags = uint32_t(1 + rng() % 3);
+        f.src = uint32_t(rng() % sources) + (w == 64 ? UINT32_MAX - 200 : 0);
+        f.id = w == 64 ? rng() : f.src * 1000 + bits(std::min(w, 8u));
+        f.channel = bits(w);
+        f.size = uint32_t(bits(std::min(w, 32u)));
+        if (f.flags & index::kFlowReceived) f.dst = uint32_t(bits(std::min(w, 32u)));
+        // The first half's time is t; a matched receive up to 2^40 either side.
+        const int64_t span = int64_t(bits(std::min(w, 40u))) * (rng() % 4 == 0 ? -1 : 1);
+        if (f.flags == index::kFlowReceived) {
+          f.recv_ts = t;
+        } else {
+          f.send_ts = t;
+          if (f.matched()) f.recv_ts = t + uint64_t(span);
+        }
+      }
+      std::vector<uint8_t> packed(index::max_packed_flows(count));
+      index::FlowBlock b;
+      const size_t size = index::pack_flows(flows.data(), count, packed.data(), b);
+      ASSERT_LE(size, packed.size());
+      ASSERT_EQ(b.count, count);
+      std::vector<index::Flow> got;
+      ASSERT_TRUE(index::unpack_flows(packed.data(), size, count, got)) << count << " flows, width " << w;
+      ASSERT_EQ(got.size(), flows.size());
+      for (uint32_t i = 0; i < count; ++i) {
+        const index::Flow &a = flows[i], &g = got[i];
+        ASSERT_TRUE(a.flags == g.flags && a.src == g.src && a.id == g.id && a.channel == g.channel && a.size == g.size &&
+                    a.dst == g.dst && a.send_ts == g.send_ts && a.recv_ts == g.recv_ts)
+            << "flow " << i << " of " << count << ", width " << w;
+        for (uint64_t half : {a.send_ts, a.recv_ts}) {
+          if (half == 0) continue;
+          EXPECT_LE(b.first, half);
+          EXPECT_GE(b.last, half);
+        }
+      }
+      // One byte short, or one more, is refused.
+      std::vector<index::Flow> none;
+      EXPECT_FALSE(index::unpack_flows(packed.data(), size - 1, count, none)) << count << " flows, width " << w;
+      packed.push_back(0);
+      EXPECT_FALSE(index::unpack_flows(packed.data(), size + 1, count, none)) << count << " flows, width " << w;
+      ++blocks;
+    }
+  }
+  EXPECT_GT(blocks, 200u);
 }
 
 // The flow log is sorted a block at a time and merged (index/src/sort_blocks.hpp),

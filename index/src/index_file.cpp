@@ -322,7 +322,8 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
         Part& p = parts[k];
         p.used = 0, p.blocks.clear();
         const size_t from = first + k * kPartFlows, to = std::min(s.flow_count, from + kPartFlows);
-        if (p.bytes.size() < (to - from) * kMaxPackedFlow) p.bytes.resize((to - from) * kMaxPackedFlow);
+        const size_t room = (to - from) * kMaxPackedFlow + (kPartFlows / kFlowsPerBlock) * kFlowHeaderBytes;
+        if (p.bytes.size() < room) p.bytes.resize(room);
         for (size_t i = from; i < to; i += kFlowsPerBlock) {
           FlowBlock b;
           b.bytes = uint32_t(pack_flows(s.flows + i, uint32_t(std::min<size_t>(kFlowsPerBlock, to - i)),
