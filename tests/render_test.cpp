@@ -138,6 +138,39 @@ TEST(Render, OneNanosecondIntervalsHundredHoursInAreExactlyWhereTheyBelong) {
   }
 }
 
+// A lane has a row for each depth of nesting it has, up to the cap: read
+// from its depth streams, whatever its names (one name nested 3 deep, 20 names
+// 16 deep, one name 30 deep: the last depth stream holds every deeper one).
+TEST(Render, ALaneHasARowForEachDepthItNests) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 20; ++i) names.push_back("f" + std::to_string(i));
+  // 50 times, `depth` intervals each inside the one before, the names in turn.
+  auto write_nested = [&](uint32_t depth, uint32_t n) {
+    TraceBytes trace = named_trace(names);
+    ChunkBuilder cb;
+    cb.feedlet = 1;
+    auto event = [&](uint16_t type, uint64_t ts, uint64_t name) {
+      uint8_t* p = cb.begin(type, ts);
+      p = ChunkBuilder::put_u64(p, name);
+      cb.end(p);
+    };
+    for (uint64_t k = 0; k < 50; ++k) {
+      for (uint32_t d = 0; d < depth; ++d) event(kIntervalBegin, k * 1000 + d, 1 + (d + k) % n);
+      for (uint32_t d = depth; d-- > 0;) event(kIntervalEnd, k * 1000 + 900 - d, 1 + (d + k) % n);
+      if (cb.full()) trace.flush(cb);
+    }
+    trace.flush(cb);
+    return save(trace, "rows" + std::to_string(depth) + ".tine");
+  };
+  for (auto [depth, n, rows] : {std::tuple{3u, 1u, 3u}, {16u, 20u, 16u}, {30u, 1u, render::Scene::kMaxDepthRows}}) {
+    render::Scene scene;
+    std::string error;
+    ASSERT_TRUE(scene.add_trace(write_nested(depth, n), error)) << error;
+    ASSERT_EQ(scene.lanes().size(), 1u);
+    EXPECT_EQ(scene.lanes()[0].depth_rows, rows) << "nested " << depth << " deep, " << n << " names";
+  }
+}
+
 TEST(Render, FoldingAnExactPeriodGivesAColumnAndAWrongOneASmear) {
   // A task every 45351.474 ns (22.05 kHz) lasting 4 us, for 1024 * 20 periods.
   const double period = 1e9 / 22050;

@@ -30,15 +30,6 @@ struct FeedletState;
 // that name's pyramid (docs/INDEX.md).
 constexpr uint64_t kDepthLeafItems = 8 * kLeafItems;
 
-// Whether an interval (dur, end, name) is a depth bucket's longest item in
-// place of the one it has: the longest; of equal ones the first to end, then
-// the smallest name. Not the first one folded, as in a name's stream: the
-// names' runs are folded one after the other, not in key order.
-[[gnu::always_inline]] inline bool longer(uint64_t dur, uint64_t end, uint64_t name, uint64_t max_dur,
-                                          uint64_t longest_end, uint64_t longest_name) {
-  return dur != max_dur ? dur > max_dur : end != longest_end ? end < longest_end : name < longest_name;
-}
-
 // The depth stream an interval at `depth` belongs to.
 inline uint32_t depth_stream_key(uint32_t depth) { return depth < kDepthStreams ? depth : kDepthStreams - 1; }
 

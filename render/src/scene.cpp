@@ -120,12 +120,20 @@ void Scene::scan(Source& s, uint32_t source) {
     if (it == by_feedlet.end() || st.items == 0) continue;
     Lane& l = it->second;
     switch (st.kind) {
-      case StreamKind::Interval: {
-        l.has_intervals = true;
-        const index::Buckets b = ix.query(int(id), first_ts, last_ts, 1);
-        for (const index::Node& n : b.nodes) l.depth_rows = std::max(l.depth_rows, std::min(kMaxDepthRows, n.max_depth + 1));
+      case StreamKind::Interval: l.has_intervals = true; break;
+      case StreamKind::Depth:
+        // A lane's rows: its deepest interval, from its depth streams (one a
+        // nesting depth, whatever the names: asking each name was a query a
+        // name, thousands on a real thread, at every live update). Only the
+        // last, which holds every deeper one, is asked how deep.
+        if (st.key + 1 < index::kDepthStreams) {
+          l.depth_rows = std::max(l.depth_rows, std::min(kMaxDepthRows, st.key + 1));
+        } else {
+          const index::Buckets b = ix.query(int(id), first_ts, last_ts, 1);
+          for (const index::Node& n : b.nodes)
+            l.depth_rows = std::max(l.depth_rows, std::min(kMaxDepthRows, n.max_depth + 1));
+        }
         break;
-      }
       case StreamKind::Instant: l.has_instants = true; break;
       case StreamKind::Counter:
         l.counters.push_back(int(id));
