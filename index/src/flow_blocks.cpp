@@ -86,7 +86,7 @@ size_t pack_flows(const Flow* flows, uint32_t n, uint8_t* out, FlowBlock& block)
     least_of_rest(2, [&](uint32_t i) { return !first_of_src[i]; });
   }
   for (uint32_t i = 0; i < n; ++i)
-    v[kSpanColumn][i] = flows[i].matched() ? uint64_t(int64_t(flows[i].recv_ts - flows[i].send_ts) - min_span) : 0;
+    v[kSpanColumn][i] = flows[i].matched() ? flows[i].recv_ts - flows[i].send_ts - uint64_t(min_span) : 0;  // (mod 2^64)
   out = put_varint(out, n ? flows[0].first_half() : 0);
   uint64_t least[kFlowColumns];
   uint8_t* widths = out;
@@ -152,7 +152,7 @@ bool unpack_flows(const uint8_t* bytes, size_t size, uint32_t count, std::vector
     f.size = uint32_t(size_of);
     if (f.flags & kFlowReceived) f.dst = uint32_t(dst);
     if (f.flags & kFlowSent) f.send_ts = time; else f.recv_ts = time;
-    if (f.matched()) f.recv_ts = f.send_ts + uint64_t(int64_t(v[kSpanColumn][i]) + min_span);
+    if (f.matched()) f.recv_ts = f.send_ts + v[kSpanColumn][i] + uint64_t(min_span);
     out.push_back(f);
   }
   return p == end;
