@@ -28,6 +28,7 @@
 #include "tinescope/trace_writer.hpp"
 #include "index_helpers.hpp"
 #include "flow_blocks.hpp"
+#include "index_file_base.hpp"
 #include "grow_array.hpp"
 #include "index_warmer.hpp"
 #include "prefault.hpp"
@@ -1442,6 +1443,39 @@ TEST(Index, NodePagesUnpackWhatWasPackedAtEveryWidthAndCount) {
       }
     }
   }
+}
+
+// The index_file fuzz target's seeds, loaded against the trace they index:
+// the valid one loads and answers, and each regression is refused for what
+// is wrong with it, or (a chunk record that points at no chunk) loads and
+// leaves that chunk out of its answers. Their checksums are good, so this is
+// the check behind them, not a checksum's (docs/FUZZING.md).
+TEST(Index, DamagedIndexSeedsAreRefusedForWhatIsWrong) {
+  const std::string dir = std::string(TINESCOPE_SOURCE_DIR) + "/tests/fuzz/corpus/index_file/";
+  const std::string trace = temp_path("index_fuzz_base");
+  std::string error;
+  ASSERT_TRUE(fuzz::write_index_file_base(trace, error)) << error;
+  auto nodes_at_start = [](const TraceIndex& ix) {
+    size_t n = 0;
+    for (const index::FeedletSummary& f : ix.feedlets())
+      for (auto& [id, b] : ix.query_lane(f.id, ix.first_ts(), ix.first_ts() + 200'000, 1000, 512)) n += b.nodes.size();
+    return n;
+  };
+  auto valid = TraceIndex::load(trace, dir + "valid.idx", error);
+  ASSERT_TRUE(valid) << error;
+  EXPECT_GT(nodes_at_start(*valid), 50u);
+  EXPECT_GT(valid->flows(0, UINT64_MAX).size(), 0u);
+  const std::pair<const char*, const char*> refused[] = {
+      {"regression-1-chunk-offset-wraps.idx", "damaged index table (the chunk index)"},
+      {"regression-2-grid-names-a-missing-feedlet.idx", "a checkpoint names feedlet 99, which the index does not have"}};
+  for (auto [file, why] : refused) {
+    error.clear();
+    EXPECT_FALSE(TraceIndex::load(trace, dir + file, error)) << file;
+    EXPECT_NE(error.find(why), std::string::npos) << file << ": " << error;
+  }
+  auto no_chunk = TraceIndex::load(trace, dir + "regression-3-chunk-record-points-at-no-chunk.idx", error);
+  ASSERT_TRUE(no_chunk) << error;
+  EXPECT_EQ(nodes_at_start(*no_chunk), 0u);  // the first data chunk, left out
 }
 
 // A flow block holds every field of every flow as it was: each column at

@@ -571,19 +571,24 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
   // What the queries assume of the tables is checked with their blocks
   // (valid_chunks...), and of the directory here: checkpoints name feedlets
   // that exist (their positions are checked against these counts).
-  bool positions = true;
-  for (uint32_t c : metadata) positions &= c < s.chunks.size();
+  for (uint32_t c : metadata) {
+    if (c >= s.chunks.size()) {
+      error = path + ": malformed index directory (metadata chunk " + std::to_string(c) + " past the " +
+              std::to_string(s.chunks.size()) + " chunks)";
+      return false;
+    }
+  }
   s.grid_events.resize(s.grid_feedlets.size());
   for (size_t c = 0; c < s.grid_feedlets.size(); ++c) {
     const FeedletState* fs = s.feedlet(s.grid_feedlets[c]);
-    positions &= fs != nullptr;
-    s.grid_events[c] = fs ? fs->events : 0;
+    if (!fs) {
+      error = path + ": malformed index directory (a checkpoint names feedlet " + std::to_string(s.grid_feedlets[c]) +
+              ", which the index does not have)";
+      return false;
+    }
+    s.grid_events[c] = fs->events;
   }
   checks.column_events = s.grid_events;
-  if (!positions) {
-    error = path + ": malformed index directory (event positions out of order or out of range)";
-    return false;
-  }
   s.table_blocks = size_t(in.marks - s.table_marks.get());
   for (auto& [id, fs] : s.feedlets)
     for (uint32_t k = 0; k < fs->streams.size(); ++k) s.stream_ids.emplace_back(id, k);

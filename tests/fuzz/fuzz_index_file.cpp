@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "fuzz_util.hpp"
-#include "synthetic_trace.hpp"
+#include "index_file_base.hpp"
 #include "tinescope/trace_index.hpp"
 
 using namespace tinescope;
@@ -19,19 +19,10 @@ std::string g_trace;
 
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   g_trace = fuzz::scratch() + "/base.tine";
-  bench::SyntheticOptions o;
-  o.events = 3000, o.threads = 2, o.period_ns = 20'000, o.seed = 5, o.compress_threads = 1;
-  bench::SyntheticResult r;
   std::string error;
-  ::unlink(g_trace.c_str());
-  if (!bench::write_synthetic_trace(g_trace, o, r, error)) return 0;
-  // Its header and first data chunk only (a chunk is about 60 KB): a small
-  // index that still has node pages, flow blocks and checkpoints to damage.
-  if (::truncate(g_trace.c_str(), 90000) != 0) return 0;
-  index::BuildOptions b;
-  b.threads = 1;
-  b.index_path = fuzz::scratch() + "/seed.idx";
-  if (!index::TraceIndex::build(g_trace, error, b)) return 0;
+  if (!fuzz::write_index_file_base(g_trace, error)) return 0;
+  const std::string seed = fuzz::scratch() + "/seed.idx";
+  if (!fuzz::write_index_file_seed(g_trace, seed, error)) return 0;
   for (int i = 1; i < *argc; ++i) {  // the first corpus directory, if empty, gets the valid index
     const char* a = (*argv)[i];
     if (a[0] == '-') continue;
@@ -40,7 +31,7 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     bool empty = true;
     while (dirent* e = readdir(d)) empty &= e->d_name[0] == '.';
     closedir(d);
-    if (empty) std::system(("cp " + b.index_path + " " + std::string(a) + "/valid.idx").c_str());
+    if (empty) std::system(("cp " + seed + " " + std::string(a) + "/valid.idx").c_str());
     break;
   }
   return 0;
