@@ -85,6 +85,20 @@ nlohmann::json stats_json(const TraceIndex& ix) {
   json kinds = json::object();
   for (const auto& s : streams) kinds[index::kind_name(s.kind)] = kinds.value(index::kind_name(s.kind), 0) + 1;
   j["streams"] = kinds;
+  // What the index is made of, in bytes; "other": tables, directory, header and footer.
+  const TraceIndex::Parts parts = ix.index_parts();
+  json pages = json::object();
+  uint64_t known = parts.flow_blocks + parts.resume_points;
+  for (size_t k = 0; k < std::size(parts.node_pages); ++k) {
+    if (parts.node_pages[k] == 0) continue;
+    pages[index::kind_name(index::StreamKind(k))] = parts.node_pages[k];
+    known += parts.node_pages[k];
+  }
+  const uint64_t total = ix.index_bytes();
+  j["index_parts"] = {{"node_pages", pages},
+                      {"flow_blocks", parts.flow_blocks},
+                      {"resume_points", parts.resume_points},
+                      {"other", total > known ? total - known : 0}};
   j["chunks"] = ix.chunk_count();
   return j;
 }

@@ -216,6 +216,16 @@ TEST_F(DemoWorkload, IndexInfoAndStatsDescribeATraceCutShort) {
   ASSERT_EQ(j["damaged"].size(), 1u);
   EXPECT_EQ(j["damaged"][0]["offset"].get<uint64_t>() + j["damaged"][0]["length"].get<uint64_t>(), bytes.size() / 2);
   EXPECT_GT(j["duration_ns"].get<int64_t>(), 500'000'000);  // about half the 2 s recording
+  // What the index is made of: its parts add up to it, and hold what the recording has.
+  const nlohmann::json& parts = j["index_parts"];
+  uint64_t part_sum = parts["flow_blocks"].get<uint64_t>() + parts["resume_points"].get<uint64_t>() +
+                      parts["other"].get<uint64_t>();
+  for (const auto& [kind, bytes] : parts["node_pages"].items()) part_sum += bytes.get<uint64_t>();
+  EXPECT_EQ(part_sum, j["index_bytes"].get<uint64_t>()) << parts.dump();
+  EXPECT_GT(parts["node_pages"].value("interval", uint64_t(0)), 0u) << parts.dump();
+  EXPECT_GT(parts["node_pages"].value("depth", uint64_t(0)), 0u) << parts.dump();
+  EXPECT_GT(parts["flow_blocks"].get<uint64_t>(), 0u) << parts.dump();  // (it sends messages)
+  EXPECT_GT(parts["other"].get<uint64_t>(), 4096u) << parts.dump();  // the header page at least
   unlink(cut.c_str());
   unlink((cut + ".idx").c_str());
 }

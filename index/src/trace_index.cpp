@@ -396,6 +396,19 @@ uint64_t TraceIndex::index_bytes() const {
   return s_->index_size ? s_->index_size : (s_->pages ? s_->pages->end() : 0);
 }
 
+TraceIndex::Parts TraceIndex::index_parts() const {
+  std::shared_lock lock(mu_);
+  Parts p;
+  for (auto& [id, f] : s_->feedlets) {
+    for (const Stream& st : f->streams)
+      for (const Level& lv : st.levels)
+        for (size_t i = 0; i < lv.pages.size(); ++i) p.node_pages[size_t(st.info.kind) & 7] += lv.pages[i].bytes;
+    for (size_t i = 0; i < f->chunks.size(); ++i) p.resume_points += f->chunks[i].resume_bytes;
+  }
+  for (size_t i = 0; i < s_->flow_blocks.size(); ++i) p.flow_blocks += s_->flow_blocks[i].bytes;
+  return p;
+}
+
 uint64_t TraceIndex::events() const {
   std::shared_lock lock(mu_);
   uint64_t n = 0;

@@ -251,6 +251,16 @@ class TraceIndex {
   const trace::Header& header() const { return header_; }
   uint64_t trace_bytes() const { return covered_.load(std::memory_order_relaxed); }
   uint64_t index_bytes() const;
+  // What the index file holds (tinescope stats --json): the bytes of node
+  // pages by stream kind, of flow blocks and of resume points; the rest of
+  // index_bytes() is the tables, the directory, the header page and the
+  // footer (docs/INDEX.md). Counts every page: O(pages), for tools.
+  struct Parts {
+    uint64_t node_pages[8] = {};  // [StreamKind]
+    uint64_t flow_blocks = 0;
+    uint64_t resume_points = 0;
+  };
+  Parts index_parts() const;
   // A loaded index file is paged in on a background thread after opening
   // (docs/INDEX.md); true once that is done, and for an index built here.
   bool warm() const;
