@@ -59,8 +59,7 @@ void DepthFold::fold_run(const Item* run, size_t n) {
     a.iv.min_dur = std::min(a.iv.min_dur, dur);
     a.iv.min_start = std::min(a.iv.min_start, it.start);
     a.iv.max_end = std::max(a.iv.max_end, it.end);
-    // Rarely as long as the longest so far: test that before the tie rule.
-    if (dur >= a.iv.max_dur && longer(dur, it.end, name, a.iv.max_dur, a.iv.longest_end, a.iv.longest_name))
+    if (longer(dur, it.end, name, a.iv.max_dur, a.iv.longest_end, a.iv.longest_name))
       a.iv.max_dur = dur, a.iv.longest_end = it.end, a.iv.longest_name = name;
   }
 }

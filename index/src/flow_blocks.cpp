@@ -24,14 +24,17 @@ constexpr int kSpanColumn = 6;
 // Ids are often a sequence per sender; the first id of each source in a
 // block is kept whole, the others as the difference to the previous one.
 struct LastIds {
-  std::pair<uint32_t, uint64_t> by_src[kFlowsPerBlock];
+  struct Last {
+    uint32_t src;
+    uint64_t id;
+  } by_src[kFlowsPerBlock];  // (not zeroed: [0, n) are set)
   uint32_t n = 0;
-  // The previous id of src, or nullptr for its first flow (then noted).
-  uint64_t* of(uint32_t src) {
+  // Where src's last id is kept, and whether this is its first flow in the block.
+  std::pair<uint64_t*, bool> of(uint32_t src) {
     for (uint32_t i = 0; i < n; ++i)
-      if (by_src[i].first == src) return &by_src[i].second;
-    by_src[n++] = {src, 0};
-    return nullptr;
+      if (by_src[i].src == src) return {&by_src[i].id, false};
+    by_src[n] = {src, 0};
+    return {&by_src[n++].id, true};
   }
 };
 
@@ -47,6 +50,7 @@ size_t pack_flows(const Flow* flows, uint32_t n, uint8_t* out, FlowBlock& block)
   uint64_t v[kFlowColumns][kFlowsPerBlock];
   uint64_t whole[kFlowsPerBlock];  // each source's first id
   uint32_t wholes = 0;
+  bool first_of_src[kFlowsPerBlock];
   int64_t min_span = INT64_MAX;
   LastIds ids;
   for (uint32_t i = 0; i < n; ++i) {
@@ -54,10 +58,10 @@ size_t pack_flows(const Flow* flows, uint32_t n, uint8_t* out, FlowBlock& block)
     const uint64_t t = f.first_half();
     v[0][i] = uint64_t(f.src) << 2 | (f.flags & 3);
     v[1][i] = i ? t - flows[i - 1].first_half() : 0;
-    uint64_t* prev_id = ids.of(f.src);
-    v[2][i] = prev_id ? zigzag(int64_t(f.id - *prev_id)) : (whole[wholes++] = f.id, 0);
-    if (prev_id) *prev_id = f.id;
-    else ids.by_src[ids.n - 1].second = f.id;
+    const auto [last_id, first] = ids.of(f.src);
+    first_of_src[i] = first;
+    v[2][i] = first ? (whole[wholes++] = f.id, 0) : zigzag(int64_t(f.id - *last_id));
+    *last_id = f.id;
     v[3][i] = f.channel;
     v[4][i] = f.size;
     v[5][i] = (f.flags & kFlowReceived) ? f.dst : 0;
@@ -79,12 +83,7 @@ size_t pack_flows(const Flow* flows, uint32_t n, uint8_t* out, FlowBlock& block)
       if (!rest(i)) v[c][i] = m;
   };
   least_of_rest(1, [](uint32_t i) { return i > 0; });
-  {
-    bool first_of_src[kFlowsPerBlock];
-    LastIds seen;
-    for (uint32_t i = 0; i < n; ++i) first_of_src[i] = seen.of(flows[i].src) == nullptr;
-    least_of_rest(2, [&](uint32_t i) { return !first_of_src[i]; });
-  }
+  least_of_rest(2, [&](uint32_t i) { return !first_of_src[i]; });
   for (uint32_t i = 0; i < n; ++i)
     v[kSpanColumn][i] = flows[i].matched() ? flows[i].recv_ts - flows[i].send_ts - uint64_t(min_span) : 0;  // (mod 2^64)
   out = put_varint(out, n ? flows[0].first_half() : 0);
@@ -140,14 +139,13 @@ bool unpack_flows(const uint8_t* bytes, size_t size, uint32_t count, std::vector
     if (f.flags == 0 || (head >> 2) > UINT32_MAX || size_of > UINT32_MAX || dst > UINT32_MAX) return false;
     f.src = uint32_t(head >> 2);
     if (i) time += v[1][i] + least[1];
-    uint64_t* prev_id = ids.of(f.src);
-    if (prev_id) {
-      f.id = *prev_id + uint64_t(format::unzigzag(v[2][i] + least[2]));
-      *prev_id = f.id;
-    } else {
+    const auto [last_id, first] = ids.of(f.src);
+    if (first) {
       if (!format::get_varint(p, end, f.id)) return false;
-      ids.by_src[ids.n - 1].second = f.id;
+    } else {
+      f.id = *last_id + uint64_t(format::unzigzag(v[2][i] + least[2]));
     }
+    *last_id = f.id;
     f.channel = v[3][i] + least[3];
     f.size = uint32_t(size_of);
     if (f.flags & kFlowReceived) f.dst = uint32_t(dst);

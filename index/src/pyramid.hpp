@@ -214,10 +214,11 @@ inline void fold_items(std::vector<Node>& out, StreamKind kind, uint32_t shift, 
 // node has: the longest; of equal ones the first to end, then the smallest
 // name. Items taken in key order (a name's stream) keep the first of equal
 // ones by this rule; a depth stream's names come one run after the other,
-// and merges join nodes made apart, so each asks.
+// and merges join nodes made apart, so each asks. (Shorter, the usual case,
+// is settled by the first two compares.)
 [[gnu::always_inline]] inline bool longer(uint64_t dur, uint64_t end, uint64_t name, uint64_t max_dur,
                                           uint64_t longest_end, uint64_t longest_name) {
-  return dur != max_dur ? dur > max_dur : end != longest_end ? end < longest_end : name < longest_name;
+  return dur > max_dur || (dur == max_dur && (end < longest_end || (end == longest_end && name < longest_name)));
 }
 
 // Folds `b` (whose items all come after a's) into `a`. Always inline: it is
@@ -243,8 +244,7 @@ inline void fold_items(std::vector<Node>& out, StreamKind kind, uint32_t shift, 
   a.max_depth = std::max(a.max_depth, b.max_depth);
   a.iv.busy += b.iv.busy;
   a.iv.min_dur = std::min(a.iv.min_dur, b.iv.min_dur);
-  if (b.iv.max_dur >= a.iv.max_dur &&
-      longer(b.iv.max_dur, b.iv.longest_end, b.iv.longest_name, a.iv.max_dur, a.iv.longest_end, a.iv.longest_name))
+  if (longer(b.iv.max_dur, b.iv.longest_end, b.iv.longest_name, a.iv.max_dur, a.iv.longest_end, a.iv.longest_name))
     a.iv.max_dur = b.iv.max_dur, a.iv.longest_end = b.iv.longest_end, a.iv.longest_name = b.iv.longest_name;
   a.iv.min_start = std::min(a.iv.min_start, b.iv.min_start);
   a.iv.max_end = std::max(a.iv.max_end, b.iv.max_end);
