@@ -74,7 +74,8 @@ struct Dumper : Visitor {
     const auto& h = c.header;
     std::printf("chunk @%" PRIu64 " feedlet %u seq %" PRIu64 " events %u raw %u stored %u%s%s%s\n", c.offset,
                 h.feedlet, h.sequence, h.event_count, h.raw_size, h.stored_size,
-                h.flags & format::kChunkLz4 ? " lz4" : "", h.flags & format::kChunkPartial ? " partial" : "",
+                h.flags & format::kChunkLz4 ? " lz4" : h.flags & format::kChunkLz4Segments ? " lz4-segments" : "",
+                h.flags & format::kChunkPartial ? " partial" : "",
                 h.flags & format::kChunkFeedletEnd ? " end" : "");
   }
 

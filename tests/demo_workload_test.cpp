@@ -149,7 +149,7 @@ TEST_F(DemoWorkload, DumpShowsHeaderFeedletsAndEvents) {
   int status;
   std::string out = run(bin("app/tinescope") + " dump " + *path_ + " --limit 5000", &status);
   EXPECT_EQ(status, 0);
-  for (const char* want : {"format 1.0", "clock: tsc", "summary:", "\"audio\"", "\"gc\"", "\"worker.0\"",
+  for (const char* want : {"format 2.0", "clock: tsc", "summary:", "\"audio\"", "\"gc\"", "\"worker.0\"",
                            "interval_begin", "message_send", "transaction", "name=\"audio.sample\""})
     EXPECT_NE(out.find(want), std::string::npos) << want << " missing from:\n" << out.substr(0, 3000);
 }

@@ -1144,6 +1144,40 @@ TEST(Index, WalksFromResumePointsInsideChunksEqualBruteForce) {
   EXPECT_GT(crossing, 40);  // items that began before the point
 }
 
+// A trace written by version 1 (a chunk's payload one lz4 block, which a walk
+// from a resume point decodes from the chunk's start) indexes and answers as
+// the same trace in segments, whose walks decode only their own segments.
+TEST(Index, VersionOneTracesAnswerAsSegmentedOnes) {
+  const std::string bytes = mixed_trace(150'000, 13, 0);
+  Fixture v1("index_v1", as_version_one(bytes));
+  IndexedTrace v2("index_v2", bytes);
+  ASSERT_TRUE(v1.ix && v2.ix);
+  ASSERT_TRUE(v1.c.chunks.at(1).header.flags & format::kChunkLz4);
+  check_pyramids_against_brute_force(v1.c, *v1.ix, 17, 500);
+  check_open_against_brute_force(v1, 23);
+  const auto streams = v2.ix->streams();
+  ASSERT_EQ(v1.ix->streams().size(), streams.size());
+  std::mt19937_64 rng(31);
+  const uint64_t lo = v2.ix->first_ts(), hi = v2.ix->last_ts();
+  int decoded = 0;
+  for (int r = 0; r < 400; ++r) {
+    const uint32_t f = 1 + uint32_t(rng() % 3);
+    const uint64_t span = std::max<uint64_t>(1, (hi - lo) >> (rng() % 24)), t0 = lo + rng() % (hi - lo + 1);
+    const auto a = v2.ix->query_lane(f, t0, t0 + span, 1280), b = v1.ix->query_lane(f, t0, t0 + span, 1280);
+    ASSERT_EQ(a.size(), b.size());
+    bool from_events = false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a[i].first, b[i].first);
+      ASSERT_EQ(a[i].second.from_events, b[i].second.from_events);
+      from_events |= a[i].second.from_events;
+      expect_same_nodes(streams[size_t(a[i].first)].kind, a[i].second.nodes, b[i].second.nodes, "version 1");
+      if (HasFatalFailure()) return;
+    }
+    decoded += from_events;
+  }
+  EXPECT_GT(decoded, 100);
+}
+
 // Appends `bytes` to `path` in random pieces, updating a following index after
 // each; every snapshot is consistent, and the end equals a whole build.
 TEST(Index, GrowingTraceEqualsWholeIndex) {

@@ -149,6 +149,154 @@ TEST(TraceFormat, UnknownUserTypesAreSkippedNotFatal) {
   EXPECT_TRUE(c.damage.empty());
 }
 
+// A chunk of `n` events, instants and intervals in turn, with deltas of 1 to
+// 3 varint bytes, as the recorder's collector would write them.
+uint64_t mixed_ts(int i) {  // deltas of 1, 2 and 3 varint bytes
+  uint64_t ts = 1000;
+  for (int k = 1; k <= i; ++k) ts += k % 5 == 0 ? 20000 : k % 2 ? 300 : 5;
+  return ts;
+}
+std::string mixed_chunk(ChunkBuilder& b, int n) {
+  for (int i = 0; i < n; ++i) {
+    const uint16_t type = i % 3 == 0 ? kInstant : i % 3 == 1 ? kIntervalBegin : kIntervalEnd;
+    uint8_t* p = b.begin(type, mixed_ts(i));
+    p = ChunkBuilder::put_u64(p, uint64_t(i % 7 + 1));
+    b.end(p);
+  }
+  return chunk(b);
+}
+
+uint32_t table_entry(const std::string& chunk_bytes, uint32_t i, int half) {
+  return load_le<uint32_t>(reinterpret_cast<const uint8_t*>(chunk_bytes.data()) + sizeof(ChunkHeader) +
+                           i * kSegmentEntry + 4 * half);
+}
+
+// Rewrites a chunk's header check and checksum after a test changed its bytes,
+// so that a reader gets past them to what was changed.
+void reseal(std::string& c) {
+  ChunkHeader h;
+  std::memcpy(&h, c.data(), sizeof h);
+  h.header_check = header_check(h);
+  std::memcpy(c.data(), &h, sizeof h);
+  const uint64_t sum = checksum(c.data() + 8, sizeof h - 8 + h.stored_size);
+  std::memcpy(c.data() + sizeof h + h.stored_size, &sum, 8);
+}
+
+// Each segment of kSegmentEvents events is its own lz4 block: the whole
+// payload decodes, and so does any segment alone, leaving the rest as it was.
+TEST(TraceFormat, ChunkPayloadsAreSegmentsThatDecodeOnTheirOwn) {
+  ChunkBuilder b;
+  b.feedlet = 1;
+  const std::string c = mixed_chunk(b, 5000);
+  ChunkHeader h;
+  std::memcpy(&h, c.data(), sizeof h);
+  ASSERT_TRUE(h.flags & kChunkLz4Segments);
+  EXPECT_FALSE(h.flags & kChunkLz4);
+  ASSERT_EQ(segment_count(h.event_count), 3u);  // 2048, 2048 and 904 events
+  EXPECT_LT(h.stored_size, h.raw_size);
+  EXPECT_EQ(table_entry(c, 2, 0), h.raw_size);
+  EXPECT_EQ(table_entry(c, 2, 1) + 3 * kSegmentEntry, h.stored_size);
+
+  const auto* bytes = reinterpret_cast<const uint8_t*>(c.data());
+  std::vector<uint8_t> whole_buf;
+  const uint8_t* whole = trace::chunk_payload(bytes, whole_buf);
+  ASSERT_NE(whole, nullptr);
+  const std::vector<uint8_t> raw(whole, whole + h.raw_size);
+
+  // Segment 1 alone: bytes of segments 0 and 2 are left untouched.
+  const uint32_t end0 = table_entry(c, 0, 0), end1 = table_entry(c, 1, 0);
+  std::vector<uint8_t> buf(h.raw_size, 0xAA);
+  size_t to = end0 + 1;
+  const uint8_t* got = trace::chunk_payload_range(bytes, buf, end0, &to);
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(to, end1);
+  EXPECT_TRUE(std::equal(got + end0, got + end1, raw.begin() + end0));
+  EXPECT_TRUE(std::all_of(buf.begin(), buf.begin() + end0, [](uint8_t x) { return x == 0xAA; }));
+  EXPECT_TRUE(std::all_of(buf.begin() + end1, buf.end(), [](uint8_t x) { return x == 0xAA; }));
+  // From segment 1 to the end.
+  to = SIZE_MAX;
+  got = trace::chunk_payload_range(bytes, buf, end1 - 1, &to);
+  EXPECT_EQ(to, h.raw_size);
+  EXPECT_TRUE(std::equal(got + end0, got + h.raw_size, raw.begin() + end0));
+
+  // The events read back in order, across the segments' edges.
+  std::string trace = header_with_version(kMajorVersion, kMinorVersion) + c;
+  Collected read = read_bytes(trace);
+  EXPECT_TRUE(read.damage.empty());
+  ASSERT_EQ(read.of_type(kInstant).size() + read.of_type(kIntervalBegin).size() + read.of_type(kIntervalEnd).size(),
+            5000u);
+  EXPECT_EQ(read.of_type(kInstant).back()->e.ts, mixed_ts(4998));
+  EXPECT_EQ(read.of_type(kIntervalEnd).back()->e.ts, mixed_ts(4997));
+
+  // A chunk of exactly two segments' events has two segments, not a third
+  // empty one.
+  const std::string two = mixed_chunk(b, 2 * int(kSegmentEvents));
+  EXPECT_EQ(table_entry(two, 1, 0), load_le<uint32_t>(reinterpret_cast<const uint8_t*>(two.data()) + 44));
+  EXPECT_TRUE(read_bytes(header_with_version(kMajorVersion, kMinorVersion) + two).damage.empty());
+}
+
+// Traces written by version 1 (one lz4 block a chunk) read as before.
+TEST(TraceFormat, VersionOneTracesStillRead) {
+  ChunkBuilder b;
+  b.feedlet = 1;
+  std::string v2 = header_with_version(kMajorVersion, kMinorVersion);
+  v2 += mixed_chunk(b, 5000);
+  v2 += instants(b, 9'000'000, 5);
+  const std::string v1 = as_version_one(v2);
+  Collected a = read_bytes(v2), c = read_bytes(v1);
+  ASSERT_EQ(a.chunks.size(), 2u);
+  EXPECT_EQ(c.header.major, 1);
+  ASSERT_EQ(c.chunks.size(), 2u);
+  EXPECT_TRUE(c.chunks[0].header.flags & kChunkLz4);
+  EXPECT_TRUE(c.damage.empty());
+  ASSERT_EQ(c.events.size(), a.events.size());
+  for (size_t i = 0; i < a.events.size(); ++i) {
+    EXPECT_EQ(c.events[i].e.ts, a.events[i].e.ts);
+    EXPECT_EQ(c.events[i].e.type, a.events[i].e.type);
+    EXPECT_EQ(c.events[i].e.u[0], a.events[i].e.u[0]);
+  }
+  // Its payload decodes from the start only: as far as asked.
+  const auto* chunk = reinterpret_cast<const uint8_t*>(v1.data() + c.chunks[0].offset);
+  std::vector<uint8_t> buf;
+  size_t to = 1000;
+  ASSERT_NE(trace::chunk_payload_range(chunk, buf, 500, &to), nullptr);
+  EXPECT_EQ(to, 1000u);
+}
+
+// A segment table that does not add up, or a block that does not decode, is
+// that chunk's damage (its checksum made good, so that the reader gets to
+// them); the chunks around it still read.
+TEST(TraceFormat, BrokenSegmentsAreDamageNotACrash) {
+  ChunkBuilder b;
+  b.feedlet = 1;
+  const std::string head = header_with_version(kMajorVersion, kMinorVersion);
+  const std::string before = instants(b, 100, 3);
+  const std::string good = mixed_chunk(b, 5000);
+  const std::string after = instants(b, 9'000'000, 3);
+  const size_t table = sizeof(ChunkHeader);
+  auto put32 = [](std::string& c, size_t at, uint32_t v) { std::memcpy(c.data() + at, &v, 4); };
+  std::vector<std::pair<const char*, std::string>> broken;
+  std::string c = good;
+  put32(c, table, table_entry(good, 1, 0));  // segment 0 ends where segment 1 does
+  broken.emplace_back("raw ends that do not rise", c);
+  c = good;
+  put32(c, table + 2 * kSegmentEntry, table_entry(good, 2, 0) - 1);
+  broken.emplace_back("a last raw end short of the payload", c);
+  c = good;
+  put32(c, table + 2 * kSegmentEntry + 4, table_entry(good, 2, 1) + 1);
+  broken.emplace_back("a last block past the payload", c);
+  c = good;
+  put32(c, table + 4, 3);  // block 0 three bytes long
+  broken.emplace_back("a block that does not decompress", c);
+  for (auto& [what, bad] : broken) {
+    reseal(bad);
+    Collected r = read_bytes(head + before + bad + after);
+    ASSERT_EQ(r.damage.size(), 1u) << what;
+    EXPECT_NE(r.damage[0].reason.find("does not decompress"), std::string::npos) << what << ": " << r.damage[0].reason;
+    EXPECT_EQ(r.of_type(kInstant).size(), 6u) << what;  // the chunks before and after
+  }
+}
+
 TEST(TraceFormat, ClockMapFollowsDrift) {
   trace::ClockMap m;
   m.reset(2.0, 1000, 500);

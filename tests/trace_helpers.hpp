@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <lz4.h>
 #include <unistd.h>
 
 #include <map>
@@ -97,6 +98,53 @@ inline Collected read_bytes(const std::string& bytes, trace::ReaderOptions opt =
   parser.parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, true);
   c.catalog = parser.catalog();
   return c;
+}
+
+// The same trace as version 1 wrote it: every chunk's payload one lz4 block
+// (kChunkLz4), not segments, and major version 1 in the file header. For the
+// tests that old traces still read and index as before. (Header and chunks
+// must be intact.)
+inline std::string as_version_one(const std::string& trace) {
+  using namespace format;
+  std::string out = trace;
+  uint32_t header_size;
+  std::memcpy(&header_size, out.data() + 12, 4);
+  const uint16_t one = 1;
+  std::memcpy(out.data() + 8, &one, 2);
+  const uint64_t header_sum = checksum(out.data(), header_size - 8);
+  std::memcpy(out.data() + header_size - 8, &header_sum, 8);
+  std::string v1 = out.substr(0, header_size);
+  std::vector<uint8_t> raw_buf;
+  for (size_t at = header_size; at + sizeof(ChunkHeader) <= out.size();) {
+    const auto* chunk = reinterpret_cast<const uint8_t*>(out.data() + at);
+    ChunkHeader h;
+    std::memcpy(&h, chunk, sizeof h);
+    const size_t bytes = size_t(chunk_bytes(h));
+    const uint8_t* raw = trace::chunk_payload(chunk, raw_buf);
+    EXPECT_NE(raw, nullptr) << "chunk at " << at;
+    if (!raw) return v1;
+    std::vector<char> block(size_t(LZ4_compressBound(int(h.raw_size))));
+    int stored = h.raw_size ? LZ4_compress_default(reinterpret_cast<const char*>(raw), block.data(), int(h.raw_size),
+                                                  int(block.size()))
+                            : 0;
+    h.flags = uint16_t(h.flags & ~kChunkLz4Segments);
+    if (stored > 0) {
+      h.flags |= kChunkLz4;
+    } else {
+      stored = int(h.raw_size);
+      std::memcpy(block.data(), raw, h.raw_size);
+    }
+    h.stored_size = uint32_t(stored);
+    h.header_check = header_check(h);
+    std::string c(reinterpret_cast<const char*>(&h), sizeof h);
+    c.append(block.data(), size_t(stored));
+    const uint64_t sum = checksum(c.data() + 8, c.size() - 8);
+    c.append(reinterpret_cast<const char*>(&sum), 8);
+    c.append(reinterpret_cast<const char*>(kChunkEnd), 8);
+    v1 += c;
+    at += bytes;
+  }
+  return v1;
 }
 
 inline std::string temp_path(const std::string& name) {

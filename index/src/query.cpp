@@ -93,7 +93,7 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
       !(!points.empty() && payload_until(points.data(), points.data() + points.size(), r.first_ts, until, size)))
     size = size_t(double(until - r.first_ts + 1) / double(r.last_ts - r.first_ts + 1) * h.raw_size) +
            h.raw_size / 8 + 1024;
-  const uint8_t* raw = s.payload(chunk, buf.payload, why, &size);
+  const uint8_t* raw = s.payload(chunk, buf.payload, why, &size, from ? from->offset : 0);
   if (!raw) return false;
   // One instantiation of the walk for both tries (three made the compiler
   // stop inlining its varint reads): events and items counted on the first,
@@ -260,18 +260,26 @@ class PieceWalker {
     if (!chunk_readable(s_, f_, p.k)) return;
     const uint32_t c = f_.chunks[p.k].chunk;
     if (c != chunk_) {
-      chunk_ = c, decoded_ = 0;
+      chunk_ = c, lo_ = hi_ = 0;
       if ((bytes_ = s_.read_chunk(c, buf_.chunk, why))) std::memcpy(&h_, bytes_, sizeof h_);
     }
     if (!bytes_) return;
-    if (decoded_ < std::min<size_t>(p.chunk_end, h_.raw_size)) {
-      size_t size = std::min<size_t>(p.chunk_end, h_.raw_size);  // lz4 stops there
-      if (!(raw_ = s_.payload(bytes_, buf_.payload, why, &size))) return (void)(bytes_ = nullptr);
-      decoded_ = size;
+    // The payload this piece needs: its own segment (segments decode on
+    // their own), or of a payload in one lz4 block, which decodes only from
+    // its start, as far as the chunk's last piece needs at once.
+    const bool segments = h_.flags & format::kChunkLz4Segments;
+    const size_t from = segments && p.point ? p.from.offset : 0;
+    size_t to = std::min<size_t>(segments ? p.end : p.chunk_end, h_.raw_size);
+    if (from < lo_ || to > hi_) {
+      if (!(raw_ = s_.payload(bytes_, buf_.payload, why, &to, from))) return (void)(bytes_ = nullptr);
+      // (Pieces come in order, forwards or backwards: what is decoded stays
+      // one range of the payload.)
+      const bool joins = from <= hi_ && to >= lo_ && hi_ > 0;
+      lo_ = joins ? std::min(lo_, from) : from, hi_ = joins ? std::max(hi_, to) : to;
     }
     auto no_event = [](uint64_t, uint16_t) {};
     auto no_messages = [](const MessageEvent&) {};
-    walk_chunk(raw_, std::min<size_t>(p.end, decoded_), h_, *s_.layouts, w, no_event, on_item, no_messages, why,
+    walk_chunk(raw_, std::min<size_t>(p.end, hi_), h_, *s_.layouts, w, no_event, on_item, no_messages, why,
                until, nullptr, p.point ? &p.from : nullptr);
   }
 
@@ -282,7 +290,7 @@ class PieceWalker {
   uint32_t chunk_ = UINT32_MAX;
   const uint8_t* bytes_ = nullptr;
   const uint8_t* raw_ = nullptr;
-  size_t decoded_ = 0;
+  size_t lo_ = 0, hi_ = 0;  // the part of chunk_'s payload decoded
   format::ChunkHeader h_{};
 };
 

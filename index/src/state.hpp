@@ -145,11 +145,12 @@ struct State {
   // from the index file into buf. None if they are not there or do not match
   // their check (a walk then starts at the chunk's start).
   std::span<const uint8_t> resume_points(const FeedletChunk& c, ChunkBuffers& buf) const;
-  // The raw payload of a chunk's bytes (decompressed into buf). With
-  // `prefix`, only its first *prefix bytes are decoded (lz4 stops there;
-  // all of it if it is shorter), and *prefix says how many there are.
+  // The raw payload of a chunk's bytes (decompressed into buf). With `to`,
+  // only bytes [from, *to) are sure to be decoded (the segments that hold
+  // them; the first *to of a payload in one lz4 block), and *to says where
+  // what was decoded ends (trace::chunk_payload_range).
   static const uint8_t* payload(const uint8_t* chunk, std::vector<uint8_t>& buf, std::string& why,
-                                size_t* prefix = nullptr);
+                                size_t* to = nullptr, size_t from = 0);
   // Rebuilds the derived tables (stream ids, checkpoints) after indexing.
   void publish(uint32_t grid_shift);
   // The first and last event's ticks over every feedlet ({0, 0} for none).

@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <lz4.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -105,22 +104,16 @@ const uint8_t* State::read_chunk(uint32_t c, std::vector<uint8_t>& into, std::st
   return into.data();
 }
 
-const uint8_t* State::payload(const uint8_t* chunk, std::vector<uint8_t>& buf, std::string& why, size_t* prefix) {
+const uint8_t* State::payload(const uint8_t* chunk, std::vector<uint8_t>& buf, std::string& why, size_t* to,
+                              size_t from) {
   format::ChunkHeader h;
   std::memcpy(&h, chunk, sizeof h);
   // Room for the whole payload, new memory mapped in one call (prefault.hpp).
-  if ((h.flags & format::kChunkLz4) && buf.size() < h.raw_size) resize_prefaulted(buf, h.raw_size);
-  if (prefix && *prefix < h.raw_size && (h.flags & format::kChunkLz4)) {
-    const int got = LZ4_decompress_safe_partial(reinterpret_cast<const char*>(chunk + h.header_size),
-                                                reinterpret_cast<char*>(buf.data()), int(h.stored_size), int(*prefix),
-                                                int(h.raw_size));
-    if (got == int(*prefix)) return buf.data();
-    why = "payload does not decompress";
-    return nullptr;
-  }
-  const uint8_t* raw = trace::chunk_payload(chunk, buf);
+  if ((h.flags & (format::kChunkLz4 | format::kChunkLz4Segments)) && buf.size() < h.raw_size)
+    resize_prefaulted(buf, h.raw_size);
+  size_t all = SIZE_MAX;
+  const uint8_t* raw = trace::chunk_payload_range(chunk, buf, to ? from : 0, to ? to : &all);
   if (!raw) why = "payload does not decompress";
-  if (prefix) *prefix = h.raw_size;
   return raw;
 }
 

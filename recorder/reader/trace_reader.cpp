@@ -60,15 +60,79 @@ uint64_t ClockMap::to_ticks(int64_t ns) const {
 
 // ----------------------------------------------------------------- chunks
 
+namespace {
+
+// A segmented payload's table (format.hpp), checked before any of it is
+// trusted: a count the header implies, ends that rise within the payload.
+struct Segments {
+  const uint8_t* table = nullptr;
+  const uint8_t* blocks = nullptr;
+  uint32_t count = 0;
+  uint32_t raw_end(uint32_t i) const { return load_le<uint32_t>(table + size_t(i) * kSegmentEntry); }
+  uint32_t stored_end(uint32_t i) const { return load_le<uint32_t>(table + size_t(i) * kSegmentEntry + 4); }
+
+  bool read(const ChunkHeader& h, const uint8_t* payload) {
+    count = segment_count(h.event_count);
+    const size_t table_size = size_t(count) * kSegmentEntry;
+    if (count == 0 || table_size >= h.stored_size) return false;
+    table = payload, blocks = payload + table_size;
+    uint32_t raw = 0, stored = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+      if (raw_end(i) <= raw || stored_end(i) <= stored) return false;
+      raw = raw_end(i), stored = stored_end(i);
+    }
+    return raw == h.raw_size && stored == h.stored_size - table_size;
+  }
+  // Segment i to its place in `out` (the raw payload).
+  bool decode(uint32_t i, uint8_t* out) const {
+    const uint32_t r0 = i ? raw_end(i - 1) : 0, r1 = raw_end(i);
+    const uint32_t s0 = i ? stored_end(i - 1) : 0, s1 = stored_end(i);
+    if (s1 - s0 == r1 - r0) {  // stored as is
+      std::memcpy(out + r0, blocks + s0, r1 - r0);
+      return true;
+    }
+    return LZ4_decompress_safe(reinterpret_cast<const char*>(blocks + s0), reinterpret_cast<char*>(out + r0),
+                               int(s1 - s0), int(r1 - r0)) == int(r1 - r0);
+  }
+};
+
+}  // namespace
+
 const uint8_t* chunk_payload(const uint8_t* chunk, std::vector<uint8_t>& buf) {
+  size_t to = SIZE_MAX;
+  return chunk_payload_range(chunk, buf, 0, &to);
+}
+
+const uint8_t* chunk_payload_range(const uint8_t* chunk, std::vector<uint8_t>& buf, size_t from, size_t* to) {
   ChunkHeader h;
   std::memcpy(&h, chunk, sizeof h);
   const uint8_t* payload = chunk + h.header_size;
-  if (!(h.flags & kChunkLz4)) return payload;
+  const size_t want = std::min<size_t>(*to, h.raw_size);
+  if (!(h.flags & (kChunkLz4 | kChunkLz4Segments))) {
+    *to = h.raw_size;
+    return payload;
+  }
   if (buf.size() < h.raw_size) buf.resize(h.raw_size);
-  int got = LZ4_decompress_safe(reinterpret_cast<const char*>(payload), reinterpret_cast<char*>(buf.data()),
-                                int(h.stored_size), int(h.raw_size));
-  return got == int(h.raw_size) ? buf.data() : nullptr;
+  if (h.flags & kChunkLz4Segments) {
+    Segments s;
+    if (!s.read(h, payload)) return nullptr;
+    uint32_t i = 0;
+    while (i + 1 < s.count && s.raw_end(i) <= from) ++i;
+    for (;; ++i) {
+      if (!s.decode(i, buf.data())) return nullptr;
+      if (s.raw_end(i) >= want || i + 1 == s.count) break;
+    }
+    *to = s.raw_end(i);
+    return buf.data();
+  }
+  // One lz4 block (version 1): from its start, as far as asked.
+  const char* src = reinterpret_cast<const char*>(payload);
+  char* dst = reinterpret_cast<char*>(buf.data());
+  const int got = want < h.raw_size ? LZ4_decompress_safe_partial(src, dst, int(h.stored_size), int(want), int(h.raw_size))
+                                    : LZ4_decompress_safe(src, dst, int(h.stored_size), int(h.raw_size));
+  if (got != int(want)) return nullptr;
+  *to = want;
+  return buf.data();
 }
 
 // ---------------------------------------------------------------- catalog

@@ -129,7 +129,8 @@ struct Gap {  // 32 bytes, in the index file
 };
 
 // Events between a chunk's resume points: where a walk may start inside it.
-constexpr uint32_t kResumeEvery = 2048;
+// Each point starts a segment of the payload, which decodes on its own.
+constexpr uint32_t kResumeEvery = format::kSegmentEvents;
 
 // A chunk in its feedlet's order: where its first event is in the feedlet,
 // the intervals open when it starts (so decoding may begin there), and its

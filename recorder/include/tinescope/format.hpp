@@ -15,7 +15,9 @@
 
 namespace tinescope::format {
 
-constexpr uint16_t kMajorVersion = 1;
+// 2: chunk payloads in independently compressed segments (kChunkLz4Segments).
+// A reader reads both; one of version 1 refuses a version-2 trace by name.
+constexpr uint16_t kMajorVersion = 2;
 constexpr uint16_t kMinorVersion = 0;
 
 // "\x89TINE\r\n\x1a": the high byte catches 7-bit transfers, CR LF catches
@@ -98,10 +100,26 @@ constexpr size_t kChunkTrailer = 16;  // checksum + end marker
 constexpr uint32_t kMaxChunkPayload = 64u << 20;
 
 enum ChunkFlags : uint16_t {
-  kChunkLz4 = 1 << 0,         // payload is one lz4 block
+  kChunkLz4 = 1 << 0,         // payload is one lz4 block (version 1's writers)
   kChunkFeedletEnd = 1 << 1,  // the thread exited: no more chunks of this feedlet
   kChunkPartial = 1 << 2,     // published early to bound live latency
+  kChunkLz4Segments = 1 << 3, // payload is segments, each its own lz4 block (below)
 };
+
+// A segmented payload (kChunkLz4Segments) holds the raw payload's segments
+// of kSegmentEvents events each (the last one what is left), each compressed
+// on its own, so that a reader can decode the events from any segment on
+// without the segments before it:
+//   S = ceil(event_count / kSegmentEvents) entries of
+//     u32 raw_end      where the segment ends in the raw payload
+//     u32 stored_end   where its block ends, counted from the first block
+//   then the S blocks, back to back: one lz4 block each, or the segment as
+//   is where its stored size equals its raw size (lz4 did not shrink it).
+// Both ends rise strictly; the last raw_end is raw_size, and the table and
+// blocks fill stored_size exactly.
+constexpr uint32_t kSegmentEvents = 2048;
+constexpr size_t kSegmentEntry = 8;
+inline uint32_t segment_count(uint32_t event_count) { return (event_count + kSegmentEvents - 1) / kSegmentEvents; }
 
 constexpr uint32_t kMetadataFeedlet = 0;
 
@@ -281,8 +299,10 @@ inline uint32_t header_check(const ChunkHeader& h) {
 // Whether a chunk header's sizes and counts are possible (its header_check
 // aside): what a reader checks before it trusts them to find the payload.
 inline bool chunk_sizes_possible(const ChunkHeader& h) {
+  const bool lz4 = h.flags & kChunkLz4, segments = h.flags & kChunkLz4Segments;
   return h.header_size >= sizeof(ChunkHeader) && h.header_size <= 4096 && h.stored_size <= kMaxChunkPayload &&
-         h.raw_size <= kMaxChunkPayload && ((h.flags & kChunkLz4) || h.stored_size == h.raw_size) &&
+         h.raw_size <= kMaxChunkPayload && !(lz4 && segments) && (lz4 || segments || h.stored_size == h.raw_size) &&
+         (!segments || uint64_t(segment_count(h.event_count)) * kSegmentEntry < h.stored_size) &&
          h.last_ts >= h.first_ts && h.event_count <= h.raw_size;  // an event takes at least a byte
 }
 // The bytes of a chunk with this header: header, payload, trailer.

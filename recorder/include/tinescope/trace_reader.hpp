@@ -173,6 +173,12 @@ bool decode_events(const uint8_t* raw, size_t n, const format::ChunkHeader& h, c
 // decompressed into `buf`, or pointing into the chunk when stored raw. Null
 // if the payload does not decompress to its stated size.
 const uint8_t* chunk_payload(const uint8_t* chunk, std::vector<uint8_t>& buf);
+// At least bytes [from, *to) of that payload, at their offsets from the
+// address returned: the segments that hold them (a segmented payload), or
+// the payload up to *to (one lz4 block, which decodes only from its start).
+// *to is then where what was decoded ends. For a walk that starts or stops
+// inside a chunk.
+const uint8_t* chunk_payload_range(const uint8_t* chunk, std::vector<uint8_t>& buf, size_t from, size_t* to);
 
 // Reads a whole file (memory-mapped). Returns false with a message naming the
 // file if it cannot be opened or read at all; damage is reported, not fatal.

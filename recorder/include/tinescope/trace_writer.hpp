@@ -28,7 +28,7 @@ class ChunkBuilder {
   static constexpr size_t kTargetRaw = 64 * 1024;  // cut a chunk at about this size
   static constexpr size_t kMaxEventBytes = 4096;   // room begin() guarantees
 
-  ChunkBuilder() : buf_(kTargetRaw + kMaxEventBytes) {}
+  ChunkBuilder() : buf_(kTargetRaw + kMaxEventBytes) { cuts_.reserve(kTargetRaw / 2 / kSegmentEvents + 2); }
 
   uint32_t feedlet = 0;
   uint64_t sequence = 0;        // of the next chunk
@@ -55,7 +55,7 @@ class ChunkBuilder {
   }
   void end(uint8_t* p) {
     size_ = size_t(p - buf_.data());
-    ++events_;
+    if (++events_ % kSegmentEvents == 0) cuts_.push_back(uint32_t(size_));  // a segment may start here
   }
 
   static uint8_t* put_u64(uint8_t* p, uint64_t v) { return put_varint(p, v); }
@@ -75,12 +75,13 @@ class ChunkBuilder {
     return p;
   }
 
-  // Writes the finished chunk (header, lz4 payload, trailer) into `frame`
-  // and starts the next one.
+  // Writes the finished chunk (header, payload in lz4 segments, trailer)
+  // into `frame` and starts the next one.
   void finish(uint16_t flags, std::vector<uint8_t>& frame);
 
  private:
   std::vector<uint8_t> buf_;
+  std::vector<uint32_t> cuts_;  // where segments 1, 2, ... start in buf_ (the last may be its end)
   size_t size_ = 0;
   uint32_t events_ = 0;
   uint64_t first_ts_ = 0, last_ts_ = 0;
