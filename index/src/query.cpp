@@ -264,9 +264,10 @@ class PieceWalker {
       if ((bytes_ = s_.read_chunk(c, buf_.chunk, why))) std::memcpy(&h_, bytes_, sizeof h_);
     }
     if (!bytes_) return;
-    // The payload this piece needs: its own segment (segments decode on
-    // their own), or of a payload in one lz4 block, which decodes only from
-    // its start, as far as the chunk's last piece needs at once.
+    // The payload this piece needs: its own segment, which decodes on its
+    // own; or, where the payload is one lz4 block (a version-1 trace), which
+    // decodes only from its start, all that the chunk's last piece needs, at
+    // once for every piece of the chunk.
     const bool segments = h_.flags & format::kChunkLz4Segments;
     const size_t from = segments && p.point ? p.from.offset : 0;
     size_t to = std::min<size_t>(segments ? p.end : p.chunk_end, h_.raw_size);
