@@ -14,10 +14,7 @@ std::string header_with_version(uint16_t major, uint16_t minor) {
   info.clock.source = uint8_t(ClockSource::Monotonic);
   info.clock.ticks_per_ns = 1.0;
   std::string h = build_file_header(info);
-  std::memcpy(h.data() + 8, &major, 2);
-  std::memcpy(h.data() + 10, &minor, 2);
-  uint64_t sum = checksum(h.data(), h.size() - 8);
-  std::memcpy(h.data() + h.size() - 8, &sum, 8);
+  set_header_version(h, major, minor);
   return h;
 }
 
@@ -151,15 +148,18 @@ TEST(TraceFormat, UnknownUserTypesAreSkippedNotFatal) {
 
 // A chunk of `n` events, instants and intervals in turn, with deltas of 1 to
 // 3 varint bytes, as the recorder's collector would write them.
-uint64_t mixed_ts(int i) {  // deltas of 1, 2 and 3 varint bytes
+uint64_t mixed_delta(int k) { return k % 5 == 0 ? 20000 : k % 2 ? 300 : 5; }  // 1, 2 and 3 varint bytes
+uint64_t mixed_ts(int i) {
   uint64_t ts = 1000;
-  for (int k = 1; k <= i; ++k) ts += k % 5 == 0 ? 20000 : k % 2 ? 300 : 5;
+  for (int k = 1; k <= i; ++k) ts += mixed_delta(k);
   return ts;
 }
 std::string mixed_chunk(ChunkBuilder& b, int n) {
+  uint64_t ts = 1000;
   for (int i = 0; i < n; ++i) {
+    if (i > 0) ts += mixed_delta(i);
     const uint16_t type = i % 3 == 0 ? kInstant : i % 3 == 1 ? kIntervalBegin : kIntervalEnd;
-    uint8_t* p = b.begin(type, mixed_ts(i));
+    uint8_t* p = b.begin(type, ts);
     p = ChunkBuilder::put_u64(p, uint64_t(i % 7 + 1));
     b.end(p);
   }
@@ -169,17 +169,6 @@ std::string mixed_chunk(ChunkBuilder& b, int n) {
 uint32_t table_entry(const std::string& chunk_bytes, uint32_t i, int half) {
   return load_le<uint32_t>(reinterpret_cast<const uint8_t*>(chunk_bytes.data()) + sizeof(ChunkHeader) +
                            i * kSegmentEntry + 4 * half);
-}
-
-// Rewrites a chunk's header check and checksum after a test changed its bytes,
-// so that a reader gets past them to what was changed.
-void reseal(std::string& c) {
-  ChunkHeader h;
-  std::memcpy(&h, c.data(), sizeof h);
-  h.header_check = header_check(h);
-  std::memcpy(c.data(), &h, sizeof h);
-  const uint64_t sum = checksum(c.data() + 8, sizeof h - 8 + h.stored_size);
-  std::memcpy(c.data() + sizeof h + h.stored_size, &sum, 8);
 }
 
 // Each segment of kSegmentEvents events is its own lz4 block: the whole
@@ -289,7 +278,7 @@ TEST(TraceFormat, BrokenSegmentsAreDamageNotACrash) {
   put32(c, table + 4, 3);  // block 0 three bytes long
   broken.emplace_back("a block that does not decompress", c);
   for (auto& [what, bad] : broken) {
-    reseal(bad);
+    seal_chunk(bad);
     Collected r = read_bytes(head + before + bad + after);
     ASSERT_EQ(r.damage.size(), 1u) << what;
     EXPECT_NE(r.damage[0].reason.find("does not decompress"), std::string::npos) << what << ": " << r.damage[0].reason;

@@ -100,23 +100,41 @@ inline Collected read_bytes(const std::string& bytes, trace::ReaderOptions opt =
   return c;
 }
 
+// Makes a file header's version and checksum what a test wants of them.
+inline void set_header_version(std::string& header, uint16_t major, uint16_t minor) {
+  uint32_t size;
+  std::memcpy(&size, header.data() + 12, 4);
+  std::memcpy(header.data() + 8, &major, 2);
+  std::memcpy(header.data() + 10, &minor, 2);
+  const uint64_t sum = format::checksum(header.data(), size - 8);
+  std::memcpy(header.data() + size - 8, &sum, 8);
+}
+
+// Makes a chunk's header check and checksum good for its bytes as they are
+// (after a test changed them, so that a reader gets past the checks to what
+// was changed).
+inline void seal_chunk(std::string& c) {
+  format::ChunkHeader h;
+  std::memcpy(&h, c.data(), sizeof h);
+  h.header_check = format::header_check(h);
+  std::memcpy(c.data(), &h, sizeof h);
+  const uint64_t sum = format::checksum(c.data() + 8, sizeof h - 8 + h.stored_size);
+  std::memcpy(c.data() + sizeof h + h.stored_size, &sum, 8);
+}
+
 // The same trace as version 1 wrote it: every chunk's payload one lz4 block
 // (kChunkLz4), not segments, and major version 1 in the file header. For the
 // tests that old traces still read and index as before. (Header and chunks
 // must be intact.)
 inline std::string as_version_one(const std::string& trace) {
   using namespace format;
-  std::string out = trace;
   uint32_t header_size;
-  std::memcpy(&header_size, out.data() + 12, 4);
-  const uint16_t one = 1;
-  std::memcpy(out.data() + 8, &one, 2);
-  const uint64_t header_sum = checksum(out.data(), header_size - 8);
-  std::memcpy(out.data() + header_size - 8, &header_sum, 8);
-  std::string v1 = out.substr(0, header_size);
+  std::memcpy(&header_size, trace.data() + 12, 4);
+  std::string v1 = trace.substr(0, header_size);
+  set_header_version(v1, 1, 0);
   std::vector<uint8_t> raw_buf;
-  for (size_t at = header_size; at + sizeof(ChunkHeader) <= out.size();) {
-    const auto* chunk = reinterpret_cast<const uint8_t*>(out.data() + at);
+  for (size_t at = header_size; at + sizeof(ChunkHeader) <= trace.size();) {
+    const auto* chunk = reinterpret_cast<const uint8_t*>(trace.data() + at);
     ChunkHeader h;
     std::memcpy(&h, chunk, sizeof h);
     const size_t bytes = size_t(chunk_bytes(h));
@@ -135,12 +153,11 @@ inline std::string as_version_one(const std::string& trace) {
       std::memcpy(block.data(), raw, h.raw_size);
     }
     h.stored_size = uint32_t(stored);
-    h.header_check = header_check(h);
     std::string c(reinterpret_cast<const char*>(&h), sizeof h);
     c.append(block.data(), size_t(stored));
-    const uint64_t sum = checksum(c.data() + 8, c.size() - 8);
-    c.append(reinterpret_cast<const char*>(&sum), 8);
+    c.append(8, '\0');  // the checksum, below
     c.append(reinterpret_cast<const char*>(kChunkEnd), 8);
+    seal_chunk(c);
     v1 += c;
     at += bytes;
   }

@@ -3,6 +3,7 @@
 #include <lz4.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace tinescope::format {
 
@@ -46,17 +47,17 @@ std::string build_file_header(const HeaderInfo& info) {
 void ChunkBuilder::finish(uint16_t flags, std::vector<uint8_t>& frame) {
   if (!cuts_.empty() && cuts_.back() == size_) cuts_.pop_back();  // no event after it
   const size_t segments = events_ ? cuts_.size() + 1 : 0;
+  auto segment = [this](size_t i) {  // [from, to) in buf_
+    return std::pair<size_t, size_t>{i ? cuts_[i - 1] : 0, i < cuts_.size() ? cuts_[i] : size_};
+  };
   size_t bound = segments * kSegmentEntry;
-  for (size_t i = 0; i < segments; ++i) {
-    const size_t from = i ? cuts_[i - 1] : 0, to = i < cuts_.size() ? cuts_[i] : size_;
-    bound += size_t(LZ4_compressBound(int(to - from)));
-  }
+  for (size_t i = 0; i < segments; ++i) bound += size_t(LZ4_compressBound(int(segment(i).second - segment(i).first)));
   frame.resize(sizeof(ChunkHeader) + std::max(bound, size_) + kChunkTrailer);
   uint8_t* payload = frame.data() + sizeof(ChunkHeader);
   uint8_t* const blocks = payload + segments * kSegmentEntry;
   size_t at = 0;  // in blocks
   for (size_t i = 0; i < segments; ++i) {
-    const size_t from = i ? cuts_[i - 1] : 0, to = i < cuts_.size() ? cuts_[i] : size_;
+    const auto [from, to] = segment(i);
     const int n = int(to - from);
     int z = LZ4_compress_default(reinterpret_cast<const char*>(buf_.data() + from), reinterpret_cast<char*>(blocks + at),
                                  n, LZ4_compressBound(n));
