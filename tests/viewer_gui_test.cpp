@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <random>
 #include <thread>
 
 #include <imgui.h>
@@ -25,7 +26,66 @@ namespace {
 using app::Viewer;
 using render::FigureParams;
 
-std::string g_trace;
+std::string g_trace, g_audio_trace;
+
+// The demo's audio task as its recording would be on an idle machine, with
+// exact times: a 4 us "audio.sample" every 1/22050 s for 2.5 s; every 50 ms
+// a 300 us "interrupt" whose samples are lost ("audio.underrun"), and one
+// sample in 20 late by up to 8 us. The folding test reads this, not the
+// demo's recording: a busy machine (CI, 2 cores) lost or delayed a third of
+// that recording's samples, so its pictures said how loaded the machine
+// was, not what folding does.
+std::string write_audio_trace(const std::string& path) {
+  using namespace format;
+  TraceBytes trace("audio-task");
+  const std::vector<std::string> names = {"audio", "audio.sample", "interrupt", "audio.underrun"};
+  ChunkBuilder meta;
+  for (uint64_t id = 1; id <= names.size(); ++id) {
+    uint8_t* p = meta.begin(kStringDef, 0, 64);
+    p = ChunkBuilder::put_u64(p, id);
+    p = ChunkBuilder::put_bytes(p, names[id - 1].data(), names[id - 1].size());
+    meta.end(p);
+  }
+  uint8_t* p = meta.begin(kFeedletInfo, 0);
+  p = ChunkBuilder::put_u64(p, 1);  // feedlet
+  p = ChunkBuilder::put_u64(p, 1);  // tid
+  p = ChunkBuilder::put_u64(p, 1);  // "audio"
+  meta.end(p);
+  trace.flush(meta);
+
+  ChunkBuilder cb;
+  cb.feedlet = 1;
+  auto event = [&](uint16_t type, uint64_t ts, uint64_t name) {
+    uint8_t* q = cb.begin(type, ts);
+    q = ChunkBuilder::put_u64(q, name);
+    cb.end(q);
+    if (cb.full()) trace.flush(cb);
+  };
+  std::mt19937_64 rng(22050);
+  const double period = 1e9 / 22050;
+  const uint64_t start = 1'000'000, end = start + 2'500'000'000;
+  uint64_t interrupt = start + 50'000'000;
+  for (uint64_t n = 0;; ++n) {
+    uint64_t due = start + uint64_t(std::llround(double(n) * period));
+    if (due >= end) break;
+    if (due >= interrupt) {
+      event(kIntervalBegin, interrupt, 3);
+      event(kIntervalEnd, interrupt + 300'000, 3);
+      // Late by more than a period: the samples are lost, the schedule
+      // stays on its grid (as the demo does).
+      n = uint64_t(double(interrupt + 300'000 - start) / period) + 1;
+      due = start + uint64_t(std::llround(double(n) * period));
+      event(kInstant, interrupt + 300'000, 4);
+      interrupt += 50'000'000;
+    }
+    const uint64_t late = rng() % 20 == 0 ? rng() % 8'000 : 0;
+    event(kIntervalBegin, due + late, 2);
+    event(kIntervalEnd, due + late + 4'000, 2);
+  }
+  trace.flush(cb);
+  write_file(path, trace.out);
+  return path;
+}
 
 class ViewerGui : public ::testing::Test {
  protected:
@@ -37,12 +97,13 @@ class ViewerGui : public ::testing::Test {
     const std::string demo = std::string(std::getenv("TINESCOPE_BIN")) + "/recorder/tinescope-demo";
     const std::string cmd = demo + " -o " + g_trace + " --duration 2.5 > /dev/null";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    g_audio_trace = write_audio_trace(dir + "/audio.tine");
   }
 
-  void open(const FigureParams& first) {
+  void open(const FigureParams& first, const std::string& trace = g_trace) {
     scene_ = std::make_shared<render::Scene>();
     std::string error;
-    ASSERT_TRUE(scene_->add_trace(g_trace, error)) << error;
+    ASSERT_TRUE(scene_->add_trace(trace, error)) << error;
     FigureParams f = first;
     if (f.t1 <= f.t0) f.t0 = scene_->first_ns(), f.t1 = scene_->last_ns() + 1;
     app::ViewerOptions o;
@@ -141,7 +202,7 @@ TEST_F(ViewerGui, FoldingTheAudioTaskAtItsPeriodGivesAColumnAndAWrongPeriodASmea
   f.lanes = {};
   f.period_ns = 40'000;
   f.strip_px = 8;
-  ASSERT_NO_FATAL_FAILURE(open(f));
+  ASSERT_NO_FATAL_FAILURE(open(f, g_audio_trace));
   // The scope follows the audio lane.
   const uint32_t audio = lane("audio");
   ASSERT_EQ(v_->figure_count(), 2u);  // a timeline above the scope
@@ -156,45 +217,37 @@ TEST_F(ViewerGui, FoldingTheAudioTaskAtItsPeriodGivesAColumnAndAWrongPeriodASmea
   const int strips = int(plot.h) / int(strip);
   ASSERT_GE(strips, 10);
   const int full = ink(render::name_colour("audio.sample") & 0xffffff);
-  // Per strip: the strongest colour, how many columns reach half of it, and
-  // how many show anything at all.
-  auto profile = [&](std::vector<int>& best, std::vector<int>& wide, std::vector<int>& lit) {
-    best.assign(size_t(strips), 0), wide.assign(size_t(strips), 0), lit.assign(size_t(strips), 0);
+  // Per strip: the strongest colour, and how many columns reach a half and a
+  // quarter of it.
+  auto profile = [&](std::vector<int>& best, std::vector<int>& half, std::vector<int>& quarter) {
+    best.assign(size_t(strips), 0), half.assign(size_t(strips), 0), quarter.assign(size_t(strips), 0);
     for (int s = 0; s < strips; ++s) {
       const int y = int(plot.y) + s * int(strip) + 3;
       for (int x = int(plot.x); x < int(plot.x + plot.w); ++x) best[size_t(s)] = std::max(best[size_t(s)], ink(px(x, y)));
       for (int x = int(plot.x); x < int(plot.x + plot.w); ++x) {
-        wide[size_t(s)] += ink(px(x, y)) * 2 > best[size_t(s)];
-        lit[size_t(s)] += ink(px(x, y)) > 4;
+        half[size_t(s)] += ink(px(x, y)) * 2 > best[size_t(s)];
+        quarter[size_t(s)] += ink(px(x, y)) * 4 >= best[size_t(s)];
       }
     }
   };
-  std::vector<int> best, wide, lit;
-  profile(best, wide, lit);
-  // Whole strips of recorded data (the recording is 2.5 s; a strip is 46 ms).
-  // A strip may hold a burst of late samples when the machine was busy while
-  // the demo recorded (seen under ASan beside another test: 4 strips of 30
-  // at 80-98 % of the bar): most strips are a dense, narrow column, the
-  // median one nearly full.
-  int dense = 0;
-  std::string thin;
+  // The first and last strips hold part of a fold (the trace is 2.5 s, a
+  // strip 46 ms); each other one is 1024 samples, all but the few an
+  // interrupt took on time: one column of nearly full colour, as wide as a
+  // sample (4 us of the 45.35 us period) and a little more for the late ones.
+  const int sample_px = int(plot.w * 4'000 / 45'351.474f);
+  std::vector<int> best, half, quarter;
+  profile(best, half, quarter);
   for (int s = 1; s < strips - 1; ++s) {
-    const bool ok = best[size_t(s)] >= full * 55 / 100 && wide[size_t(s)] <= int(plot.w * 0.2);
-    dense += ok;
-    char what[64];
-    std::snprintf(what, sizeof what, " %d (%d, %d wide)", s, best[size_t(s)], wide[size_t(s)]);
-    if (!ok) thin += what;
+    EXPECT_GE(best[size_t(s)], full * 9 / 10) << "strip " << s << ": the folded samples are a dense colour...";
+    EXPECT_LE(half[size_t(s)], sample_px * 5 / 4) << "strip " << s << ": ...in one column a sample wide";
+    EXPECT_GE(half[size_t(s)], sample_px * 3 / 4) << "strip " << s;
   }
-  EXPECT_GE(dense, (strips - 2) * 4 / 5) << "the folded samples should be a dense colour in one narrow column; not in" << thin;
-  std::vector<int> middle(best.begin() + 1, best.end() - 1);
-  std::nth_element(middle.begin(), middle.begin() + long(middle.size() / 2), middle.end());
-  EXPECT_GE(middle[middle.size() / 2], full * 3 / 4) << "the median strip's column is nearly full colour";
   enter("period", "45.40");  // 0.1 % off: 50 us of drift over 1024 periods
-  std::vector<int> sbest, swide, slit;
-  profile(sbest, swide, slit);
+  std::vector<int> sbest, shalf, squarter;
+  profile(sbest, shalf, squarter);
   for (int s = 1; s < strips - 1; ++s) {
-    EXPECT_LE(sbest[size_t(s)], full * 2 / 5) << "strip " << s << ": a wrong period smears";
-    EXPECT_GE(slit[size_t(s)], int(plot.w * 0.9)) << "strip " << s << ": ...over the whole strip";
+    EXPECT_LE(sbest[size_t(s)], full / 3) << "strip " << s << ": a wrong period smears";
+    EXPECT_GE(squarter[size_t(s)], int(plot.w * 0.9)) << "strip " << s << ": ...over the whole strip";
   }
 }
 
