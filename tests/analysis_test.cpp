@@ -688,10 +688,44 @@ TEST_F(Demo, StatisticsPerNameAndThread) {
   EXPECT_NE(out.find("unknown stream 'longr'"), std::string::npos) << out;
 }
 
+// The 90th percentile of the recording's "interrupt" durations. The demo's
+// interruptions spin for 300 us of wall time, so a preempted one is longer:
+// this says how busy the machine was while the demo recorded.
+double interrupt_p90_us(const std::string& path) {
+  const Collected c = read_trace(path);
+  std::map<uint32_t, uint64_t> begin;
+  std::vector<double> us;
+  for (const OwnedEvent& o : c.events) {
+    if (o.e.feedlet == kMetadataFeedlet || c.name(o.e.u[0]) != "interrupt") continue;
+    const int64_t ns = c.catalog.clock.to_ns(o.e.ts);
+    if (o.e.type == kIntervalBegin) begin[o.e.feedlet] = uint64_t(ns);
+    if (o.e.type == kIntervalEnd && begin.count(o.e.feedlet)) us.push_back(double(uint64_t(ns) - begin[o.e.feedlet]) / 1e3);
+  }
+  if (us.empty()) return 1e9;
+  std::sort(us.begin(), us.end());
+  return us[us.size() * 9 / 10];
+}
+
+// A recording of the demo made while nothing else took its cores: up to three
+// tries. Under load (two CPU-bound loops beside ctest -j2) one recording's
+// interruptions had a p90 of 1 037 us against the other's 400, and compare
+// rightly called that a regression; the tool under test is compare, not the
+// machine.
+std::string record_quiet_demo(const std::string& name, const std::string& args) {
+  std::string path;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    path = record_demo(name, args);
+    const double p90 = interrupt_p90_us(path);
+    if (p90 <= 350) break;
+    std::printf("%s: interruptions stretched to a p90 of %.0f us (a busy machine); recording again\n", name.c_str(), p90);
+  }
+  return path;
+}
+
 TEST(Compare, CatchesTheSweepBugAndStaysQuietBetweenNormalRuns) {
-  std::string a = record_demo("analysis_compare_a", "--no-sweep-bug");
-  std::string b = record_demo("analysis_compare_b", "--no-sweep-bug");
-  std::string c = record_demo("analysis_compare_c", "");
+  std::string a = record_quiet_demo("analysis_compare_a", "--no-sweep-bug");
+  std::string b = record_quiet_demo("analysis_compare_b", "--no-sweep-bug");
+  std::string c = record_quiet_demo("analysis_compare_c", "");
   std::string out;
   // At least 200 us: on a 2-core machine where the demo's seven threads spin,
   // a 10-40 us worker task is preempted now and then, which moved its p90 by
