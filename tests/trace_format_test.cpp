@@ -224,6 +224,65 @@ TEST(TraceFormat, ChunkPayloadsAreSegmentsThatDecodeOnTheirOwn) {
   EXPECT_TRUE(read_bytes(header_with_version(kMajorVersion, kMinorVersion) + two).damage.empty());
 }
 
+// A reader that reads a chunk piecemeal (a query that needs one segment):
+// the chunk's head, then the bytes that chunk_range_bytes names, are all that
+// chunk_payload_range reads for that range.
+TEST(TraceFormat, ARangeOfAPayloadDecodesFromTheBytesItNames) {
+  ChunkBuilder b;
+  b.feedlet = 1;
+  const std::string c = mixed_chunk(b, 5000);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(c.data());
+  ChunkHeader h;
+  std::memcpy(&h, bytes, sizeof h);
+  const size_t head = trace::chunk_head_bytes(h);
+  EXPECT_EQ(head, h.header_size + 3 * kSegmentEntry);
+  std::vector<uint8_t> whole_buf;
+  const uint8_t* whole = trace::chunk_payload(bytes, whole_buf);
+  ASSERT_NE(whole, nullptr);
+  const uint32_t end0 = table_entry(c, 0, 0), end1 = table_entry(c, 1, 0);
+  const size_t blocks = head;  // the first block starts after the table
+  struct Case {
+    size_t from, to, begin, end;  // a raw range, and the chunk's bytes it takes
+  };
+  for (const Case& k : {Case{0, 1, blocks, blocks + table_entry(c, 0, 1)},
+                        Case{end0, end0 + 1, blocks + table_entry(c, 0, 1), blocks + table_entry(c, 1, 1)},
+                        Case{end0 - 1, end1 + 1, blocks, blocks + table_entry(c, 2, 1)},
+                        Case{end1, SIZE_MAX, blocks + table_entry(c, 1, 1), blocks + table_entry(c, 2, 1)}}) {
+    size_t begin = 0, end = 0;
+    ASSERT_TRUE(trace::chunk_range_bytes(bytes, k.from, k.to, &begin, &end));
+    EXPECT_EQ(begin, k.begin) << k.from;
+    EXPECT_EQ(end, k.end) << k.from;
+    // Only the head and those bytes, the rest of the chunk garbage.
+    std::vector<uint8_t> sparse(c.size(), 0x5A);
+    std::memcpy(sparse.data(), bytes, head);
+    std::memcpy(sparse.data() + begin, bytes + begin, end - begin);
+    std::vector<uint8_t> buf;
+    size_t to = k.to;
+    const uint8_t* got = trace::chunk_payload_range(sparse.data(), buf, k.from, &to);
+    ASSERT_NE(got, nullptr) << k.from;
+    const size_t want = std::min<size_t>(k.to, h.raw_size);
+    EXPECT_GE(to, want);
+    EXPECT_TRUE(std::equal(got + k.from, got + want, whole + k.from)) << k.from;
+  }
+  // A broken table: no range.
+  std::string broken = c;
+  std::memcpy(broken.data() + h.header_size + kSegmentEntry, &end0, 4);  // raw ends that do not rise
+  size_t begin = 0, end = 0;
+  EXPECT_FALSE(trace::chunk_range_bytes(reinterpret_cast<const uint8_t*>(broken.data()), 0, 1, &begin, &end));
+  // A payload in one lz4 block (version 1) is read whole.
+  const std::string v1 = as_version_one(header_with_version(kMajorVersion, kMinorVersion) + c);
+  const Collected read1 = read_bytes(v1);
+  ASSERT_EQ(read1.chunks.size(), 1u);
+  const auto* chunk1 = reinterpret_cast<const uint8_t*>(v1.data() + read1.chunks[0].offset);
+  ChunkHeader h1;
+  std::memcpy(&h1, chunk1, sizeof h1);
+  ASSERT_TRUE(h1.flags & kChunkLz4);
+  EXPECT_EQ(trace::chunk_head_bytes(h1), h1.header_size);
+  ASSERT_TRUE(trace::chunk_range_bytes(chunk1, end0, end0 + 1, &begin, &end));
+  EXPECT_EQ(begin, 0u);
+  EXPECT_EQ(end, chunk_bytes(h1));
+}
+
 // Traces written by version 1 (one lz4 block a chunk) read as before.
 TEST(TraceFormat, VersionOneTracesStillRead) {
   ChunkBuilder b;

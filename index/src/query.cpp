@@ -260,18 +260,19 @@ class PieceWalker {
     if (!chunk_readable(s_, f_, p.k)) return;
     const uint32_t c = f_.chunks[p.k].chunk;
     if (c != chunk_) {
-      chunk_ = c, lo_ = hi_ = 0;
-      if ((bytes_ = s_.read_chunk(c, buf_.chunk, why))) std::memcpy(&h_, bytes_, sizeof h_);
+      chunk_ = c, lo_ = hi_ = read_lo_ = read_hi_ = 0;
+      if ((bytes_ = s_.read_chunk_head(c, buf_.chunk, &whole_, why))) std::memcpy(&h_, bytes_, sizeof h_);
     }
     if (!bytes_) return;
     // The payload this piece needs: its own segment, which decodes on its
-    // own; or, where the payload is one lz4 block (a version-1 trace), which
-    // decodes only from its start, all that the chunk's last piece needs, at
-    // once for every piece of the chunk.
+    // own (and only its block is read); or, where the payload is one lz4
+    // block (a version-1 trace), which decodes only from its start, all that
+    // the chunk's last piece needs, at once for every piece of the chunk.
     const bool segments = h_.flags & format::kChunkLz4Segments;
     const size_t from = segments && p.point ? p.from.offset : 0;
     size_t to = std::min<size_t>(segments ? p.end : p.chunk_end, h_.raw_size);
     if (from < lo_ || to > hi_) {
+      if (!whole_ && !read_blocks(from, to, why)) return (void)(bytes_ = nullptr);
       if (!(raw_ = s_.payload(bytes_, buf_.payload, why, &to, from))) return (void)(bytes_ = nullptr);
       // (Pieces come in order, forwards or backwards: what is decoded stays
       // one range of the payload.)
@@ -285,13 +286,35 @@ class PieceWalker {
   }
 
  private:
+  // Reads the blocks that decoding payload bytes [from, to) takes, as far as
+  // they are not read yet. (What was read stays one range, as the decoded
+  // part does.)
+  bool read_blocks(size_t from, size_t to, std::string& why) {
+    size_t b, e;
+    if (!trace::chunk_range_bytes(bytes_, from, to, &b, &e)) {
+      why = "payload does not decompress";
+      return false;
+    }
+    uint8_t* into = buf_.chunk.data();
+    if (read_hi_ == 0 || e < read_lo_ || b > read_hi_) {
+      read_lo_ = b, read_hi_ = e;
+      return s_.read_chunk_bytes(chunk_, into, b, e, why);
+    }
+    if (b < read_lo_ && !s_.read_chunk_bytes(chunk_, into, b, read_lo_, why)) return false;
+    if (e > read_hi_ && !s_.read_chunk_bytes(chunk_, into, read_hi_, e, why)) return false;
+    read_lo_ = std::min(read_lo_, b), read_hi_ = std::max(read_hi_, e);
+    return true;
+  }
+
   const State& s_;
   const FeedletState& f_;
   ChunkBuffers& buf_;
   uint32_t chunk_ = UINT32_MAX;
   const uint8_t* bytes_ = nullptr;
   const uint8_t* raw_ = nullptr;
-  size_t lo_ = 0, hi_ = 0;  // the part of chunk_'s payload decoded
+  size_t lo_ = 0, hi_ = 0;            // the part of chunk_'s payload decoded
+  size_t read_lo_ = 0, read_hi_ = 0;  // the part of its blocks read (offsets in the chunk)
+  bool whole_ = false;                // the chunk was read whole (its payload is not in segments)
   format::ChunkHeader h_{};
 };
 

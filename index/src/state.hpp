@@ -141,6 +141,14 @@ struct State {
   // faults, page-table updates) cost ~25 us a chunk, as much as a fine
   // zoom's whole walk; a copy from the page cache costs a few.
   const uint8_t* read_chunk(uint32_t c, std::vector<uint8_t>& into, std::string& why) const;
+  // The same, piecemeal, for a walk that needs part of a chunk: its head
+  // (trace::chunk_head_bytes) at the start of `into`, sized for the whole
+  // chunk; a chunk whose payload is not in segments is read whole (*whole).
+  // Then read_chunk_bytes puts bytes [begin, end) of the chunk in their place.
+  // A fine zoom decodes one segment of ~8 KB of a ~60 KB chunk, and copying
+  // the rest from the page cache was a tenth of a decoded lane query.
+  const uint8_t* read_chunk_head(uint32_t c, std::vector<uint8_t>& into, bool* whole, std::string& why) const;
+  bool read_chunk_bytes(uint32_t c, uint8_t* into, size_t begin, size_t end, std::string& why) const;
   // A chunk's resume points: in place in a loaded index's mapping, else read
   // from the index file into buf. None if they are not there or do not match
   // their check (a walk then starts at the chunk's start).

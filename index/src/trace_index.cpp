@@ -76,31 +76,59 @@ std::span<const uint8_t> State::resume_points(const FeedletChunk& c, ChunkBuffer
   return {p, c.resume_bytes};
 }
 
-const uint8_t* State::read_chunk(uint32_t c, std::vector<uint8_t>& into, std::string& why) const {
+bool State::read_chunk_bytes(uint32_t c, uint8_t* into, size_t begin, size_t end, std::string& why) const {
   const ChunkRecord& r = chunks[c];
-  if (trace_fd < 0 || !fits_in(r.offset, r.size, trace_map_size) || r.size < sizeof(format::ChunkHeader)) {
-    why = "chunk beyond the end of the trace";
-    return nullptr;
-  }
-  if (into.size() < r.size) resize_prefaulted(into, r.size);
-  for (size_t done = 0; done < r.size;) {
-    const ssize_t n = ::pread(trace_fd, into.data() + done, r.size - done, off_t(r.offset + done));
+  for (size_t done = begin; done < end;) {
+    const ssize_t n = ::pread(trace_fd, into + done, end - done, off_t(r.offset + done));
     if (n <= 0) {
       if (n < 0 && errno == EINTR) continue;
       why = "cannot read the chunk at offset " + std::to_string(r.offset) + (n < 0 ? ": " + std::string(std::strerror(errno)) : ": the trace is shorter");
-      return nullptr;
+      return false;
     }
     done += size_t(n);
   }
-  // The record says where the chunk is; what is there must be a chunk of
-  // that size, whose payload the walk then reads within it. (Only a damaged
-  // index, or a fuzzer's, points elsewhere.)
+  return true;
+}
+
+// Checks for read_chunk and read_chunk_head: the chunk lies within the
+// trace (before reading), and what is there is a chunk of the size its
+// record says (after reading its header), whose payload the walk then reads
+// within it. (Only a damaged index, or a fuzzer's, points elsewhere.)
+namespace {
+bool chunk_in_trace(const State& s, const ChunkRecord& r, std::string& why) {
+  if (s.trace_fd >= 0 && fits_in(r.offset, r.size, s.trace_map_size) && r.size >= sizeof(format::ChunkHeader))
+    return true;
+  why = "chunk beyond the end of the trace";
+  return false;
+}
+bool chunk_as_recorded(const ChunkRecord& r, const uint8_t* bytes, format::ChunkHeader& h, std::string& why) {
+  std::memcpy(&h, bytes, sizeof h);
+  if (format::chunk_sizes_possible(h) && format::chunk_bytes(h) == r.size) return true;
+  why = "no chunk of " + std::to_string(r.size) + " bytes at offset " + std::to_string(r.offset);
+  return false;
+}
+}  // namespace
+
+const uint8_t* State::read_chunk(uint32_t c, std::vector<uint8_t>& into, std::string& why) const {
+  const ChunkRecord& r = chunks[c];
   format::ChunkHeader h;
-  std::memcpy(&h, into.data(), sizeof h);
-  if (!format::chunk_sizes_possible(h) || format::chunk_bytes(h) != r.size) {
-    why = "no chunk of " + std::to_string(r.size) + " bytes at offset " + std::to_string(r.offset);
-    return nullptr;
-  }
+  if (!chunk_in_trace(*this, r, why)) return nullptr;
+  if (into.size() < r.size) resize_prefaulted(into, r.size);
+  if (!read_chunk_bytes(c, into.data(), 0, r.size, why) || !chunk_as_recorded(r, into.data(), h, why)) return nullptr;
+  return into.data();
+}
+
+const uint8_t* State::read_chunk_head(uint32_t c, std::vector<uint8_t>& into, bool* whole, std::string& why) const {
+  const ChunkRecord& r = chunks[c];
+  format::ChunkHeader h;
+  if (!chunk_in_trace(*this, r, why)) return nullptr;
+  if (into.size() < r.size) resize_prefaulted(into, r.size);
+  // Enough for the head of a chunk of up to ~120 000 events in one read.
+  const size_t have = std::min<size_t>(r.size, 1024);
+  if (!read_chunk_bytes(c, into.data(), 0, have, why) || !chunk_as_recorded(r, into.data(), h, why)) return nullptr;
+  *whole = !(h.flags & format::kChunkLz4Segments);
+  const size_t head = *whole ? r.size : trace::chunk_head_bytes(h);  // (within r.size: chunk_sizes_possible)
+  if (head > have && !read_chunk_bytes(c, into.data(), have, head, why)) return nullptr;
   return into.data();
 }
 

@@ -83,6 +83,15 @@ struct Segments {
     }
     return raw == h.raw_size && stored == h.stored_size - table_size;
   }
+  // The segments [*first, *last] that hold raw bytes [from, want): from the
+  // one holding `from` on, up to the one where `want` falls (or the last).
+  void span(size_t from, size_t want, uint32_t* first, uint32_t* last) const {
+    uint32_t i = 0;
+    while (i + 1 < count && raw_end(i) <= from) ++i;
+    *first = i;
+    while (raw_end(i) < want && i + 1 < count) ++i;
+    *last = i;
+  }
   // Segment i to its place in `out` (the raw payload).
   bool decode(uint32_t i, uint8_t* out) const {
     const uint32_t r0 = i ? raw_end(i - 1) : 0, r1 = raw_end(i);
@@ -116,13 +125,11 @@ const uint8_t* chunk_payload_range(const uint8_t* chunk, std::vector<uint8_t>& b
   if (h.flags & kChunkLz4Segments) {
     Segments s;
     if (!s.read(h, payload)) return nullptr;
-    uint32_t i = 0;
-    while (i + 1 < s.count && s.raw_end(i) <= from) ++i;
-    for (;; ++i) {
+    uint32_t first, last;
+    s.span(from, want, &first, &last);
+    for (uint32_t i = first; i <= last; ++i)
       if (!s.decode(i, buf.data())) return nullptr;
-      if (s.raw_end(i) >= want || i + 1 == s.count) break;
-    }
-    *to = s.raw_end(i);
+    *to = s.raw_end(last);
     return buf.data();
   }
   // One lz4 block (version 1): from its start, as far as asked.
@@ -133,6 +140,26 @@ const uint8_t* chunk_payload_range(const uint8_t* chunk, std::vector<uint8_t>& b
   if (got != int(want)) return nullptr;
   *to = want;
   return buf.data();
+}
+
+size_t chunk_head_bytes(const ChunkHeader& h) {
+  return h.header_size + (h.flags & kChunkLz4Segments ? size_t(segment_count(h.event_count)) * kSegmentEntry : 0);
+}
+
+bool chunk_range_bytes(const uint8_t* chunk, size_t from, size_t to, size_t* begin, size_t* end) {
+  ChunkHeader h;
+  std::memcpy(&h, chunk, sizeof h);
+  if (!(h.flags & kChunkLz4Segments)) {
+    *begin = 0, *end = size_t(chunk_bytes(h));
+    return true;
+  }
+  Segments s;
+  if (!s.read(h, chunk + h.header_size)) return false;
+  uint32_t first, last;
+  s.span(from, std::min<size_t>(to, h.raw_size), &first, &last);
+  const size_t blocks = chunk_head_bytes(h);
+  *begin = blocks + (first ? s.stored_end(first - 1) : 0), *end = blocks + s.stored_end(last);
+  return true;
 }
 
 // ---------------------------------------------------------------- catalog

@@ -179,6 +179,15 @@ const uint8_t* chunk_payload(const uint8_t* chunk, std::vector<uint8_t>& buf);
 // *to is then where what was decoded ends. For a walk that starts or stops
 // inside a chunk.
 const uint8_t* chunk_payload_range(const uint8_t* chunk, std::vector<uint8_t>& buf, size_t from, size_t* to);
+// For a reader that reads a chunk's bytes piecemeal (a query that needs one
+// segment of it): the bytes from the chunk's start through its segment
+// table (a segmented payload), or its header; and the bytes [*begin, *end)
+// of the chunk that chunk_payload_range(chunk, buf, from, &to) reads past
+// those: of a segmented payload the blocks it decodes, of any other the
+// whole chunk. chunk_range_bytes needs the chunk's head bytes; false if its
+// segment table is not sound.
+size_t chunk_head_bytes(const format::ChunkHeader& h);
+bool chunk_range_bytes(const uint8_t* chunk, size_t from, size_t to, size_t* begin, size_t* end);
 
 // Reads a whole file (memory-mapped). Returns false with a message naming the
 // file if it cannot be opened or read at all; damage is reported, not fatal.
