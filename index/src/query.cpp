@@ -77,10 +77,17 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
   if (!chunk_readable(s, f, k)) return false;
   const uint32_t c = f.chunks[k].chunk;
   const ChunkRecord& r = s.chunks[c];
-  const uint8_t* chunk = s.read_chunk(c, buf.chunk, why);
+  bool whole = false;
+  const uint8_t* chunk = s.read_chunk_head(c, buf.chunk, &whole, why);
   if (!chunk) return false;
   format::ChunkHeader h;
   std::memcpy(&h, chunk, sizeof h);
+  // The blocks that decoding payload bytes [from, to) takes (a chunk not in
+  // segments was read whole).
+  auto read_blocks = [&](size_t from, size_t to) {
+    size_t b, e;
+    return whole || (trace::chunk_range_bytes(chunk, from, to, &b, &e) && s.read_chunk_bytes(c, buf.chunk.data(), b, e, why));
+  };
   auto no_messages = [](const MessageEvent&) {};
   // A walk that stops inside the chunk needs only the payload up to `until`:
   // decode that much, as lz4 of the whole chunk was a third of a fine zoom's
@@ -93,7 +100,9 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
       !(!points.empty() && payload_until(points.data(), points.data() + points.size(), r.first_ts, until, size)))
     size = size_t(double(until - r.first_ts + 1) / double(r.last_ts - r.first_ts + 1) * h.raw_size) +
            h.raw_size / 8 + 1024;
-  const uint8_t* raw = s.payload(chunk, buf.payload, why, &size, from ? from->offset : 0);
+  const size_t from_offset = from ? from->offset : 0;
+  if (!read_blocks(from_offset, size)) return false;
+  const uint8_t* raw = s.payload(chunk, buf.payload, why, &size, from_offset);
   if (!raw) return false;
   // One instantiation of the walk for both tries (three made the compiler
   // stop inlining its varint reads): events and items counted on the first,
@@ -108,7 +117,7 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
   // The guess fell short: the whole chunk, passing over what was given.
   w = before;
   skip_events = events, skip_items = items;
-  if (!(raw = s.payload(chunk, buf.payload, why))) return false;
+  if (!read_blocks(0, h.raw_size) || !(raw = s.payload(chunk, buf.payload, why))) return false;
   return walk_chunk(raw, h.raw_size, h, layouts, w, event, item, no_messages, why, until, &stopped, from);
 }
 

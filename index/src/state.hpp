@@ -135,18 +135,17 @@ struct State {
   uint32_t read_page(const Stream& st, uint32_t level, size_t page, Node* out) const;
   // Appends a flow block's flows to out (checking its checksum); false if damaged.
   bool read_flows(const FlowBlock& b, std::vector<Flow>& out) const;
-  // Chunk `c`'s bytes, read from the trace into `into` (null, with why, if
-  // they cannot be). Queries read chunks so, not through the trace's
-  // mapping: on this VM, mapping a chunk's pages the first time (page
-  // faults, page-table updates) cost ~25 us a chunk, as much as a fine
-  // zoom's whole walk; a copy from the page cache costs a few.
-  const uint8_t* read_chunk(uint32_t c, std::vector<uint8_t>& into, std::string& why) const;
-  // The same, piecemeal, for a walk that needs part of a chunk: its head
-  // (trace::chunk_head_bytes) at the start of `into`, sized for the whole
-  // chunk; a chunk whose payload is not in segments is read whole (*whole).
-  // Then read_chunk_bytes puts bytes [begin, end) of the chunk in their place.
-  // A fine zoom decodes one segment of ~8 KB of a ~60 KB chunk, and copying
-  // the rest from the page cache was a tenth of a decoded lane query.
+  // Chunk `c`'s bytes, read from the trace into `into` (sized for the whole
+  // chunk), piecemeal: its head (trace::chunk_head_bytes) first, null with
+  // why if it cannot be read or is not the chunk the record says; a chunk
+  // whose payload is not in segments is read whole (*whole). Then
+  // read_chunk_bytes puts bytes [begin, end) of the chunk in their place:
+  // the blocks a walk decodes (trace::chunk_range_bytes). A fine zoom
+  // decodes one segment (~8 KB) of a ~60 KB chunk, and copying the rest from
+  // the page cache was a tenth of a decoded lane query. Queries read chunks
+  // so, not through the trace's mapping: on this VM, mapping a chunk's pages
+  // the first time (page faults, page-table updates) cost ~25 us a chunk, as
+  // much as a fine zoom's whole walk; a copy from the page cache costs a few.
   const uint8_t* read_chunk_head(uint32_t c, std::vector<uint8_t>& into, bool* whole, std::string& why) const;
   bool read_chunk_bytes(uint32_t c, uint8_t* into, size_t begin, size_t end, std::string& why) const;
   // A chunk's resume points: in place in a loaded index's mapping, else read

@@ -90,7 +90,7 @@ bool State::read_chunk_bytes(uint32_t c, uint8_t* into, size_t begin, size_t end
   return true;
 }
 
-// Checks for read_chunk and read_chunk_head: the chunk lies within the
+// Checks for read_chunk_head: the chunk lies within the
 // trace (before reading), and what is there is a chunk of the size its
 // record says (after reading its header), whose payload the walk then reads
 // within it. (Only a damaged index, or a fuzzer's, points elsewhere.)
@@ -108,15 +108,6 @@ bool chunk_as_recorded(const ChunkRecord& r, const uint8_t* bytes, format::Chunk
   return false;
 }
 }  // namespace
-
-const uint8_t* State::read_chunk(uint32_t c, std::vector<uint8_t>& into, std::string& why) const {
-  const ChunkRecord& r = chunks[c];
-  format::ChunkHeader h;
-  if (!chunk_in_trace(*this, r, why)) return nullptr;
-  if (into.size() < r.size) resize_prefaulted(into, r.size);
-  if (!read_chunk_bytes(c, into.data(), 0, r.size, why) || !chunk_as_recorded(r, into.data(), h, why)) return nullptr;
-  return into.data();
-}
 
 const uint8_t* State::read_chunk_head(uint32_t c, std::vector<uint8_t>& into, bool* whole, std::string& why) const {
   const ChunkRecord& r = chunks[c];
