@@ -25,21 +25,6 @@ std::string temp_dir() {
   return dir;
 }
 
-// A trace (1 tick = 1 ns) whose string ids 1, 2, ... name `names`; its
-// events follow in feedlet 1's chunks.
-TraceBytes named_trace(const std::vector<std::string>& names) {
-  TraceBytes trace("test");
-  ChunkBuilder meta;
-  for (uint64_t id = 1; id <= names.size(); ++id) {
-    uint8_t* p = meta.begin(kStringDef, 0, 64);
-    p = ChunkBuilder::put_u64(p, id);
-    p = ChunkBuilder::put_bytes(p, names[id - 1].data(), names[id - 1].size());
-    meta.end(p);
-  }
-  trace.flush(meta);
-  return trace;
-}
-
 std::string save(const TraceBytes& trace, const std::string& name) {
   const std::string path = temp_dir() + "/" + name;
   std::ofstream(path, std::ios::binary) << trace.out;

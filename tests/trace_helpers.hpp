@@ -36,6 +36,30 @@ struct TraceBytes {
   std::vector<uint8_t> frame_;
 };
 
+// A trace (1 tick = 1 ns) whose string ids 1, 2, ... name `names`, in a
+// metadata chunk, and whose feedlets 1, 2, ... are the threads named by
+// string ids threads[0], threads[1], ...; its events follow in the chunks a
+// test flushes.
+inline TraceBytes named_trace(const std::vector<std::string>& names, const std::vector<uint64_t>& threads = {}) {
+  TraceBytes trace("test");
+  format::ChunkBuilder meta;
+  for (uint64_t id = 1; id <= names.size(); ++id) {
+    uint8_t* p = meta.begin(format::kStringDef, 0, 64);
+    p = format::ChunkBuilder::put_u64(p, id);
+    p = format::ChunkBuilder::put_bytes(p, names[id - 1].data(), names[id - 1].size());
+    meta.end(p);
+  }
+  for (uint64_t f = 1; f <= threads.size(); ++f) {
+    uint8_t* p = meta.begin(format::kFeedletInfo, 0);
+    p = format::ChunkBuilder::put_u64(p, f);  // feedlet
+    p = format::ChunkBuilder::put_u64(p, f);  // tid
+    p = format::ChunkBuilder::put_u64(p, threads[f - 1]);
+    meta.end(p);
+  }
+  trace.flush(meta);
+  return trace;
+}
+
 struct OwnedEvent {
   trace::Event e;
   std::vector<std::string> bytes;  // copies of the Bytes fields

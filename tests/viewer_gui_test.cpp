@@ -37,22 +37,7 @@ std::string g_trace, g_audio_trace;
 // was, not what folding does.
 std::string write_audio_trace(const std::string& path) {
   using namespace format;
-  TraceBytes trace("audio-task");
-  const std::vector<std::string> names = {"audio", "audio.sample", "interrupt", "audio.underrun"};
-  ChunkBuilder meta;
-  for (uint64_t id = 1; id <= names.size(); ++id) {
-    uint8_t* p = meta.begin(kStringDef, 0, 64);
-    p = ChunkBuilder::put_u64(p, id);
-    p = ChunkBuilder::put_bytes(p, names[id - 1].data(), names[id - 1].size());
-    meta.end(p);
-  }
-  uint8_t* p = meta.begin(kFeedletInfo, 0);
-  p = ChunkBuilder::put_u64(p, 1);  // feedlet
-  p = ChunkBuilder::put_u64(p, 1);  // tid
-  p = ChunkBuilder::put_u64(p, 1);  // "audio"
-  meta.end(p);
-  trace.flush(meta);
-
+  TraceBytes trace = named_trace({"audio", "audio.sample", "interrupt", "audio.underrun"}, {1});  // feedlet 1: "audio"
   ChunkBuilder cb;
   cb.feedlet = 1;
   auto event = [&](uint16_t type, uint64_t ts, uint64_t name) {
