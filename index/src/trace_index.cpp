@@ -90,11 +90,11 @@ bool State::read_chunk_bytes(uint32_t c, uint8_t* into, size_t begin, size_t end
   return true;
 }
 
-// Checks for read_chunk_head: the chunk lies within the
-// trace (before reading), and what is there is a chunk of the size its
-// record says (after reading its header), whose payload the walk then reads
-// within it. (Only a damaged index, or a fuzzer's, points elsewhere.)
 namespace {
+// read_chunk_head's checks: the chunk lies within the trace (before
+// reading), and what is there is a chunk of the size its record says (after
+// reading its header), whose payload the walk then reads within it. (Only a
+// damaged index, or a fuzzer's, points elsewhere.)
 bool chunk_in_trace(const State& s, const ChunkRecord& r, std::string& why) {
   if (s.trace_fd >= 0 && fits_in(r.offset, r.size, s.trace_map_size) && r.size >= sizeof(format::ChunkHeader))
     return true;
@@ -114,7 +114,7 @@ const uint8_t* State::read_chunk_head(uint32_t c, std::vector<uint8_t>& into, bo
   format::ChunkHeader h;
   if (!chunk_in_trace(*this, r, why)) return nullptr;
   if (into.size() < r.size) resize_prefaulted(into, r.size);
-  // Enough for the head of a chunk of up to ~120 000 events in one read.
+  // One read holds the head of a chunk of up to 120 segments (245 760 events).
   const size_t have = std::min<size_t>(r.size, 1024);
   if (!read_chunk_bytes(c, into.data(), 0, have, why) || !chunk_as_recorded(r, into.data(), h, why)) return nullptr;
   *whole = !(h.flags & format::kChunkLz4Segments);
