@@ -32,9 +32,9 @@ std::string g_trace, g_audio_trace;
 // exact times: a 4 us "audio.sample" every 1/22050 s for 2.5 s; every 50 ms
 // a 300 us "interrupt" whose samples are lost ("audio.underrun"), and one
 // sample in 20 late by up to 8 us. The folding test reads this, not the
-// demo's recording: a busy machine (CI, 2 cores) lost or delayed a third of
-// that recording's samples, so its pictures said how loaded the machine
-// was, not what folding does.
+// demo's recording: on a busy machine (CI, 2 cores; here, two CPU-bound
+// loops beside it) that recording lost or delayed so many samples that its
+// pictures said how loaded the machine was, not what folding does.
 std::string write_audio_trace(const std::string& path) {
   using namespace format;
   TraceBytes trace = named_trace({"audio", "audio.sample", "interrupt", "audio.underrun"}, {1});  // feedlet 1: "audio"
