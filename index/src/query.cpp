@@ -67,6 +67,32 @@ WalkStart start_in(const State& s, const FeedletState& f, size_t k, uint64_t t, 
   return start;
 }
 
+// The blocks of a chunk read so far, for a walk that reads it piecemeal
+// (State::read_chunk_head): reads those that decoding payload bytes
+// [from, to) takes, as far as they are not read yet. A chunk read whole
+// needs none. (What was read stays one range: walks ask for ranges that
+// join, forwards or backwards.)
+struct ChunkBlocks {
+  bool whole = false;      // the chunk was read whole (its payload is not in segments)
+  size_t lo = 0, hi = 0;   // the part of its blocks read (offsets in the chunk)
+  bool read(const State& s, uint32_t c, uint8_t* chunk, size_t from, size_t to, std::string& why) {
+    if (whole) return true;
+    size_t b, e;
+    if (!trace::chunk_range_bytes(chunk, from, to, &b, &e)) {
+      why = "payload does not decompress";
+      return false;
+    }
+    if (hi == 0 || e < lo || b > hi) {
+      lo = b, hi = e;
+      return s.read_chunk_bytes(c, chunk, b, e, why);
+    }
+    if (b < lo && !s.read_chunk_bytes(c, chunk, b, lo, why)) return false;
+    if (e > hi && !s.read_chunk_bytes(c, chunk, hi, e, why)) return false;
+    lo = std::min(lo, b), hi = std::max(hi, e);
+    return true;
+  }
+};
+
 // Walks chunk k of a feedlet, as the indexer did, up to `until` (from a
 // resume point inside it if `from`).
 template <class OnEvent, class OnItem>
@@ -77,17 +103,11 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
   if (!chunk_readable(s, f, k)) return false;
   const uint32_t c = f.chunks[k].chunk;
   const ChunkRecord& r = s.chunks[c];
-  bool whole = false;
-  const uint8_t* chunk = s.read_chunk_head(c, buf.chunk, &whole, why);
+  ChunkBlocks blocks;
+  const uint8_t* chunk = s.read_chunk_head(c, buf.chunk, &blocks.whole, why);
   if (!chunk) return false;
   format::ChunkHeader h;
   std::memcpy(&h, chunk, sizeof h);
-  // The blocks that decoding payload bytes [from, to) takes (a chunk not in
-  // segments was read whole).
-  auto read_blocks = [&](size_t from, size_t to) {
-    size_t b, e;
-    return whole || (trace::chunk_range_bytes(chunk, from, to, &b, &e) && s.read_chunk_bytes(c, buf.chunk.data(), b, e, why));
-  };
   auto no_messages = [](const MessageEvent&) {};
   // A walk that stops inside the chunk needs only the payload up to `until`:
   // decode that much, as lz4 of the whole chunk was a third of a fine zoom's
@@ -101,7 +121,7 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
     size = size_t(double(until - r.first_ts + 1) / double(r.last_ts - r.first_ts + 1) * h.raw_size) +
            h.raw_size / 8 + 1024;
   const size_t from_offset = from ? from->offset : 0;
-  if (!read_blocks(from_offset, size)) return false;
+  if (!blocks.read(s, c, buf.chunk.data(), from_offset, size, why)) return false;
   const uint8_t* raw = s.payload(chunk, buf.payload, why, &size, from_offset);
   if (!raw) return false;
   // One instantiation of the walk for both tries (three made the compiler
@@ -117,7 +137,7 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
   // The guess fell short: the whole chunk, passing over what was given.
   w = before;
   skip_events = events, skip_items = items;
-  if (!read_blocks(0, h.raw_size) || !(raw = s.payload(chunk, buf.payload, why))) return false;
+  if (!blocks.read(s, c, buf.chunk.data(), 0, h.raw_size, why) || !(raw = s.payload(chunk, buf.payload, why))) return false;
   return walk_chunk(raw, h.raw_size, h, layouts, w, event, item, no_messages, why, until, &stopped, from);
 }
 
@@ -269,8 +289,8 @@ class PieceWalker {
     if (!chunk_readable(s_, f_, p.k)) return;
     const uint32_t c = f_.chunks[p.k].chunk;
     if (c != chunk_) {
-      chunk_ = c, lo_ = hi_ = read_lo_ = read_hi_ = 0;
-      if ((bytes_ = s_.read_chunk_head(c, buf_.chunk, &whole_, why))) std::memcpy(&h_, bytes_, sizeof h_);
+      chunk_ = c, lo_ = hi_ = 0, blocks_ = ChunkBlocks{};
+      if ((bytes_ = s_.read_chunk_head(c, buf_.chunk, &blocks_.whole, why))) std::memcpy(&h_, bytes_, sizeof h_);
     }
     if (!bytes_) return;
     // The payload this piece needs: its own segment, which decodes on its
@@ -281,7 +301,7 @@ class PieceWalker {
     const size_t from = segments && p.point ? p.from.offset : 0;
     size_t to = std::min<size_t>(segments ? p.end : p.chunk_end, h_.raw_size);
     if (from < lo_ || to > hi_) {
-      if (!whole_ && !read_blocks(from, to, why)) return (void)(bytes_ = nullptr);
+      if (!blocks_.read(s_, c, buf_.chunk.data(), from, to, why)) return (void)(bytes_ = nullptr);
       if (!(raw_ = s_.payload(bytes_, buf_.payload, why, &to, from))) return (void)(bytes_ = nullptr);
       // (Pieces come in order, forwards or backwards: what is decoded stays
       // one range of the payload.)
@@ -295,35 +315,14 @@ class PieceWalker {
   }
 
  private:
-  // Reads the blocks that decoding payload bytes [from, to) takes, as far as
-  // they are not read yet. (What was read stays one range, as the decoded
-  // part does.)
-  bool read_blocks(size_t from, size_t to, std::string& why) {
-    size_t b, e;
-    if (!trace::chunk_range_bytes(bytes_, from, to, &b, &e)) {
-      why = "payload does not decompress";
-      return false;
-    }
-    uint8_t* into = buf_.chunk.data();
-    if (read_hi_ == 0 || e < read_lo_ || b > read_hi_) {
-      read_lo_ = b, read_hi_ = e;
-      return s_.read_chunk_bytes(chunk_, into, b, e, why);
-    }
-    if (b < read_lo_ && !s_.read_chunk_bytes(chunk_, into, b, read_lo_, why)) return false;
-    if (e > read_hi_ && !s_.read_chunk_bytes(chunk_, into, read_hi_, e, why)) return false;
-    read_lo_ = std::min(read_lo_, b), read_hi_ = std::max(read_hi_, e);
-    return true;
-  }
-
   const State& s_;
   const FeedletState& f_;
   ChunkBuffers& buf_;
   uint32_t chunk_ = UINT32_MAX;
   const uint8_t* bytes_ = nullptr;
   const uint8_t* raw_ = nullptr;
-  size_t lo_ = 0, hi_ = 0;            // the part of chunk_'s payload decoded
-  size_t read_lo_ = 0, read_hi_ = 0;  // the part of its blocks read (offsets in the chunk)
-  bool whole_ = false;                // the chunk was read whole (its payload is not in segments)
+  size_t lo_ = 0, hi_ = 0;  // the part of chunk_'s payload decoded
+  ChunkBlocks blocks_;      // and of its blocks, read
   format::ChunkHeader h_{};
 };
 
