@@ -20,13 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string dir() {
-  static const std::string d = [] {
-    char tmpl[] = "/tmp/tinescope-fault-XXXXXX";
-    return std::string(mkdtemp(tmpl));
-  }();
-  return d;
-}
+std::string dir() { return scratch_dir(); }
 
 std::string synthetic(const std::string& name, uint64_t events, bench::SyntheticResult& r) {
   const std::string path = dir() + "/" + name;

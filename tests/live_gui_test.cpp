@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "live_helpers.hpp"
+#include "scratch_dir.hpp"
 #include "tinescope/headless.hpp"
 #include "viewer.hpp"
 
@@ -24,8 +25,7 @@ class LiveGui : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_NE(std::getenv("DISPLAY"), nullptr) << "the GUI tests run under xvfb-run (ctest does that)";
-    char tmpl[] = "/tmp/tinescope-livegui-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    dir_ = fresh_scratch_dir();
     options_.save_dir = dir_ + "/saved";
     options_.retry_ms = 20;
   }

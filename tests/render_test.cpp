@@ -17,13 +17,7 @@ namespace {
 using namespace format;
 using render::FigureParams;
 
-std::string temp_dir() {
-  static std::string dir = [] {
-    char tmpl[] = "/tmp/tinescope-render-XXXXXX";
-    return std::string(mkdtemp(tmpl));
-  }();
-  return dir;
-}
+std::string temp_dir() { return scratch_dir(); }
 
 std::string save(const TraceBytes& trace, const std::string& name) {
   const std::string path = temp_dir() + "/" + name;

@@ -11,6 +11,7 @@
 
 #include "tinescope/trace_reader.hpp"
 #include "tinescope/trace_writer.hpp"
+#include "scratch_dir.hpp"
 
 namespace tinescope::test {
 
@@ -188,10 +189,8 @@ inline std::string as_version_one(const std::string& trace) {
   return v1;
 }
 
-inline std::string temp_path(const std::string& name) {
-  std::string dir = ::testing::TempDir();
-  return dir + "/" + name + "." + std::to_string(getpid()) + ".tine";
-}
+// A file in this process's scratch directory (removed when it ends).
+inline std::string temp_path(const std::string& name) { return scratch_dir() + "/" + name + ".tine"; }
 
 inline std::string slurp(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");

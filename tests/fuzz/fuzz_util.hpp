@@ -7,19 +7,31 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <string>
+#include <system_error>
 
 #include "tinescope/trace_reader.hpp"
 
 namespace tinescope::fuzz {
 
+// This process's scratch directory, removed with its files when the fuzzer
+// ends (every run had left one behind). A crash leaves it, with the input
+// that libFuzzer saved.
 inline const std::string& scratch() {
-  static const std::string dir = [] {
-    char tmpl[] = "/tmp/tinescope-fuzz-XXXXXX";
-    const char* d = mkdtemp(tmpl);
-    return std::string(d ? d : "/tmp");
-  }();
-  return dir;
+  struct Dir {
+    std::string path = "/tmp";
+    Dir() {
+      char tmpl[] = "/tmp/tinescope-fuzz-XXXXXX";
+      if (mkdtemp(tmpl)) path = tmpl;
+    }
+    ~Dir() {
+      std::error_code ec;
+      if (path != "/tmp") std::filesystem::remove_all(path, ec);
+    }
+  };
+  static const Dir dir;
+  return dir.path;
 }
 
 inline bool write_file(const std::string& path, const uint8_t* data, size_t n) {
