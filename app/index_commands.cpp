@@ -182,8 +182,8 @@ void add_index_commands(CLI::App& app, int* exit_code) {
       *exit_code = 1;
       return;
     }
-    std::printf("%s: %" PRIu64 " events read -> %" PRIu64 " events on %" PRIu64 " lanes in %s\n", trace.c_str(),
-                r.events_read, r.events_written, r.feedlets, out.c_str());
+    std::printf("%s: %" PRIu64 " events read -> %" PRIu64 " events on %" PRIu64 " lane%s in %s\n", trace.c_str(),
+                r.events_read, r.events_written, r.feedlets, r.feedlets == 1 ? "" : "s", out.c_str());
     for (auto& [ph, n] : r.unsupported) std::printf("  not imported: %" PRIu64 " \"%s\" events\n", n, ph.c_str());
     if (r.unmatched_ends) std::printf("  %" PRIu64 " ends without a begin\n", r.unmatched_ends);
     if (!r.warning.empty()) std::fprintf(stderr, "tinescope: warning: %s\n", r.warning.c_str());

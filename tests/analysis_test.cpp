@@ -508,22 +508,6 @@ TEST(DurationHistogram, PercentilesWithinTheirBinAndExactMoments) {
 
 // ---------------------------------------------------------------- the demo workload
 
-std::string bin(const std::string& rel) {
-  const char* b = getenv("TINESCOPE_BIN");
-  return std::string(b ? b : ".") + "/" + rel;
-}
-
-int run(const std::string& cmd, std::string* out = nullptr) {
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string s;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) s.append(buf, n);
-  int status = pclose(p);
-  if (out) *out = s;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 std::string record_demo(const std::string& name, const std::string& args) {
   std::string path = temp_path(name);
   remove_trace(path);

@@ -521,5 +521,29 @@ TEST(ChromeImport, BadInputGetsAClearError) {
   ::unlink(cut.c_str());
 }
 
+// `tinescope import` says what it read, what it made and what it left out;
+// a file in the way is never written over, and a broken input names the
+// file and the byte.
+TEST(ChromeImport, TheCommandSaysWhatItReadMadeAndLeftOut) {
+  const std::string tool = bin("app/tinescope") + " import ";
+  const std::string out = temp_path("import_cli");
+  std::string said;
+  ASSERT_EQ(run(tool + sample("simple_trace.json") + " -o " + out + " 2>&1", &said), 0) << said;
+  EXPECT_NE(said.find(": 37 events read -> 41 events on 6 lanes in " + out), std::string::npos) << said;
+  EXPECT_NE(said.find("not imported: 3 \"P\" events"), std::string::npos) << said;
+  const std::string before = slurp(out);
+  EXPECT_EQ(run(tool + sample("trivial_trace.json") + " -o " + out + " 2>&1", &said), 1) << said;
+  EXPECT_NE(said.find("never writes over a file"), std::string::npos) << said;
+  EXPECT_EQ(slurp(out), before) << "the trace in the way is as it was";
+  ::unlink(out.c_str());
+  ASSERT_EQ(run(tool + sample("trivial_trace.json") + " -o " + out + " 2>&1", &said), 0) << said;
+  EXPECT_NE(said.find("events on 1 lane in"), std::string::npos) << said;
+  const std::string cut = scratch_dir() + "/import_cut.json", nothing = temp_path("import_nothing");
+  write_file(cut, "[{\"ph\":\"X\",\"ts\":");
+  EXPECT_EQ(run(tool + cut + " -o " + nothing + " 2>&1", &said), 1) << said;
+  EXPECT_NE(said.find(cut + ": JSON error at byte 16: the events array does not end"), std::string::npos) << said;
+  EXPECT_NE(::access(nothing.c_str(), F_OK), 0) << "no trace from an input that does not parse";
+}
+
 }  // namespace
 }  // namespace tinescope::test

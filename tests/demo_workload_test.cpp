@@ -14,21 +14,6 @@ namespace {
 
 using namespace format;
 
-std::string bin(const std::string& rel) {
-  const char* b = getenv("TINESCOPE_BIN");
-  return std::string(b ? b : ".") + "/" + rel;
-}
-
-std::string run(const std::string& cmd, int* status) {
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *status = pclose(p);
-  return out;
-}
-
 struct Interval {
   int64_t start, end;
 };
@@ -37,9 +22,7 @@ class DemoWorkload : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     path_ = new std::string(temp_path("demo-workload"));
-    int status;
-    run(bin("recorder/tinescope-demo") + " --overwrite --duration 2 -o " + *path_, &status);
-    ASSERT_EQ(status, 0);
+    ASSERT_EQ(run(bin("recorder/tinescope-demo") + " --overwrite --duration 2 -o " + *path_), 0);
     trace_ = new Collected(read_trace(*path_));
   }
   static void TearDownTestSuite() {
@@ -146,9 +129,8 @@ TEST_F(DemoWorkload, MessagesMatchAndAFewAreNeverReceived) {
 }
 
 TEST_F(DemoWorkload, DumpShowsHeaderFeedletsAndEvents) {
-  int status;
-  std::string out = run(bin("app/tinescope") + " dump " + *path_ + " --limit 5000", &status);
-  EXPECT_EQ(status, 0);
+  std::string out;
+  EXPECT_EQ(run(bin("app/tinescope") + " dump " + *path_ + " --limit 5000", &out), 0);
   for (const char* want : {"format 2.0", "clock: tsc", "summary:", "\"audio\"", "\"gc\"", "\"worker.0\"",
                            "interval_begin", "message_send", "transaction", "name=\"audio.sample\""})
     EXPECT_NE(out.find(want), std::string::npos) << want << " missing from:\n" << out.substr(0, 3000);
@@ -158,13 +140,12 @@ TEST_F(DemoWorkload, DumpReportsDamageAndRejectsNonTraces) {
   std::string bytes = slurp(*path_);
   const std::string cut = temp_path("cut");
   write_file(cut, bytes.substr(0, bytes.size() / 2));
-  int status;
-  std::string out = run(bin("app/tinescope") + " dump --summary " + cut, &status);
-  EXPECT_EQ(status, 0);
+  std::string out;
+  EXPECT_EQ(run(bin("app/tinescope") + " dump --summary " + cut, &out), 0);
   EXPECT_NE(out.find("DAMAGE at offset"), std::string::npos) << out;
   EXPECT_NE(out.find("truncated chunk"), std::string::npos) << out;
-  std::string err = run(bin("app/tinescope") + " dump /etc/hostname 2>&1", &status);
-  EXPECT_NE(status, 0);
+  std::string err;
+  EXPECT_NE(run(bin("app/tinescope") + " dump /etc/hostname 2>&1", &err), 0);
   EXPECT_NE(err.find("/etc/hostname: not a tinescope trace"), std::string::npos) << err;
   unlink(cut.c_str());
 }
@@ -186,14 +167,12 @@ TEST_F(DemoWorkload, IndexInfoAndStatsDescribeATraceCutShort) {
   }
   ASSERT_GT(data_events, 10'000u);
 
-  int status;
-  std::string out = run(bin("app/tinescope") + " index " + cut + " 2>&1", &status);
-  EXPECT_EQ(status, 0) << out;
+  std::string out;
+  EXPECT_EQ(run(bin("app/tinescope") + " index " + cut + " 2>&1", &out), 0) << out;
   EXPECT_NE(out.find(std::to_string(data_events) + " events in"), std::string::npos) << out;
   EXPECT_NE(out.find("indexing [##############################] 100%"), std::string::npos) << out;  // the progress bar
 
-  out = run(bin("app/tinescope") + " info " + cut, &status);
-  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(run(bin("app/tinescope") + " info " + cut, &out), 0) << out;
   char kind_line[64];  // as info prints a kind's count
   std::snprintf(kind_line, sizeof kind_line, "  %-22s %12llu", "interval_begin", (unsigned long long)begins);
   for (const std::string& want : std::vector<std::string>{
@@ -202,8 +181,7 @@ TEST_F(DemoWorkload, IndexInfoAndStatsDescribeATraceCutShort) {
            "damaged   1 ranges", "bytes: truncated chunk", "lost      0 chunk ranges"})
     EXPECT_NE(out.find(want), std::string::npos) << "\"" << want << "\" missing from:\n" << out;
 
-  out = run(bin("app/tinescope") + " stats " + cut + " --json", &status);
-  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(run(bin("app/tinescope") + " stats " + cut + " --json", &out), 0) << out;
   const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << out;
   EXPECT_EQ(j["events"].get<uint64_t>(), data_events);

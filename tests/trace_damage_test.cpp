@@ -14,11 +14,6 @@
 namespace tinescope::test {
 namespace {
 
-std::string bin_dir() {
-  const char* b = getenv("TINESCOPE_BIN");
-  return b ? b : ".";
-}
-
 uint64_t mono_now() {
   timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -28,7 +23,7 @@ uint64_t mono_now() {
 pid_t spawn_demo(const std::string& path, const std::string& duration) {
   pid_t pid = fork();
   if (pid == 0) {
-    std::string exe = bin_dir() + "/recorder/tinescope-demo";
+    const std::string exe = bin("recorder/tinescope-demo");
     execl(exe.c_str(), exe.c_str(), "-o", path.c_str(), "--overwrite", "--duration", duration.c_str(),
           (char*)nullptr);
     _exit(127);

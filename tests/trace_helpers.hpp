@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 #include <lz4.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -187,6 +190,26 @@ inline std::string as_version_one(const std::string& trace) {
     at += bytes;
   }
   return v1;
+}
+
+// A program of this build (TINESCOPE_BIN, set by ctest): bin("app/tinescope").
+inline std::string bin(const std::string& rel) {
+  const char* b = std::getenv("TINESCOPE_BIN");
+  return std::string(b ? b : ".") + "/" + rel;
+}
+
+// Runs a shell command; its exit status (-1 if it did not exit), its
+// standard output into *out if given.
+inline int run(const std::string& cmd, std::string* out = nullptr) {
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  std::string s;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) s.append(buf, n);
+  const int status = ::pclose(p);
+  if (out) *out = s;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 // A file in this process's scratch directory (removed when it ends).

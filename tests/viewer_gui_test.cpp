@@ -79,7 +79,7 @@ class ViewerGui : public ::testing::Test {
     ASSERT_NE(std::getenv("DISPLAY"), nullptr) << "the GUI tests run under xvfb-run (ctest does that)";
     const std::string dir = fresh_scratch_dir();  // (each suite of this fixture records its own)
     g_trace = dir + "/demo.tine";
-    const std::string demo = std::string(std::getenv("TINESCOPE_BIN")) + "/recorder/tinescope-demo";
+    const std::string demo = bin("recorder/tinescope-demo");
     const std::string cmd = demo + " -o " + g_trace + " --duration 2.5 > /dev/null";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     g_audio_trace = write_audio_trace(dir + "/audio.tine");
