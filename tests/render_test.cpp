@@ -128,14 +128,9 @@ TEST(Render, ALaneHasARowForEachDepthItNests) {
     TraceBytes trace = named_trace(names);
     ChunkBuilder cb;
     cb.feedlet = 1;
-    auto event = [&](uint16_t type, uint64_t ts, uint64_t name) {
-      uint8_t* p = cb.begin(type, ts);
-      p = ChunkBuilder::put_u64(p, name);
-      cb.end(p);
-    };
     for (uint64_t k = 0; k < 50; ++k) {
-      for (uint32_t d = 0; d < depth; ++d) event(kIntervalBegin, k * 1000 + d, 1 + (d + k) % n);
-      for (uint32_t d = depth; d-- > 0;) event(kIntervalEnd, k * 1000 + 900 - d, 1 + (d + k) % n);
+      for (uint32_t d = 0; d < depth; ++d) put_named(cb, kIntervalBegin, k * 1000 + d, 1 + (d + k) % n);
+      for (uint32_t d = depth; d-- > 0;) put_named(cb, kIntervalEnd, k * 1000 + 900 - d, 1 + (d + k) % n);
       if (cb.full()) trace.flush(cb);
     }
     trace.flush(cb);

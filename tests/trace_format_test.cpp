@@ -159,9 +159,7 @@ std::string mixed_chunk(ChunkBuilder& b, int n) {
   for (int i = 0; i < n; ++i) {
     if (i > 0) ts += mixed_delta(i);
     const uint16_t type = i % 3 == 0 ? kInstant : i % 3 == 1 ? kIntervalBegin : kIntervalEnd;
-    uint8_t* p = b.begin(type, ts);
-    p = ChunkBuilder::put_u64(p, uint64_t(i % 7 + 1));
-    b.end(p);
+    put_named(b, type, ts, uint64_t(i % 7 + 1));
   }
   return chunk(b);
 }

@@ -64,6 +64,14 @@ inline TraceBytes named_trace(const std::vector<std::string>& names, const std::
   return trace;
 }
 
+// Appends an event whose one field is a name (a string id): a begin, an
+// end, an instant.
+inline void put_named(format::ChunkBuilder& cb, uint16_t type, uint64_t ts, uint64_t name) {
+  uint8_t* p = cb.begin(type, ts);
+  p = format::ChunkBuilder::put_u64(p, name);
+  cb.end(p);
+}
+
 struct OwnedEvent {
   trace::Event e;
   std::vector<std::string> bytes;  // copies of the Bytes fields

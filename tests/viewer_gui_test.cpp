@@ -42,9 +42,7 @@ std::string write_audio_trace(const std::string& path) {
   ChunkBuilder cb;
   cb.feedlet = 1;
   auto event = [&](uint16_t type, uint64_t ts, uint64_t name) {
-    uint8_t* q = cb.begin(type, ts);
-    q = ChunkBuilder::put_u64(q, name);
-    cb.end(q);
+    put_named(cb, type, ts, name);
     if (cb.full()) trace.flush(cb);
   };
   std::mt19937_64 rng(22050);
