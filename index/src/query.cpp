@@ -358,6 +358,11 @@ constexpr uint64_t kSplitStoredBuckets = 4096;
 // 115-130 us against the same build that never shares (2^28: 782-832 ->
 // 514-575 us).
 constexpr size_t kSplitWalkPieces = 3;
+// Answers' node buffers a thread keeps from the answers its lane queries
+// left out, for the next ones to take (query_lane): a lane answers ~23
+// streams by name and ~6 by depth, and a viewer's lanes switch between the
+// two as it zooms.
+constexpr size_t kSpareAnswers = 64;
 
 // The events of chunk k of f that a walk over [t0, t1] takes: from its last
 // resume point before t0 to its first point after t1 (list_pieces).
@@ -432,8 +437,18 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
   // item here (a hash map was 40 % of such a query).
   std::vector<int32_t> raw;
   size_t n = 0;  // answers in out, in stream id order
+  // The node memory of answers that a query left out (a lane answered by
+  // depth answers ~6 streams where by name it answered ~23), for the next
+  // answers to take: freed, it went back to the system, and the next query
+  // by name faulted it in again, ~36 pages in each of the slowest queries
+  // (a viewer's process, which opens the index and only queries it). At most
+  // kSpareAnswers kept on a thread.
+  thread_local std::vector<std::vector<Node>> spare;
   auto next = [&](int id) -> Buckets& {
-    if (out.size() == n) out.emplace_back();
+    if (out.size() == n) {
+      out.emplace_back();
+      if (!spare.empty()) out.back().second.nodes = std::move(spare.back()), spare.pop_back();
+    }
     out[n].first = id;
     Buckets& b = out[n++].second;
     b.nodes.clear();  // keeps its memory
@@ -480,6 +495,8 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     raw[it->second] = int32_t(n - 1);
     b.shift = shift, b.from_events = true;
   }
+  for (size_t i = n; i < out.size() && spare.size() < kSpareAnswers; ++i)
+    if (out[i].second.nodes.capacity()) spare.push_back(std::move(out[i].second.nodes));
   out.resize(n);
   // Where each decoded stream's items go, by its index in the feedlet.
   std::vector<std::vector<Node>*> sink(raw.size());
@@ -600,6 +617,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
       std::vector<Node>& a = *sink[slot];
       size_t j = 0;
       if (!a.empty() && a.back().bucket == b[0].bucket) merge(f->streams[slot].info.kind, a.back(), b[j++]);
+      reserve_prefaulted(a, a.size() + (b.size() - j));  // (new memory mapped in one call, as the walks' own)
       a.insert(a.end(), b.begin() + ptrdiff_t(j), b.end());
     }
   }
