@@ -53,47 +53,61 @@ double disk_read_mb_per_s(const std::string& path, uint64_t limit) {
   return double(total) / s / 1e6;
 }
 
+// The trace's first 2 GB mapped, and the chunks in it (headers only), for
+// the figures that time decoding them: lz4, and the walk.
+struct MappedTrace {
+  const uint8_t* map = nullptr;
+  size_t size = 0;
+  format::Schema schema;
+  std::vector<std::pair<uint64_t, format::ChunkHeader>> chunks;  // (offset, header)
+  explicit MappedTrace(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY);
+    struct stat st;
+    ::fstat(fd, &st);
+    size = size_t(std::min<uint64_t>(uint64_t(st.st_size), 2ull << 30));
+    map = static_cast<const uint8_t*>(::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0));
+    ::close(fd);
+    struct V : trace::Visitor {
+      MappedTrace* t;
+      void on_header(const trace::Header& h) override { t->schema = h.schema; }
+      void on_chunk(const trace::ChunkInfo& c) override { t->chunks.emplace_back(c.offset, c.header); }
+    } v;
+    v.t = this;
+    trace::Parser p(v, {.decode_data = false});
+    p.parse(map, size, 0, false);
+  }
+  // (Unmapped before the cold figures: pages this mapping holds stay in the page cache.)
+  ~MappedTrace() { ::munmap(const_cast<uint8_t*>(map), size); }
+  MappedTrace(const MappedTrace&) = delete;
+  MappedTrace& operator=(const MappedTrace&) = delete;
+};
+
 // lz4 decompression of the trace's own compressed chunks (its first 2 GB),
 // on every core: a limit of indexing, which must decode every chunk.
 struct Lz4Figure {
   double raw_mb_per_s;        // decompressed output
   double raw_per_stored;      // payload bytes out per trace byte in
 };
-Lz4Figure lz4_decompress(const std::string& path, unsigned threads) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  struct stat st;
-  ::fstat(fd, &st);
-  uint64_t size = std::min<uint64_t>(uint64_t(st.st_size), 2ull << 30);
-  auto* map = static_cast<const uint8_t*>(::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0));
-  std::vector<std::pair<uint64_t, format::ChunkHeader>> chunks;
-  struct V : trace::Visitor {
-    std::vector<std::pair<uint64_t, format::ChunkHeader>>* out;
-    void on_chunk(const trace::ChunkInfo& c) override { out->emplace_back(c.offset, c.header); }
-  } v;
-  v.out = &chunks;
-  trace::Parser p(v, {.decode_data = false});
-  p.parse(map, size, 0, false);
+Lz4Figure lz4_decompress(const MappedTrace& t, unsigned threads) {
   std::atomic<uint64_t> raw{0};
   uint64_t stored = 0;
-  for (auto& [off, h] : chunks) stored += h.header_size + h.stored_size;
+  for (auto& [off, h] : t.chunks) stored += h.header_size + h.stored_size;
   auto t0 = Clock::now();
   std::vector<std::thread> pool;
   for (unsigned w = 0; w < threads; ++w)
     pool.emplace_back([&, w] {
       std::vector<uint8_t> out(1 << 20);
       uint64_t mine = 0;
-      for (size_t i = w; i < chunks.size(); i += threads) {
-        auto& [off, h] = chunks[i];
+      for (size_t i = w; i < t.chunks.size(); i += threads) {
+        auto& [off, h] = t.chunks[i];
         // As indexing decodes it: one lz4 block, or each segment's (format.hpp).
-        if ((h.flags & (format::kChunkLz4 | format::kChunkLz4Segments)) && trace::chunk_payload(map + off, out))
+        if ((h.flags & (format::kChunkLz4 | format::kChunkLz4Segments)) && trace::chunk_payload(t.map + off, out))
           mine += h.raw_size;
       }
       raw += mine;
     });
-  for (auto& t : pool) t.join();
+  for (auto& th : pool) th.join();
   double s = seconds_since(t0);
-  ::munmap(const_cast<uint8_t*>(map), size);
-  ::close(fd);
   return {double(raw) / s / 1e6, stored ? double(raw) / double(stored) : 1.0};
 }
 
@@ -106,52 +120,41 @@ struct WalkFigure {
   double walk_ns, lz4_ns;  // an event, one core
   uint64_t events, items;  // walked each pass
 };
-WalkFigure walk_alone(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  struct stat st;
-  ::fstat(fd, &st);
-  auto* map = static_cast<const uint8_t*>(::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_SHARED, fd, 0));
-  struct V : trace::Visitor {
-    format::Schema schema;
-    std::vector<std::pair<uint64_t, format::ChunkHeader>> chunks;
-    void on_header(const trace::Header& h) override { schema = h.schema; }
-    void on_chunk(const trace::ChunkInfo& c) override {
-      if (c.header.feedlet != format::kMetadataFeedlet && chunks.size() < 1500) chunks.emplace_back(c.offset, c.header);
-    }
-  } v;
-  trace::Parser parser(v, {.decode_data = false});
-  parser.parse(map, size_t(std::min<uint64_t>(uint64_t(st.st_size), 256ull << 20)), 0, false);
-  std::vector<std::vector<uint8_t>> raw;
+WalkFigure walk_alone(const MappedTrace& t) {
+  std::vector<std::pair<uint64_t, format::ChunkHeader>> chunks;  // the first 1 500 data chunks
+  for (const auto& c : t.chunks)
+    if (c.second.feedlet != format::kMetadataFeedlet && chunks.size() < 1500) chunks.push_back(c);
+  std::vector<std::pair<format::ChunkHeader, std::vector<uint8_t>>> raw;  // (header, payload)
   WalkFigure f{1e9, 1e9, 0, 0};
   std::vector<uint8_t> buf;
-  for (auto& [off, h] : v.chunks)
-    if (const uint8_t* r = trace::chunk_payload(map + off, buf)) raw.emplace_back(r, r + h.raw_size), f.events += h.event_count;
+  for (auto& [off, h] : chunks)
+    if (const uint8_t* r = trace::chunk_payload(t.map + off, buf)) {
+      raw.emplace_back(h, std::vector<uint8_t>(r, r + h.raw_size));
+      f.events += h.event_count;
+    }
   for (int rep = 0; rep < 5 && f.events; ++rep) {  // the best of several: this VM's speed swings
     auto t0 = Clock::now();
-    for (auto& [off, h] : v.chunks) trace::chunk_payload(map + off, buf);
+    for (auto& [off, h] : chunks) trace::chunk_payload(t.map + off, buf);
     f.lz4_ns = std::min(f.lz4_ns, seconds_since(t0) * 1e9 / double(f.events));
   }
-  const index::Layouts layouts(v.schema);
+  const index::Layouts layouts(t.schema);
   std::vector<index::ItemRun> runs(64);
   for (int rep = 0; rep < 7 && f.events; ++rep) {
     std::map<uint32_t, index::WalkState> walks;
     uint64_t types[format::kMaxEventType + 1] = {};
     f.items = 0;
     auto t0 = Clock::now();
-    for (size_t i = 0; i < raw.size(); ++i) {
+    for (const auto& [h, payload] : raw) {
       for (index::ItemRun& r : runs) r.clear();
       std::string why;
-      const format::ChunkHeader& h = v.chunks[i].second;
       index::walk_chunk(
-          raw[i].data(), raw[i].size(), h, layouts, walks[h.feedlet], [&](uint64_t, uint16_t type) { ++types[type]; },
+          payload.data(), payload.size(), h, layouts, walks[h.feedlet], [&](uint64_t, uint16_t type) { ++types[type]; },
           [&](const index::Item& it) __attribute__((always_inline)) { runs[it.name & 63].add(it); },
           [](const index::MessageEvent&) {}, why);
       for (const index::ItemRun& r : runs) f.items += r.size();
     }
     f.walk_ns = std::min(f.walk_ns, seconds_since(t0) * 1e9 / double(f.events));
   }
-  ::munmap(const_cast<uint8_t*>(map), size_t(st.st_size));
-  ::close(fd);
   return f;
 }
 
@@ -248,7 +251,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   const uint64_t n = ix->events();
-  const Lz4Figure lz4 = lz4_decompress(trace, cores);
+  Lz4Figure lz4;
+  WalkFigure walk;
+  {
+    const MappedTrace mapped(trace);
+    lz4 = lz4_decompress(mapped, cores);
+    walk = walk_alone(mapped);
+  }
   const double warm_mb_s = trace_mb / warm_s;
   // What lz4 alone allows: indexing decodes every chunk, so it reads the trace
   // no faster than lz4 turns it into payload on these cores.
@@ -419,7 +428,6 @@ int main(int argc, char** argv) {
               p99_of(decoded_us), decoded_us.size());
   std::printf("figure: index.query_stored_us %.0f us p99 (%zu queries from stored levels only; warm)\n",
               p99_of(stored_us), stored_us.size());
-  const WalkFigure walk = walk_alone(trace);
   std::printf("figure: index.walk_ns_per_event %.2f ns (the walk alone, one core, %llu events of the trace in the cache, "
               "%llu items; %.1fx lz4's %.2f ns an event; both on %u cores: at most %.0f M events/s before any stream is "
               "built)\n",

@@ -358,10 +358,8 @@ constexpr uint64_t kSplitStoredBuckets = 4096;
 // 115-130 us against the same build that never shares (2^28: 782-832 ->
 // 514-575 us).
 constexpr size_t kSplitWalkPieces = 3;
-// Answers' node buffers a thread keeps from the answers its lane queries
-// left out, for the next ones to take (query_lane): a lane answers ~23
-// streams by name and ~6 by depth, and a viewer's lanes switch between the
-// two as it zooms.
+// The most node buffers a thread keeps from the answers its lane queries
+// left out (query_lane says why).
 constexpr size_t kSpareAnswers = 64;
 
 // The events of chunk k of f that a walk over [t0, t1] takes: from its last
