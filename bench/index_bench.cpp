@@ -3,14 +3,17 @@
 // synthetic trace of N events (2e9 by default; --quick for a smoke run).
 // Prints `figure: NAME VALUE UNIT` lines with the ratio to each limit.
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -209,102 +212,37 @@ UnpackFigure page_unpack() {
   return best;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"index_bench: indexing, memory, size, open and query figures"};
-  std::string trace;
-  double events = 2e9;
-  bool quick = false, keep = false;
-  app.add_option("--trace", trace, "trace to use (made with tinescope-gen if missing)");
-  app.add_option("-n,--events", events, "events in the synthetic trace");
-  app.add_flag("--quick", quick, "a small trace: checks that every figure prints");
-  app.add_flag("--keep", keep, "keep the generated trace and its index");
-  CLI11_PARSE(app, argc, argv);
-  if (quick) events = 2e6;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  bool generated = false;
-  if (trace.empty()) trace = "index_bench." + std::to_string(uint64_t(events)) + ".tine";
-  if (!bench::ensure_bench_trace(trace, uint64_t(events), 16, "index_bench", &generated)) return 1;
+// The open and query figures, in a process that only opens the trace's
+// index (evicted from the page cache) and queries it, as a viewer does: the
+// process that built the index has its heap grown and its memory touched
+// already, which a viewer's first queries do not find (index_bench runs
+// itself again with --queries for these). Returns the peak anonymous memory
+// in MB, or -1 if the index does not open.
+double open_and_query(const std::string& trace, bool quick) {
   const std::string idx = trace + ".idx";
-  struct stat st;
-  ::stat(trace.c_str(), &st);
-  const double trace_mb = double(st.st_size) / 1e6;
-
-  // Warm: the trace is in the page cache (read it once first).
-  {
-    std::vector<char> buf(8 << 20);
-    int fd = ::open(trace.c_str(), O_RDONLY);
-    while (::read(fd, buf.data(), buf.size()) > 0) {
-    }
-    ::close(fd);
-  }
-  ::unlink(idx.c_str());
   std::string error;
-  PeakAnon peak_index;
-  auto t0 = Clock::now();
-  auto ix = index::TraceIndex::build(trace, error);
-  double warm_s = seconds_since(t0);
-  double anon_indexing = peak_index.finish_mb();
-  if (!ix) {
-    std::fprintf(stderr, "index_bench: %s\n", error.c_str());
-    return 1;
-  }
-  const uint64_t n = ix->events();
-  Lz4Figure lz4;
-  WalkFigure walk;
-  {
-    const MappedTrace mapped(trace);
-    lz4 = lz4_decompress(mapped, cores);
-    walk = walk_alone(mapped);
-  }
-  const double warm_mb_s = trace_mb / warm_s;
-  // What lz4 alone allows: indexing decodes every chunk, so it reads the trace
-  // no faster than lz4 turns it into payload on these cores.
-  const double lz4_trace_mb_s = lz4.raw_mb_per_s / lz4.raw_per_stored;
-  const double lz4_events_s = lz4_trace_mb_s * double(n) / trace_mb;
-  std::printf("figure: index.events_per_s %.0f events/s (%.1f M/s, goal 150 M/s: %.2fx; %llu events, %.0f MB/s of trace; "
-              "%.2f of what lz4 alone allows)\n",
-              double(n) / warm_s, double(n) / warm_s / 1e6, double(n) / warm_s / 150e6, (unsigned long long)n, warm_mb_s,
-              double(n) / warm_s / lz4_events_s);
-  std::printf("figure: index.lz4_decompress_mb_per_s %.0f MB/s (%u threads, raw output; %.2f payload bytes a trace byte: "
-              "at most %.0f MB/s of trace, %.0f M events/s)\n",
-              lz4.raw_mb_per_s, cores, lz4.raw_per_stored, lz4_trace_mb_s, lz4_events_s / 1e6);
-  const uint64_t index_bytes = ix->index_bytes();
-  double ratio = double(index_bytes) / double(st.st_size);
-  std::printf("figure: index.size_ratio %.4f ratio (index %.1f MB / trace %.1f MB; goal <= 0.05: %.2fx)\n", ratio,
-              double(index_bytes) / 1e6, trace_mb, ratio / 0.05);
-  ix.reset();
-
-  // Cold: neither the trace nor the index in the page cache.
-  const double disk = disk_read_mb_per_s(trace, 4ull << 30);
-  evict(trace);
-  ::unlink(idx.c_str());
-  t0 = Clock::now();
-  ix = index::TraceIndex::build(trace, error);
-  double cold_s = seconds_since(t0);
-  std::printf("figure: index.disk_read_mb_per_s %.0f MB/s\n", disk);
-  // Where lz4 decodes slower than the disk reads, no indexer reaches the disk's speed.
-  std::printf("figure: index.cold_mb_per_s %.0f MB/s (%.2f of the disk's sequential read; goal >= 0.8; "
-              "%.2f of the lower of the disk and lz4's %.0f MB/s of trace)\n",
-              trace_mb / cold_s, trace_mb / cold_s / disk, trace_mb / cold_s / std::min(disk, lz4_trace_mb_s),
-              lz4_trace_mb_s);
-  ix.reset();
-
+  struct stat st;
+  const uint64_t index_bytes = ::stat(idx.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
+  PeakAnon peak_query;
   // Open an indexed trace. First as an index larger than the warming budget
   // (an eighth of the memory: past ~1.8*10^10 events on a 24 GB machine),
   // where the warmer picks the coarsest levels' pages; then as this one is.
   evict(idx);
   index::BuildOptions part;
   part.warm_bytes = index_bytes / 4;
-  t0 = Clock::now();
-  ix = index::TraceIndex::open(trace, error, part);
+  auto t0 = Clock::now();
+  auto ix = index::TraceIndex::open(trace, error, part);
   const double open_part_ms = seconds_since(t0) * 1e3;
   ix.reset();
   evict(idx);
   t0 = Clock::now();
   ix = index::TraceIndex::open(trace, error);
   double open_ms = seconds_since(t0) * 1e3;
+  if (!ix) {
+    std::fprintf(stderr, "index_bench: %s\n", error.c_str());
+    peak_query.finish_mb();  // (its thread)
+    return -1;
+  }
   std::printf("figure: index.open_ms %.2f ms (goal <= 50 ms: %.2fx; %.2f ms where the index is four times the warming "
               "budget)\n",
               open_ms, open_ms / 50, open_part_ms);
@@ -312,7 +250,6 @@ int main(int argc, char** argv) {
   // Queries: one lane (every stream of one feedlet), 1280 columns, random zooms
   // from the whole trace down to 1280 ns; each answer into the last one's
   // memory, as the viewer's picture builder asks.
-  PeakAnon peak_query;
   auto streams = ix->streams();
   std::vector<std::vector<int>> lanes;
   for (int id = 0; id < int(streams.size()); ++id) {
@@ -418,7 +355,7 @@ int main(int argc, char** argv) {
     std::printf("  2^%-2d %4zu %4zu %7.0f %7.0f %7.0f %8.0f\n", octave, n, band.decoded, band.us[n / 2],
                 band.us[n * 9 / 10], band.us.back(), double(band.nodes) / double(n));
   }
-  double anon_query = peak_query.finish_mb();
+  const double anon_query = peak_query.finish_mb();
   std::printf("figure: index.query_us %.0f us p99 (p50 %.0f us; goal p99 <= 200 us: %.2fx; just opened; %zu streams a lane, "
               "%.0f buckets a query; %llu page faults)\n",
               p99, p50, p99 / 200, lanes[0].size(), double(nodes) / double(2 * list.size()), (unsigned long long)faults);
@@ -428,6 +365,142 @@ int main(int argc, char** argv) {
               p99_of(decoded_us), decoded_us.size());
   std::printf("figure: index.query_stored_us %.0f us p99 (%zu queries from stored levels only; warm)\n",
               p99_of(stored_us), stored_us.size());
+  std::printf("figure: index.query_anon_rss_mb %.0f MB (peak while opening and querying, in a process that only does that)\n",
+              anon_query);
+  return anon_query;
+}
+
+// Runs this program again with --queries (open_and_query) in a process of
+// its own, its figures passed through to this one's output. Returns the
+// peak anonymous memory it printed, or -1 if it did not run to the end.
+double queries_in_a_fresh_process(const std::string& trace, bool quick) {
+  std::fflush(stdout);  // this process's figures first
+  int out[2];
+  if (::pipe(out) != 0) return -1;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  posix_spawn_file_actions_addclose(&actions, out[1]);
+  std::vector<std::string> args = {"index_bench", "--queries", "--trace", trace};
+  if (quick) args.push_back("--quick");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int spawned = ::posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  if (spawned != 0) {
+    ::close(out[0]);
+    std::fprintf(stderr, "index_bench: cannot run itself again for the queries: %s\n", std::strerror(spawned));
+    return -1;
+  }
+  double anon = -1;
+  FILE* in = ::fdopen(out[0], "r");
+  char* line = nullptr;
+  size_t room = 0;
+  while (::getline(&line, &room, in) > 0) {
+    std::fputs(line, stdout);
+    std::sscanf(line, "figure: index.query_anon_rss_mb %lf", &anon);
+  }
+  std::free(line);
+  std::fclose(in);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? anon : -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"index_bench: indexing, memory, size, open and query figures"};
+  std::string trace;
+  double events = 2e9;
+  bool quick = false, keep = false;
+  app.add_option("--trace", trace, "trace to use (made with tinescope-gen if missing)");
+  app.add_option("-n,--events", events, "events in the synthetic trace");
+  app.add_flag("--quick", quick, "a small trace: checks that every figure prints");
+  app.add_flag("--keep", keep, "keep the generated trace and its index");
+  bool queries_only = false;
+  app.add_flag("--queries", queries_only, "only the open and query figures, on the trace's index as it is (what "
+                                          "index_bench runs in a fresh process of its own)");
+  CLI11_PARSE(app, argc, argv);
+  if (queries_only) return open_and_query(trace, quick) < 0 ? 1 : 0;
+  if (quick) events = 2e6;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  bool generated = false;
+  if (trace.empty()) trace = "index_bench." + std::to_string(uint64_t(events)) + ".tine";
+  if (!bench::ensure_bench_trace(trace, uint64_t(events), 16, "index_bench", &generated)) return 1;
+  const std::string idx = trace + ".idx";
+  struct stat st;
+  ::stat(trace.c_str(), &st);
+  const double trace_mb = double(st.st_size) / 1e6;
+
+  // Warm: the trace is in the page cache (read it once first).
+  {
+    std::vector<char> buf(8 << 20);
+    int fd = ::open(trace.c_str(), O_RDONLY);
+    while (::read(fd, buf.data(), buf.size()) > 0) {
+    }
+    ::close(fd);
+  }
+  ::unlink(idx.c_str());
+  std::string error;
+  PeakAnon peak_index;
+  auto t0 = Clock::now();
+  auto ix = index::TraceIndex::build(trace, error);
+  double warm_s = seconds_since(t0);
+  double anon_indexing = peak_index.finish_mb();
+  if (!ix) {
+    std::fprintf(stderr, "index_bench: %s\n", error.c_str());
+    return 1;
+  }
+  const uint64_t n = ix->events();
+  Lz4Figure lz4;
+  WalkFigure walk;
+  {
+    const MappedTrace mapped(trace);
+    lz4 = lz4_decompress(mapped, cores);
+    walk = walk_alone(mapped);
+  }
+  const double warm_mb_s = trace_mb / warm_s;
+  // What lz4 alone allows: indexing decodes every chunk, so it reads the trace
+  // no faster than lz4 turns it into payload on these cores.
+  const double lz4_trace_mb_s = lz4.raw_mb_per_s / lz4.raw_per_stored;
+  const double lz4_events_s = lz4_trace_mb_s * double(n) / trace_mb;
+  std::printf("figure: index.events_per_s %.0f events/s (%.1f M/s, goal 150 M/s: %.2fx; %llu events, %.0f MB/s of trace; "
+              "%.2f of what lz4 alone allows)\n",
+              double(n) / warm_s, double(n) / warm_s / 1e6, double(n) / warm_s / 150e6, (unsigned long long)n, warm_mb_s,
+              double(n) / warm_s / lz4_events_s);
+  std::printf("figure: index.lz4_decompress_mb_per_s %.0f MB/s (%u threads, raw output; %.2f payload bytes a trace byte: "
+              "at most %.0f MB/s of trace, %.0f M events/s)\n",
+              lz4.raw_mb_per_s, cores, lz4.raw_per_stored, lz4_trace_mb_s, lz4_events_s / 1e6);
+  const uint64_t index_bytes = ix->index_bytes();
+  double ratio = double(index_bytes) / double(st.st_size);
+  std::printf("figure: index.size_ratio %.4f ratio (index %.1f MB / trace %.1f MB; goal <= 0.05: %.2fx)\n", ratio,
+              double(index_bytes) / 1e6, trace_mb, ratio / 0.05);
+  ix.reset();
+
+  // Cold: neither the trace nor the index in the page cache.
+  const double disk = disk_read_mb_per_s(trace, 4ull << 30);
+  evict(trace);
+  ::unlink(idx.c_str());
+  t0 = Clock::now();
+  ix = index::TraceIndex::build(trace, error);
+  double cold_s = seconds_since(t0);
+  std::printf("figure: index.disk_read_mb_per_s %.0f MB/s\n", disk);
+  // Where lz4 decodes slower than the disk reads, no indexer reaches the disk's speed.
+  std::printf("figure: index.cold_mb_per_s %.0f MB/s (%.2f of the disk's sequential read; goal >= 0.8; "
+              "%.2f of the lower of the disk and lz4's %.0f MB/s of trace)\n",
+              trace_mb / cold_s, trace_mb / cold_s / disk, trace_mb / cold_s / std::min(disk, lz4_trace_mb_s),
+              lz4_trace_mb_s);
+  ix.reset();
+
+  // The open and query figures: index_bench.cpp's open_and_query(), in a fresh process.
+  const double anon_query = queries_in_a_fresh_process(trace, quick);
+  if (anon_query < 0) return 1;
   std::printf("figure: index.walk_ns_per_event %.2f ns (the walk alone, one core, %llu events of the trace in the cache, "
               "%llu items; %.1fx lz4's %.2f ns an event; both on %u cores: at most %.0f M events/s before any stream is "
               "built)\n",
@@ -440,7 +513,7 @@ int main(int argc, char** argv) {
               unpack.ns_per_node, index::kNodesPerPage, unpack.ns_per_node / unpack.copy_ns_per_node, sizeof(index::Node),
               unpack.copy_ns_per_node);
   double budget = 256 + 0.005 * trace_mb;
-  std::printf("figure: index.anon_rss_mb %.0f MB (peak while indexing; while querying %.0f MB; goal <= %.0f MB: %.2fx)\n",
+  std::printf("figure: index.anon_rss_mb %.0f MB (peak while indexing; while opening and querying %.0f MB; goal <= %.0f MB: %.2fx)\n",
               anon_indexing, anon_query, budget, std::max(anon_indexing, anon_query) / budget);
   if (generated && !keep) ::unlink(trace.c_str());
   if (!keep) ::unlink(idx.c_str());
