@@ -234,6 +234,26 @@ double open_and_query(const std::string& trace, bool quick) {
   auto ix = index::TraceIndex::open(trace, error, part);
   const double open_part_ms = seconds_since(t0) * 1e3;
   ix.reset();
+  // The first view: what a viewer's first picture asks of the index just
+  // opened (evicted): every lane over the whole trace at 1 280 columns
+  // (stored levels, at this zoom). Story 2 of the mission: the first
+  // picture of a trace larger than memory well under a second once indexed.
+  evict(idx);
+  t0 = Clock::now();
+  ix = index::TraceIndex::open(trace, error);
+  uint32_t view_lanes = 0;
+  if (ix) {
+    std::vector<std::pair<int, index::Buckets>> view;
+    std::vector<bool> lane(1, false);
+    for (const index::StreamInfo& info : ix->streams()) {
+      if (lane.size() <= info.feedlet) lane.resize(info.feedlet + 1, false);
+      if (!lane[info.feedlet]) ix->query_lane(info.feedlet, ix->first_ts(), ix->last_ts(), 1280, view);
+      view_lanes += !lane[info.feedlet];
+      lane[info.feedlet] = true;
+    }
+  }
+  const double first_view_ms = seconds_since(t0) * 1e3;
+  ix.reset();
   evict(idx);
   t0 = Clock::now();
   ix = index::TraceIndex::open(trace, error);
@@ -246,6 +266,9 @@ double open_and_query(const std::string& trace, bool quick) {
   std::printf("figure: index.open_ms %.2f ms (goal <= 50 ms: %.2fx; %.2f ms where the index is four times the warming "
               "budget)\n",
               open_ms, open_ms / 50, open_part_ms);
+  std::printf("figure: index.first_view_ms %.1f ms (opening the index, evicted, and answering every lane, %u, over the "
+              "whole trace at 1280 columns: a first picture's queries; goal well under 1 s: %.2fx)\n",
+              first_view_ms, view_lanes, first_view_ms / 1000);
 
   // Queries: one lane (every stream of one feedlet), 1280 columns, random zooms
   // from the whole trace down to 1280 ns; each answer into the last one's

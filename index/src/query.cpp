@@ -385,18 +385,33 @@ uint64_t events_walked(const State& s, const FeedletState& f, size_t k, uint64_t
 // index_bench's lanes (82 000 events); a viewer at rest and headless
 // pictures ask for more (docs/INDEX.md, "Decoding costs"). The events are
 // counted to the resume point at both ends (events_walked), not by whole
-// chunks (~16 000 events, about the whole budget at 1 280 columns).
+// chunks (~16 000 events, about the whole budget at 1 280 columns). Those
+// points are read only where the answer depends on them: the chunks wholly
+// inside the window are counted first, from the chunk table, and where they
+// are over the budget already (a coarse view), or where the chunks it cuts
+// fit whole, no points are read (they are in the index file among the node
+// pages, where the warmer of an index larger than its budget may not have
+// read them).
 bool decode_affordable(const State& s, uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t columns,
                        uint32_t per_column) {
   const FeedletState* f = s.feedlet(feedlet);
   if (!f) return true;
   const uint64_t budget = uint64_t(per_column) * std::max(columns, 1u);
-  PayloadBuffer lease;
-  uint64_t events = 0;
-  for (size_t k = first_chunk_at(s, *f, t0); k < f->chunks.size() && events <= budget; ++k) {
-    if (s.chunks[f->chunks[k].chunk].first_ts > t1) break;
-    events += events_walked(s, *f, k, t0, t1, lease.get());
+  const size_t k0 = first_chunk_at(s, *f, t0);
+  auto inside = [&](const ChunkRecord& c) { return c.first_ts >= t0 && c.last_ts <= t1; };
+  uint64_t whole = 0, cut = 0;  // events of the chunks inside the window; of those it cuts
+  size_t k = k0;
+  for (; k < f->chunks.size() && whole <= budget; ++k) {
+    const ChunkRecord& c = s.chunks[f->chunks[k].chunk];
+    if (c.first_ts > t1) break;
+    (inside(c) ? whole : cut) += c.event_count;
   }
+  if (whole > budget) return false;
+  if (whole + cut <= budget) return true;
+  PayloadBuffer lease;
+  uint64_t events = whole;
+  for (size_t j = k0; j < k && events <= budget; ++j)
+    if (!inside(s.chunks[f->chunks[j].chunk])) events += events_walked(s, *f, j, t0, t1, lease.get());
   return events <= budget;
 }
 
