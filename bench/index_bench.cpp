@@ -245,11 +245,11 @@ double open_and_query(const std::string& trace, bool quick) {
   if (ix) {
     std::vector<std::pair<int, index::Buckets>> view;
     std::vector<bool> lane(1, false);
-    for (const index::StreamInfo& info : ix->streams()) {
+    for (const index::StreamInfo& info : ix->streams()) {  // each feedlet once
       if (lane.size() <= info.feedlet) lane.resize(info.feedlet + 1, false);
-      if (!lane[info.feedlet]) ix->query_lane(info.feedlet, ix->first_ts(), ix->last_ts(), 1280, view);
-      view_lanes += !lane[info.feedlet];
-      lane[info.feedlet] = true;
+      if (lane[info.feedlet]) continue;
+      lane[info.feedlet] = true, ++view_lanes;
+      ix->query_lane(info.feedlet, ix->first_ts(), ix->last_ts(), 1280, view);
     }
   }
   const double first_view_ms = seconds_since(t0) * 1e3;
@@ -536,7 +536,8 @@ int main(int argc, char** argv) {
               unpack.ns_per_node, index::kNodesPerPage, unpack.ns_per_node / unpack.copy_ns_per_node, sizeof(index::Node),
               unpack.copy_ns_per_node);
   double budget = 256 + 0.005 * trace_mb;
-  std::printf("figure: index.anon_rss_mb %.0f MB (peak while indexing; while opening and querying %.0f MB; goal <= %.0f MB: %.2fx)\n",
+  std::printf("figure: index.anon_rss_mb %.0f MB (peak while indexing; while opening and querying %.0f MB; "
+              "goal <= %.0f MB: %.2fx)\n",
               anon_indexing, anon_query, budget, std::max(anon_indexing, anon_query) / budget);
   if (generated && !keep) ::unlink(trace.c_str());
   if (!keep) ::unlink(idx.c_str());
