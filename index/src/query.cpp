@@ -362,11 +362,14 @@ constexpr size_t kSplitWalkPieces = 3;
 // left out (query_lane says why).
 constexpr size_t kSpareAnswers = 64;
 
+// Whether all of a chunk's events lie in [t0, t1] (a walk over it takes them all).
+bool chunk_inside(const ChunkRecord& c, uint64_t t0, uint64_t t1) { return c.first_ts >= t0 && c.last_ts <= t1; }
+
 // The events of chunk k of f that a walk over [t0, t1] takes: from its last
 // resume point before t0 to its first point after t1 (list_pieces).
 uint64_t events_walked(const State& s, const FeedletState& f, size_t k, uint64_t t0, uint64_t t1, ChunkBuffers& buf) {
   const ChunkRecord& c = s.chunks[f.chunks[k].chunk];
-  if (c.first_ts >= t0 && c.last_ts <= t1) return c.event_count;
+  if (chunk_inside(c, t0, t1)) return c.event_count;
   thread_local std::vector<WalkFrom> points;  // memory kept
   const auto [first, last] = pieces_in(s, f, k, t0, t1, buf, points);
   const uint64_t from = first ? points[first - 1].event : 0;
@@ -398,20 +401,19 @@ bool decode_affordable(const State& s, uint32_t feedlet, uint64_t t0, uint64_t t
   if (!f) return true;
   const uint64_t budget = uint64_t(per_column) * std::max(columns, 1u);
   const size_t k0 = first_chunk_at(s, *f, t0);
-  auto inside = [&](const ChunkRecord& c) { return c.first_ts >= t0 && c.last_ts <= t1; };
   uint64_t whole = 0, cut = 0;  // events of the chunks inside the window; of those it cuts
   size_t k = k0;
   for (; k < f->chunks.size() && whole <= budget; ++k) {
     const ChunkRecord& c = s.chunks[f->chunks[k].chunk];
     if (c.first_ts > t1) break;
-    (inside(c) ? whole : cut) += c.event_count;
+    (chunk_inside(c, t0, t1) ? whole : cut) += c.event_count;
   }
   if (whole > budget) return false;
   if (whole + cut <= budget) return true;
   PayloadBuffer lease;
   uint64_t events = whole;
   for (size_t j = k0; j < k && events <= budget; ++j)
-    if (!inside(s.chunks[f->chunks[j].chunk])) events += events_walked(s, *f, j, t0, t1, lease.get());
+    if (!chunk_inside(s.chunks[f->chunks[j].chunk], t0, t1)) events += events_walked(s, *f, j, t0, t1, lease.get());
   return events <= budget;
 }
 
