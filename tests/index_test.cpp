@@ -1739,6 +1739,10 @@ TEST(Index, TheWarmerChecksThePagesAheadOfTheQueries) {
   EXPECT_EQ(c.checked, c.pages) << "the whole index within the budget: every page checked";
   EXPECT_GT(c.table_blocks, 0u);
   EXPECT_EQ(c.table_blocks_checked, c.table_blocks) << "and every block of its tables";
+  std::vector<std::pair<int, index::Buckets>> out;
+  for (uint32_t columns : {16u, 256u, 1024u})
+    for (uint32_t f = 1; f <= 16; ++f) ix->query_lane(f, ix->first_ts(), ix->last_ts(), columns, out);
+  EXPECT_EQ(ix->page_checks().asked, 0u) << "the whole index read in: queries ask for no page ahead";
 
   ix = open_warmed(fx.path, index_bytes / 4);
   ASSERT_TRUE(ix);
@@ -1748,15 +1752,29 @@ TEST(Index, TheWarmerChecksThePagesAheadOfTheQueries) {
   // The whole trace in every lane, in a few columns: coarse levels, already
   // checked. (At 4*10^6 events, 1 280 columns of it are near the leaves.)
   const TraceIndex::PageChecks before = c;
-  std::vector<std::pair<int, index::Buckets>> out;
   for (uint32_t f = 1; f <= 16; ++f) ix->query_lane(f, ix->first_ts(), ix->last_ts(), 16, out);
   EXPECT_EQ(ix->page_checks().checked, before.checked) << "a view of the whole trace finds its pages checked";
+  EXPECT_EQ(ix->page_checks().asked, 0u) << "and asks for none ahead";
   // Finer views read pages the warmer did not reach (the leaves): their
-  // queries check them. (More columns than a lane has events / 64 would
-  // decode the chunks instead.)
-  for (uint32_t columns : {256u, 1024u, 2048u})
-    for (uint32_t f = 1; f <= 16; ++f) ix->query_lane(f, ix->first_ts(), ix->last_ts(), columns, out);
-  EXPECT_GT(ix->page_checks().checked, before.checked);
+  // queries ask for them ahead, all of a query's at once, and check them.
+  // (More columns than a lane has events / 64 would decode the chunks instead.)
+  auto finer_views = [&] {
+    for (uint32_t columns : {256u, 1024u, 2048u})
+      for (uint32_t f = 1; f <= 16; ++f) ix->query_lane(f, ix->first_ts(), ix->last_ts(), columns, out);
+  };
+  finer_views();
+  c = ix->page_checks();
+  EXPECT_GT(c.checked, before.checked);
+  EXPECT_GT(c.asked, 0u);
+  EXPECT_LE(c.asked, c.checked - before.checked) << "only pages not yet read, each once, and all of them read";
+  finer_views();
+  EXPECT_EQ(ix->page_checks().asked, c.asked) << "the same views again: their pages are read, none asked for";
+  // A stream's own query asks the same way.
+  const uint64_t asked = c.asked;
+  const uint64_t span = ix->last_ts() - ix->first_ts();
+  for (int id = 0; id < int(ix->streams().size()); ++id)
+    ix->query(id, ix->first_ts() + span / 3, ix->first_ts() + span / 2, 4096);
+  EXPECT_GT(ix->page_checks().asked, asked);
 }
 
 TEST(Index, AnOpenedIndexIsPagedInBehindTheFirstQueries) {
@@ -1807,6 +1825,11 @@ TEST(Index, AnOpenedIndexIsPagedInBehindTheFirstQueries) {
   // the device's read-ahead window around it.)
   auto ix = open_warm(index_bytes / 3);
   ASSERT_TRUE(ix);
+  // (Read by the warmer, before any query: queries that find pages not yet
+  // read ask for them ahead, so their faults alone would not tell.)
+  const size_t warmed = resident_pages(idx).first, os_page = size_t(::sysconf(_SC_PAGESIZE));
+  EXPECT_GE(warmed * os_page, index_bytes / 6) << "the warmer read about a third of the index";
+  EXPECT_LT(warmed, pages) << "and not the whole of it";
   EXPECT_EQ(queries(*ix, 16, 20, 5), 0u) << "coarse views after warming a third";
   // By default the whole index, so no query waits for the disk.
   ix = open_warm(0);

@@ -36,24 +36,6 @@ struct Footer {  // the last 64 bytes of the file
 };
 static_assert(sizeof(Footer) == 64);
 
-// Maps the pages of a range of the index's mapping about to be read in one
-// system call rather than one page fault each: on a virtual machine the
-// faults were most of the time to open an index of 2*10^9 events. Those not
-// in the page cache are asked for first, all at once: the mapping reads no
-// more than the page a fault needs (map_pages).
-#ifndef MADV_POPULATE_READ  // Linux 5.14; older kernels refuse the advice, which changes nothing
-#define MADV_POPULATE_READ 22
-#endif
-void populate_read(const void* data, size_t bytes) {
-  constexpr uintptr_t kPage = 4096;
-  const uintptr_t a = reinterpret_cast<uintptr_t>(data) & ~(kPage - 1);
-  const uintptr_t b = (reinterpret_cast<uintptr_t>(data) + bytes + kPage - 1) & ~(kPage - 1);
-  if (b <= a) return;
-  // Hints: failure changes nothing.
-  ::madvise(reinterpret_cast<void*>(a), b - a, MADV_WILLNEED);
-  ::madvise(reinterpret_cast<void*>(a), b - a, MADV_POPULATE_READ);
-}
-
 // Reads a byte of each OS page of [p, p + n), so that its mapping's first
 // touch is paid here, on another core than the one that reads it next.
 constexpr uint64_t kTouchAlongside = 1 << 20;  // directory bytes worth a thread
@@ -301,6 +283,24 @@ uint64_t trace_fingerprint(const uint8_t* data, uint64_t size) {
   uint64_t a = format::checksum(data, k);
   uint64_t b = format::checksum(data + size - k, k);
   return a ^ (b << 1 | b >> 63) ^ size;
+}
+
+// Maps the pages of a range of the index's mapping about to be read in one
+// system call rather than one page fault each: on a virtual machine the
+// faults were most of the time to open an index of 2*10^9 events. Those not
+// in the page cache are asked for first, all at once: the mapping reads no
+// more than the page a fault needs (map_pages).
+#ifndef MADV_POPULATE_READ  // Linux 5.14; older kernels refuse the advice, which changes nothing
+#define MADV_POPULATE_READ 22
+#endif
+void populate_read(const void* data, size_t bytes) {
+  constexpr uintptr_t kPage = 4096;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(data) & ~(kPage - 1);
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(data) + bytes + kPage - 1) & ~(kPage - 1);
+  if (b <= a) return;
+  // Hints: failure changes nothing.
+  ::madvise(reinterpret_cast<void*>(a), b - a, MADV_WILLNEED);
+  ::madvise(reinterpret_cast<void*>(a), b - a, MADV_POPULATE_READ);
 }
 
 uint64_t table_block_checksum(const void* p, size_t bytes) { return XXH3_64bits(p, bytes); }

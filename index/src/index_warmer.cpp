@@ -93,7 +93,7 @@ IndexWarmer::IndexWarmer(const State& s, uint64_t budget) : s_(s) {
   if (budget == 0) budget = uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGESIZE)) / 8;
   // The plan too is made on the thread: opening waits for none of it.
   thread_ = std::thread([this, budget] {
-    run(plan(s_, budget));
+    if (run(plan(s_, budget)) && s_.index_map_size <= budget) read_all_.store(true, std::memory_order_release);
     verify(budget);
     done_.store(true, std::memory_order_release);
   });
@@ -104,7 +104,7 @@ IndexWarmer::~IndexWarmer() {
   thread_.join();
 }
 
-void IndexWarmer::run(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+bool IndexWarmer::run(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
   std::vector<std::pair<uint64_t, uint64_t>> batches;
   for (auto [begin, end] : ranges)
     for (uint64_t at = begin; at < end; at += kBatch) batches.emplace_back(at, std::min(end, at + kBatch));
@@ -119,6 +119,7 @@ void IndexWarmer::run(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) 
     // MADV_POPULATE_READ (before 5.14) has read it ahead already.
     advise(i, MADV_POPULATE_READ);
   }
+  return !stop_.load(std::memory_order_relaxed);
 }
 
 void IndexWarmer::verify(uint64_t budget) {

@@ -33,17 +33,21 @@ class IndexWarmer {
   IndexWarmer& operator=(const IndexWarmer&) = delete;
 
   bool done() const { return done_.load(std::memory_order_acquire); }
+  // Whether every page of the index has been read in (its budget holds the
+  // whole file, and that much is done; the checks may still be going on).
+  bool read_all() const { return read_all_.load(std::memory_order_acquire); }
 
  private:
   // The byte ranges of the index file to page in, in that order.
   static std::vector<std::pair<uint64_t, uint64_t>> plan(const State& s, uint64_t budget);
-  void run(const std::vector<std::pair<uint64_t, uint64_t>>& ranges);
+  // False if stopped before the end.
+  bool run(const std::vector<std::pair<uint64_t, uint64_t>>& ranges);
   // Then checks the checksums of the node pages it paged in, so that the
   // first query to read each need not (a tenth of the first queries' time
   // at 2*10^9 events went to them).
   void verify(uint64_t budget);
   const State& s_;
-  std::atomic<bool> stop_{false}, done_{false};
+  std::atomic<bool> stop_{false}, done_{false}, read_all_{false};
   std::thread thread_;
 };
 

@@ -1,5 +1,6 @@
 #include "pyramid.hpp"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -247,6 +248,47 @@ bool verify_page(const Stream& st, uint32_t level, size_t page, const uint8_t* m
   if (!checksum_ok(ref, map + ref.offset)) return false;
   mark_checked(lv, page);
   return true;
+}
+
+LevelWindow level_window(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift) {
+  LevelWindow w;
+  const size_t L = std::min<size_t>(shift - st.info.leaf_shift, st.levels.size() - 1);
+  w.answer_shift = st.info.leaf_shift + uint32_t(L);
+  // Odd levels are not stored: pairs of buckets of the level below make them.
+  w.stored = L & ~size_t(1);
+  w.up = uint32_t(L - w.stored);
+  w.b0 = (t0 >> w.answer_shift) << w.up;
+  w.b1 = ((t1 >> w.answer_shift) << w.up) | ((uint64_t(1) << w.up) - 1);
+  // (Through the checked reads: a loaded index's page lists are checked a
+  // block at a time as they are first read, table.hpp.)
+  const Table<PageRef>& pages = st.levels[w.stored].pages;
+  w.first = partition_index(pages, 0, pages.size(), [&](const PageRef& p) { return p.first_bucket <= w.b0; });
+  if (w.first > 0) --w.first;
+  return w;
+}
+
+size_t ask_for_pages(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, const uint8_t* map,
+                     size_t map_size) {
+  if (!map || st.levels.empty() || !st.levels[0].verified) return 0;  // (not a loaded index)
+  const LevelWindow w = level_window(st, t0, t1, shift);
+  const Level& lv = st.levels[w.stored];
+  constexpr uint64_t kOsPage = 4096;
+  uint64_t from = 0, to = 0;  // the OS pages being gathered into one request
+  auto ask = [&] {
+    if (to > from) ::madvise(const_cast<uint8_t*>(map) + from, size_t(to - from), MADV_WILLNEED);  // (a hint)
+  };
+  size_t asked = 0;
+  for (size_t page = w.first; page < lv.pages.size() && asked < kAskPages; ++page) {
+    const PageRef& ref = lv.pages[page];
+    if (ref.first_bucket > w.b1) break;
+    if (marked_checked(lv, page) || !fits_in(ref.offset, ref.bytes, map_size)) continue;
+    const uint64_t a = ref.offset / kOsPage * kOsPage, b = ref.offset + ref.bytes;
+    if (a > to) ask(), from = a;  // (pages lie in file order within a level, each stream's as they filled)
+    to = std::max(to, b);
+    ++asked;
+  }
+  ask();
+  return asked;
 }
 
 uint32_t read_page(const Stream& st, uint32_t level, size_t page, const uint8_t* map, size_t map_size, int fd,

@@ -308,12 +308,35 @@ uint32_t read_page(const Stream& st, uint32_t level, size_t page, const uint8_t*
 // the mapping, or does not match: a query then checks it and leaves it out.
 bool verify_page(const Stream& st, uint32_t level, size_t page, const uint8_t* map, size_t map_size);
 
+// Where a stored answer for buckets of 2^shift ticks (shift >= the stream's
+// leaf shift) over [t0, t1] reads: buckets [b0, b1] of stored level
+// `stored`, from its page `first`, answered `up` levels above it (odd
+// levels are not stored) in buckets of 2^answer_shift ticks.
+struct LevelWindow {
+  size_t stored;
+  uint32_t up, answer_shift;
+  uint64_t b0, b1;
+  size_t first;
+};
+LevelWindow level_window(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift);
+
 // The buckets of 2^shift ticks (shift >= the stream's leaf shift) whose key
 // lies in [t0, t1], from the stored levels of a stream, the growing edge
 // included. `read(level, page, Node* out)` unpacks page `page` of a level
 // into out as read_page does (0: damaged, left out).
 template <class ReadPage>
 void query_levels(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, ReadPage&& read, Buckets& out);
+
+// Asks the kernel at once for the pages of a loaded index (in `map`) that
+// query_levels(st, t0, t1, shift) will read and that no one has read yet
+// (not checked), at most kAskPages of them, without waiting for them. The
+// mapping reads a page a fault (IndexFile::map_pages), and a query's faults
+// come one after another: a lane's ~20 streams read a page or more each,
+// each fault a trip to the disk. Asked for together, they are read
+// together. Returns how many pages it asked for.
+constexpr size_t kAskPages = 64;
+size_t ask_for_pages(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, const uint8_t* map,
+                     size_t map_size);
 
 // The leaf shift for a stream that has `count` items in a chunk spanning
 // `span` ticks: leaves of about `leaf_items` items.
@@ -331,18 +354,10 @@ uint32_t choose_leaf_shift(uint64_t count, uint64_t span, uint64_t leaf_items = 
 template <class ReadPage>
 void query_levels(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, ReadPage&& read, Buckets& out) {
   const StreamKind kind = st.info.kind;
-  size_t L = std::min<size_t>(shift - st.info.leaf_shift, st.levels.size() - 1);
-  out.shift = st.info.leaf_shift + uint32_t(L);
-  // Odd levels are not stored: pairs of buckets of the level below make them.
-  const size_t stored = L & ~size_t(1);
-  const uint32_t up = uint32_t(L - stored);
-  const uint64_t b0 = (t0 >> out.shift) << up, b1 = ((t1 >> out.shift) << up) | ((uint64_t(1) << up) - 1);
+  const auto [stored, up, answer_shift, b0, b1, first] = level_window(st, t0, t1, shift);
+  out.shift = answer_shift;
   const Level& lv = st.levels[stored];
-  // (Through the checked reads: a loaded index's page lists are checked a
-  // block at a time as they are first read, table.hpp.)
   const size_t pages = lv.pages.size();
-  size_t first = partition_index(lv.pages, 0, pages, [&](const PageRef& p) { return p.first_bucket <= b0; });
-  if (first > 0) --first;
   // Reserved once (at most the nodes of the pages read), not grown by
   // doubling; new memory is mapped in one call (prefault.hpp).
   size_t most = lv.tail.size() + st.levels.size();

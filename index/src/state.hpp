@@ -127,6 +127,7 @@ struct State {
   }
   std::unique_ptr<Layouts> layouts;  // of the trace's schema, for decoding chunks
   mutable std::atomic<uint64_t> page_errors{0};
+  mutable std::atomic<uint64_t> pages_asked{0};  // by queries, ahead of reading them (ask_for_pages)
 
   ~State();
   const Stream* stream(int id) const;

@@ -125,12 +125,19 @@ class Table {
 };
 
 uint64_t table_block_checksum(const void* p, size_t bytes);  // XXH3-64
+// Asks for the pages of [p, p + bytes) of the index's mapping at once, and
+// maps them: a loaded table's block about to be checked. The mapping reads
+// only the page a fault needs (IndexFile::map_pages), so a block of 2 048
+// chunk records (128 KB) not in the page cache was 32 reads one after the
+// other, and a query's binary search over the chunks checks several blocks.
+void populate_read(const void* p, size_t bytes);
 
 template <class T>
 bool Table<T>::check_block(size_t b) const {
   const size_t from = b << kCheckShift, n = std::min<size_t>(kCheckBlock, view_size_ - from);
   uint64_t sum;
   std::memcpy(&sum, sums_ + b, sizeof sum);
+  populate_read(view_ + from, n * sizeof(T));
   const bool ok = format::checksum_matches(table_block_checksum(view_ + from, n * sizeof(T)), sum) &&
                   (!valid_ || valid_(view_ + from, from, n, from ? view_ + from - 1 : nullptr, *checks_, bound_));
   // Two readers may check a block at once: the one that marks it counts it.

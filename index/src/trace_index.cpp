@@ -377,6 +377,7 @@ std::unique_ptr<TraceIndex> TraceIndex::load(const std::string& trace, const std
 }
 
 bool TraceIndex::warm() const { return !warmer_ || warmer_->done(); }
+bool TraceIndex::pages_all_in() const { return warmer_ && warmer_->read_all(); }
 
 TraceIndex::PageChecks TraceIndex::page_checks() const {
   std::shared_lock lock(mu_);
@@ -387,6 +388,7 @@ TraceIndex::PageChecks TraceIndex::page_checks() const {
   c.table_blocks = s_->table_blocks;
   for (size_t i = 0; i < c.table_blocks; ++i)
     c.table_blocks_checked += std::atomic_ref<uint8_t>(s_->table_marks[i]).load(std::memory_order_relaxed) != 0;
+  c.asked = s_->pages_asked.load(std::memory_order_relaxed);
   return c;
 }
 

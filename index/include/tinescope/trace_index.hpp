@@ -271,9 +271,12 @@ class TraceIndex {
   // The same for the blocks of its tables (chunks, page lists...; docs/INDEX.md,
   // "Trust"): checked before first use, by the warmer or the query; never
   // when opening. (An index built here has none to check: all zero.)
+  // `asked`: node pages that queries asked for ahead of reading them, all of
+  // a query's at once, while the index was not yet read in whole (docs/INDEX.md).
   struct PageChecks {
     uint64_t checked = 0, pages = 0;
     uint64_t table_blocks_checked = 0, table_blocks = 0;
+    uint64_t asked = 0;
   };
   PageChecks page_checks() const;
   uint64_t events() const;  // data events (not the metadata feedlet)
@@ -352,6 +355,9 @@ class TraceIndex {
   void walk_items(uint32_t feedlet, uint64_t t0, uint64_t t1, const std::function<void(const Item&)>& fn) const;
   // A stream's buckets from its stored levels (shift >= its leaf shift). The caller holds mu_.
   void stored_answer(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, Buckets& out) const;
+  // Whether every page of the index is known to be in (the warmer has read
+  // the whole file); until then, queries ask for their pages ahead (ask_for_pages).
+  bool pages_all_in() const;
   std::string trace_path_, index_path_, temp_path_;
   BuildOptions options_;
   std::unique_ptr<Builder> builder_;
