@@ -354,8 +354,11 @@ uint32_t choose_leaf_shift(uint64_t count, uint64_t span, uint64_t leaf_items = 
 template <class ReadPage>
 void query_levels(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, ReadPage&& read, Buckets& out) {
   const StreamKind kind = st.info.kind;
-  const auto [stored, up, answer_shift, b0, b1, first] = level_window(st, t0, t1, shift);
-  out.shift = answer_shift;
+  const LevelWindow w = level_window(st, t0, t1, shift);  // (a lambda captures these: not a binding, for clang 14)
+  const size_t stored = w.stored, first = w.first;
+  const uint32_t up = w.up;
+  const uint64_t b0 = w.b0, b1 = w.b1;
+  out.shift = w.answer_shift;
   const Level& lv = st.levels[stored];
   const size_t pages = lv.pages.size();
   // Reserved once (at most the nodes of the pages read), not grown by
