@@ -293,14 +293,24 @@ uint64_t trace_fingerprint(const uint8_t* data, uint64_t size) {
 #ifndef MADV_POPULATE_READ  // Linux 5.14; older kernels refuse the advice, which changes nothing
 #define MADV_POPULATE_READ 22
 #endif
-void populate_read(const void* data, size_t bytes) {
+namespace {
+// The whole OS pages that [data, data + bytes) touches.
+std::pair<void*, size_t> os_pages(const void* data, size_t bytes) {
   constexpr uintptr_t kPage = 4096;
   const uintptr_t a = reinterpret_cast<uintptr_t>(data) & ~(kPage - 1);
   const uintptr_t b = (reinterpret_cast<uintptr_t>(data) + bytes + kPage - 1) & ~(kPage - 1);
-  if (b <= a) return;
-  // Hints: failure changes nothing.
-  ::madvise(reinterpret_cast<void*>(a), b - a, MADV_WILLNEED);
-  ::madvise(reinterpret_cast<void*>(a), b - a, MADV_POPULATE_READ);
+  return {reinterpret_cast<void*>(a), b > a ? b - a : 0};
+}
+}  // namespace
+
+// Hints: failure changes nothing.
+void ask_for_read(const void* data, size_t bytes) {
+  const auto [p, n] = os_pages(data, bytes);
+  if (n) ::madvise(p, n, MADV_WILLNEED);
+}
+void populate_read(const void* data, size_t bytes) {
+  const auto [p, n] = os_pages(data, bytes);
+  if (n) ::madvise(p, n, MADV_WILLNEED), ::madvise(p, n, MADV_POPULATE_READ);
 }
 
 uint64_t table_block_checksum(const void* p, size_t bytes) { return XXH3_64bits(p, bytes); }

@@ -1,6 +1,5 @@
 #include "pyramid.hpp"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -272,22 +271,19 @@ size_t ask_for_pages(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift,
   if (!map || st.levels.empty() || !st.levels[0].verified) return 0;  // (not a loaded index)
   const LevelWindow w = level_window(st, t0, t1, shift);
   const Level& lv = st.levels[w.stored];
-  constexpr uint64_t kOsPage = 4096;
-  uint64_t from = 0, to = 0;  // the OS pages being gathered into one request
-  auto ask = [&] {
-    if (to > from) ::madvise(const_cast<uint8_t*>(map) + from, size_t(to - from), MADV_WILLNEED);  // (a hint)
-  };
+  uint64_t from = 0, to = 0;  // the bytes being gathered into one request
   size_t asked = 0;
   for (size_t page = w.first; page < lv.pages.size() && asked < kAskPages; ++page) {
     const PageRef& ref = lv.pages[page];
     if (ref.first_bucket > w.b1) break;
     if (marked_checked(lv, page) || !fits_in(ref.offset, ref.bytes, map_size)) continue;
-    const uint64_t a = ref.offset / kOsPage * kOsPage, b = ref.offset + ref.bytes;
-    if (a > to) ask(), from = a;  // (pages lie in file order within a level, each stream's as they filled)
-    to = std::max(to, b);
+    // (Pages lie in file order within a level, each stream's as they filled.)
+    const bool apart = to == 0 || ref.offset / 4096 > (to - 1) / 4096 + 1;  // (not in the OS page after the last)
+    if (apart) ask_for_read(map + from, to - from), from = ref.offset;
+    to = std::max<uint64_t>(to, ref.offset + ref.bytes);
     ++asked;
   }
-  ask();
+  ask_for_read(map + from, to - from);
   return asked;
 }
 

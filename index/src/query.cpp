@@ -618,11 +618,8 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
   };
   // Pages not yet read (an index just opened, or larger than the warmer's
   // budget): every stored stream's asked for together, before any is read.
-  if (!pages_all_in()) {
-    size_t asked = 0;
-    for (const Stored& p : stored) asked += ask_for_pages(*p.st, t0, t1, p.shift, s_->index_map, s_->index_map_size);
-    if (asked) s_->pages_asked.fetch_add(asked, std::memory_order_relaxed);
-  }
+  if (!pages_all_in())
+    for (const Stored& p : stored) s_->ask_for_pages(*p.st, t0, t1, p.shift);
   const size_t parts = walks + stored.size();
   if (split || stored_buckets >= kSplitStoredBuckets) {
     tasks_->run(parts, part);
@@ -671,9 +668,7 @@ void TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift, B
     const Stream* st = s_->stream(id);
     if (!st) return;
     if (shift >= st->info.leaf_shift && !st->levels.empty()) {
-      if (!pages_all_in())
-        s_->pages_asked.fetch_add(ask_for_pages(*st, t0, t1, shift, s_->index_map, s_->index_map_size),
-                                  std::memory_order_relaxed);
+      if (!pages_all_in()) s_->ask_for_pages(*st, t0, t1, shift);
       return stored_answer(*st, t0, t1, shift, out);
     }
     depth = st->info.kind == StreamKind::Depth;

@@ -134,6 +134,8 @@ struct State {
   FeedletState* feedlet(uint32_t id) const;
   // Reads a page's nodes into buf (checking its checksum); false if damaged.
   uint32_t read_page(const Stream& st, uint32_t level, size_t page, Node* out) const;
+  // ask_for_pages() on this index's mapping, counted in pages_asked.
+  void ask_for_pages(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift) const;
   // Appends a flow block's flows to out (checking its checksum); false if damaged.
   bool read_flows(const FlowBlock& b, std::vector<Flow>& out) const;
   // Chunk `c`'s bytes, read from the trace into `into` (sized for the whole

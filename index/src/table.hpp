@@ -125,11 +125,14 @@ class Table {
 };
 
 uint64_t table_block_checksum(const void* p, size_t bytes);  // XXH3-64
-// Asks for the pages of [p, p + bytes) of the index's mapping at once, and
-// maps them: a loaded table's block about to be checked. The mapping reads
-// only the page a fault needs (IndexFile::map_pages), so a block of 2 048
-// chunk records (128 KB) not in the page cache was 32 reads one after the
-// other, and a query's binary search over the chunks checks several blocks.
+// Asks for the OS pages of [p, p + bytes) of the index's mapping at once,
+// without waiting for them (MADV_WILLNEED; a hint). The mapping reads only
+// the page a fault needs (IndexFile::map_pages), one fault after another.
+void ask_for_read(const void* p, size_t bytes);
+// The same, then maps them, waiting for them: a loaded table's block about
+// to be checked. A block of 2 048 chunk records (128 KB) not in the page
+// cache was 32 reads one after the other, and a query's binary search over
+// the chunks checks several blocks.
 void populate_read(const void* p, size_t bytes);
 
 template <class T>

@@ -48,6 +48,11 @@ uint32_t State::read_page(const Stream& st, uint32_t level, size_t page, Node* o
   return 0;
 }
 
+void State::ask_for_pages(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift) const {
+  if (const size_t n = index::ask_for_pages(st, t0, t1, shift, index_map, index_map_size))
+    pages_asked.fetch_add(n, std::memory_order_relaxed);
+}
+
 bool State::read_flows(const FlowBlock& b, std::vector<Flow>& out) const {
   const size_t had = out.size();
   if (index_map && fits_in(b.offset, b.bytes, index_map_size) &&
