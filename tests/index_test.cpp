@@ -1418,8 +1418,9 @@ std::pair<size_t, size_t> resident_pages(const std::string& path) {
   return {size_t(std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; })), n};
 }
 
-void evict(const std::string& path) {
+void evict(const std::string& path) {  // (written back first: only clean pages leave)
   const int fd = ::open(path.c_str(), O_RDONLY);
+  ::fdatasync(fd);
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   ::close(fd);
 }
@@ -1775,6 +1776,45 @@ TEST(Index, TheWarmerChecksThePagesAheadOfTheQueries) {
   for (int id = 0; id < int(ix->streams().size()); ++id)
     ix->query(id, ix->first_ts() + span / 3, ix->first_ts() + span / 2, 4096);
   EXPECT_GT(ix->page_checks().asked, asked);
+}
+
+TEST(Index, AWalkOverATraceOutOfThePageCacheAsksForItsChunksAtOnce) {
+  IndexedTrace fx = synthetic_indexed("index_chunks_asked", 4'000'000);
+  ASSERT_TRUE(fx.ix);
+  // A fifth of the trace in one lane (~50 000 of its events, several of its
+  // chunks), in enough columns to be decoded from the chunks.
+  const uint64_t span = fx.ix->last_ts() - fx.ix->first_ts();
+  const uint64_t t0 = fx.ix->first_ts() + span / 3, t1 = t0 + span / 5;
+  std::vector<std::pair<int, index::Buckets>> cached, evicted;
+  auto lane = [&](std::vector<std::pair<int, index::Buckets>>& out) {
+    fx.ix->query_lane(1, t0, t1, 8192, out);
+    size_t decoded = 0;
+    for (const auto& [id, b] : out) decoded += b.from_events;
+    return decoded;
+  };
+  ASSERT_GT(lane(cached), 0u) << "decoded from the chunks";
+  EXPECT_EQ(fx.ix->page_checks().chunks_asked, 0u) << "the trace just written is in the page cache: nothing asked for";
+  evict(fx.path);
+  const auto [cached_pages, pages] = resident_pages(fx.path);
+  if (cached_pages == pages) GTEST_SKIP() << "the page cache keeps " << fx.path << " (a file system in memory?)";
+  lane(evicted);
+  const uint64_t asked = fx.ix->page_checks().chunks_asked;
+  EXPECT_GE(asked, 3u) << "the walk's chunks asked for at its first read, all at once";
+  ASSERT_EQ(cached.size(), evicted.size());
+  const auto streams = fx.ix->streams();
+  for (size_t i = 0; i < cached.size(); ++i)
+    expect_same_nodes(streams[size_t(cached[i].first)].kind, cached[i].second.nodes, evicted[i].second.nodes,
+                      "evicted");
+  lane(evicted);
+  EXPECT_EQ(fx.ix->page_checks().chunks_asked, asked) << "the same walk again: its chunks are read, none asked for";
+  // A stream's own walk (TraceIndex::query) asks the same way.
+  evict(fx.path);
+  int interval = -1;
+  for (int id = 0; id < int(streams.size()) && interval < 0; ++id)
+    if (streams[size_t(id)].feedlet == 1 && streams[size_t(id)].kind == StreamKind::Interval) interval = id;
+  ASSERT_GE(interval, 0);
+  EXPECT_TRUE(fx.ix->query(interval, t0, t1, 8192).from_events);
+  EXPECT_GT(fx.ix->page_checks().chunks_asked, asked);
 }
 
 TEST(Index, AnOpenedIndexIsPagedInBehindTheFirstQueries) {

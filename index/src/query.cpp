@@ -98,13 +98,13 @@ struct ChunkBlocks {
 template <class OnEvent, class OnItem>
 bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletState& f, size_t k, WalkState& w,
                         ChunkBuffers& buf, OnEvent&& on_event, OnItem&& on_item, uint64_t until = UINT64_MAX,
-                        const WalkFrom* from = nullptr) {
+                        const WalkFrom* from = nullptr, const ChunksAhead& ahead = {}) {
   std::string why;
   if (!chunk_readable(s, f, k)) return false;
   const uint32_t c = f.chunks[k].chunk;
   const ChunkRecord& r = s.chunks[c];
   ChunkBlocks blocks;
-  const uint8_t* chunk = s.read_chunk_head(c, buf.chunk, &blocks.whole, why);
+  const uint8_t* chunk = s.read_chunk_head(c, buf.chunk, &blocks.whole, why, ahead);
   if (!chunk) return false;
   format::ChunkHeader h;
   std::memcpy(&h, chunk, sizeof h);
@@ -180,10 +180,10 @@ std::pair<size_t, size_t> chunks_over(const State& s, const FeedletState& f, uin
 // completes, going on from state w (the walk stops at t1).
 template <class Fn>
 inline void walk_chunk_in(const State& s, const FeedletState& f, size_t k, WalkState& w, ChunkBuffers& buf,
-                          uint64_t t0, uint64_t t1, Fn&& fn, const WalkFrom* from = nullptr) {
+                          uint64_t t0, uint64_t t1, Fn&& fn, const WalkFrom* from, const ChunksAhead& ahead) {
   walk_feedlet_chunk(s, *s.layouts, f, k, w, buf, [](uint64_t, uint16_t) {}, [&](const Item& it) __attribute__((always_inline)) {
     if (it.key() >= t0 && it.key() <= t1) fn(it);
-  }, t1, from);
+  }, t1, from, ahead);
 }
 
 // Calls fn for each item of feedlet f with its key in [t0, t1] that a chunk
@@ -197,7 +197,7 @@ void walk_chunks(const State& s, const FeedletState& f, size_t k, size_t end, ui
   WalkStart start = start_in(s, f, k, t0, UINT64_MAX, buf);  // the first chunk from inside it
   WalkState& w = start.state;
   for (const WalkFrom* from = start.from(); k < end; ++k, from = nullptr) {
-    walk_chunk_in(s, f, k, w, buf, t0, t1, fn, from);
+    walk_chunk_in(s, f, k, w, buf, t0, t1, fn, from, {&f, k, end});
     if (s.chunks[f.chunks[k].chunk].last_ts > t1) break;  // the walk stopped inside this chunk
   }
 }
@@ -268,7 +268,10 @@ void list_pieces(const State& s, const FeedletState& f, size_t k, size_t end, ui
 // payload it decoded, so that the pieces of a chunk read and decode it once.
 class PieceWalker {
  public:
-  PieceWalker(const State& s, const FeedletState& f, ChunkBuffers& buf) : s_(s), f_(f), buf_(buf) {}
+  // `ahead`: the chunks of every piece the walk may take, asked for where
+  // the first it reads is not in the page cache (State::read_chunk_head).
+  PieceWalker(const State& s, const FeedletState& f, ChunkBuffers& buf, const ChunksAhead& ahead)
+      : s_(s), f_(f), buf_(buf), ahead_(ahead) {}
   // The walk's state where piece p starts: the chunk's open intervals, or
   // what its resume point recorded. False if that cannot be read.
   bool start(const Piece& p, WalkState& w) {
@@ -290,7 +293,7 @@ class PieceWalker {
     const uint32_t c = f_.chunks[p.k].chunk;
     if (c != chunk_) {
       chunk_ = c, lo_ = hi_ = 0, blocks_ = ChunkBlocks{};
-      if ((bytes_ = s_.read_chunk_head(c, buf_.chunk, &blocks_.whole, why))) std::memcpy(&h_, bytes_, sizeof h_);
+      if ((bytes_ = s_.read_chunk_head(c, buf_.chunk, &blocks_.whole, why, ahead_))) std::memcpy(&h_, bytes_, sizeof h_);
     }
     if (!bytes_) return;
     // The payload this piece needs: its own segment, which decodes on its
@@ -318,6 +321,7 @@ class PieceWalker {
   const State& s_;
   const FeedletState& f_;
   ChunkBuffers& buf_;
+  const ChunksAhead ahead_;
   uint32_t chunk_ = UINT32_MAX;
   const uint8_t* bytes_ = nullptr;
   const uint8_t* raw_ = nullptr;
@@ -538,6 +542,8 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     list_pieces(*s_, *f, k0, k_end, from, to, lease.get(), pieces);
   }
   const size_t n_pieces = pieces.size();
+  const ChunksAhead ahead = n_pieces ? ChunksAhead{f, pieces.front().k, pieces.back().k + size_t(1)}
+                                            : ChunksAhead{};
   const bool split = n_pieces >= kSplitWalkPieces && tasks_->helpers() > 0;
   std::atomic<uint64_t> ends{n_pieces};  // front << 32 | back: pieces not yet taken
   auto take = [&](bool front) -> size_t {
@@ -578,7 +584,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
   };
   auto walk_front = [&] {
     PayloadBuffer lease;
-    PieceWalker walker(*s_, *f, lease.get());
+    PieceWalker walker(*s_, *f, lease.get(), ahead);
     WalkState w;
     bool started = false;
     size_t alone = 0;  // without a helper: every piece in order
@@ -589,7 +595,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
   };
   auto walk_back = [&] {
     PayloadBuffer lease;
-    PieceWalker walker(*s_, *f, lease.get());
+    PieceWalker walker(*s_, *f, lease.get(), ahead);
     WalkState w;
     for (size_t i; (i = take(false)) != SIZE_MAX;) {
       std::vector<std::vector<Node>>& mine = side[i];

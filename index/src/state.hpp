@@ -65,6 +65,12 @@ struct FeedletState {
 
 using FlowRecord = Flow;
 
+// The chunks a walk reads next, this one first: f's chunks [k, end).
+struct ChunksAhead {
+  const FeedletState* f = nullptr;
+  size_t k = 0, end = 0;
+};
+
 struct State {
   Table<ChunkRecord> chunks;
   std::map<uint32_t, std::unique_ptr<FeedletState>> feedlets;
@@ -128,6 +134,7 @@ struct State {
   std::unique_ptr<Layouts> layouts;  // of the trace's schema, for decoding chunks
   mutable std::atomic<uint64_t> page_errors{0};
   mutable std::atomic<uint64_t> pages_asked{0};  // by queries, ahead of reading them (ask_for_pages)
+  mutable std::atomic<uint64_t> chunks_asked{0};  // of the trace, by walks, ahead of reading them (ask_for_chunks)
 
   ~State();
   const Stream* stream(int id) const;
@@ -149,8 +156,17 @@ struct State {
   // so, not through the trace's mapping: on this VM, mapping a chunk's pages
   // the first time (page faults, page-table updates) cost ~25 us a chunk, as
   // much as a fine zoom's whole walk; a copy from the page cache costs a few.
-  const uint8_t* read_chunk_head(uint32_t c, std::vector<uint8_t>& into, bool* whole, std::string& why) const;
+  // `ahead`: the chunks the walk reads next. Where the head is not in the
+  // page cache (a trace larger than memory, or let go since it was read),
+  // they are all asked of the disk at once before it is read (ask_for_chunks).
+  const uint8_t* read_chunk_head(uint32_t c, std::vector<uint8_t>& into, bool* whole, std::string& why,
+                                 const ChunksAhead& ahead = {}) const;
   bool read_chunk_bytes(uint32_t c, uint8_t* into, size_t begin, size_t end, std::string& why) const;
+  // Asks the disk for the bytes of the chunks in `ahead` (at most
+  // kAskChunks of them) with POSIX_FADV_WILLNEED, counted in chunks_asked:
+  // a walk's reads then wait for the disk once, not once a read (a chunk's
+  // head, then its segments) and a chunk, one after another.
+  void ask_for_chunks(const ChunksAhead& ahead) const;
   // A chunk's resume points: in place in a loaded index's mapping, else read
   // from the index file into buf. None if they are not there or do not match
   // their check (a walk then starts at the chunk's start).

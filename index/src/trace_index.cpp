@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -114,14 +115,42 @@ bool chunk_as_recorded(const ChunkRecord& r, const uint8_t* bytes, format::Chunk
 }
 }  // namespace
 
-const uint8_t* State::read_chunk_head(uint32_t c, std::vector<uint8_t>& into, bool* whole, std::string& why) const {
+// A walk over a long window asks again at the next chunk it finds out of the page cache.
+constexpr size_t kAskChunks = 16;
+
+void State::ask_for_chunks(const ChunksAhead& ahead) const {
+  uint64_t asked = 0;
+  for (size_t k = ahead.k; k < ahead.end && k < ahead.k + kAskChunks; ++k) {
+    if (!ahead.f->chunks.readable(k) || !chunks.readable(ahead.f->chunks[k].chunk)) continue;
+    const ChunkRecord& r = chunks[ahead.f->chunks[k].chunk];
+    if (!fits_in(r.offset, r.size, trace_map_size)) continue;
+    ::posix_fadvise(trace_fd, off_t(r.offset), off_t(r.size), POSIX_FADV_WILLNEED);
+    ++asked;
+  }
+  chunks_asked.fetch_add(asked, std::memory_order_relaxed);
+}
+
+const uint8_t* State::read_chunk_head(uint32_t c, std::vector<uint8_t>& into, bool* whole, std::string& why,
+                                      const ChunksAhead& ahead) const {
   const ChunkRecord& r = chunks[c];
   format::ChunkHeader h;
   if (!chunk_in_trace(*this, r, why)) return nullptr;
   if (into.size() < r.size) resize_prefaulted(into, r.size);
   // One read holds the head of a chunk of up to 120 segments (245 760 events).
   const size_t have = std::min<size_t>(r.size, 1024);
-  if (!read_chunk_bytes(c, into.data(), 0, have, why) || !chunk_as_recorded(r, into.data(), h, why)) return nullptr;
+  // Read from the page cache only (RWF_NOWAIT, Linux 4.14): what it lacks
+  // comes from the disk, so the walk's chunks are asked for first. In the
+  // page cache, this costs nothing more than the read; asking there would
+  // cost ~2 us a chunk (measured), a tenth of a fine zoom's query.
+  size_t got = 0;
+  if (ahead.f) {
+    iovec head{into.data(), have};
+    const ssize_t n = ::preadv2(trace_fd, &head, 1, off_t(r.offset), RWF_NOWAIT);
+    got = n > 0 ? size_t(n) : 0;
+    if (got < have) ask_for_chunks(ahead);
+  }
+  if ((got < have && !read_chunk_bytes(c, into.data(), got, have, why)) || !chunk_as_recorded(r, into.data(), h, why))
+    return nullptr;
   *whole = !(h.flags & format::kChunkLz4Segments);
   const size_t head = *whole ? r.size : trace::chunk_head_bytes(h);  // (within r.size: chunk_sizes_possible)
   if (head > have && !read_chunk_bytes(c, into.data(), have, head, why)) return nullptr;
@@ -394,6 +423,7 @@ TraceIndex::PageChecks TraceIndex::page_checks() const {
   for (size_t i = 0; i < c.table_blocks; ++i)
     c.table_blocks_checked += std::atomic_ref<uint8_t>(s_->table_marks[i]).load(std::memory_order_relaxed) != 0;
   c.asked = s_->pages_asked.load(std::memory_order_relaxed);
+  c.chunks_asked = s_->chunks_asked.load(std::memory_order_relaxed);
   return c;
 }
 

@@ -273,10 +273,13 @@ class TraceIndex {
   // when opening. (An index built here has none to check: all zero.)
   // `asked`: node pages that queries asked for ahead of reading them, all of
   // a query's at once, while the index was not yet read in whole (docs/INDEX.md).
+  // `chunks_asked`: the same for the trace's chunks that walks (decoded
+  // queries) read, asked for where the first one read was not in the page cache.
   struct PageChecks {
     uint64_t checked = 0, pages = 0;
     uint64_t table_blocks_checked = 0, table_blocks = 0;
     uint64_t asked = 0;
+    uint64_t chunks_asked = 0;
   };
   PageChecks page_checks() const;
   uint64_t events() const;  // data events (not the metadata feedlet)
