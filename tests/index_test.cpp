@@ -34,6 +34,7 @@
 #include "prefault.hpp"
 #include "pyramid.hpp"
 #include "sort_blocks.hpp"
+#include "trace_reads.hpp"
 
 namespace tinescope::test {
 namespace {
@@ -597,24 +598,9 @@ TEST(Index, ChunksLargerThanAReadSliceAreIndexedWhole) {
 // hand feedlets back and forth all the time). Nor on how the trace was read:
 // the second build reads it in slices of 32 KB, smaller than most chunks
 // (each grows its slice) and reused all the time while workers walk others.
-TEST(Index, AnyNumberOfWorkersBuildsTheSameIndex) {
-  bench::SyntheticResult r;
-  const std::string bytes = synthetic_bytes(3'000'000, 8, 40'000, r);
-  ASSERT_FALSE(bytes.empty());
-  std::vector<std::unique_ptr<TraceIndex>> built;
-  std::vector<std::string> paths;
-  for (unsigned workers : {1u, 3u}) {
-    paths.push_back(temp_path("index_workers_" + std::to_string(workers)));
-    std::ofstream(paths.back(), std::ios::binary) << bytes;
-    index::BuildOptions o;
-    o.threads = workers;
-    if (workers == 3) o.read_slice = 32u << 10;
-    std::string error;
-    built.push_back(TraceIndex::build(paths.back(), error, o));
-    ASSERT_TRUE(built.back()) << error;
-  }
-  const TraceIndex &a = *built[0], &b = *built[1];
-  EXPECT_EQ(a.events(), r.events);
+// Two indexes of the same trace hold the same: streams, lane answers at
+// random zooms, global events, and every flow.
+void expect_same_index(const TraceIndex& a, const TraceIndex& b) {
   ASSERT_EQ(a.events(), b.events());
   const auto sa = a.streams(), sb = b.streams();
   ASSERT_EQ(sa.size(), sb.size());
@@ -652,6 +638,26 @@ TEST(Index, AnyNumberOfWorkersBuildsTheSameIndex) {
   ASSERT_EQ(fa.size(), fb.size());
   for (size_t i = 0; i < fa.size(); ++i)
     ASSERT_EQ(std::memcmp(&fa[i], &fb[i], sizeof(index::Flow)), 0) << "flow " << i;
+}
+
+TEST(Index, AnyNumberOfWorkersBuildsTheSameIndex) {
+  bench::SyntheticResult r;
+  const std::string bytes = synthetic_bytes(3'000'000, 8, 40'000, r);
+  ASSERT_FALSE(bytes.empty());
+  std::vector<std::unique_ptr<TraceIndex>> built;
+  std::vector<std::string> paths;
+  for (unsigned workers : {1u, 3u}) {
+    paths.push_back(temp_path("index_workers_" + std::to_string(workers)));
+    std::ofstream(paths.back(), std::ios::binary) << bytes;
+    index::BuildOptions o;
+    o.threads = workers;
+    if (workers == 3) o.read_slice = 32u << 10;
+    std::string error;
+    built.push_back(TraceIndex::build(paths.back(), error, o));
+    ASSERT_TRUE(built.back()) << error;
+  }
+  EXPECT_EQ(built[0]->events(), r.events);
+  expect_same_index(*built[0], *built[1]);
   built.clear();
   for (const std::string& p : paths) ::unlink(p.c_str()), ::unlink((p + ".idx").c_str());
 }
@@ -1776,6 +1782,59 @@ TEST(Index, TheWarmerChecksThePagesAheadOfTheQueries) {
   for (int id = 0; id < int(ix->streams().size()); ++id)
     ix->query(id, ix->first_ts() + span / 3, ix->first_ts() + span / 2, 4096);
   EXPECT_GT(ix->page_checks().asked, asked);
+}
+
+// Indexing reads a trace that is not in the page cache past it, straight
+// into its slices (O_DIRECT: index/src/trace_reads.hpp), and builds the same
+// index as from the trace in the page cache.
+TEST(Index, ATraceOutOfThePageCacheIsReadPastIt) {
+  bench::SyntheticResult r;
+  const std::string bytes = synthetic_bytes(10'000'000, 8, 40'000, r);
+  ASSERT_GT(bytes.size(), 32u << 20) << "more than the kernel reads ahead of the index's own reads of its mapping";
+  const std::string path = temp_path("index_direct");
+  std::ofstream(path, std::ios::binary) << bytes;
+  evict(path);
+  const auto [cached, pages] = resident_pages(path);
+  if (cached == pages) GTEST_SKIP() << "the page cache keeps " << path << " (a file system in memory?)";
+  {  // Read as the indexer reads: in order, in aligned slices (the last one short), with room past each.
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    const size_t size = bytes.size();
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    ASSERT_NE(map, MAP_FAILED);
+    EXPECT_LT(index::TraceReads::share_in_page_cache(static_cast<const uint8_t*>(map), 0, size), 0.1);
+    index::TraceReads reads(fd, static_cast<const uint8_t*>(map), 0, size);
+    constexpr size_t kSlice = 1 << 20, kAlign = index::TraceReads::kAlign;
+    uint8_t* into = static_cast<uint8_t*>(std::aligned_alloc(kAlign, (size + 2 * kAlign) / kAlign * kAlign));
+    for (size_t at = 0; at < size; at += kSlice)
+      ASSERT_EQ(reads.read(into + at, at, std::min(kSlice, size - at)), ssize_t(std::min(kSlice, size - at)));
+    EXPECT_EQ(std::memcmp(into, bytes.data(), size), 0) << "the trace's bytes as they are";
+    std::free(into);
+    ::munmap(map, size);
+    ::close(fd);
+    if (!reads.direct()) GTEST_SKIP() << "the file system of " << path << " takes no O_DIRECT";
+    EXPECT_EQ(reads.direct_bytes(), size);
+    EXPECT_LT(resident_pages(path).first, pages / 10) << "past the page cache: it holds no more of the trace";
+  }
+  // Built from the trace out of the page cache (in slices of an odd size,
+  // each read made to end on an aligned offset), and from it in the page cache.
+  std::string error;
+  index::BuildOptions o;
+  o.read_slice = 300'001;
+  const std::string idx_a = path + ".a.idx", idx_b = path + ".b.idx";
+  o.index_path = idx_a;
+  auto a = TraceIndex::build(path, error, o);
+  ASSERT_TRUE(a) << error;
+  EXPECT_LT(resident_pages(path).first, pages * 3 / 4) << "indexed past the page cache";
+  EXPECT_EQ(slurp(path), bytes);  // (now in the page cache)
+  EXPECT_EQ(resident_pages(path).first, pages);
+  o.index_path = idx_b;
+  auto b = TraceIndex::build(path, error, o);
+  ASSERT_TRUE(b) << error;
+  EXPECT_EQ(a->events(), r.events);
+  expect_same_index(*a, *b);
+  a.reset(), b.reset();
+  for (const std::string& p : {path, idx_a, idx_b}) ::unlink(p.c_str());
 }
 
 TEST(Index, AWalkOverATraceOutOfThePageCacheAsksForItsChunksAtOnce) {

@@ -22,6 +22,7 @@
 
 #include "bulk_array.hpp"
 #include "resume_points.hpp"
+#include "trace_reads.hpp"
 #include "sort_blocks.hpp"
 
 namespace tinescope::index {
@@ -35,10 +36,13 @@ using format::ChunkHeader;
 // CPU, a copy with pread 65-90 ms, of ~3 s for the whole indexing; and a
 // trace cut short under a mapping raises SIGBUS. The bytes are a BulkArray
 // (huge pages, not zeroed): a std::vector's zeroing faulted its 4 KB pages
-// in at ~11 us each on this VM.
+// in at ~11 us each on this VM. Its bytes start at `data`, a little into
+// `bytes`: where what is read from the file starts aligned in memory, for
+// TraceReads to read it past the page cache.
 struct Slice {
   BulkArray<uint8_t> bytes;
-  uint64_t at = 0;    // the trace offset of bytes[0]
+  uint8_t* data = nullptr;  // the trace's bytes from offset `at`
+  uint64_t at = 0;
   uint64_t size = 0;  // bytes read
   uint32_t jobs = 0;  // chunks in it not yet walked (under Workers::mu)
 };
@@ -200,7 +204,7 @@ void Builder::on_chunk(const trace::ChunkInfo& info) {
     slot->grid_shift = grid_shift_;
   }
   slot->dropped += h.dropped_before;
-  Job job{index, info.offset, info.size, slice_->bytes.begin() + (info.offset - slice_->at), slot.get(), grid_shift_,
+  Job job{index, info.offset, info.size, slice_->data + (info.offset - slice_->at), slot.get(), grid_shift_,
           slice_};
   Workers& w = *workers_;
   {
@@ -423,7 +427,8 @@ bool Builder::run(int fd, uint64_t size, bool eof, unsigned threads, uint64_t re
   constexpr size_t kSlices = 6;
   if (slices_.empty())
     for (size_t i = 0; i < kSlices; ++i) slices_.push_back(std::make_unique<Slice>());
-  ::posix_fadvise(fd, off_t(consumed_), 0, POSIX_FADV_SEQUENTIAL);
+  TraceReads reads(fd, s_.trace_map && size <= s_.trace_map_size ? s_.trace_map : nullptr, consumed_, size);
+  constexpr uint64_t kAlign = TraceReads::kAlign;
   read_error_.clear();
   uint64_t pos = consumed_, slice = first_slice;
   size_t next = 0;
@@ -435,18 +440,22 @@ bool Builder::run(int fd, uint64_t size, bool eof, unsigned threads, uint64_t re
       workers_->walked.wait(lock, [&] { return sl->jobs == 0; });
     }
     uint64_t n = std::min(slice, size - pos);
-    sl->bytes.reserve(size_t(n));
+    // Each read ends on an aligned offset (but the trace's last), so that
+    // the next one starts on one.
+    if (pos + n < size && n > 2 * kAlign) n -= (pos + n) % kAlign;
     sl->at = pos;
     // The start of a chunk that the last slice cut is copied from it, so the
     // file is read in order and once, as the kernel's read-ahead expects.
     uint64_t got = 0;
-    if (prev && prev->at + prev->size > pos) {
-      got = std::min(prev->at + prev->size - pos, n);
-      std::memcpy(sl->bytes.begin(), prev->bytes.begin() + (pos - prev->at), size_t(got));
-    }
+    if (prev && prev->at + prev->size > pos) got = std::min(prev->at + prev->size - pos, n);
+    // Room for the alignment of what is read, and for a read past the page
+    // cache to end on an aligned offset (TraceReads).
+    sl->bytes.reserve(size_t(n + 2 * kAlign));
+    const uintptr_t read_to = (reinterpret_cast<uintptr_t>(sl->bytes.begin()) + got + kAlign - 1) / kAlign * kAlign;
+    sl->data = reinterpret_cast<uint8_t*>(read_to - got);
+    if (got) std::memcpy(sl->data, prev->data + (pos - prev->at), size_t(got));
     while (got < n) {  // a trace cut short under us reads short: parse what there is
-      ssize_t r = ::pread(fd, sl->bytes.begin() + got, size_t(n - got), off_t(pos + got));
-      if (r < 0 && errno == EINTR) continue;
+      ssize_t r = reads.read(sl->data + got, pos + got, size_t(n - got));
       if (r < 0) read_error_ = "cannot read at offset " + std::to_string(pos + got) + ": " + std::strerror(errno);
       if (r <= 0) break;
       got += uint64_t(r);
@@ -456,7 +465,7 @@ bool Builder::run(int fd, uint64_t size, bool eof, unsigned threads, uint64_t re
     if (n == 0) break;
     bool last = pos + n == size;
     slice_ = sl;
-    size_t used = parser_.parse(sl->bytes.begin(), size_t(n), pos, eof && last);
+    size_t used = parser_.parse(sl->data, size_t(n), pos, eof && last);
     next = (next + 1) % slices_.size();
     pos += used;
     if (progress) progress(Progress{pos, size});
