@@ -1839,6 +1839,13 @@ TEST(Index, ATraceOutOfThePageCacheIsReadPastIt) {
   EXPECT_EQ(a->events(), r.events);
   expect_same_index(*a, *b);
   a.reset(), b.reset();
+  // Opening the index reads of the trace its two ends (the fingerprint),
+  // its header and its metadata chunks, and not the megabytes around them.
+  evict(path);
+  a = TraceIndex::load(path, idx_a, error);
+  ASSERT_TRUE(a) << error;
+  EXPECT_LT(resident_pages(path).first * size_t(::sysconf(_SC_PAGESIZE)), size_t(1) << 20);
+  a.reset();
   for (const std::string& p : {path, idx_a, idx_b}) ::unlink(p.c_str());
 }
 

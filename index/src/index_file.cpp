@@ -280,6 +280,8 @@ bool valid_grid_positions(const uint64_t* p, size_t first, size_t n, const uint6
 
 uint64_t trace_fingerprint(const uint8_t* data, uint64_t size) {
   const uint64_t k = std::min<uint64_t>(size, 64 << 10);
+  // Both ends asked for at once: the trace's mapping reads a page a fault.
+  ask_for_read(data, k), ask_for_read(data + size - k, k);
   uint64_t a = format::checksum(data, k);
   uint64_t b = format::checksum(data + size - k, k);
   return a ^ (b << 1 | b >> 63) ^ size;
@@ -643,6 +645,10 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
                            stated >= format::kFileHeaderFixed + 8 && stated <= format::kMaxFileHeader;
     header_size = std::min<uint64_t>(plausible ? stated : format::kFileHeaderFixed, s.trace_map_size);
   }
+  // All of it asked for at once (the trace's mapping reads a page a fault).
+  ask_for_read(s.trace_map, header_size);
+  for (uint32_t c : metadata)
+    if (s.chunks.readable(c)) ask_for_read(s.trace_map + s.chunks[c].offset, s.chunks[c].size);  // (in the trace)
   parser.parse(s.trace_map, header_size, 0, header_size >= s.trace_map_size);
   for (uint32_t c : metadata) {
     if (!s.chunks.readable(c)) {
