@@ -44,23 +44,21 @@ void evict(const std::string& path) {  // clean pages leave the page cache witho
   ::close(fd);
 }
 
-void read_into_page_cache(const std::string& path) {
+// Reads a file (up to `limit` bytes) through the page cache; the bytes read.
+uint64_t read_into_page_cache(const std::string& path, uint64_t limit = UINT64_MAX) {
   std::vector<char> buf(8 << 20);
   int fd = ::open(path.c_str(), O_RDONLY);
-  while (::read(fd, buf.data(), buf.size()) > 0) {
-  }
+  uint64_t total = 0;
+  for (ssize_t n; total < limit && (n = ::read(fd, buf.data(), buf.size())) > 0;) total += uint64_t(n);
   ::close(fd);
+  return total;
 }
 
 double disk_read_mb_per_s(const std::string& path, uint64_t limit) {
   evict(path);
-  int fd = ::open(path.c_str(), O_RDONLY);
-  std::vector<char> buf(8 << 20);
-  uint64_t total = 0;
   auto t0 = Clock::now();
-  for (ssize_t n; total < limit && (n = ::read(fd, buf.data(), buf.size())) > 0;) total += uint64_t(n);
+  const uint64_t total = read_into_page_cache(path, limit);
   double s = seconds_since(t0);
-  ::close(fd);
   return double(total) / s / 1e6;
 }
 

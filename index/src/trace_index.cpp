@@ -121,9 +121,10 @@ constexpr size_t kAskChunks = 16;
 void State::ask_for_chunks(const ChunksAhead& ahead) const {
   uint64_t asked = 0;
   for (size_t k = ahead.k; k < ahead.end && k < ahead.k + kAskChunks; ++k) {
+    std::string why;
     if (!ahead.f->chunks.readable(k) || !chunks.readable(ahead.f->chunks[k].chunk)) continue;
     const ChunkRecord& r = chunks[ahead.f->chunks[k].chunk];
-    if (!fits_in(r.offset, r.size, trace_map_size)) continue;
+    if (!chunk_in_trace(*this, r, why)) continue;  // (as read_chunk_head reads it)
     ::posix_fadvise(trace_fd, off_t(r.offset), off_t(r.size), POSIX_FADV_WILLNEED);
     ++asked;
   }

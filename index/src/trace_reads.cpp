@@ -20,6 +20,13 @@ int reopen(int fd, int flags) {
   return ::open(self.c_str(), O_RDONLY | O_CLOEXEC | flags);
 }
 
+ssize_t pread_retrying(int fd, uint8_t* into, size_t n, uint64_t at) {
+  ssize_t r;
+  do r = ::pread(fd, into, n, off_t(at));
+  while (r < 0 && errno == EINTR);
+  return r;
+}
+
 }  // namespace
 
 double TraceReads::share_in_page_cache(const uint8_t* map, uint64_t from, uint64_t to) {
@@ -54,10 +61,7 @@ TraceReads::~TraceReads() {
 }
 
 ssize_t TraceReads::read_through_page_cache(uint8_t* into, uint64_t at, size_t n) {
-  ssize_t r;
-  do r = ::pread(buffered_ >= 0 ? buffered_ : fd_, into, n, off_t(at));
-  while (r < 0 && errno == EINTR);
-  return r;
+  return pread_retrying(buffered_ >= 0 ? buffered_ : fd_, into, n, at);
 }
 
 ssize_t TraceReads::read(uint8_t* into, uint64_t at, size_t n) {
@@ -66,9 +70,7 @@ ssize_t TraceReads::read(uint8_t* into, uint64_t at, size_t n) {
   // The length too is aligned: up to kAlign - 1 bytes more (the caller's
   // room), read only where the file goes on past at + n.
   const size_t len = size_t((n + kAlign - 1) / kAlign * kAlign);
-  ssize_t r;
-  do r = ::pread(direct_, into, len, off_t(at));
-  while (r < 0 && errno == EINTR);
+  ssize_t r = pread_retrying(direct_, into, len, at);
   if (r >= 0) {
     r = std::min<ssize_t>(r, ssize_t(n));
     direct_bytes_ += uint64_t(r);
