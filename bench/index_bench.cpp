@@ -500,29 +500,25 @@ int main(int argc, char** argv) {
   // is read here and again after the warm figure, and the faster taken.
   double disk = disk_read_mb_per_s(trace, 4ull << 30);
   evict(trace);
-  ::unlink(idx.c_str());
-  std::string error;
+  std::unique_ptr<index::TraceIndex> ix;
+  auto index_anew = [&](double& seconds) {  // false (said) if it fails
+    ::unlink(idx.c_str());
+    std::string error;
+    auto t0 = Clock::now();
+    ix = index::TraceIndex::build(trace, error);
+    seconds = seconds_since(t0);
+    if (!ix) std::fprintf(stderr, "index_bench: %s\n", error.c_str());
+    return ix != nullptr;
+  };
+  double cold_s = 0, warm_s = 0;
   PeakAnon peak_index;  // (of this process's first indexing: the heap is its own)
-  auto t0 = Clock::now();
-  auto ix = index::TraceIndex::build(trace, error);
-  const double cold_s = seconds_since(t0);
+  if (!index_anew(cold_s)) return 1;
   const double anon_indexing = peak_index.finish_mb();
-  if (!ix) {
-    std::fprintf(stderr, "index_bench: %s\n", error.c_str());
-    return 1;
-  }
   ix.reset();
 
   // Warm: the trace is in the page cache.
   read_into_page_cache(trace);
-  ::unlink(idx.c_str());
-  t0 = Clock::now();
-  ix = index::TraceIndex::build(trace, error);
-  double warm_s = seconds_since(t0);
-  if (!ix) {
-    std::fprintf(stderr, "index_bench: %s\n", error.c_str());
-    return 1;
-  }
+  if (!index_anew(warm_s)) return 1;
   const uint64_t n = ix->events();
   Lz4Figure lz4;
   WalkFigure walk;

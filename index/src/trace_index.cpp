@@ -120,8 +120,8 @@ constexpr size_t kAskChunks = 16;
 
 void State::ask_for_chunks(const ChunksAhead& ahead) const {
   uint64_t asked = 0;
+  std::string why;  // (not said: a chunk that is not there is not asked for)
   for (size_t k = ahead.k; k < ahead.end && k < ahead.k + kAskChunks; ++k) {
-    std::string why;
     if (!ahead.f->chunks.readable(k) || !chunks.readable(ahead.f->chunks[k].chunk)) continue;
     const ChunkRecord& r = chunks[ahead.f->chunks[k].chunk];
     if (!chunk_in_trace(*this, r, why)) continue;  // (as read_chunk_head reads it)
