@@ -11,6 +11,7 @@
 
 #include "live_helpers.hpp"
 #include "synthetic_trace.hpp"
+#include "trace_helpers.hpp"
 #include "tinescope/live_source.hpp"
 
 namespace tinescope::test {
@@ -69,7 +70,7 @@ TEST(Live, CaptureInPiecesEqualsTheTraceIndexedWhole) {
 
   FeedCapture cap;
   ASSERT_TRUE(cap.open(dir + "/capture.tine", {}, error)) << error;
-  std::mt19937_64 rng(7);
+  std::mt19937_64 rng(test_seed(7));
   size_t updates = 0;
   for (size_t at = 0; at < bytes.size();) {
     const size_t n = std::min<size_t>(bytes.size() - at, 1 + rng() % 40000);
@@ -204,7 +205,7 @@ TEST(Live, GarbageFromASourceGetsAClearMessageAndCostsOnlyItself) {
 
   {  // Random bytes from the first byte: not a feed at all.
     FakeSource fake(sock, [] {
-      std::mt19937_64 rng(3);
+      std::mt19937_64 rng(test_seed(3));
       std::string b(256 << 10, '\0');
       for (char& c : b) c = char(rng());
       return b;
@@ -221,7 +222,7 @@ TEST(Live, GarbageFromASourceGetsAClearMessageAndCostsOnlyItself) {
     const std::vector<index::ChunkRecord> chunks = whole->chunks();
     const uint64_t cut = chunks[chunks.size() / 2].offset;
     FakeSource fake(sock, [&] {
-      std::mt19937_64 rng(4);
+      std::mt19937_64 rng(test_seed(4));
       std::string junk(1 << 20, '\0');
       for (char& c : junk) c = char(rng());
       return trace.substr(0, cut) + junk + trace.substr(cut);

@@ -124,7 +124,7 @@ TEST_F(TraceDamage, PristineTraceIsClean) {
 }
 
 TEST_F(TraceDamage, RandomByteFlips) {
-  std::mt19937_64 rng(12345);
+  std::mt19937_64 rng(test_seed(12345));
   for (int round = 0; round < 300; ++round) {
     std::string b = *bytes_;
     std::vector<uint64_t> touched;
@@ -157,7 +157,7 @@ TEST_F(TraceDamage, FlippedVersionBytesAreDamageNotARefusal) {
 }
 
 TEST_F(TraceDamage, RandomTruncation) {
-  std::mt19937_64 rng(777);
+  std::mt19937_64 rng(test_seed(777));
   for (int round = 0; round < 200; ++round) {
     uint64_t size = rng() % bytes_->size();
     Collected got = read_bytes(bytes_->substr(0, size));
@@ -188,7 +188,7 @@ TEST_F(TraceDamage, DamagedFileHeaderKeepsEveryChunk) {
 }
 
 TEST_F(TraceDamage, GarbageIsNotATrace) {
-  std::mt19937_64 rng(99);
+  std::mt19937_64 rng(test_seed(99));
   std::string garbage(100000, '\0');
   for (char& c : garbage) c = char(rng());
   const std::string path = temp_path("garbage");
@@ -202,7 +202,7 @@ TEST_F(TraceDamage, GarbageIsNotATrace) {
 }
 
 TEST_F(TraceDamage, SplitAnywhereTheStreamReaderSeesTheSame) {
-  std::mt19937_64 rng(5);
+  std::mt19937_64 rng(test_seed(5));
   Collected got;
   trace::StreamReader stream(got, {.sequence_from_zero = true});
   for (size_t at = 0; at < bytes_->size();) {

@@ -34,7 +34,7 @@ std::string instants(ChunkBuilder& b, uint64_t t0, int n) {
 }
 
 TEST(TraceFormat, VarintsRoundTrip) {
-  std::mt19937_64 rng(1);
+  std::mt19937_64 rng(test_seed(1));
   for (int i = 0; i < 100000; ++i) {
     uint64_t v = rng() >> (rng() % 64);
     uint8_t buf[kMaxVarint];

@@ -18,6 +18,21 @@
 
 namespace tinescope::test {
 
+// A randomized test's seed: `fixed`, or, where TINESCOPE_TEST_SEED is set
+// (a soak, scripts/soak.sh), one drawn from both. A failure under a soak is
+// repeated by running the test with the same variable.
+inline uint64_t test_seed(uint64_t fixed) {
+  const char* soak = std::getenv("TINESCOPE_TEST_SEED");
+  if (soak == nullptr || *soak == 0) return fixed;
+  auto mix = [](uint64_t x) {  // splitmix64's finalizer
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  };
+  return mix(fixed ^ mix(std::strtoull(soak, nullptr, 10)));
+}
+
 // A trace built in memory event by event, for tests: a file header with a
 // nanosecond clock, then chunks appended as they are flushed.
 struct TraceBytes {
@@ -239,6 +254,15 @@ inline void write_file(const std::string& path, const std::string& bytes) {
   ASSERT_NE(f, nullptr) << path;
   std::fwrite(bytes.data(), 1, bytes.size(), f);
   std::fclose(f);
+}
+
+// `bytes` as a new file renamed over `path`, as tinescope replaces an index:
+// an index still open keeps reading the file it mapped, where writing over
+// it in place cuts that file short under the mapping (SIGBUS).
+inline void replace_file(const std::string& path, const std::string& bytes) {
+  const std::string fresh = path + ".new";
+  write_file(fresh, bytes);
+  ASSERT_EQ(std::rename(fresh.c_str(), path.c_str()), 0) << path;
 }
 
 }  // namespace tinescope::test
