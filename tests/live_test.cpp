@@ -44,6 +44,7 @@ Synthetic synthetic(const std::string& dir, uint64_t events) {
   bench::SyntheticOptions o;
   o.events = events;
   o.threads = 4;
+  o.seed = test_seed(o.seed);
   bench::SyntheticResult r;
   std::string error;
   EXPECT_TRUE(bench::write_synthetic_trace(path, o, r, error)) << error;
