@@ -14,7 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=build minutes=30 seed=1
-# The tests whose traces, cuts, queries or bytes come from test_seed().
+# The tests whose traces, cuts, queries or bytes come from test_seed(), and
+# (below) the programs that hold them: a test seeded anew goes in both.
 default_regex='^(Index\.|Synthetic\.(LongestAgrees|DerivedPyramids)|DurationHistogram\.|Live\.(CaptureInPieces|Garbage)|TraceDamage\.|TraceFormat\.Varints|Fault\.LiveSourceThatFloods)'
 regex=$default_regex
 while getopts "b:m:s:R:" opt; do

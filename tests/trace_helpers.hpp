@@ -24,7 +24,7 @@ namespace tinescope::test {
 inline uint64_t test_seed(uint64_t fixed) {
   const char* soak = std::getenv("TINESCOPE_TEST_SEED");
   if (soak == nullptr || *soak == 0) return fixed;
-  auto mix = [](uint64_t x) {  // splitmix64's finalizer
+  auto mix = [](uint64_t x) {  // one step of splitmix64
     x += 0x9e3779b97f4a7c15ull;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
