@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 build=build minutes=30 seed=1
 # The tests whose traces, cuts, queries or bytes come from test_seed(), and
 # (below) the programs that hold them: a test seeded anew goes in both.
-default_regex='^(Index\.|Synthetic\.(LongestAgrees|DerivedPyramids)|DurationHistogram\.|Live\.(CaptureInPieces|Garbage)|TraceDamage\.|TraceFormat\.Varints|Fault\.LiveSourceThatFloods)'
+default_regex='^(Index\.|Synthetic\.|DurationHistogram\.|Live\.(CaptureInPieces|Garbage|FollowsATraceFile)|TraceDamage\.|TraceFormat\.Varints|Fault\.LiveSourceThatFloods)'
 regex=$default_regex
 while getopts "b:m:s:R:" opt; do
   case $opt in
