@@ -1879,10 +1879,13 @@ TEST(Index, AWalkOverATraceOutOfThePageCacheAsksForItsChunksAtOnce) {
   // read ends before the probe looks (a fast disk, the thread preempted in
   // between: 2 soak rounds in ~110), the probe finds its page and has
   // nothing to ask for. Evicted again, a walk meets that race again only rarely.
-  for (int again = 0; again < 3 && fx.ix->page_checks().chunks_asked == 0; ++again) {
-    evict(fx.path);
-    lane(evicted);
-  }
+  auto again_while_none_asked = [&](uint64_t before, const auto& walk) {
+    for (int again = 0; again < 3 && fx.ix->page_checks().chunks_asked == before; ++again) {
+      evict(fx.path);
+      walk();
+    }
+  };
+  again_while_none_asked(0, [&] { lane(evicted); });
   const uint64_t asked = fx.ix->page_checks().chunks_asked;
   EXPECT_GE(asked, 3u) << "the walk's chunks asked for at its first read, all at once (" << near << " of "
                        << near_pages << " pages around the window were left in the page cache)";
@@ -1901,10 +1904,7 @@ TEST(Index, AWalkOverATraceOutOfThePageCacheAsksForItsChunksAtOnce) {
     if (streams[size_t(id)].feedlet == 1 && streams[size_t(id)].kind == StreamKind::Interval) interval = id;
   ASSERT_GE(interval, 0);
   EXPECT_TRUE(fx.ix->query(interval, t0, t1, 8192).from_events);
-  for (int again = 0; again < 3 && fx.ix->page_checks().chunks_asked == asked; ++again) {
-    evict(fx.path);
-    fx.ix->query(interval, t0, t1, 8192);
-  }
+  again_while_none_asked(asked, [&] { fx.ix->query(interval, t0, t1, 8192); });
   EXPECT_GT(fx.ix->page_checks().chunks_asked, asked) << left << " pages around the window left in the page cache";
 }
 
