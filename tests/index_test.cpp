@@ -1083,6 +1083,57 @@ TEST(Index, ATraceCutShortWhileBeingIndexedKeepsWhatItRead) {
   remove_trace(path), remove_trace(half_path);
 }
 
+// Events at one tick that run on across chunks: the intervals open at that
+// tick are those after its last event, in whichever chunk that is. (Seed
+// 3019 of the resume-point test found open_at stopping at the end of the
+// first chunk that reached the tick.)
+TEST(Index, OpenAtATickThatSpansChunksSeesItsLastEvent) {
+  TraceBytes trace = named_trace({"a", "b", "c", "d"}, {4});
+  ChunkBuilder cb;
+  cb.feedlet = 1;
+  put_named(cb, kIntervalBegin, 10, 1);  // a
+  put_named(cb, kInstant, 30, 4);
+  trace.flush(cb);  // chunk 0 ends at 30
+  put_named(cb, kIntervalBegin, 30, 2);  // b
+  trace.flush(cb);  // chunk 1: only at 30
+  put_named(cb, kIntervalBegin, 30, 3);  // c, in chunk 2, which goes on past 30
+  put_named(cb, kInstant, 40, 4);
+  put_named(cb, kIntervalEnd, 50, 3);
+  put_named(cb, kIntervalEnd, 60, 2);
+  trace.flush(cb);
+  put_named(cb, kIntervalBegin, 60, 3);  // chunk 3 starts where b ended
+  trace.flush(cb);
+  put_named(cb, kIntervalEnd, 90, 3);  // chunk 4, after a gap
+  put_named(cb, kIntervalEnd, 95, 1);
+  trace.flush(cb);
+  IndexedTrace fx("index_open_tick", trace.out);
+  ASSERT_TRUE(fx.ix);
+  ASSERT_EQ(fx.ix->feedlet_chunks(1).size(), 5u);
+  std::string error;
+  auto loaded = TraceIndex::load(fx.path, TraceIndex::default_index_path(fx.path), error);
+  ASSERT_TRUE(loaded) << error;
+  using Open = std::vector<std::tuple<uint32_t, uint32_t, uint64_t>>;  // (name, depth, start)
+  const std::pair<uint64_t, Open> want[] = {
+      {5, {}},
+      {10, {{1, 0, 10}}},
+      {29, {{1, 0, 10}}},
+      {30, {{1, 0, 10}, {2, 1, 30}, {3, 2, 30}}},
+      {45, {{1, 0, 10}, {2, 1, 30}, {3, 2, 30}}},
+      {50, {{1, 0, 10}, {2, 1, 30}}},
+      {60, {{1, 0, 10}, {3, 1, 60}}},
+      {75, {{1, 0, 10}, {3, 1, 60}}},
+      {90, {{1, 0, 10}}},
+      {95, {}},
+      {UINT64_MAX, {}},
+  };
+  for (const TraceIndex* ix : {fx.ix.get(), loaded.get()})
+    for (const auto& [t, open] : want) {
+      Open got;
+      for (const index::OpenInterval& o : ix->open_at(1, t)) got.emplace_back(o.name, o.depth, o.start);
+      EXPECT_EQ(got, open) << "at " << t;
+    }
+}
+
 // Chunks of thousands of events: walks start at the resume points inside
 // them (the state every kResumeEvery events: open intervals, running jobs,
 // the DeltaU64 base) and give what a walk from the chunk's start gives.

@@ -716,14 +716,22 @@ std::vector<OpenInterval> TraceIndex::open_at(uint32_t feedlet, uint64_t t) cons
   std::shared_lock lock(mu_);
   const FeedletState* f = s_->feedlet(feedlet);
   if (!f) return {};
-  size_t k = first_chunk_at(*s_, *f, t);
-  if (k == f->chunks.size()) return f->final_open;
-  if (s_->chunks[f->chunks[k].chunk].first_ts > t) return state_at(*f, k).stack;  // between chunks
+  // The feedlet's last event at or before t is in the last chunk that starts
+  // at or before t. (Not the first chunk that ends at or after t: events at
+  // one tick may run on into the next chunks, and they are all before t's
+  // end.)
+  const size_t after = partition_index(f->chunks, 0, f->chunks.size(),
+                                       [&](const FeedletChunk& c) { return s_->chunks[c.chunk].first_ts <= t; });
+  if (after == 0) return f->chunks.empty() ? f->final_open : state_at(*f, 0).stack;  // before the first chunk
+  const size_t k = after - 1;
+  if (s_->chunks[f->chunks[k].chunk].last_ts <= t)  // after the chunk's events: the next one's snapshot
+    return after == f->chunks.size() ? f->final_open : state_at(*f, after).stack;
   PayloadBuffer lease;
   ChunkBuffers& buf = lease.get();
-  // Up to t: the stack is then what was open after the last event at or
-  // before t (a resume point at t or before stands after such events only).
-  WalkStart start = start_in(*s_, *f, k, t == UINT64_MAX ? t : t + 1, UINT64_MAX, buf);
+  // Up to t (< the chunk's last tick): the stack is then what was open after
+  // the last event at or before t (a resume point at t or before stands
+  // after such events only).
+  WalkStart start = start_in(*s_, *f, k, t + 1, UINT64_MAX, buf);
   walk_feedlet_chunk(*s_, *s_->layouts, *f, k, start.state, buf, [](uint64_t, uint16_t) {}, [](const Item&) {}, t,
                      start.from());
   return start.state.stack;
