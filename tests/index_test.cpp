@@ -981,14 +981,11 @@ TEST(Index, GlobalOrderEqualsNaiveMerge) {
   check_positions_against_brute_force(fx, test_seed(5));
 }
 
-// The intervals open at random times, against the raw events.
+// The intervals open at random times, and where each chunk starts and ends
+// (a tick's events can run on into the next chunk), against the raw events.
 void check_open_against_brute_force(const Fixture& fx, uint64_t seed) {
   BruteForce bf(fx.c);
-  std::mt19937_64 rng(seed);
-  uint64_t lo = fx.ix->first_ts(), hi = fx.ix->last_ts();
-  for (int i = 0; i < 100; ++i) {
-    uint32_t f = 1 + uint32_t(rng() % 3);
-    uint64_t t = lo + rng() % (hi - lo);
+  auto check_at = [&](uint32_t f, uint64_t t) {
     // Open at t: the intervals of f with start <= t < end, plus begins never closed.
     auto open = fx.ix->open_at(f, t);
     size_t want = 0;
@@ -1006,7 +1003,31 @@ void check_open_against_brute_force(const Fixture& fx, uint64_t seed) {
           for (const Item& it : items) closed_open += it.start == o.start && it.depth == o.depth && it.end > t;
     }
     EXPECT_EQ(closed_open, want - completes) << "feedlet " << f << " t " << t;
+  };
+  std::mt19937_64 rng(seed);
+  uint64_t lo = fx.ix->first_ts(), hi = fx.ix->last_ts();
+  for (int i = 0; i < 100; ++i) {
+    uint32_t f = 1 + uint32_t(rng() % 3);
+    check_at(f, lo + rng() % (hi - lo));
   }
+  for (const index::FeedletSummary& fs : fx.ix->feedlets())  // at events' own ticks, where stacks change
+    for (int i = 0; i < 40 && fs.id != kMetadataFeedlet && fs.events > 0; ++i) {
+      index::EventRef at;
+      ASSERT_TRUE(fx.ix->feedlet_event(fs.id, rng() % fs.events, at));
+      check_at(fs.id, at.ts);
+    }
+  int shared = 0;  // boundaries where the next chunk starts at the tick this one ends
+  for (uint32_t f = 1; f <= 3; ++f) {
+    const auto chunks = fx.ix->feedlet_chunks(f);
+    for (size_t k = 0; k + 1 < chunks.size(); ++k) {
+      index::EventRef last, next;
+      ASSERT_TRUE(fx.ix->feedlet_event(f, chunks[k + 1].first_event - 1, last));
+      ASSERT_TRUE(fx.ix->feedlet_event(f, chunks[k + 1].first_event, next));
+      shared += last.ts == next.ts;
+      for (uint64_t t : {last.ts - 1, last.ts, next.ts}) check_at(f, t);
+    }
+  }
+  std::printf("chunk boundaries inside one tick: %d\n", shared);
 }
 
 TEST(Index, OpenIntervalsAtAnyTime) {
