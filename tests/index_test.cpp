@@ -983,7 +983,8 @@ TEST(Index, GlobalOrderEqualsNaiveMerge) {
 
 // The intervals open at random times, and where each chunk starts and ends
 // (a tick's events can run on into the next chunk), against the raw events.
-void check_open_against_brute_force(const Fixture& fx, uint64_t seed) {
+// *shared (if given): how many chunk boundaries lie inside one tick.
+void check_open_against_brute_force(const Fixture& fx, uint64_t seed, int* shared_ticks = nullptr) {
   BruteForce bf(fx.c);
   auto check_at = [&](uint32_t f, uint64_t t) {
     // Open at t: the intervals of f with start <= t < end, plus begins never closed.
@@ -1017,23 +1018,29 @@ void check_open_against_brute_force(const Fixture& fx, uint64_t seed) {
       check_at(fs.id, at.ts);
     }
   int shared = 0;  // boundaries where the next chunk starts at the tick this one ends
-  for (uint32_t f = 1; f <= 3; ++f) {
-    const auto chunks = fx.ix->feedlet_chunks(f);
-    for (size_t k = 0; k + 1 < chunks.size(); ++k) {
+  for (const index::FeedletSummary& fs : fx.ix->feedlets()) {
+    const auto chunks = fx.ix->feedlet_chunks(fs.id);
+    for (size_t k = 0; k + 1 < chunks.size() && fs.id != kMetadataFeedlet; ++k) {
       index::EventRef last, next;
-      ASSERT_TRUE(fx.ix->feedlet_event(f, chunks[k + 1].first_event - 1, last));
-      ASSERT_TRUE(fx.ix->feedlet_event(f, chunks[k + 1].first_event, next));
+      ASSERT_TRUE(fx.ix->feedlet_event(fs.id, chunks[k + 1].first_event - 1, last));
+      ASSERT_TRUE(fx.ix->feedlet_event(fs.id, chunks[k + 1].first_event, next));
       shared += last.ts == next.ts;
-      for (uint64_t t : {last.ts - 1, last.ts, next.ts}) check_at(f, t);
+      for (uint64_t t : {last.ts - 1, last.ts, next.ts}) check_at(fs.id, t);
     }
   }
-  std::printf("chunk boundaries inside one tick: %d\n", shared);
+  if (shared_ticks) *shared_ticks = shared;
 }
 
 TEST(Index, OpenIntervalsAtAnyTime) {
   Fixture fx("index_open", mixed_trace(50'000, test_seed(9)));
   ASSERT_TRUE(fx.ix);
-  check_open_against_brute_force(fx, test_seed(1));
+  int shared = 0;
+  check_open_against_brute_force(fx, test_seed(1), &shared);
+  // The fixed seed's trace keeps the case the check is for (37 such
+  // boundaries; a soak's seeds draw other traces, and may draw fewer).
+  if (!std::getenv("TINESCOPE_TEST_SEED")) {
+    EXPECT_GT(shared, 10);
+  }
 }
 
 // The trace is cut short (replaced, truncated by another program) while its
