@@ -18,12 +18,19 @@
 
 namespace tinescope::test {
 
-// A randomized test's seed: `fixed`, or, where TINESCOPE_TEST_SEED is set
-// (a soak, scripts/soak.sh), one drawn from both. A failure under a soak is
-// repeated by running the test with the same variable.
-inline uint64_t test_seed(uint64_t fixed) {
+// Whether TINESCOPE_TEST_SEED is set: a soak (scripts/soak.sh) runs the
+// tests under its seeds, not their fixed ones.
+inline bool soaking() {
   const char* soak = std::getenv("TINESCOPE_TEST_SEED");
-  if (soak == nullptr || *soak == 0) return fixed;
+  return soak != nullptr && *soak != 0;
+}
+
+// A randomized test's seed: `fixed`, or, in a soak, one drawn from both. A
+// failure under a soak is repeated by running the test with the same
+// variable.
+inline uint64_t test_seed(uint64_t fixed) {
+  if (!soaking()) return fixed;
+  const char* soak = std::getenv("TINESCOPE_TEST_SEED");
   auto mix = [](uint64_t x) {  // one step of splitmix64
     x += 0x9e3779b97f4a7c15ull;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
