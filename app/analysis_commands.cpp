@@ -195,7 +195,8 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
         json names = json::array(), threads = json::array(), messages = json::array();
         std::map<std::string, std::pair<std::string, uint64_t>> by_name;  // name -> (kind, items)
         for (const auto& s : ix->streams()) {
-          if (s.kind == index::StreamKind::Depth) continue;  // (a depth's names have their own streams)
+          // (A depth's names, and the span stream's, have their own streams.)
+          if (s.kind == index::StreamKind::Depth || s.kind == index::StreamKind::Span) continue;
           std::string nm = s.kind == index::StreamKind::Send ? std::string() : n.name(s.key);
           if (s.kind == index::StreamKind::Sched) nm = "cpu " + std::to_string(s.key);
           if (nm.empty() || !std::regex_search(nm, re)) continue;

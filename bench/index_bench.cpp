@@ -466,6 +466,65 @@ double queries_in_a_fresh_process(const std::string& trace, bool quick) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? anon : -1;
 }
 
+// The complete intervals running across a time (TraceIndex::spanning), which
+// every lane's picture asks at its right edge: on a synthetic trace whose
+// tasks are complete events (the 2*10^9 trace has none, and a lane without
+// any asks nothing). Random lanes and times; the index warm, as the lane
+// queries' warm figure. Returns false (said) if the trace cannot be made.
+bool spanning_figure(bool quick) {
+  const std::string trace = "index_bench.spans.tine";
+  ::unlink(trace.c_str());
+  ::unlink((trace + ".idx").c_str());
+  bench::SyntheticOptions opt;
+  opt.events = quick ? 2'000'000 : 50'000'000;
+  opt.threads = 16;
+  opt.completes = true;
+  bench::SyntheticResult made;
+  std::string error;
+  if (!bench::write_synthetic_trace(trace, opt, made, error)) {
+    std::fprintf(stderr, "index_bench: %s\n", error.c_str());
+    return false;
+  }
+  auto ix = index::TraceIndex::build(trace, error);
+  if (!ix) {
+    std::fprintf(stderr, "index_bench: %s\n", error.c_str());
+    return false;
+  }
+  std::mt19937_64 rng(5);
+  std::vector<double> us;
+  uint64_t found = 0;
+  const uint64_t lo = ix->first_ts(), hi = ix->last_ts();
+  for (int pass = 0; pass < 2; ++pass) {  // the first reads the index in; the second is timed
+    us.clear(), found = 0;
+    rng.seed(5);
+    for (int q = 0; q < 4000; ++q) {
+      const uint32_t f = 1 + uint32_t(rng() % opt.threads);
+      const uint64_t t = lo + rng() % (hi - lo);
+      const auto t0 = Clock::now();
+      found += ix->spanning(f, t).size();
+      us.push_back(seconds_since(t0) * 1e6);
+    }
+  }
+  std::sort(us.begin(), us.end());
+  const index::TraceIndex::Parts parts = ix->index_parts();
+  const uint64_t span_bytes = parts.node_pages[uint32_t(index::StreamKind::Span)];
+  uint64_t span_items = 0, completes = 0;
+  for (const index::StreamInfo& info : ix->streams()) {
+    if (info.kind == index::StreamKind::Span) span_items += info.items;
+    if (info.kind == index::StreamKind::Interval && info.key == 1) completes += info.items;  // (string 1: "task")
+  }
+  std::printf("figure: index.spanning_us %.1f us p99 (p50 %.1f us; %.2f found a query; %llu events, %llu complete "
+              "tasks, %llu of them long: span stream %.1f kB, %.4f of the trace; asked with each lane's query, whose "
+              "goal p99 <= 200 us it shares: %.2fx)\n",
+              us[us.size() * 99 / 100], us[us.size() / 2], double(found) / double(us.size()),
+              (unsigned long long)ix->events(), (unsigned long long)completes, (unsigned long long)span_items,
+              double(span_bytes) / 1e3, double(span_bytes) / double(made.bytes), us[us.size() * 99 / 100] / 200);
+  ix.reset();
+  ::unlink(trace.c_str());
+  ::unlink((trace + ".idx").c_str());
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -565,6 +624,7 @@ int main(int argc, char** argv) {
               walk.walk_ns, (unsigned long long)walk.events, (unsigned long long)walk.items, walk.walk_ns / walk.lz4_ns,
               walk.lz4_ns, cores,
               cores * 1e3 / (walk.walk_ns + walk.lz4_ns));
+  if (!spanning_figure(quick)) return 1;
   const UnpackFigure unpack = page_unpack();
   std::printf("figure: index.page_unpack_ns_per_node %.2f ns (interval pages of %u nodes, in the cache; %.1fx a memcpy "
               "of the node's %zu bytes, %.2f ns)\n",

@@ -182,7 +182,8 @@ bool write_synthetic_trace(const std::string& path, const SyntheticOptions& opt,
           const bool anomaly = t.task_no % 997 == 996;
           const uint64_t scale = anomaly ? 20 : 1;
           anomalies += anomaly;
-          named(t, kIntervalBegin, ts, kTask);
+          const uint64_t task_start = ts;
+          if (!opt.completes) named(t, kIntervalBegin, ts, kTask);
           uint64_t phases = 2 + next(t.rng) % 4;
           for (uint64_t k = 0; k < phases; ++k) {
             uint32_t phase = kPhase0 + uint32_t(next(t.rng) % kPhases);
@@ -229,7 +230,17 @@ bool write_synthetic_trace(const std::string& path, const SyntheticOptions& opt,
             }
           }
           ts += 300;
-          named(t, kIntervalEnd, ts, kTask);
+          if (opt.completes) {
+            deliver(t, ts);
+            emit(t, [&] {
+              uint8_t* p = t.cb.begin(kIntervalComplete, ts);
+              p = ChunkBuilder::put_u64(p, kTask);
+              p = ChunkBuilder::put_u64(p, ts - task_start);
+              t.cb.end(p);
+            });
+          } else {
+            named(t, kIntervalEnd, ts, kTask);
+          }
           ++t.task_no;
           t.next_task += opt.period_ns * (anomaly ? 21 : 1) / 1 + next(t.rng) % (opt.period_ns / 10 + 1);
           t.next_task = std::max(t.next_task, ts + 1);

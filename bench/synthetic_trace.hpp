@@ -16,6 +16,10 @@ struct SyntheticOptions {
   uint64_t period_ns = 100'000;
   uint64_t seed = 1;
   unsigned compress_threads = 2;  // chunks are compressed in parallel
+  // Each task instance as one complete event at its end (as a program that
+  // times its task and records it whole), not a begin/end pair: its phases
+  // are then outermost too.
+  bool completes = false;
 };
 
 struct SyntheticResult {

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", opt.threads, "feedlets (threads) in the trace");
   app.add_option("--period-ns", opt.period_ns, "period of each thread's task");
   app.add_option("--seed", opt.seed, "random seed");
+  app.add_flag("--completes", opt.completes, "each task instance as one complete event at its end");
   CLI11_PARSE(app, argc, argv);
   opt.events = uint64_t(events);
   tinescope::bench::SyntheticResult r;

@@ -251,6 +251,85 @@ TEST(Render, TheOneSlowIntervalStandsOutWhereItsStreamIsSummarised) {
   }
 }
 
+// A complete interval is written at its end, and streams are keyed by it: one
+// that runs on past the window's right edge is in none of the window's
+// buckets and on no stack of begin/end pairs. The timeline and the fold draw
+// it from its start on all the same (TraceIndex::spanning). Its feedlet
+// writes an instant every 100 ns, so that it spans many segments (a long
+// complete, from the span stream); a second lane has a short one.
+TEST(Render, CompleteIntervalsThatRunPastTheRightEdgeAreDrawn) {
+  TraceBytes trace = named_trace({"long", "tick", "short"});
+  ChunkBuilder cb[2];
+  cb[0].feedlet = 1, cb[1].feedlet = 2;
+  auto put_complete = [&](ChunkBuilder& c, uint64_t start, uint64_t end, uint64_t name) {
+    uint8_t* p = c.begin(kIntervalComplete, end);
+    p = ChunkBuilder::put_u64(p, name);
+    p = ChunkBuilder::put_u64(p, end - start);
+    c.end(p);
+  };
+  for (uint64_t t = 0; t <= 2'000'000; t += 100) {
+    put_named(cb[0], kInstant, t, 2);
+    if (t == 1'000'000) put_complete(cb[0], 1'000, t, 1);
+    if (t % 1'000 == 0) put_named(cb[1], kInstant, t, 2);
+    if (t == 400'000) put_complete(cb[1], 300'000, t, 3);
+    for (ChunkBuilder& c : cb)
+      if (c.full()) trace.flush(c);
+  }
+  for (ChunkBuilder& c : cb) trace.flush(c);
+  render::Scene scene;
+  std::string error;
+  ASSERT_TRUE(scene.add_trace(save(trace, "complete-past-edge.tine"), error)) << error;
+  ASSERT_EQ(scene.lanes().size(), 2u);
+  const index::TraceIndex& ix = *scene.sources()[0].index;
+  ASSERT_GE(ix.find_stream(index::StreamKind::Span, 1, uint32_t(0)), 0) << "the long one is in the span stream";
+  EXPECT_LT(ix.find_stream(index::StreamKind::Span, 2, uint32_t(0)), 0) << "the short one is not";
+
+  const int W = 1280, H = 200;
+  auto r = headless(W, H);
+  ASSERT_TRUE(r);
+  FigureParams f;
+  f.t0 = 0, f.t1 = 350'000;  // both run on past the right edge
+  r->draw(scene, f, {});
+  const std::vector<uint8_t> px = r->context().read_rgba();
+  const render::TimelineGeometry g = render::TimelineGeometry::of({0, 0, float(W), float(H)});
+  const render::Layout layout = render::layout_lanes(scene, render::layout_options(f));
+  const double px_per_ns = g.plot.w / 350'000.0;
+  for (const auto& [lane, name, start] : {std::tuple{0u, "long", 1'000.0}, {1u, "short", 300'000.0}}) {
+    const render::Layout::LaneRows& lr = layout.lanes[lane];
+    ASSERT_EQ(scene.lanes()[lr.lane].feedlet, lane + 1);
+    uint32_t row = lr.first;
+    while (row < lr.end && layout.rows[row].kind != render::Row::Interval) ++row;
+    ASSERT_LT(row, lr.end) << name;
+    const int y = int(g.plot.y + layout.rows[row].y + 3);
+    const int x0 = int(std::ceil(g.plot.x + start * px_per_ns)) + 1, x1 = int(g.plot.x + g.plot.w) - 2;
+    ASSERT_GT(x1 - x0, 100);
+    for (int x = x0 + 40; x < x1; ++x)  // (past its name, written at its start)
+      ASSERT_EQ(pixel(px, W, x, y), render::name_colour(name) & 0xffffff) << name << " x " << x;
+    EXPECT_TRUE(is_background(pixel(px, W, x0 - 3, y))) << name << " before its start";
+  }
+
+  // Folded, 20 strips of one 10 us period each: the long one covers every
+  // strip from its start on.
+  const int SW = 1174, SH = 22 + 20 * 8;  // plot 1024 wide
+  r.reset();  // (one renderer at a time)
+  auto scope = headless(SW, SH);
+  ASSERT_TRUE(scope);
+  FigureParams s;
+  s.type = FigureParams::Scope;
+  s.t0 = 0, s.t1 = 1;
+  s.period_ns = 10'000;
+  s.fold = 1;
+  s.strip_px = 8;
+  scope->draw(scene, s, {});
+  const std::vector<uint8_t> spx = scope->context().read_rgba();
+  const int full = ink(render::name_colour("long") & 0xffffff);
+  for (int strip = 1; strip < 20; ++strip) {
+    int inked = 0;
+    for (int x = 150; x < SW; ++x) inked += ink(pixel(spx, SW, x, 22 + strip * 8 + 3)) >= full * 9 / 10;
+    EXPECT_GT(inked, 900) << "strip " << strip;
+  }
+}
+
 // Reference pictures: a synthetic trace drawn at fixed views. Set
 // TINESCOPE_UPDATE_REFERENCES=1 to write them anew (then look at them).
 TEST(Render, FixedViewsMatchTheReferencePictures) {

@@ -97,6 +97,8 @@ inline void put_named(format::ChunkBuilder& cb, uint16_t type, uint64_t ts, uint
 struct OwnedEvent {
   trace::Event e;
   std::vector<std::string> bytes;  // copies of the Bytes fields
+  uint32_t chunk = 0;     // in Collected::chunks
+  uint32_t in_chunk = 0;  // the event's place in its chunk
 };
 
 struct Collected : trace::Visitor {
@@ -107,14 +109,16 @@ struct Collected : trace::Visitor {
   std::vector<trace::Loss> losses;
   trace::Catalog catalog;  // copied at the end
   uint64_t dropped = 0;
+  uint32_t in_chunk = 0;  // events of the last chunk so far
 
   void on_header(const trace::Header& h) override { header = h; }
   void on_chunk(const trace::ChunkInfo& c) override {
     chunks.push_back(c);
     dropped += c.header.dropped_before;
+    in_chunk = 0;
   }
   void on_event(const trace::Event& e) override {
-    OwnedEvent o{e, {}};
+    OwnedEvent o{e, {}, uint32_t(chunks.size() - 1), in_chunk++};
     for (size_t k = 0; k < e.field_count; ++k) o.bytes.emplace_back(e.bytes[k]);
     for (size_t k = 0; k < e.field_count; ++k) o.e.bytes[k] = {};
     events.push_back(std::move(o));

@@ -22,6 +22,7 @@
 
 #include "bulk_array.hpp"
 #include "resume_points.hpp"
+#include "span_streams.hpp"
 #include "trace_reads.hpp"
 #include "sort_blocks.hpp"
 
@@ -271,6 +272,9 @@ void Builder::walk(const Job& job, Scratch& scratch) {
   std::vector<uint8_t>& resume = scratch.resume;
   resume.clear();
   ResumeWriter points(h.first_ts);
+  std::vector<Item>& spans = scratch.spans;
+  spans.clear();
+  uint64_t segment_floor = h.first_ts;  // where the current segment's resume point stands
   uint64_t type_counts[format::kMaxEventType + 1] = {};
   uint64_t position = f.events, prev_ts = f.last_ts;
   const bool first = f.events == 0;
@@ -303,10 +307,12 @@ void Builder::walk(const Job& job, Scratch& scratch) {
       [&](const Item& it) __attribute__((always_inline)) {
         const int at = f.find(stream_key(it));
         (at >= 0 ? items[size_t(at)] : fresh).add(it);
+        if (long_complete(it, segment_floor)) [[unlikely]] spans.push_back(span_item(it));
       },
       [&](const MessageEvent& m) { messages.push_back(m); }, why, UINT64_MAX, nullptr, nullptr,
       [&](size_t offset, uint64_t ts, uint64_t prev_delta, const WalkState& st) {
         points.add(offset, ts, prev_delta, st, resume);
+        segment_floor = ts;
       });
   if (!ok || position - f.events != h.event_count) {
     if (ok) why = "event count differs from the chunk header";
@@ -372,6 +378,7 @@ void Builder::walk(const Job& job, Scratch& scratch) {
     f.streams[k].add_run(items[k].size(), [&](size_t j) -> const Item& { return run[j]; }, *s_.pages);
   }
   scratch.depths.add_chunk(f, items, h.first_ts, h.last_ts, *s_.pages);
+  add_spans(f, spans, h.first_ts, h.last_ts, *s_.pages, scratch.span_nodes);
   trim_runs(items, h.event_count);
   if (!messages.empty()) flows_.add(f.id, messages);
 }

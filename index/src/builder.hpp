@@ -96,6 +96,8 @@ struct Builder : trace::Visitor {
     std::vector<std::pair<uint64_t, uint64_t>> hits;
     std::vector<uint8_t> resume;  // this chunk's resume points
     DepthFold depths;
+    std::vector<Item> spans;  // this chunk's long completes (span_streams.hpp)
+    std::vector<Node> span_nodes;
   };
   void walk(const Job& job, Scratch& scratch);
   void note_gaps(const format::ChunkHeader& h);

@@ -22,6 +22,7 @@ const char* kind_name(StreamKind k) {
     case StreamKind::Send: return "send";
     case StreamKind::Sched: return "sched";
     case StreamKind::Depth: return "depth";
+    case StreamKind::Span: return "span";
   }
   return "?";
 }

@@ -193,6 +193,7 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
         it.depth = uint32_t(st.stack.size());
         it.start = u[1] <= ts ? ts - u[1] : 0;
         it.end = ts;
+        it.complete = true;
         on_item(it);
         break;
       case kInstant:

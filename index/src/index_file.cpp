@@ -553,8 +553,9 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
     for (uint32_t k = 0; in.ok && k < ns; ++k) {
       Stream st;
       st.info = in.get<StreamInfo>();
-      in.ok &= st.info.kind >= StreamKind::Interval && st.info.kind <= StreamKind::Depth &&
-               (st.info.kind != StreamKind::Depth || st.info.key < kDepthStreams);
+      in.ok &= st.info.kind >= StreamKind::Interval && st.info.kind <= StreamKind::Span &&
+               (st.info.kind != StreamKind::Depth || st.info.key < kDepthStreams) &&
+               (st.info.kind != StreamKind::Span || st.info.key == 0);
       uint32_t nl = in.get<uint32_t>();
       if (nl > 64 || st.info.leaf_shift + uint64_t(nl) > kMaxShift + 1) in.ok = false;  // shifts stay < 64
       if (in.ok) st.levels.reserve(nl);

@@ -11,8 +11,9 @@ namespace tinescope::index {
 constexpr uint8_t kIndexMagic[8] = {'T', 'I', 'N', 'E', 'I', 'D', 'X', 0};
 // 2: flows packed in blocks; 3: interval pages in bit-packed columns; 4: tables aligned, read in place;
 // 5: resume points inside chunks; 6: tables that grow with the trace outside the directory, checked a block at a time;
-// 7: depth streams, and interval pages with a tenth column (the longest item's name)
-constexpr uint32_t kIndexVersion = 8;
+// 7: depth streams, and interval pages with a tenth column (the longest item's name);
+// 8: flow blocks; 9: span streams (long complete intervals, for spanning())
+constexpr uint32_t kIndexVersion = 9;
 
 struct IndexFile {
   // Writes the directory and footer after the pages already in `path`.

@@ -410,4 +410,65 @@ void query_levels(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, Re
   }
 }
 
+
+// Calls on_leaf(node) for every leaf bucket of an interval-like stream that
+// may hold an item running across t: min_start <= t < max_end (a bucket
+// after t holds one then; the bucket of t may not, its items before t
+// starting early and those after it late). It descends from the top stored
+// level into such buckets only, so it reads about levels x (buckets found)
+// nodes, not the stream. A growing stream's open buckets, not yet in the
+// levels above, are searched as roots too. In bucket order.
+template <class ReadPage, class OnLeaf>
+void stab_levels(const Stream& st, uint64_t t, ReadPage&& read, OnLeaf&& on_leaf) {
+  if (st.levels.empty()) return;
+  auto holds = [t](const Node& n) { return n.count && n.iv.min_start <= t && n.iv.max_end > t; };
+  // Bucket ranges to search, at each stored (even) level.
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> ranges(st.levels.size());
+  const size_t top = (st.levels.size() - 1) & ~size_t(1);
+  ranges[top].emplace_back(0, UINT64_MAX);
+  std::vector<Node> leaves;  // found, to be given in bucket order
+  for (size_t l = 0; l < st.levels.size(); ++l) {
+    const Level& lv = st.levels[l];
+    if (!lv.has_open || !holds(lv.open)) continue;
+    if (l == 0) {
+      leaves.push_back(lv.open);
+      continue;
+    }
+    const uint64_t b = lv.open.bucket;  // its completed buckets below, one or two levels down
+    if (l & 1) ranges[l - 1].emplace_back(b << 1, b << 1 | 1);
+    else ranges[l - 2].emplace_back(b << 2, b << 2 | 3);
+  }
+  Node nodes[kNodesPerPage];
+  for (size_t level = top + 2; level >= 2;) {
+    level -= 2;
+    std::vector<std::pair<uint64_t, uint64_t>>& want = ranges[level];
+    if (want.empty()) continue;
+    std::sort(want.begin(), want.end());
+    const Level& lv = st.levels[level];
+    const uint64_t first = t >> std::min<uint32_t>(63, st.info.leaf_shift + uint32_t(level));
+    size_t page = SIZE_MAX;  // the page in `nodes`
+    uint32_t count = 0;
+    auto take = [&](const Node& n, uint64_t lo, uint64_t hi) {
+      if (n.bucket < lo || n.bucket > hi || !holds(n)) return;
+      if (level == 0) {
+        leaves.push_back(n);
+      } else {
+        ranges[level - 2].emplace_back(n.bucket << 2, n.bucket << 2 | 3);
+      }
+    };
+    for (auto [lo, hi] : want) {
+      lo = std::max(lo, first);
+      if (lo > hi) continue;
+      size_t p = partition_index(lv.pages, 0, lv.pages.size(), [&](const PageRef& r) { return r.first_bucket <= lo; });
+      for (p = p ? p - 1 : 0; p < lv.pages.size() && lv.pages[p].first_bucket <= hi; ++p) {
+        if (p != page) count = read(uint32_t(level), p, nodes), page = p;
+        for (uint32_t i = 0; i < count; ++i) take(nodes[i], lo, hi);
+      }
+      for (const Node& n : lv.tail) take(n, lo, hi);
+    }
+  }
+  std::sort(leaves.begin(), leaves.end(), [](const Node& a, const Node& b) { return a.bucket < b.bucket; });
+  for (const Node& n : leaves) on_leaf(n);
+}
+
 }  // namespace tinescope::index

@@ -9,6 +9,7 @@
 #include "depth_streams.hpp"
 #include "parallel_tasks.hpp"
 #include "resume_points.hpp"
+#include "span_streams.hpp"
 #include "state.hpp"
 #include "tinescope/trace_index.hpp"
 
@@ -207,6 +208,29 @@ template <class Fn>
 void walk_items_in(const State& s, const FeedletState& f, uint64_t t0, uint64_t t1, Fn&& fn) {
   auto [k, end] = chunks_over(s, f, t0, t1);
   walk_chunks(s, f, k, end, t0, t1, fn);
+}
+
+// Calls fn for each long complete (span_streams.hpp) of feedlet f with its
+// key in [t0, t1]: the span stream's items, as the indexer chose them. Walks
+// whole chunks from their start, counting events to know each segment's
+// floor (a tool's and a test's path: spanning() reads the stream instead).
+template <class Fn>
+void walk_long_completes(const State& s, const FeedletState& f, uint64_t t0, uint64_t t1, Fn&& fn) {
+  PayloadBuffer lease;
+  ChunkBuffers& buf = lease.get();
+  auto [k, end] = chunks_over(s, f, t0, t1);
+  for (; k < end; ++k) {
+    WalkState w = state_at(f, k);
+    const uint64_t first_ts = s.chunks[f.chunks[k].chunk].first_ts;
+    uint64_t event = 0, prev_ts = first_ts, floor = first_ts;
+    auto on_event = [&](uint64_t ts, uint16_t) {
+      if (event && event % kResumeEvery == 0) floor = prev_ts;  // where the indexer's resume point stands
+      prev_ts = ts, ++event;
+    };
+    walk_feedlet_chunk(s, *s.layouts, f, k, w, buf, on_event, [&](const Item& it) {
+      if (it.key() >= t0 && it.key() <= t1 && long_complete(it, floor)) fn(it);
+    }, t1);
+  }
 }
 
 uint32_t shift_for(uint64_t t0, uint64_t t1, uint32_t columns) {
@@ -430,7 +454,8 @@ Buckets TraceIndex::query(int stream, uint64_t t0, uint64_t t1, uint32_t columns
   {
     std::shared_lock lock(mu_);
     const Stream* st = s_->stream(stream);
-    const bool depth = st && st->info.kind == StreamKind::Depth;  // (stored levels only, as in a lane)
+    // (Depths: stored levels only, as in a lane; spans: stored only, spanning() walks the rest.)
+    const bool depth = st && (st->info.kind == StreamKind::Depth || st->info.kind == StreamKind::Span);
     over_budget = st && !depth && shift < st->info.leaf_shift &&
                   !decode_affordable(*s_, st->info.feedlet, t0, t1, columns, decode_per_column);
     if (st && (shift >= st->info.leaf_shift || over_budget || depth)) shift = stored_shift(*st, shift);
@@ -503,6 +528,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     const Stream& st = *s_->stream(id);
     const StreamKind kind = st.info.kind;
     if (kind == (by_depth ? StreamKind::Interval : StreamKind::Depth)) continue;
+    if (kind == StreamKind::Span) continue;  // (its intervals are in the names' and depths' streams too)
     Buckets& b = next(id);
     if (shift >= st.info.leaf_shift || !affordable || kind == StreamKind::Depth) {
       const uint32_t at_shift = stored_shift(st, shift);
@@ -704,6 +730,12 @@ std::vector<Item> TraceIndex::items(int id, uint64_t t0, uint64_t t1) const {
     feedlet = st->info.feedlet;
     key = stream_key(st->info.kind, st->info.key);
   }
+  if (key >> 32 == uint64_t(StreamKind::Span)) {
+    std::shared_lock lock(mu_);
+    if (const FeedletState* f = s_->feedlet(feedlet))
+      walk_long_completes(*s_, *f, t0, t1, [&](const Item& it) { out.push_back(span_item(it)); });
+    return out;
+  }
   const bool depth = key >> 32 == uint64_t(StreamKind::Depth);  // a depth's intervals, of every name
   walk_items(feedlet, t0, t1, [&](const Item& it) {
     if (depth ? it.kind == StreamKind::Interval && depth_stream_key(it.depth) == uint32_t(key) : stream_key(it) == key)
@@ -735,6 +767,79 @@ std::vector<OpenInterval> TraceIndex::open_at(uint32_t feedlet, uint64_t t) cons
   walk_feedlet_chunk(*s_, *s_->layouts, *f, k, start.state, buf, [](uint64_t, uint16_t) {}, [](const Item&) {}, t,
                      start.from());
   return start.state.stack;
+}
+
+std::vector<Item> TraceIndex::spanning(uint32_t feedlet, uint64_t t) const {
+  std::vector<Item> out;
+  std::shared_lock lock(mu_);
+  const FeedletState* f = s_->feedlet(feedlet);
+  if (!f || f->type_counts[format::kIntervalComplete] == 0) return out;
+  auto take = [&](const Item& it) {
+    if (it.complete && it.start <= t && t < it.end) out.push_back(it);
+  };
+  // The short ones: in the one segment that starts at or before t and ends
+  // after it (span_streams.hpp). It is in the last chunk that starts at or
+  // before t, from its last resume point at or before t to the next point,
+  // whose tick is the segment's last event's. (Where the points cannot be
+  // read, the walk takes the chunk from its start to its end: more than the
+  // segment, never less.)
+  const size_t after = partition_index(f->chunks, 0, f->chunks.size(),
+                                       [&](const FeedletChunk& c) { return s_->chunks[c.chunk].first_ts <= t; });
+  if (after > 0 && s_->chunks[f->chunks[after - 1].chunk].last_ts > t) {
+    const size_t k = after - 1;
+    PayloadBuffer lease;
+    ChunkBuffers& buf = lease.get();
+    WalkStart start = start_in(*s_, *f, k, t + 1, UINT64_MAX, buf);
+    uint64_t until = UINT64_MAX;
+    thread_local std::vector<WalkFrom> points;  // memory kept
+    points.clear();
+    const std::span<const uint8_t> packed = s_->resume_points(f->chunks[k], buf);
+    if (!packed.empty() &&
+        list_points(packed.data(), packed.data() + packed.size(), s_->chunks[f->chunks[k].chunk].first_ts, points)) {
+      const uint64_t from = start.inside ? start.point.event : 0;
+      for (const WalkFrom& p : points)
+        if (p.event > from) {
+          until = p.ts;
+          break;
+        }
+    }
+    walk_feedlet_chunk(*s_, *s_->layouts, *f, k, start.state, buf, [](uint64_t, uint16_t) {}, take, until,
+                       start.from());
+  }
+  // The long ones: from the span stream's buckets that hold one. A leaf of
+  // one item names it; a leaf of more is walked over its time after t
+  // (neighbouring leaves in one walk).
+  const int span = f->find(stream_key(StreamKind::Span, 0));
+  if (span >= 0) {
+    const Stream& st = f->streams[size_t(span)];
+    std::vector<std::pair<uint64_t, uint64_t>> walks;  // key ranges
+    stab_levels(st, t, [&](uint32_t level, size_t page, Node* nodes) { return s_->read_page(st, level, page, nodes); },
+                [&](const Node& n) {
+                  if (n.count == 1) {
+                    Item it;
+                    it.kind = StreamKind::Interval, it.complete = true;
+                    it.name = uint32_t(n.iv.longest_name), it.depth = n.max_depth;
+                    it.start = n.iv.min_start, it.end = n.iv.max_end;
+                    return take(it);
+                  }
+                  const uint32_t shift = st.info.leaf_shift;
+                  const uint64_t lo = std::max(n.bucket << shift, t + 1);
+                  const uint64_t hi = shift + std::bit_width(n.bucket) >= 64 ? UINT64_MAX
+                                                                             : ((n.bucket + 1) << shift) - 1;
+                  if (!walks.empty() && walks.back().second + 1 >= lo) walks.back().second = hi;
+                  else walks.emplace_back(lo, hi);
+                });
+    for (const auto& [lo, hi] : walks) walk_items_in(*s_, *f, lo, hi, take);
+  }
+  std::sort(out.begin(), out.end(), [](const Item& a, const Item& b) {
+    return std::tie(a.start, a.end, a.depth, a.name) < std::tie(b.start, b.end, b.depth, b.name);
+  });
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const Item& a, const Item& b) {
+                          return a.start == b.start && a.end == b.end && a.depth == b.depth && a.name == b.name;
+                        }),
+            out.end());
+  return out;
 }
 
 std::vector<Flow> TraceIndex::flows(uint64_t t0, uint64_t t1, size_t limit) const {

@@ -114,7 +114,8 @@ void Scene::scan(Source& s, uint32_t source) {
   }
   for (size_t id = 0; id < streams.size(); ++id) {
     const index::StreamInfo& st = streams[id];
-    const std::string_view name = st.kind == StreamKind::Sched || st.kind == StreamKind::Depth ? "" : cat.string(st.key);
+    const bool named = st.kind != StreamKind::Sched && st.kind != StreamKind::Depth && st.kind != StreamKind::Span;
+    const std::string_view name = named ? cat.string(st.key) : "";
     s.stream_colour[id] = name_colour(name);
     auto it = by_feedlet.find(st.feedlet);
     if (it == by_feedlet.end() || st.items == 0) continue;

@@ -88,7 +88,8 @@ ScopePicture build_scope(const Scene& scene, const ScopeRequest& req) {
       }
       fold.add(p1, 0, (v - double(p1)) * W, ch);
     };
-    // Items end inside the range; those still open at its end come from open_at.
+    // Items end inside the range; those running on past its end come from
+    // open_at (begin/end pairs) and spanning (complete intervals).
     ix.lane_items(lane.feedlet, cw.k0, cw.k1, [&](const index::Item& it) {
       if (it.kind != index::StreamKind::Interval || P.truncated) return;
       if (++P.items > req.max_items) {
@@ -99,6 +100,8 @@ ScopePicture build_scope(const Scene& scene, const ScopeRequest& req) {
     });
     for (const index::OpenInterval& o : ix.open_at(lane.feedlet, cw.k1))
       add_interval(cw.ns(o.start), end, o.depth, name_colour(cat.string(o.name)));
+    for (const index::Item& it : ix.spanning(lane.feedlet, cw.k1))
+      add_interval(cw.ns(it.start), end, it.depth, name_colour(cat.string(it.name)));
   }
 
   P.rgba.assign(size_t(S) * W, 0);

@@ -1,7 +1,8 @@
 // The timeline picture: per lane, query the pyramids at the window's
 // resolution (query_lane), then paint each bucket's span into per-column
 // accumulators, so the work follows the pixels and the buckets, never the
-// events. Intervals still open at the right edge come from open_at(), since
+// events. Intervals running on past the right edge come from open_at() (the
+// stack of begin/end pairs) and spanning() (complete intervals), since
 // streams are keyed by their end.
 #include <algorithm>
 #include <atomic>
@@ -84,6 +85,7 @@ struct LaneQuery {
   ClockWindow clock;
   std::vector<std::pair<int, index::Buckets>> buckets;
   std::vector<index::OpenInterval> open;  // at the right edge
+  std::vector<index::Item> spans;         // complete intervals across the right edge
 };
 
 struct Painter {
@@ -147,12 +149,13 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     const Lane& lane = scene.lanes()[lr.lane];
     const index::TraceIndex& ix = *scene.sources()[lane.source].index;
     LaneQuery q{&lr, &lane, ClockWindow(scene.sources()[lane.source].catalog->clock, req.t0, req.t1),
-                std::move(answers[queries.size()]), {}};
+                std::move(answers[queries.size()]), {}, {}};
     ix.query_lane(lane.feedlet, q.clock.k0, q.clock.k1, resolution, q.buckets, req.decode_per_column);
     // A growing trace may have gained streams since the scene was read: they wait for the next one.
     const size_t known = std::min(streams[lane.source].size(), scene.sources()[lane.source].stream_colour.size());
     std::erase_if(q.buckets, [&](const auto& b) { return size_t(b.first) >= known; });
     q.open = ix.open_at(lane.feedlet, q.clock.k1);
+    q.spans = ix.spanning(lane.feedlet, q.clock.k1);
     queries.push_back(std::move(q));
   }
 
@@ -169,6 +172,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
         }
       }
       for (const index::OpenInterval& o : q.open) knots.push_back(q.clock.ns(o.start));
+      for (const index::Item& it : q.spans) knots.push_back(q.clock.ns(it.start));
     }
     P.axis.warp(std::move(knots), req.theta);
   }
@@ -281,6 +285,25 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       const uint32_t row = depth_row(o.depth);
       paint.span(row, x0, req.width, 1.0, name_colour(name), o.name, 1);
       add_box(row, lane.source, o.name, x0, req.width + 1, s, INT64_MAX, o.depth);
+    }
+    // Complete intervals across the right edge, from their start on; those
+    // that end in the last bucket of their stream's answer (by name or by
+    // depth) were drawn with it.
+    for (const index::Item& it : q.spans) {
+      if (!depth_rows) break;
+      bool drawn = false;
+      for (const auto& [id, b] : q.buckets) {
+        const index::StreamInfo& st = streams[lane.source][size_t(id)];
+        const bool mine = (st.kind == StreamKind::Interval && st.key == it.name) ||
+                          (st.kind == StreamKind::Depth && st.key == std::min(it.depth, index::kDepthStreams - 1));
+        if (mine) drawn = b.shift < 64 && it.end >> b.shift <= q.clock.k1 >> b.shift;
+      }
+      if (drawn) continue;
+      const int64_t s = q.clock.ns(it.start);
+      const double x0 = axis.x(s);
+      const uint32_t row = depth_row(it.depth);
+      paint.span(row, x0, req.width, 1.0, colour_of(lane.source, it.name), it.name, 1);
+      add_box(row, lane.source, it.name, x0, req.width + 1, s, q.clock.ns(it.end), it.depth);
     }
   }
 

@@ -44,6 +44,12 @@ enum class StreamKind : uint8_t {
   // interval streams, one a name, would cost as many answers as it has names.
   // Stored levels only: finer than its leaf, a query answers at the leaf.
   Depth = 6,
+  // The feedlet's long complete intervals (key 0; key: end time): those that
+  // began before the segment their end is in (kResumeEvery events of a
+  // chunk). What spanning() searches for intervals that run on past a time t
+  // and are on no stack; each bucket names its longest item, as a depth's.
+  // Stored levels only, as Depth; the views do not draw it as a lane's row.
+  Span = 7,
 };
 constexpr uint32_t kDepthStreams = 16;
 const char* kind_name(StreamKind k);
@@ -76,6 +82,7 @@ static_assert(sizeof(Node) == 72);
 // (start = end), a sample (start = end, value), a send (value = bytes).
 struct Item {
   StreamKind kind{};
+  bool complete = false;  // an Interval from one complete event (not a begin/end pair): on no stack
   uint32_t name = 0;   // string id; Sched: the task; Send: the channel
   uint32_t depth = 0;  // nesting depth of an interval, 0 outermost
   uint32_t cpu = 0;    // Sched
@@ -332,6 +339,13 @@ class TraceIndex {
   }
   // Intervals of a feedlet open at time t (started at or before t, not ended by t).
   std::vector<OpenInterval> open_at(uint32_t feedlet, uint64_t t) const;
+  // The complete intervals of a feedlet that run across time t (start <= t <
+  // end), sorted by (start, end, depth, name): what open_at() cannot know,
+  // since a complete event is written at its end. With open_at(), every
+  // interval running at t. Costs one segment's walk, the Span stream's
+  // levels times what it finds, and a walk of a leaf's time where a leaf
+  // holds more than one of them (docs/INDEX.md, "Spanning intervals").
+  std::vector<Item> spanning(uint32_t feedlet, uint64_t t) const;
 
   // Messages with their send or receive in [t0, t1], by time. With a limit,
   // at most limit + 1 of them (which ones is unspecified): more than the
