@@ -308,9 +308,12 @@ void check_pyramids_against_brute_force(const Collected& c, const TraceIndex& ix
     uint64_t t0 = lo + rng() % (hi - lo + 1);
     uint64_t t1 = std::min(hi + 1000, t0 + span);
     uint32_t columns = 1 + uint32_t(rng() % 2000);
-    // Half the rounds at a stored level, so both paths are exercised on small traces.
+    // Half the rounds at a stored level, so both paths are exercised on small
+    // traces; now and then an explicit shift below the leaf (decoded; for
+    // depth and span streams the only way to decode them).
+    const uint32_t below = r % 10 == 0 ? std::min(info.leaf_shift, 1 + uint32_t(rng() % 3)) : 0;
     auto got = r % 2 ? ix.query(id, t0, t1, columns)
-                     : ix.query_shift(id, t0, t1, info.leaf_shift + uint32_t(rng() % info.levels));
+                     : ix.query_shift(id, t0, t1, info.leaf_shift - below + uint32_t(below ? 0 : rng() % info.levels));
     (got.from_events ? from_events : from_levels)++;
     // At most about two buckets per column.
     if (r % 2) {

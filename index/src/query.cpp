@@ -703,7 +703,8 @@ void TraceIndex::query_shift(int id, uint64_t t0, uint64_t t1, uint32_t shift, B
       if (!pages_all_in()) s_->ask_for_pages(*st, t0, t1, shift);
       return stored_answer(*st, t0, t1, shift, out);
     }
-    depth = st->info.kind == StreamKind::Depth;
+    // (A depth's buckets, and the span stream's, name their longest item.)
+    depth = st->info.kind == StreamKind::Depth || st->info.kind == StreamKind::Span;
   }
   // Below the finest stored level: from the events of the whole buckets.
   out.shift = shift;

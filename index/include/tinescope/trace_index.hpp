@@ -11,9 +11,10 @@
 //    each feedlet come before T_j, so global event k is found by starting the
 //    merge at the nearest checkpoint (TuningFork §3.2.1).
 //  - streams with summary pyramids: per feedlet, intervals and instants per
-//    name, samples per counter, message sends, and job segments per CPU;
-//    each stream has levels of time buckets, each twice as wide as the one
-//    below. Below the finest stored level a query decodes the chunks.
+//    name, samples per counter, message sends, job segments per CPU,
+//    intervals per nesting depth, and its long complete intervals (for
+//    spanning()); each stream has levels of time buckets, each twice as wide
+//    as the one below. Below the finest stored level a query decodes the chunks.
 //
 // All times are in ticks of the trace's clock (exact and monotone per
 // feedlet); clock() converts to nanoseconds.
