@@ -456,8 +456,9 @@ void stab_levels(const Stream& st, uint64_t t, ReadPage&& read, OnLeaf&& on_leaf
         ranges[level - 2].emplace_back(n.bucket << 2, n.bucket << 2 | 3);
       }
     };
-    for (auto [lo, hi] : want) {
-      lo = std::max(lo, first);
+    for (const std::pair<uint64_t, uint64_t>& range : want) {
+      // (Not a structured binding: the lambda below captures lo, which clang 14 refuses of a binding.)
+      const uint64_t lo = std::max(range.first, first), hi = range.second;
       if (lo > hi) continue;
       size_t p = partition_index(lv.pages, 0, lv.pages.size(), [&](const PageRef& r) { return r.first_bucket <= lo; });
       for (p = p ? p - 1 : 0; p < lv.pages.size() && lv.pages[p].first_bucket <= hi; ++p) {
