@@ -997,9 +997,6 @@ TEST(Index, GlobalOrderEqualsNaiveMerge) {
   check_positions_against_brute_force(fx, test_seed(5));
 }
 
-// The intervals open at random times, and where each chunk starts and ends
-// (a tick's events can run on into the next chunk), against the raw events.
-// *shared_ticks (if given): how many chunk boundaries lie inside one tick.
 // spanning(f, t) against the complete intervals of f with start <= t < end;
 // returns how many there are.
 size_t expect_spanning(const BruteForce& bf, const TraceIndex& ix, uint32_t f, uint64_t t) {
@@ -1018,6 +1015,10 @@ size_t expect_spanning(const BruteForce& bf, const TraceIndex& ix, uint32_t f, u
   return want.size();
 }
 
+// The intervals open at random times, and where each chunk starts and ends
+// (a tick's events can run on into the next chunk), against the raw events;
+// and the complete intervals running across those times (expect_spanning).
+// *shared_ticks (if given): how many chunk boundaries lie inside one tick.
 void check_open_against_brute_force(const Fixture& fx, uint64_t seed, int* shared_ticks = nullptr) {
   BruteForce bf(fx.c);
   size_t spanning = 0, completes = 0;  // found running across the times asked; in the trace
