@@ -274,7 +274,7 @@ void Builder::walk(const Job& job, Scratch& scratch) {
   ResumeWriter points(h.first_ts);
   std::vector<Item>& spans = scratch.spans;
   spans.clear();
-  uint64_t segment_floor = h.first_ts;  // where the current segment's resume point stands
+  SegmentFloor segment(h.first_ts);
   uint64_t type_counts[format::kMaxEventType + 1] = {};
   uint64_t position = f.events, prev_ts = f.last_ts;
   const bool first = f.events == 0;
@@ -307,12 +307,12 @@ void Builder::walk(const Job& job, Scratch& scratch) {
       [&](const Item& it) __attribute__((always_inline)) {
         const int at = f.find(stream_key(it));
         (at >= 0 ? items[size_t(at)] : fresh).add(it);
-        if (long_complete(it, segment_floor)) [[unlikely]] spans.push_back(span_item(it));
+        if (segment.is_long(it)) [[unlikely]] spans.push_back(span_item(it));
       },
       [&](const MessageEvent& m) { messages.push_back(m); }, why, UINT64_MAX, nullptr, nullptr,
       [&](size_t offset, uint64_t ts, uint64_t prev_delta, const WalkState& st) {
         points.add(offset, ts, prev_delta, st, resume);
-        segment_floor = ts;
+        segment.resume_at(ts);
       });
   if (!ok || position - f.events != h.event_count) {
     if (ok) why = "event count differs from the chunk header";

@@ -17,6 +17,15 @@ namespace tinescope::index {
 
 namespace {
 
+// Index of the last chunk of `f` that starts at or before t, plus one (0:
+// none does). The feedlet's last event at or before t is in that chunk.
+// (Not the first chunk that ends at or after t: events at one tick may run
+// on into the next chunks, and they are all before t's end.)
+size_t chunks_starting_by(const State& s, const FeedletState& f, uint64_t t) {
+  return partition_index(f.chunks, 0, f.chunks.size(),
+                         [&](const FeedletChunk& c) { return s.chunks[c.chunk].first_ts <= t; });
+}
+
 // Index of the first chunk of `f` whose last event is at or after t.
 size_t first_chunk_at(const State& s, const FeedletState& f, uint64_t t) {
   return partition_index(f.chunks, 0, f.chunks.size(),
@@ -95,11 +104,12 @@ struct ChunkBlocks {
 };
 
 // Walks chunk k of a feedlet, as the indexer did, up to `until` (from a
-// resume point inside it if `from`).
-template <class OnEvent, class OnItem>
+// resume point inside it if `from`). on_resume (walk_chunk's) is for a walk
+// from the chunk's start only: it counts events from where the walk starts.
+template <class OnEvent, class OnItem, class OnResume = NoResume>
 bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletState& f, size_t k, WalkState& w,
                         ChunkBuffers& buf, OnEvent&& on_event, OnItem&& on_item, uint64_t until = UINT64_MAX,
-                        const WalkFrom* from = nullptr, const ChunksAhead& ahead = {}) {
+                        const WalkFrom* from = nullptr, const ChunksAhead& ahead = {}, OnResume&& on_resume = {}) {
   std::string why;
   if (!chunk_readable(s, f, k)) return false;
   const uint32_t c = f.chunks[k].chunk;
@@ -133,13 +143,14 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
   auto item = [&](const Item& it) __attribute__((always_inline)) { skip_items ? void(--skip_items) : (++items, on_item(it)); };
   bool stopped = false;
   const WalkState before = size < h.raw_size ? w : WalkState{};
-  const bool ok = walk_chunk(raw, size, h, layouts, w, event, item, no_messages, why, until, &stopped, from);
+  const bool ok = walk_chunk(raw, size, h, layouts, w, event, item, no_messages, why, until, &stopped, from, on_resume);
   if (size == h.raw_size || (ok && stopped)) return ok;
   // The guess fell short: the whole chunk, passing over what was given.
   w = before;
   skip_events = events, skip_items = items;
   if (!blocks.read(s, c, buf.chunk.data(), 0, h.raw_size, why) || !(raw = s.payload(chunk, buf.payload, why))) return false;
-  return walk_chunk(raw, h.raw_size, h, layouts, w, event, item, no_messages, why, until, &stopped, from);
+  // (Its points are passed again, in order, before the first item not yet given.)
+  return walk_chunk(raw, h.raw_size, h, layouts, w, event, item, no_messages, why, until, &stopped, from, on_resume);
 }
 
 // Lends this thread's buffers (the chunk's bytes and its payload), kept from
@@ -212,8 +223,9 @@ void walk_items_in(const State& s, const FeedletState& f, uint64_t t0, uint64_t 
 
 // Calls fn for each long complete (span_streams.hpp) of feedlet f with its
 // key in [t0, t1]: the span stream's items, as the indexer chose them. Walks
-// whole chunks from their start, counting events to know each segment's
-// floor (a tool's and a test's path: spanning() reads the stream instead).
+// whole chunks from their start, passing the resume points where the
+// indexer recorded them (a tool's and a test's path: spanning() reads the
+// stream instead).
 template <class Fn>
 void walk_long_completes(const State& s, const FeedletState& f, uint64_t t0, uint64_t t1, Fn&& fn) {
   PayloadBuffer lease;
@@ -221,15 +233,13 @@ void walk_long_completes(const State& s, const FeedletState& f, uint64_t t0, uin
   auto [k, end] = chunks_over(s, f, t0, t1);
   for (; k < end; ++k) {
     WalkState w = state_at(f, k);
-    const uint64_t first_ts = s.chunks[f.chunks[k].chunk].first_ts;
-    uint64_t event = 0, prev_ts = first_ts, floor = first_ts;
-    auto on_event = [&](uint64_t ts, uint16_t) {
-      if (event && event % kResumeEvery == 0) floor = prev_ts;  // where the indexer's resume point stands
-      prev_ts = ts, ++event;
-    };
-    walk_feedlet_chunk(s, *s.layouts, f, k, w, buf, on_event, [&](const Item& it) {
-      if (it.key() >= t0 && it.key() <= t1 && long_complete(it, floor)) fn(it);
-    }, t1);
+    SegmentFloor segment(s.chunks[f.chunks[k].chunk].first_ts);
+    walk_feedlet_chunk(
+        s, *s.layouts, f, k, w, buf, [](uint64_t, uint16_t) {},
+        [&](const Item& it) {
+          if (it.key() >= t0 && it.key() <= t1 && segment.is_long(it)) fn(it);
+        },
+        t1, nullptr, {}, [&](size_t, uint64_t ts, uint64_t, const WalkState&) { segment.resume_at(ts); });
   }
 }
 
@@ -749,12 +759,7 @@ std::vector<OpenInterval> TraceIndex::open_at(uint32_t feedlet, uint64_t t) cons
   std::shared_lock lock(mu_);
   const FeedletState* f = s_->feedlet(feedlet);
   if (!f) return {};
-  // The feedlet's last event at or before t is in the last chunk that starts
-  // at or before t. (Not the first chunk that ends at or after t: events at
-  // one tick may run on into the next chunks, and they are all before t's
-  // end.)
-  const size_t after = partition_index(f->chunks, 0, f->chunks.size(),
-                                       [&](const FeedletChunk& c) { return s_->chunks[c.chunk].first_ts <= t; });
+  const size_t after = chunks_starting_by(*s_, *f, t);
   if (after == 0) return f->chunks.empty() ? f->final_open : state_at(*f, 0).stack;  // before the first chunk
   const size_t k = after - 1;
   if (s_->chunks[f->chunks[k].chunk].last_ts <= t)  // after the chunk's events: the next one's snapshot
@@ -784,8 +789,7 @@ std::vector<Item> TraceIndex::spanning(uint32_t feedlet, uint64_t t) const {
   // whose tick is the segment's last event's. (Where the points cannot be
   // read, the walk takes the chunk from its start to its end: more than the
   // segment, never less.)
-  const size_t after = partition_index(f->chunks, 0, f->chunks.size(),
-                                       [&](const FeedletChunk& c) { return s_->chunks[c.chunk].first_ts <= t; });
+  const size_t after = chunks_starting_by(*s_, *f, t);
   if (after > 0 && s_->chunks[f->chunks[after - 1].chunk].last_ts > t) {
     const size_t k = after - 1;
     PayloadBuffer lease;
@@ -816,13 +820,7 @@ std::vector<Item> TraceIndex::spanning(uint32_t feedlet, uint64_t t) const {
     std::vector<std::pair<uint64_t, uint64_t>> walks;  // key ranges
     stab_levels(st, t, [&](uint32_t level, size_t page, Node* nodes) { return s_->read_page(st, level, page, nodes); },
                 [&](const Node& n) {
-                  if (n.count == 1) {
-                    Item it;
-                    it.kind = StreamKind::Interval, it.complete = true;
-                    it.name = uint32_t(n.iv.longest_name), it.depth = n.max_depth;
-                    it.start = n.iv.min_start, it.end = n.iv.max_end;
-                    return take(it);
-                  }
+                  if (n.count == 1) return take(span_leaf_item(n));
                   const uint32_t shift = st.info.leaf_shift;
                   const uint64_t lo = std::max(n.bucket << shift, t + 1);
                   const uint64_t hi = shift + std::bit_width(n.bucket) >= 64 ? UINT64_MAX

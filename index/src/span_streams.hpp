@@ -31,16 +31,33 @@ struct FeedletState;
 // stream's nodes, ~1.3 an item, cost little of the index.
 constexpr uint64_t kSpanLeafItems = 1;
 
-// The segment floor: the tick that a segment's events are all at or after
-// (the chunk's first tick for its first segment, else the tick of the event
-// before the segment: where its resume point stands).
-inline bool long_complete(const Item& it, uint64_t segment_floor) {
-  return it.complete && it.start < segment_floor;
-}
+// The floor of the segment that a walk of one chunk (from its start) is in:
+// the tick that the segment's events are all at or after. It is the chunk's
+// first tick, then the tick of each resume point passed (walk_chunk's
+// on_resume, called with the tick of the event before the point). The
+// indexer keeps one to choose the span stream's items, and
+// walk_long_completes one to read them back by walking: the same rule.
+struct SegmentFloor {
+  uint64_t ts;
+  explicit SegmentFloor(uint64_t chunk_first_ts) : ts(chunk_first_ts) {}
+  void resume_at(uint64_t point_ts) { ts = point_ts; }
+  // A long complete: one that began before its end's segment.
+  bool is_long(const Item& it) const { return it.complete && it.start < ts; }
+};
 
 // The item of a long complete in the span stream (its key: 0).
 inline Item span_item(Item it) {
   it.kind = StreamKind::Span;
+  return it;
+}
+
+// The complete interval that a span stream's node of one item names whole
+// (the fold keeps its name, depth, start and end: fold_depth_item).
+inline Item span_leaf_item(const Node& n) {
+  Item it;
+  it.kind = StreamKind::Interval, it.complete = true;
+  it.name = uint32_t(n.iv.longest_name), it.depth = n.max_depth;
+  it.start = n.iv.min_start, it.end = n.iv.max_end;
   return it;
 }
 

@@ -288,17 +288,19 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     }
     // Complete intervals across the right edge, from their start on; those
     // that end in the last bucket of their stream's answer (by name or by
-    // depth) were drawn with it.
-    for (const index::Item& it : q.spans) {
-      if (!depth_rows) break;
-      bool drawn = false;
+    // depth) were drawn with it. (A lane has few of them, and few streams.)
+    auto drawn_with_its_stream = [&](const index::Item& it) {
       for (const auto& [id, b] : q.buckets) {
         const index::StreamInfo& st = streams[lane.source][size_t(id)];
         const bool mine = (st.kind == StreamKind::Interval && st.key == it.name) ||
                           (st.kind == StreamKind::Depth && st.key == std::min(it.depth, index::kDepthStreams - 1));
-        if (mine) drawn = b.shift < 64 && it.end >> b.shift <= q.clock.k1 >> b.shift;
+        if (mine) return b.shift < 64 && it.end >> b.shift <= q.clock.k1 >> b.shift;
       }
-      if (drawn) continue;
+      return false;
+    };
+    for (const index::Item& it : q.spans) {
+      if (!depth_rows) break;
+      if (drawn_with_its_stream(it)) continue;
       const int64_t s = q.clock.ns(it.start);
       const double x0 = axis.x(s);
       const uint32_t row = depth_row(it.depth);
