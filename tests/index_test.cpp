@@ -2109,12 +2109,24 @@ TEST(Index, AnOpenedIndexIsPagedInBehindTheFirstQueries) {
   const size_t warmed = resident_pages(idx).first, os_page = size_t(::sysconf(_SC_PAGESIZE));
   EXPECT_GE(warmed * os_page, index_bytes / 6) << "the warmer read about a third of the index";
   EXPECT_LT(warmed, pages) << "and not the whole of it";
-  EXPECT_EQ(queries(*ix, 16, 20, 5), 0u) << "coarse views after warming a third";
+  // Faults are counted for the whole process, and a machine short of memory
+  // (a soak's other test beside this one) may take a warmed page back before
+  // the queries come: one fault in ASan's soak, seed 8006, that the seed
+  // alone never repeats. A page the warmer did not read faults on every
+  // try, so a second try, warmed again, tells the two apart.
+  auto faults = [&](uint64_t warm_bytes, uint64_t columns, int n, unsigned zooms) -> uint64_t {
+    const uint64_t first = queries(*ix, columns, n, zooms);
+    if (first == 0) return 0;
+    ix.reset();  // (its mapping would keep the pages it faulted in)
+    ix = open_warm(warm_bytes);
+    return ix ? queries(*ix, columns, n, zooms) : first;
+  };
+  EXPECT_EQ(faults(index_bytes / 3, 16, 20, 5), 0u) << "coarse views after warming a third";
   // By default the whole index, so no query waits for the disk.
   ix = open_warm(0);
   ASSERT_TRUE(ix);
   EXPECT_EQ(resident_pages(idx).first, pages);
-  EXPECT_EQ(queries(*ix, 1280, 200), 0u) << "queries after warming the whole index";
+  EXPECT_EQ(faults(0, 1280, 200, 12), 0u) << "queries after warming the whole index";
   // Closed while it warms: the thread stops between batches, before the mapping goes.
   for (int i = 0; i < 20; ++i) {
     evict(idx);
