@@ -18,11 +18,12 @@ namespace tinescope::index {
 namespace {
 
 // Index of the last chunk of `f` that starts at or before t, plus one (0:
-// none does). The feedlet's last event at or before t is in that chunk.
-// (Not the first chunk that ends at or after t: events at one tick may run
-// on into the next chunks, and they are all before t's end.)
-size_t chunks_starting_by(const State& s, const FeedletState& f, uint64_t t) {
-  return partition_index(f.chunks, 0, f.chunks.size(),
+// none does; the search starts at chunk `from`). The feedlet's last event at
+// or before t is in that chunk. (Not the first chunk that ends at or after
+// t: events at one tick may run on into the next chunks, and they are all
+// before t's end.)
+size_t chunks_starting_by(const State& s, const FeedletState& f, uint64_t t, size_t from = 0) {
+  return partition_index(f.chunks, from, f.chunks.size(),
                          [&](const FeedletChunk& c) { return s.chunks[c.chunk].first_ts <= t; });
 }
 
@@ -184,8 +185,7 @@ class PayloadBuffer {
 // The chunks of f that a walk over [t0, t1] decodes: [first, end).
 std::pair<size_t, size_t> chunks_over(const State& s, const FeedletState& f, uint64_t t0, uint64_t t1) {
   const size_t k = first_chunk_at(s, f, t0);
-  return {k, partition_index(f.chunks, k, f.chunks.size(),
-                            [&](const FeedletChunk& c) { return s.chunks[c.chunk].first_ts <= t1; })};
+  return {k, chunks_starting_by(s, f, t1, k)};
 }
 
 // Calls fn for each item with its key in [t0, t1] that chunk k of feedlet f
