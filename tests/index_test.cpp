@@ -237,9 +237,10 @@ struct BruteForce {
         n.max_depth = std::max(n.max_depth, it.depth);
         n.iv.busy += kind == StreamKind::Send ? uint64_t(it.value) : dur;
         n.iv.min_dur = std::min(n.iv.min_dur, dur);
-        // A depth's (and the span stream's) longest item: of equal ones the
-        // first to end, then the smallest name; its name is in the node.
-        const bool named = kind == StreamKind::Depth || kind == StreamKind::Span;
+        // A depth's (and the span stream's, and a CPU's) longest item: of equal
+        // ones the first to end, then the smallest name; its name (a CPU's: its
+        // task) is in the node.
+        const bool named = kind == StreamKind::Depth || kind == StreamKind::Span || kind == StreamKind::Sched;
         const bool tie = named && n.count && dur == n.iv.max_dur &&
                          (it.end < n.iv.longest_end || (it.end == n.iv.longest_end && it.name < n.iv.longest_name));
         if (dur > n.iv.max_dur || n.count == 0 || tie) {
@@ -1019,14 +1020,35 @@ size_t expect_spanning(const BruteForce& bf, const TraceIndex& ix, uint32_t f, u
 // (a tick's events can run on into the next chunk), against the raw events;
 // and the complete intervals running across those times (expect_spanning).
 // *shared_ticks (if given): how many chunk boundaries lie inside one tick.
+// running_at(f, t) against f's events replayed up to t: a start or resume
+// runs its task on its CPU (in place of any there), a preempt, block or
+// complete ends what runs there. Returns how many run.
+size_t expect_running(const Fixture& fx, uint32_t f, uint64_t t) {
+  std::map<uint32_t, std::pair<uint32_t, uint64_t>> running;  // cpu -> (task, start)
+  for (const OwnedEvent& o : fx.c.events) {
+    const trace::Event& e = o.e;
+    if (e.feedlet != f || e.ts > t) continue;
+    if (e.type == kJobStart || e.type == kJobResume) running[uint32_t(e.u[2])] = {uint32_t(e.u[0]), e.ts};
+    if (e.type == kJobPreempt || e.type == kJobBlock || e.type == kJobComplete) running.erase(uint32_t(e.u[2]));
+  }
+  std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> want, got;
+  for (const auto& [cpu, job] : running) want.emplace_back(cpu, job.first, job.second);
+  for (const index::RunningJob& r : fx.ix->running_at(f, t)) got.emplace_back(r.cpu, r.task, r.start);
+  EXPECT_EQ(got, want) << "running, feedlet " << f << " t " << t;
+  return want.size();
+}
+
 void check_open_against_brute_force(const Fixture& fx, uint64_t seed, int* shared_ticks = nullptr) {
   BruteForce bf(fx.c);
   size_t spanning = 0, completes = 0;  // found running across the times asked; in the trace
+  size_t running = 0, job_starts = 0;  // job segments found running at those times; starts in the trace
+  for (const OwnedEvent& o : fx.c.events) job_starts += o.e.feedlet != kMetadataFeedlet && o.e.type == kJobStart;
   for (auto& [key, items] : bf.streams)
     if (std::get<0>(key) == StreamKind::Interval)
       for (const Item& it : items) completes += it.complete;
   auto check_at = [&](uint32_t f, uint64_t t) {
     spanning += expect_spanning(bf, *fx.ix, f, t);
+    running += expect_running(fx, f, t);
     // Open at t: the intervals of f with start <= t < end, plus begins never closed.
     auto open = fx.ix->open_at(f, t);
     size_t want = 0;
@@ -1071,6 +1093,9 @@ void check_open_against_brute_force(const Fixture& fx, uint64_t seed, int* share
   if (shared_ticks) *shared_ticks = shared;
   if (completes > 1000) {
     EXPECT_GT(spanning, 100u) << "complete intervals running across the times asked";
+  }
+  if (job_starts > 1000) {
+    EXPECT_GT(running, 100u) << "job segments running at the times asked";
   }
 }
 

@@ -324,8 +324,7 @@ void Builder::walk(const Job& job, Scratch& scratch) {
   fc.chunk = job.chunk;
   fc.first_event = f.events;
   fc.open_first = f.pool.size();
-  for (const OpenInterval& o : f.walk.stack) f.pool.vec().push_back(o);
-  for (const RunningJob& r : f.walk.running) f.pool.vec().push_back(OpenInterval{r.task, kRunningJobBit | r.cpu, r.start});
+  add_open_entries(f.walk, f.pool.vec());
   fc.open_count = uint32_t(f.pool.size() - fc.open_first);
   // The resume points go to the index file with the pages (not kept in
   // memory: ~9 bytes a thousand events would grow with the trace).

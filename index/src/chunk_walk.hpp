@@ -30,11 +30,6 @@ struct Layouts {
   explicit Layouts(const format::Schema& schema);
 };
 
-struct RunningJob {
-  uint32_t cpu = 0, task = 0;
-  uint64_t start = 0;
-};
-
 // What a feedlet's decoding carries from one chunk to the next.
 struct WalkState {
   std::vector<OpenInterval> stack;  // open begin/enter, innermost last

@@ -12,8 +12,10 @@ constexpr uint8_t kIndexMagic[8] = {'T', 'I', 'N', 'E', 'I', 'D', 'X', 0};
 // 2: flows packed in blocks; 3: interval pages in bit-packed columns; 4: tables aligned, read in place;
 // 5: resume points inside chunks; 6: tables that grow with the trace outside the directory, checked a block at a time;
 // 7: depth streams, and interval pages with a tenth column (the longest item's name);
-// 8: flow blocks; 9: span streams (long complete intervals, for spanning())
-constexpr uint32_t kIndexVersion = 9;
+// 8: flow blocks; 9: span streams (long complete intervals, for spanning());
+// 10: Sched nodes name their longest segment's task, and the open entries after
+// the last chunk hold its running jobs (running_at())
+constexpr uint32_t kIndexVersion = 10;
 
 struct IndexFile {
   // Writes the directory and footer after the pages already in `path`.

@@ -112,6 +112,7 @@ inline void set_leaf(Node& n, const Item& it, uint64_t bucket) {
   n.iv.busy = it.kind == StreamKind::Send ? uint64_t(it.value) : dur;
   n.iv.min_dur = n.iv.max_dur = dur;
   n.iv.longest_end = it.end;
+  if (it.kind == StreamKind::Sched) n.iv.longest_name = it.name;  // the task
   n.iv.min_start = it.start;
   n.iv.max_end = it.end;
 }
@@ -120,6 +121,17 @@ inline Node leaf_node(const Item& it, uint64_t bucket) {
   Node n;
   set_leaf(n, it, bucket);
   return n;
+}
+
+// Whether an item (dur, end, name) is the longest in place of the one a
+// node has: the longest; of equal ones the first to end, then the smallest
+// name. Items taken in key order (a name's stream) keep the first of equal
+// ones by this rule; a depth stream's names come one run after the other,
+// and merges join nodes made apart, so each asks. (Shorter, the usual case,
+// is settled by the first two compares.)
+[[gnu::always_inline]] inline bool longer(uint64_t dur, uint64_t end, uint64_t name, uint64_t max_dur,
+                                          uint64_t longest_end, uint64_t longest_name) {
+  return dur > max_dur || (dur == max_dur && (end < longest_end || (end == longest_end && name < longest_name)));
 }
 
 // Adds an item to a node that holds at least one: what merging its
@@ -140,7 +152,12 @@ inline Node leaf_node(const Item& it, uint64_t bucket) {
   a.max_depth = std::max(a.max_depth, it.depth);
   a.iv.busy += it.kind == StreamKind::Send ? uint64_t(it.value) : dur;
   a.iv.min_dur = std::min(a.iv.min_dur, dur);
-  if (dur > a.iv.max_dur) a.iv.max_dur = dur, a.iv.longest_end = it.end;
+  if (it.kind == StreamKind::Sched) {  // a CPU's segments: the longest one's task, as merge() keeps it
+    if (longer(dur, it.end, it.name, a.iv.max_dur, a.iv.longest_end, a.iv.longest_name))
+      a.iv.max_dur = dur, a.iv.longest_end = it.end, a.iv.longest_name = it.name;
+  } else if (dur > a.iv.max_dur) {
+    a.iv.max_dur = dur, a.iv.longest_end = it.end;
+  }
   a.iv.min_start = std::min(a.iv.min_start, it.start);
   a.iv.max_end = std::max(a.iv.max_end, it.end);
 }
@@ -175,22 +192,26 @@ template <class ItemAt>
     open.s.min = mn, open.s.max = mx, open.s.last = last, open.s.sum = sum, open.s.last_ts = last_ts;
   } else {
     const bool send = kind == StreamKind::Send;
+    const bool sched = kind == StreamKind::Sched;  // names the longest item's task (add_item())
     uint32_t depth = open.max_depth;
     uint64_t busy = open.iv.busy, min_dur = open.iv.min_dur, max_dur = open.iv.max_dur;
     uint64_t longest_end = open.iv.longest_end, min_start = open.iv.min_start, max_end = open.iv.max_end;
+    uint64_t longest_name = open.iv.longest_name;
     for (; j < n && item(j).key() >> shift == bucket; ++j) {
       const Item& it = item(j);
       const uint64_t dur = it.end - it.start;
       depth = std::max(depth, it.depth);
       busy += send ? uint64_t(it.value) : dur;
       min_dur = std::min(min_dur, dur);
-      if (dur > max_dur) max_dur = dur, longest_end = it.end;
+      if (sched ? longer(dur, it.end, it.name, max_dur, longest_end, longest_name) : dur > max_dur)
+        max_dur = dur, longest_end = it.end, longest_name = sched ? it.name : longest_name;
       min_start = std::min(min_start, it.start);
       max_end = std::max(max_end, it.end);
     }
     open.max_depth = depth;
     open.iv.busy = busy, open.iv.min_dur = min_dur, open.iv.max_dur = max_dur;
     open.iv.longest_end = longest_end, open.iv.min_start = min_start, open.iv.max_end = max_end;
+    open.iv.longest_name = longest_name;
   }
   open.count += uint32_t(j - first);
   return j;
@@ -208,17 +229,6 @@ inline void fold_items(std::vector<Node>& out, StreamKind kind, uint32_t shift, 
       j = accumulate(out.back(), kind, shift, j, n, at);
     }
   }
-}
-
-// Whether an item (dur, end, name) is the longest in place of the one a
-// node has: the longest; of equal ones the first to end, then the smallest
-// name. Items taken in key order (a name's stream) keep the first of equal
-// ones by this rule; a depth stream's names come one run after the other,
-// and merges join nodes made apart, so each asks. (Shorter, the usual case,
-// is settled by the first two compares.)
-[[gnu::always_inline]] inline bool longer(uint64_t dur, uint64_t end, uint64_t name, uint64_t max_dur,
-                                          uint64_t longest_end, uint64_t longest_name) {
-  return dur > max_dur || (dur == max_dur && (end < longest_end || (end == longest_end && name < longest_name)));
 }
 
 // Folds `b` (whose items all come after a's) into `a`. Always inline: it is
@@ -409,7 +419,6 @@ void query_levels(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, Re
     if (n.bucket >= b0 && n.bucket <= b1) take(n);
   }
 }
-
 
 // Calls on_leaf(node) for every leaf bucket of an interval-like stream that
 // may hold an item running across t: min_start <= t < max_end (a bucket

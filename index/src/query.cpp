@@ -45,12 +45,7 @@ WalkState state_at(const FeedletState& f, size_t k) {
   const FeedletChunk& c = f.chunks[k];
   for (uint64_t i = c.open_first; i < c.open_first + c.open_count && i < f.pool.size(); ++i) {
     if (!f.pool.readable(i)) continue;  // damaged: its intervals' ends are then counted, not drawn
-    const OpenInterval& o = f.pool[i];
-    if (o.depth & kRunningJobBit) {
-      w.running.push_back(RunningJob{o.depth & ~kRunningJobBit, o.name, o.start});
-    } else {
-      w.stack.push_back(o);
-    }
+    add_to_state(w, f.pool[i]);
   }
   return w;
 }
@@ -755,24 +750,50 @@ std::vector<Item> TraceIndex::items(int id, uint64_t t0, uint64_t t1) const {
   return out;
 }
 
+namespace {
+
+WalkState final_state(const FeedletState& f) {
+  WalkState w;
+  for (const OpenInterval& o : f.final_open) add_to_state(w, o);
+  return w;
+}
+
+// The walk's state of f after its last event at or before t: the snapshot
+// at a chunk's start where t falls between chunks, else a walk of the chunk
+// up to t.
+WalkState state_at_time(const State& s, const FeedletState& f, uint64_t t) {
+  const size_t after = chunks_starting_by(s, f, t);
+  if (after == 0) return f.chunks.empty() ? final_state(f) : state_at(f, 0);  // before the first chunk
+  const size_t k = after - 1;
+  if (s.chunks[f.chunks[k].chunk].last_ts <= t)  // after the chunk's events: the next one's snapshot
+    return after == f.chunks.size() ? final_state(f) : state_at(f, after);
+  PayloadBuffer lease;
+  ChunkBuffers& buf = lease.get();
+  // Up to t (< the chunk's last tick): the state is then what was open after
+  // the last event at or before t (a resume point at t or before stands
+  // after such events only).
+  WalkStart start = start_in(s, f, k, t + 1, UINT64_MAX, buf);
+  walk_feedlet_chunk(s, *s.layouts, f, k, start.state, buf, [](uint64_t, uint16_t) {}, [](const Item&) {}, t,
+                     start.from());
+  return std::move(start.state);
+}
+
+}  // namespace
+
 std::vector<OpenInterval> TraceIndex::open_at(uint32_t feedlet, uint64_t t) const {
   std::shared_lock lock(mu_);
   const FeedletState* f = s_->feedlet(feedlet);
   if (!f) return {};
-  const size_t after = chunks_starting_by(*s_, *f, t);
-  if (after == 0) return f->chunks.empty() ? f->final_open : state_at(*f, 0).stack;  // before the first chunk
-  const size_t k = after - 1;
-  if (s_->chunks[f->chunks[k].chunk].last_ts <= t)  // after the chunk's events: the next one's snapshot
-    return after == f->chunks.size() ? f->final_open : state_at(*f, after).stack;
-  PayloadBuffer lease;
-  ChunkBuffers& buf = lease.get();
-  // Up to t (< the chunk's last tick): the stack is then what was open after
-  // the last event at or before t (a resume point at t or before stands
-  // after such events only).
-  WalkStart start = start_in(*s_, *f, k, t + 1, UINT64_MAX, buf);
-  walk_feedlet_chunk(*s_, *s_->layouts, *f, k, start.state, buf, [](uint64_t, uint16_t) {}, [](const Item&) {}, t,
-                     start.from());
-  return start.state.stack;
+  return state_at_time(*s_, *f, t).stack;
+}
+
+std::vector<RunningJob> TraceIndex::running_at(uint32_t feedlet, uint64_t t) const {
+  std::shared_lock lock(mu_);
+  const FeedletState* f = s_->feedlet(feedlet);
+  if (!f || f->type_counts[format::kJobStart] + f->type_counts[format::kJobResume] == 0) return {};
+  std::vector<RunningJob> running = state_at_time(*s_, *f, t).running;
+  std::sort(running.begin(), running.end(), [](const RunningJob& a, const RunningJob& b) { return a.cpu < b.cpu; });
+  return running;
 }
 
 std::vector<Item> TraceIndex::spanning(uint32_t feedlet, uint64_t t) const {

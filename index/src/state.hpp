@@ -23,6 +23,20 @@ namespace tinescope::index {
 // job segments (depth & ~bit = the CPU), not intervals.
 constexpr uint32_t kRunningJobBit = 0x80000000u;
 
+// A walk's state as pool entries, and back.
+template <class Out>  // a std::vector or the pool's GrowArray
+void add_open_entries(const WalkState& w, Out& out) {
+  for (const OpenInterval& o : w.stack) out.push_back(o);
+  for (const RunningJob& r : w.running) out.push_back(OpenInterval{r.task, kRunningJobBit | r.cpu, r.start});
+}
+inline void add_to_state(WalkState& w, const OpenInterval& o) {
+  if (o.depth & kRunningJobBit) {
+    w.running.push_back(RunningJob{o.depth & ~kRunningJobBit, o.name, o.start});
+  } else {
+    w.stack.push_back(o);
+  }
+}
+
 // A walk's buffers, kept from walk to walk: the chunk's bytes as read, its
 // decompressed payload, and its resume points as read from the index file
 // (those of `points_of`).
@@ -60,7 +74,7 @@ struct FeedletState {
   WalkState walk;
   uint32_t grid_shift = 0;
   std::vector<std::pair<uint64_t, uint64_t>> grid_hits;  // (j, events before j << grid_shift)
-  std::vector<OpenInterval> final_open;  // open after the last chunk
+  std::vector<OpenInterval> final_open;  // open after the last chunk (pool entries: running jobs too)
 };
 
 using FlowRecord = Flow;

@@ -365,7 +365,7 @@ bool TraceIndex::run_builder(bool eof, std::string& error) {
   if (eof) builder_->finish();
   if (!s_->layouts && builder_->parser().header_done()) s_->layouts = std::make_unique<Layouts>(header_.schema);
   builder_->publish_flows(eof);
-  for (auto& [id, f] : s_->feedlets) f->final_open = f->walk.stack;
+  for (auto& [id, f] : s_->feedlets) f->final_open.clear(), add_open_entries(f->walk, f->final_open);
   s_->publish(builder_->grid_shift());
   covered_ = builder_->consumed();
   if (!s_->pages->flush() || !s_->pages->error().empty()) {

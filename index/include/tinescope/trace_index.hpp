@@ -68,7 +68,7 @@ struct Node {
       uint64_t longest_end;  // end of the longest item (its start: longest_end - max_dur)
       uint64_t min_start;    // earliest start
       uint64_t max_end;      // latest end
-      uint64_t longest_name; // Depth: the longest item's name (0 in other kinds)
+      uint64_t longest_name; // Depth, Span: the longest item's name; Sched: its task (0 in other kinds)
     } iv;
     struct {                 // Counter
       double min, max, first, last, sum;
@@ -96,6 +96,13 @@ struct Item {
 struct OpenInterval {
   uint32_t name = 0;
   uint32_t depth = 0;
+  uint64_t start = 0;
+};
+
+// A job segment running on a CPU at some time: begun by a job's start or
+// resume there, not yet ended by its preempt, block or complete.
+struct RunningJob {
+  uint32_t cpu = 0, task = 0;  // task: string id
   uint64_t start = 0;
 };
 
@@ -340,6 +347,10 @@ class TraceIndex {
   }
   // Intervals of a feedlet open at time t (started at or before t, not ended by t).
   std::vector<OpenInterval> open_at(uint32_t feedlet, uint64_t t) const;
+  // The job segments a feedlet's scheduling events have running at time t
+  // (begun at or before t, not ended by t), by CPU: what a CPU's Sched
+  // stream, keyed by the segments' ends, does not hold yet. As open_at().
+  std::vector<RunningJob> running_at(uint32_t feedlet, uint64_t t) const;
   // The complete intervals of a feedlet that run across time t (start <= t <
   // end), sorted by (start, end, depth, name): what open_at() cannot know,
   // since a complete event is written at its end. With open_at(), every
