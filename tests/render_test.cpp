@@ -332,6 +332,84 @@ TEST(Render, CompleteIntervalsThatRunPastTheRightEdgeAreDrawn) {
 
 // Reference pictures: a synthetic trace drawn at fixed views. Set
 // TINESCOPE_UPDATE_REFERENCES=1 to write them anew (then look at them).
+// Job segments (ts_sched) are drawn in a row per CPU, coloured by task, and
+// a segment still running at the window's right edge (in no bucket yet: its
+// stream is keyed by the end) is drawn from its start to the edge.
+TEST(Render, ScheduledJobsAreDrawnInARowPerCpu) {
+  TraceBytes trace = named_trace({"audio", "video"});
+  ChunkBuilder cb;
+  cb.feedlet = 1;
+  auto job = [&](uint16_t type, uint64_t ts, uint64_t task, uint64_t cpu) {
+    uint8_t* p = cb.begin(type, ts);
+    p = ChunkBuilder::put_u64(p, task);
+    p = ChunkBuilder::put_u64(p, 7);  // the job
+    p = ChunkBuilder::put_u64(p, cpu);
+    cb.end(p);
+    if (cb.full()) trace.flush(cb);
+  };
+  // CPU 0: audio and video in turn, 90 us each, every 100 us; CPU 1: video
+  // until 500 us, then audio from 600 us to 1.5 ms (past the window).
+  job(kJobStart, 0, 2, 1);
+  for (uint64_t i = 0; i < 15; ++i) {
+    if (i == 5) job(kJobPreempt, 500'000, 2, 1);
+    if (i == 6) job(kJobStart, 600'000, 1, 1);
+    job(kJobStart, i * 100'000, 1 + i % 2, 0);
+    job(kJobComplete, i * 100'000 + 90'000, 1 + i % 2, 0);
+  }
+  job(kJobComplete, 1'500'000, 1, 1);
+  trace.flush(cb);
+  render::Scene scene;
+  std::string error;
+  ASSERT_TRUE(scene.add_trace(save(trace, "cpus.tine"), error)) << error;
+  ASSERT_EQ(scene.lanes().size(), 1u);
+  const render::Lane& lane = scene.lanes()[0];
+  ASSERT_EQ(lane.cpu_numbers, (std::vector<uint32_t>{0, 1}));
+  const index::TraceIndex& ix = *scene.sources()[0].index;
+  auto running = ix.running_at(1, 995'000);  // CPU 0 idle, CPU 1 running audio
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].cpu, 1u);
+  EXPECT_EQ(running[0].task, 1u);
+  EXPECT_EQ(running[0].start, 600'000u);
+  running = ix.running_at(1, 550'000);  // CPU 0's sixth segment (video); CPU 1 idle
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].cpu, 0u);
+  EXPECT_EQ(running[0].task, 2u);
+
+  const int W = 1280, H = 120;
+  auto r = headless(W, H);
+  ASSERT_TRUE(r);
+  FigureParams f;
+  f.t0 = 0, f.t1 = 1'000'000;
+  r->draw(scene, f, {});
+  const std::vector<uint8_t> px = r->context().read_rgba();
+  const render::TimelineGeometry g = render::TimelineGeometry::of({0, 0, float(W), float(H)});
+  const render::Layout layout = render::layout_lanes(scene, render::layout_options(f));
+  ASSERT_EQ(layout.lanes.size(), 1u);
+  const render::Layout::LaneRows& lr = layout.lanes[0];
+  ASSERT_EQ(lr.end - lr.first, 2u) << "a row for each CPU, and no interval row";
+  const uint32_t audio = render::name_colour("audio") & 0xffffff, video = render::name_colour("video") & 0xffffff;
+  const double px_per_ns = g.plot.w / 1e6;
+  auto x_of = [&](double ns) { return int(g.plot.x + ns * px_per_ns); };
+  auto y_of = [&](uint32_t cpu) {
+    EXPECT_EQ(layout.rows[lr.first + cpu].kind, render::Row::Cpu);
+    EXPECT_EQ(layout.rows[lr.first + cpu].index, cpu);
+    return int(g.plot.y + layout.rows[lr.first + cpu].y + 3);
+  };
+  // Each segment in its task's colour (past its name, written at its
+  // start), and the idle time between them empty.
+  auto expect_run = [&](uint32_t cpu, double from, double to, uint32_t colour, const char* what) {
+    for (int x = x_of(from) + 45; x < std::min(x_of(to) - 2, int(g.plot.x + g.plot.w) - 2); ++x)
+      ASSERT_EQ(pixel(px, W, x, y_of(cpu)), colour) << what << " x " << x;
+  };
+  for (int i = 0; i < 10; ++i) {
+    expect_run(0, i * 1e5, i * 1e5 + 9e4, i % 2 ? video : audio, "cpu 0");
+    EXPECT_TRUE(is_background(pixel(px, W, x_of(i * 1e5 + 9.5e4), y_of(0)))) << "cpu 0 idle after " << i;
+  }
+  expect_run(1, 0, 5e5, video, "cpu 1, video");
+  EXPECT_TRUE(is_background(pixel(px, W, x_of(5.5e5), y_of(1)))) << "cpu 1 idle";
+  expect_run(1, 6e5, 1e6 + 1, audio, "cpu 1, audio running at the edge");
+}
+
 TEST(Render, FixedViewsMatchTheReferencePictures) {
   const std::string trace = temp_dir() + "/synthetic.tine";
   bench::SyntheticOptions o;

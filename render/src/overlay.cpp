@@ -36,20 +36,24 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
   }
   dl->PopClipRect();
 
-  // Names of lanes, groups and counters.
+  // Names of lanes, groups, counters and CPUs.
   const std::vector<Row>& rows = p.request.layout.rows;
   dl->PushClipRect({g.names.x, g.names.y}, {g.names.x + g.names.w, g.names.y + g.names.h}, true);
   for (const Layout::LaneRows& lr : p.request.layout.lanes) {
     const Lane& lane = scene.lanes()[lr.lane];
     dl->AddText({g.names.x + 14, plot.y + lr.y0 - scroll_y}, kText, lane.name.c_str());
-    for (uint32_t r = lr.first; r < lr.end; ++r)
+    for (uint32_t r = lr.first; r < lr.end; ++r) {
+      const ImVec2 at{g.names.x + 20, plot.y + rows[r].y - scroll_y + 2};
       if (rows[r].kind == Row::Counter && p.counter_range[r].second > p.counter_range[r].first) {
         const auto [lo, hi] = p.counter_range[r];
         char range[64];
         std::snprintf(range, sizeof range, " %.6g..%.6g", lo, hi);
-        dl->AddText({g.names.x + 20, plot.y + rows[r].y - scroll_y + 2}, kDim,
-                    (lane.counter_names[rows[r].index] + range).c_str());
+        dl->AddText(at, kDim, (lane.counter_names[rows[r].index] + range).c_str());
+      } else if (rows[r].kind == Row::Cpu) {  // at the right: the lane's name may be on this row
+        const std::string cpu = "cpu " + std::to_string(lane.cpu_numbers[rows[r].index]);
+        dl->AddText({g.names.x + g.names.w - ImGui::CalcTextSize(cpu.c_str()).x - 4, at.y}, kDim, cpu.c_str());
       }
+    }
   }
   for (const Row& row : rows)
     if (row.kind == Row::Group) {

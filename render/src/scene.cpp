@@ -140,6 +140,12 @@ void Scene::scan(Source& s, uint32_t source) {
         l.counters.push_back(int(id));
         l.counter_names.emplace_back(name);
         break;
+      case StreamKind::Sched: {
+        const auto at = std::lower_bound(l.cpu_numbers.begin(), l.cpu_numbers.end(), st.key);
+        l.cpus.insert(l.cpus.begin() + (at - l.cpu_numbers.begin()), int(id));
+        l.cpu_numbers.insert(at, st.key);
+        break;
+      }
       default: break;
     }
   }

@@ -2,8 +2,8 @@
 // resolution (query_lane), then paint each bucket's span into per-column
 // accumulators, so the work follows the pixels and the buckets, never the
 // events. Intervals running on past the right edge come from open_at() (the
-// stack of begin/end pairs) and spanning() (complete intervals), since
-// streams are keyed by their end.
+// stack of begin/end pairs) and spanning() (complete intervals), and job
+// segments from running_at(), since streams are keyed by their end.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -52,9 +52,10 @@ Layout layout_lanes(const Scene& scene, const LayoutOptions& o) {
     }
     if (collapsed) continue;
     Layout::LaneRows lr{lane, uint32_t(out.rows.size()), 0, y, 0};
-    const uint32_t depths = l.has_intervals || !l.has_instants ? l.depth_rows : 0;
+    const uint32_t depths = l.has_intervals || (!l.has_instants && l.cpus.empty()) ? l.depth_rows : 0;
     for (uint32_t d = 0; d < depths; ++d, y += o.row_px) out.rows.push_back({Row::Interval, lane, d, y, o.row_px});
     if (l.has_instants) out.rows.push_back({Row::Instant, lane, 0, y, o.row_px * 0.6f}), y += o.row_px * 0.6f;
+    for (uint32_t k = 0; k < l.cpus.size(); ++k, y += o.row_px) out.rows.push_back({Row::Cpu, lane, k, y, o.row_px});
     for (uint32_t k = 0; k < l.counters.size(); ++k, y += o.counter_px)
       out.rows.push_back({Row::Counter, lane, k, y, o.counter_px});
     lr.end = uint32_t(out.rows.size());
@@ -86,6 +87,7 @@ struct LaneQuery {
   std::vector<std::pair<int, index::Buckets>> buckets;
   std::vector<index::OpenInterval> open;  // at the right edge
   std::vector<index::Item> spans;         // complete intervals across the right edge
+  std::vector<index::RunningJob> running; // job segments across the right edge
 };
 
 struct Painter {
@@ -149,13 +151,14 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     const Lane& lane = scene.lanes()[lr.lane];
     const index::TraceIndex& ix = *scene.sources()[lane.source].index;
     LaneQuery q{&lr, &lane, ClockWindow(scene.sources()[lane.source].catalog->clock, req.t0, req.t1),
-                std::move(answers[queries.size()]), {}, {}};
+                std::move(answers[queries.size()]), {}, {}, {}};
     ix.query_lane(lane.feedlet, q.clock.k0, q.clock.k1, resolution, q.buckets, req.decode_per_column);
     // A growing trace may have gained streams since the scene was read: they wait for the next one.
     const size_t known = std::min(streams[lane.source].size(), scene.sources()[lane.source].stream_colour.size());
     std::erase_if(q.buckets, [&](const auto& b) { return size_t(b.first) >= known; });
     q.open = ix.open_at(lane.feedlet, q.clock.k1);
     q.spans = ix.spanning(lane.feedlet, q.clock.k1);
+    if (!lane.cpus.empty()) q.running = ix.running_at(lane.feedlet, q.clock.k1);
     queries.push_back(std::move(q));
   }
 
@@ -165,7 +168,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     for (const LaneQuery& q : queries) {
       for (const auto& [id, b] : q.buckets) {
         const StreamKind kind = streams[q.lane->source][size_t(id)].kind;
-        if (kind != StreamKind::Interval && kind != StreamKind::Instant) continue;
+        if (kind != StreamKind::Interval && kind != StreamKind::Instant && kind != StreamKind::Sched) continue;
         for (const Node& n : b.nodes) {
           knots.push_back(q.clock.ns(n.iv.min_start));
           knots.push_back(q.clock.ns(n.iv.max_end));
@@ -173,6 +176,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       }
       for (const index::OpenInterval& o : q.open) knots.push_back(q.clock.ns(o.start));
       for (const index::Item& it : q.spans) knots.push_back(q.clock.ns(it.start));
+      for (const index::RunningJob& r : q.running) knots.push_back(q.clock.ns(r.start));
     }
     P.axis.warp(std::move(knots), req.theta);
   }
@@ -208,6 +212,33 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       if (req.layout.rows[r].kind == Row::Interval) ++depth_rows;
     }
     auto depth_row = [&](uint32_t depth) { return lr.first + std::min(depth, depth_rows - 1); };
+    // The row of the lane's k-th CPU (UINT32_MAX: none).
+    auto cpu_row = [&](uint32_t k) {
+      for (uint32_t r = lr.first; r < lr.end; ++r)
+        if (req.layout.rows[r].kind == Row::Cpu && req.layout.rows[r].index == k) return r;
+      return UINT32_MAX;
+    };
+    // A bucket of intervals (a name's, a depth's, a CPU's) in its row.
+    auto paint_intervals = [&](uint32_t row, const Node& n, uint32_t name, uint32_t colour) {
+      const int64_t s = q.clock.ns(n.iv.min_start), e = q.clock.ns(n.iv.max_end);
+      const double x0 = axis.x(s), x1 = axis.x(e);
+      const double len = double(e - s);
+      const double density = n.count == 1 || len <= 0 ? 1.0 : std::min(1.0, double(n.iv.busy) / len);
+      paint.span(row, x0, std::max(x1, x0), density, colour, name, n.count);
+      if (n.count == 1) {
+        add_box(row, lane.source, name, x0, x1, s, e, n.max_depth);
+        return;
+      }
+      // A bucket wider than a column (a leaf answering a finer zoom) is a
+      // smear of its density, which would hide the one slow item in it:
+      // its longest item is known exactly, so it is drawn whole where it
+      // covers a column or more, as it would be at full resolution.
+      const int64_t ls = q.clock.ns(n.iv.longest_end - n.iv.max_dur), le = q.clock.ns(n.iv.longest_end);
+      const double lx0 = axis.x(ls), lx1 = axis.x(le);
+      if (lx1 - lx0 < 1) return;
+      paint.span(row, lx0, lx1, 1.0, colour, name, 0);
+      add_box(row, lane.source, name, lx0, lx1, ls, le, n.max_depth);
+    };
     for (const auto& [id, b] : q.buckets) {
       const index::StreamInfo& st = streams[lane.source][size_t(id)];
       P.nodes += b.nodes.size();
@@ -220,25 +251,16 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
         for (const Node& n : b.nodes) {
           const uint32_t name = by_depth ? uint32_t(n.iv.longest_name) : st.key;
           const uint32_t colour = by_depth ? colour_of(lane.source, name) : src.stream_colour[size_t(id)];
-          const int64_t s = q.clock.ns(n.iv.min_start), e = q.clock.ns(n.iv.max_end);
-          const double x0 = axis.x(s), x1 = axis.x(e);
-          const double len = double(e - s);
-          const double density = n.count == 1 || len <= 0 ? 1.0 : std::min(1.0, double(n.iv.busy) / len);
-          const uint32_t row = depth_row(n.max_depth);
-          paint.span(row, x0, std::max(x1, x0), density, colour, name, n.count);
-          if (n.count == 1) {
-            add_box(row, lane.source, name, x0, x1, s, e, n.max_depth);
-            continue;
-          }
-          // A bucket wider than a column (a leaf answering a finer zoom) is a
-          // smear of its density, which would hide the one slow item in it:
-          // its longest item is known exactly, so it is drawn whole where it
-          // covers a column or more, as it would be at full resolution.
-          const int64_t ls = q.clock.ns(n.iv.longest_end - n.iv.max_dur), le = q.clock.ns(n.iv.longest_end);
-          const double lx0 = axis.x(ls), lx1 = axis.x(le);
-          if (lx1 - lx0 < 1) continue;
-          paint.span(row, lx0, lx1, 1.0, colour, name, 0);
-          add_box(row, lane.source, name, lx0, lx1, ls, le, n.max_depth);
+          paint_intervals(depth_row(n.max_depth), n, name, colour);
+        }
+      } else if (st.kind == StreamKind::Sched) {
+        // A CPU's bucket is drawn as the task of its longest segment.
+        const auto k = std::find(lane.cpus.begin(), lane.cpus.end(), id) - lane.cpus.begin();
+        const uint32_t row = cpu_row(uint32_t(k));
+        if (row == UINT32_MAX) continue;
+        for (const Node& n : b.nodes) {
+          const uint32_t task = uint32_t(n.iv.longest_name);
+          paint_intervals(row, n, task, colour_of(lane.source, task));
         }
       } else if (st.kind == StreamKind::Instant && instant_row != UINT32_MAX) {
         const uint32_t colour = src.stream_colour[size_t(id)];
@@ -285,6 +307,16 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       const uint32_t row = depth_row(o.depth);
       paint.span(row, x0, req.width, 1.0, name_colour(name), o.name, 1);
       add_box(row, lane.source, o.name, x0, req.width + 1, s, INT64_MAX, o.depth);
+    }
+    // Job segments still running at the right edge, in their CPU's row.
+    for (const index::RunningJob& r : q.running) {
+      const auto k = std::find(lane.cpu_numbers.begin(), lane.cpu_numbers.end(), r.cpu) - lane.cpu_numbers.begin();
+      const uint32_t row = cpu_row(uint32_t(k));
+      if (row == UINT32_MAX) continue;  // a CPU with no segment ended yet has no row
+      const int64_t s = q.clock.ns(r.start);
+      const double x0 = axis.x(s);
+      paint.span(row, x0, req.width, 1.0, colour_of(lane.source, r.task), r.task, 1);
+      add_box(row, lane.source, r.task, x0, req.width + 1, s, INT64_MAX, 0);
     }
     // Complete intervals across the right edge, from their start on; those
     // that end in the last bucket of their stream's answer (by name or by

@@ -19,10 +19,10 @@ namespace tinescope::render {
 // One horizontal band of the timeline: an interval depth, the instants or a
 // counter of a lane, or a process header.
 struct Row {
-  enum Kind : uint8_t { Interval, Instant, Counter, Group };
+  enum Kind : uint8_t { Interval, Instant, Counter, Group, Cpu };
   Kind kind = Interval;
   uint32_t lane = 0;    // Group: first lane of the group
-  uint32_t index = 0;   // Interval: depth; Counter: which counter of the lane
+  uint32_t index = 0;   // Interval: depth; Counter: which counter of the lane; Cpu: which CPU of the lane
   float y = 0, h = 0;   // pixels from the top of the plot
 };
 

@@ -44,6 +44,10 @@ struct Lane {
   bool has_intervals = false, has_instants = false;
   std::vector<int> counters;       // counter stream ids
   std::vector<std::string> counter_names;
+  // Job segments its scheduling events ran (ts_sched), a row a CPU: the
+  // CPUs' Sched stream ids and numbers, by number.
+  std::vector<int> cpus;
+  std::vector<uint32_t> cpu_numbers;
 };
 
 struct Source::Scan {
