@@ -410,6 +410,56 @@ TEST(Render, ScheduledJobsAreDrawnInARowPerCpu) {
   expect_run(1, 6e5, 1e6 + 1, audio, "cpu 1, audio running at the edge");
 }
 
+// Folded, a lane's job segments are its periodic work: a task that runs at
+// the same phase of every period is a column in its colour.
+TEST(Render, FoldingJobSegmentsShowsEachTaskAtItsPhase) {
+  TraceBytes trace = named_trace({"audio", "video"});
+  ChunkBuilder cb;
+  cb.feedlet = 1;
+  auto job = [&](uint16_t type, uint64_t ts, uint64_t task, uint64_t cpu = 0) {
+    uint8_t* p = cb.begin(type, ts);
+    p = ChunkBuilder::put_u64(p, task);
+    p = ChunkBuilder::put_u64(p, ts);  // the job
+    p = ChunkBuilder::put_u64(p, cpu);
+    cb.end(p);
+    if (cb.full()) trace.flush(cb);
+  };
+  // Every 100 us: audio for 30 us, then video from 50 to 80 us; the last
+  // video is still running at the end of what is folded (running_at).
+  for (uint64_t i = 0; i < 50; ++i) {
+    job(kJobStart, i * 100'000, 1);
+    job(kJobComplete, i * 100'000 + 30'000, 1);
+    job(kJobStart, i * 100'000 + 50'000, 2);
+    if (i < 49) job(kJobComplete, i * 100'000 + 80'000, 2);
+  }
+  job(kJobStart, 5'000'000, 1, 1);  // (the trace goes on past the last period, on another CPU)
+  trace.flush(cb);
+  render::Scene scene;
+  std::string error;
+  ASSERT_TRUE(scene.add_trace(save(trace, "fold-jobs.tine"), error)) << error;
+  const int SW = 1174, SH = 22 + 5 * 8;  // plot 1024 wide, 5 strips
+  auto scope = headless(SW, SH);
+  ASSERT_TRUE(scope);
+  FigureParams s;
+  s.type = FigureParams::Scope;
+  s.t0 = 0, s.t1 = 1;
+  s.period_ns = 100'000;
+  s.fold = 10;
+  s.strip_px = 8;
+  scope->draw(scene, s, {});
+  const std::vector<uint8_t> px = scope->context().read_rgba();
+  const uint32_t audio = render::name_colour("audio") & 0xffffff, video = render::name_colour("video") & 0xffffff;
+  for (int strip = 0; strip < 5; ++strip) {
+    const int y = 22 + strip * 8 + 3;
+    auto at = [&](double phase) { return pixel(px, SW, 150 + int(phase * 1024), y); };
+    for (double phase : {0.02, 0.15, 0.28}) EXPECT_EQ(at(phase), audio) << "strip " << strip << " phase " << phase;
+    for (double phase : {0.52, 0.65, 0.78}) EXPECT_EQ(at(phase), video) << "strip " << strip << " phase " << phase;
+    EXPECT_TRUE(is_background(at(0.4))) << "strip " << strip;
+    // The last video, still running at the end, covers the rest of its period.
+    EXPECT_EQ(is_background(at(0.9)), strip < 4) << "strip " << strip;
+  }
+}
+
 TEST(Render, FixedViewsMatchTheReferencePictures) {
   const std::string trace = temp_dir() + "/synthetic.tine";
   bench::SyntheticOptions o;

@@ -29,9 +29,9 @@ ScopeRequest scope_request(const Scene& scene, const FigureParams& f, const Scop
   r.strips = std::max(1u, g.strips());
   r.columns = uint32_t(std::max(1.f, g.plot.w));
   r.lanes = f.lanes;
-  if (r.lanes.empty())  // the first lane with intervals
+  if (r.lanes.empty())  // the first lane with intervals or job segments
     for (uint32_t i = 0; i < scene.lanes().size() && r.lanes.empty(); ++i)
-      if (scene.lanes()[i].has_intervals) r.lanes.push_back(i);
+      if (scene.lanes()[i].has_intervals || !scene.lanes()[i].cpus.empty()) r.lanes.push_back(i);
   return r;
 }
 

@@ -89,19 +89,24 @@ ScopePicture build_scope(const Scene& scene, const ScopeRequest& req) {
       fold.add(p1, 0, (v - double(p1)) * W, ch);
     };
     // Items end inside the range; those running on past its end come from
-    // open_at (begin/end pairs) and spanning (complete intervals).
+    // open_at (begin/end pairs), spanning (complete intervals) and
+    // running_at (job segments). A job segment folds as an outermost
+    // interval named by its task: what ran is what periodic work looks like.
     ix.lane_items(lane.feedlet, cw.k0, cw.k1, [&](const index::Item& it) {
-      if (it.kind != index::StreamKind::Interval || P.truncated) return;
+      const bool job = it.kind == index::StreamKind::Sched;
+      if ((it.kind != index::StreamKind::Interval && !job) || P.truncated) return;
       if (++P.items > req.max_items) {
         P.truncated = true;
         return;
       }
-      add_interval(cw.ns(it.start), cw.ns(it.end), it.depth, name_colour(cat.string(it.name)));
+      add_interval(cw.ns(it.start), cw.ns(it.end), job ? 0 : it.depth, name_colour(cat.string(it.name)));
     });
     for (const index::OpenInterval& o : ix.open_at(lane.feedlet, cw.k1))
       add_interval(cw.ns(o.start), end, o.depth, name_colour(cat.string(o.name)));
     for (const index::Item& it : ix.spanning(lane.feedlet, cw.k1))
       add_interval(cw.ns(it.start), end, it.depth, name_colour(cat.string(it.name)));
+    for (const index::RunningJob& r : ix.running_at(lane.feedlet, cw.k1))
+      add_interval(cw.ns(r.start), end, 0, name_colour(cat.string(r.task)));
   }
 
   P.rgba.assign(size_t(S) * W, 0);
