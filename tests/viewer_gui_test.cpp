@@ -27,7 +27,7 @@ namespace {
 using app::Viewer;
 using render::FigureParams;
 
-std::string g_trace, g_audio_trace;
+std::string g_trace, g_audio_trace, g_sched_trace;
 
 // The demo's audio task as its recording would be on an idle machine, with
 // exact times: a 4 us "audio.sample" every 1/22050 s for 2.5 s; every 50 ms
@@ -71,6 +71,35 @@ std::string write_audio_trace(const std::string& path) {
   return path;
 }
 
+// A scheduler's recording (ts_sched): for 200 ms, "audio" and "video" take
+// turns on CPUs 0 and 1 in 1 ms segments, one on each CPU; the last video,
+// on CPU 0, is still running when the recording ends.
+std::string write_sched_trace(const std::string& path) {
+  using namespace format;
+  TraceBytes trace = named_trace({"scheduler", "audio", "video"}, {1});  // feedlet 1: "scheduler"
+  ChunkBuilder cb;
+  cb.feedlet = 1;
+  auto job = [&](uint16_t type, uint64_t ts, uint64_t task, uint64_t cpu) {
+    uint8_t* p = cb.begin(type, ts);
+    p = ChunkBuilder::put_u64(p, task);
+    p = ChunkBuilder::put_u64(p, ts);  // the job
+    p = ChunkBuilder::put_u64(p, cpu);
+    cb.end(p);
+    if (cb.full()) trace.flush(cb);
+  };
+  const uint64_t start = 1'000'000;
+  for (uint64_t i = 0; i < 200; ++i) {
+    const uint64_t t = start + i * 1'000'000;
+    job(kJobStart, t, 2, i % 2);      // audio on CPU 0, then 1, ...
+    job(kJobStart, t, 3, 1 - i % 2);  // video on the other
+    job(kJobComplete, t + 900'000, 2, i % 2);
+    if (i < 199) job(kJobComplete, t + 900'000, 3, 1 - i % 2);
+  }
+  trace.flush(cb);
+  write_file(path, trace.out);
+  return path;
+}
+
 class ViewerGui : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -81,6 +110,7 @@ class ViewerGui : public ::testing::Test {
     const std::string cmd = demo + " -o " + g_trace + " --duration 2.5 > /dev/null";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     g_audio_trace = write_audio_trace(dir + "/audio.tine");
+    g_sched_trace = write_sched_trace(dir + "/sched.tine");
   }
 
   void open(const FigureParams& first, const std::string& trace = g_trace) {
@@ -322,6 +352,65 @@ TEST_F(ViewerGui, TheInterruptShowsWhereItHappenedAfterZoomingWithTheWheel) {
   EXPECT_GE(coloured, (coloured + text) * 6 / 10);
   EXPECT_NE(px(int(x0) - 4, y), want);
   EXPECT_NE(px(int(x1) + 4, y), want);
+}
+
+// A scheduler's lane has a row per CPU: wheel-zoomed onto one segment, each
+// row shows the task that ran on that CPU then, and the segment still
+// running at the end of the recording reaches the right edge.
+TEST_F(ViewerGui, EachCpuRowShowsTheTaskThatRanThere) {
+  ASSERT_NO_FATAL_FAILURE(open({}, g_sched_trace));
+  const uint32_t sched = lane("scheduler");
+  EXPECT_EQ(scene_->lanes()[sched].cpu_numbers, (std::vector<uint32_t>{0, 1}));
+  const render::Rect plot = v_->plot_rect(0);
+  const int64_t first = scene_->first_ns();
+  // Segment 100: audio on CPU 0, video on CPU 1, from 100 ms to 100.9 ms in.
+  const int64_t s = first + 100'000'000, e = s + 900'000;
+  for (int round = 0; round < 2; ++round) {
+    move(plot.x + float(v_->figure_axis(0).x((s + e) / 2)), plot.y + 6);
+    xdo("click --repeat 12 --delay 2 4");  // wheel up: zoom in around the mouse
+    ASSERT_TRUE(v_->settle());
+  }
+  const render::TimeAxis& axis = v_->figure_axis(0);
+  const double x0 = plot.x + axis.x(s), x1 = plot.x + axis.x(e);
+  ASSERT_GT(x1 - x0, 40) << "the segment should now be wide";
+  ASSERT_GT(x0, plot.x);
+  ASSERT_LT(x1, plot.x + plot.w);
+  move(5, float(v_->fb_height() - 5));
+  pump();
+  const render::Layout layout = render::layout_lanes(*scene_, render::layout_options(v_->figure_params(0)));
+  const render::Layout::LaneRows* lr = layout.find_lane(sched);
+  ASSERT_TRUE(lr);
+  ASSERT_EQ(lr->end - lr->first, 2u) << "a row a CPU";
+  auto row_y = [&](uint32_t cpu) {
+    EXPECT_EQ(layout.rows[lr->first + cpu].kind, render::Row::Cpu);
+    return int(plot.y + layout.rows[lr->first + cpu].y - v_->figure_params(0).scroll_y + 4);
+  };
+  // Each row in its task's colour from the segment's start to its end, but
+  // for the letters of its name; idle after it.
+  auto expect_task = [&](uint32_t cpu, const char* task) {
+    const uint32_t want = render::name_colour(task) & 0xffffff;
+    SCOPED_TRACE(std::string("cpu ") + std::to_string(cpu) + " " + task);
+    int coloured = 0, text = 0, other = 0;
+    for (int x = int(x0) + 2; x < int(x1) - 2; ++x) {
+      const uint32_t c = px(x, row_y(cpu));
+      (c == want ? coloured : (c & 0xffffff) == 0x141414 ? text : other)++;
+    }
+    EXPECT_LE(other, int(x1 - x0) / 20);
+    EXPECT_GE(coloured, (coloured + text) * 6 / 10);
+    EXPECT_EQ(ink(px(int(x1) + 4, row_y(cpu))), 0) << "idle between segments";
+  };
+  expect_task(0, "audio");
+  expect_task(1, "video");
+
+  // The last video, on CPU 0, runs on past the end of the recording (its
+  // last 0.9 ms, ~5 px of the whole trace): fitted, it reaches the right
+  // edge, beside the last audio on CPU 1.
+  key("f");
+  ASSERT_TRUE(v_->settle());
+  EXPECT_GE(v_->figure_axis(0).t1(), scene_->last_ns()) << "the view shows the end";
+  const int right = int(plot.x + plot.w) - 3;
+  EXPECT_EQ(px(right, row_y(0)), render::name_colour("video") & 0xffffff);
+  EXPECT_EQ(px(right, row_y(1)), render::name_colour("audio") & 0xffffff);
 }
 
 TEST_F(ViewerGui, KeysZoomPanAndFit) {
