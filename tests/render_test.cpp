@@ -340,11 +340,7 @@ TEST(Render, ScheduledJobsAreDrawnInARowPerCpu) {
   ChunkBuilder cb;
   cb.feedlet = 1;
   auto job = [&](uint16_t type, uint64_t ts, uint64_t task, uint64_t cpu) {
-    uint8_t* p = cb.begin(type, ts);
-    p = ChunkBuilder::put_u64(p, task);
-    p = ChunkBuilder::put_u64(p, 7);  // the job
-    p = ChunkBuilder::put_u64(p, cpu);
-    cb.end(p);
+    put_job(cb, type, ts, task, 7, cpu);
     if (cb.full()) trace.flush(cb);
   };
   // CPU 0: audio and video in turn, 90 us each, every 100 us; CPU 1: video
@@ -417,11 +413,7 @@ TEST(Render, FoldingJobSegmentsShowsEachTaskAtItsPhase) {
   ChunkBuilder cb;
   cb.feedlet = 1;
   auto job = [&](uint16_t type, uint64_t ts, uint64_t task, uint64_t cpu = 0) {
-    uint8_t* p = cb.begin(type, ts);
-    p = ChunkBuilder::put_u64(p, task);
-    p = ChunkBuilder::put_u64(p, ts);  // the job
-    p = ChunkBuilder::put_u64(p, cpu);
-    cb.end(p);
+    put_job(cb, type, ts, task, ts, cpu);
     if (cb.full()) trace.flush(cb);
   };
   // Every 100 us: audio for 30 us, then video from 50 to 80 us; the last

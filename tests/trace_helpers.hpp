@@ -94,6 +94,15 @@ inline void put_named(format::ChunkBuilder& cb, uint16_t type, uint64_t ts, uint
   cb.end(p);
 }
 
+// A scheduling event (ts_sched's: kJobStart ... kJobComplete) of `task` (a string id) on `cpu`.
+inline void put_job(format::ChunkBuilder& cb, uint16_t type, uint64_t ts, uint64_t task, uint64_t job, uint64_t cpu) {
+  uint8_t* p = cb.begin(type, ts);
+  p = format::ChunkBuilder::put_u64(p, task);
+  p = format::ChunkBuilder::put_u64(p, job);
+  p = format::ChunkBuilder::put_u64(p, cpu);
+  cb.end(p);
+}
+
 struct OwnedEvent {
   trace::Event e;
   std::vector<std::string> bytes;  // copies of the Bytes fields

@@ -80,11 +80,7 @@ std::string write_sched_trace(const std::string& path) {
   ChunkBuilder cb;
   cb.feedlet = 1;
   auto job = [&](uint16_t type, uint64_t ts, uint64_t task, uint64_t cpu) {
-    uint8_t* p = cb.begin(type, ts);
-    p = ChunkBuilder::put_u64(p, task);
-    p = ChunkBuilder::put_u64(p, ts);  // the job
-    p = ChunkBuilder::put_u64(p, cpu);
-    cb.end(p);
+    put_job(cb, type, ts, task, ts, cpu);
     if (cb.full()) trace.flush(cb);
   };
   const uint64_t start = 1'000'000;
