@@ -875,7 +875,7 @@ void Viewer::tooltip(Figure& f) {
     ImGui::Text("start    %s", render::format_time(b->start - scene.first_ns(), 1).c_str());
     if (b->end != INT64_MAX) ImGui::Text("duration %s", render::format_duration(b->end - b->start).c_str());
     else ImGui::Text("duration (still open)");
-    if (row.kind == render::Row::Cpu) ImGui::Text("cpu      %u   (%s)", lane.cpu_numbers[row.index], lane.name.c_str());
+    if (row.kind == render::Row::Cpu) ImGui::Text("cpu      %s   (%s)", lane.cpu_names[row.index].c_str(), lane.name.c_str());
     else ImGui::Text("thread   %s   depth %u", lane.name.c_str(), b->depth);
     ImGui::EndTooltip();
     return;

@@ -178,10 +178,32 @@ TEST(RecorderRoundTrip, EveryEventKindThroughAFile) {
   ts_config cfg{};
   cfg.file_path = path.c_str();
   ASSERT_EQ(ts_start(&cfg), 0) << ts_last_error();
+  // (On a thread that ends: the main thread's buffer would live on into the
+  // other tests' sessions as a feedlet of its own.)
+  std::thread([] { ts::process_name("roundtrip-process"); }).join();
   std::vector<Emitted> em = emit_from_threads(3);
   ts_stop();
   Collected c = read_trace(path);
   EXPECT_TRUE(c.header.intact);
+
+  // The names and metadata a thread gives reach a reader of the metadata
+  // chunks alone (an indexer, which walks data chunks apart): a thread's
+  // name is the one it gave, not the OS thread's.
+  Collected meta;
+  trace::Parser parser(meta, {.decode_data = false});
+  std::string error;
+  ASSERT_TRUE(trace::read_file(path, parser, error)) << error;
+  const trace::Catalog& cat = parser.catalog();
+  for (size_t k = 0; k < em.size(); ++k) {
+    const auto f = cat.feedlets.find(c.feedlet_of_tid(em[k].tid));
+    ASSERT_NE(f, cat.feedlets.end()) << k;
+    EXPECT_EQ(f->second.name, "thread." + std::to_string(k));
+    ASSERT_TRUE(cat.cpu_names.count(uint32_t(k))) << k;
+    EXPECT_EQ(cat.cpu_names.at(uint32_t(k)), "cpu-name");
+  }
+  EXPECT_EQ(cat.process_name, "roundtrip-process");
+  ASSERT_TRUE(cat.metadata.count("key"));
+  EXPECT_EQ(cat.metadata.at("key"), "value");
   EXPECT_EQ(c.header.major, kMajorVersion);
   EXPECT_EQ(c.header.pid, uint32_t(getpid()));
   EXPECT_FALSE(c.header.cmdline.empty());

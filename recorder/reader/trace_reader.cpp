@@ -185,14 +185,17 @@ void Catalog::apply(const Event& e) {
     }
     case kCalibration: clock.add_point(e.ts, e.u[0]); break;
     case kFeedletInfo: {
+      // The latest names it: the recorder writes one when the feedlet
+      // starts (the OS thread's name) and one for each ts_thread_name().
       FeedletInfo& f = feedlets[uint32_t(e.u[0])];
       f.tid = e.u[1];
-      if (f.name.empty()) f.name = std::string(string(e.u[2]));
+      f.name = std::string(string(e.u[2]));
       break;
     }
     case kFunctionDef: function_address[uint32_t(e.u[0])] = e.u[1]; break;
     case kThreadName: feedlets[e.feedlet].name = std::string(string(e.u[0])); break;
     case kProcessName: process_name = std::string(string(e.u[0])); break;
+    case kCpuName: cpu_names[uint32_t(e.u[0])] = std::string(string(e.u[1])); break;
     case kMetadata: metadata[std::string(string(e.u[0]))] = std::string(string(e.u[1])); break;
     default: break;
   }
@@ -463,7 +466,8 @@ void Parser::deliver_chunk(const uint8_t* p, uint64_t offset, size_t total) {
   }
   std::string why;
   bool ok = decode_events(raw, h.raw_size, h, catalog_.schema, [&](const Event& e) {
-    if (metadata || e.type == kThreadName || e.type == kProcessName || e.type == kMetadata) catalog_.apply(e);
+    if (metadata || e.type == kThreadName || e.type == kProcessName || e.type == kCpuName || e.type == kMetadata)
+      catalog_.apply(e);
     ++events_;
     v_.on_event(e);
   }, why, skipped_);

@@ -215,12 +215,9 @@ Collector::Feedlet& Collector::feedlet_for(ThreadBuffer& b, uint64_t generation)
   std::snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
   std::string comm = read_file_string(path);
   while (!comm.empty() && comm.back() == '\n') comm.pop_back();
-  uint32_t name = text_id(comm);
-  uint8_t* p = meta_.begin(kFeedletInfo, read_ticks());
-  p = ChunkBuilder::put_u64(p, f.chunk.feedlet);
-  p = ChunkBuilder::put_u64(p, tid);
-  p = ChunkBuilder::put_u64(p, name);
-  end_event(meta_, p);
+  f.tid = tid;
+  const uint64_t info[] = {f.chunk.feedlet, tid, text_id(comm)};
+  put_metadata(kFeedletInfo, read_ticks(), info);
   return f;
 }
 
@@ -251,6 +248,13 @@ void Collector::drain(ThreadBuffer& b, Feedlet& f, bool final) {
 // Raw record → compact event. Layouts are in raw_record.hpp.
 void Collector::encode(Feedlet& f, const uint64_t* rec) {
   ChunkBuilder& c = f.chunk;
+  // Names and metadata are written to the metadata chunk too, after the
+  // event: an indexer decodes only that chunk's events before it walks the
+  // data chunks (a thread's ts_thread_name there never reached the index,
+  // whose lane kept the OS thread's name). A rename is a new FeedletInfo.
+  uint16_t meta_type = 0;
+  uint64_t meta_fields[3] = {};
+  size_t meta_count = 0;
   const uint64_t ts = rec[0];
   const uint32_t kind = raw_kind(rec[1]);
   const uint64_t low = raw_low(rec[1]);
@@ -309,6 +313,12 @@ void Collector::encode(Feedlet& f, const uint64_t* rec) {
       uint32_t name = text_id(inline_text(&rec[2], low));
       p = c.begin(uint16_t(kind), ts);
       p = ChunkBuilder::put_u64(p, name);
+      if (kind == kThreadName) {
+        meta_type = kFeedletInfo, meta_count = 3;
+        meta_fields[0] = c.feedlet, meta_fields[1] = f.tid, meta_fields[2] = name;
+      } else {
+        meta_type = kProcessName, meta_count = 1, meta_fields[0] = name;
+      }
       break;
     }
     case kCpuName: {
@@ -316,6 +326,7 @@ void Collector::encode(Feedlet& f, const uint64_t* rec) {
       p = c.begin(kCpuName, ts);
       p = ChunkBuilder::put_u64(p, rec[2]);
       p = ChunkBuilder::put_u64(p, name);
+      meta_type = kCpuName, meta_count = 2, meta_fields[0] = rec[2], meta_fields[1] = name;
       break;
     }
     case kMetadata: {
@@ -325,6 +336,7 @@ void Collector::encode(Feedlet& f, const uint64_t* rec) {
       p = c.begin(kMetadata, ts);
       p = ChunkBuilder::put_u64(p, key);
       p = ChunkBuilder::put_u64(p, value);
+      meta_type = kMetadata, meta_count = 2, meta_fields[0] = key, meta_fields[1] = value;
       break;
     }
     case kTaskArrive: {
@@ -386,6 +398,13 @@ void Collector::encode(Feedlet& f, const uint64_t* rec) {
     }
   }
   end_event(c, p);
+  if (meta_type) put_metadata(meta_type, ts, std::span(meta_fields, meta_count));
+}
+
+void Collector::put_metadata(uint16_t type, uint64_t ts, std::span<const uint64_t> fields) {
+  uint8_t* p = meta_.begin(type, ts);
+  for (uint64_t v : fields) p = ChunkBuilder::put_u64(p, v);
+  end_event(meta_, p);
 }
 
 void Collector::end_event(ChunkBuilder& c, uint8_t* p) {
@@ -428,9 +447,7 @@ void Collector::sync_user_types() {
 void Collector::emit_calibration() {
   uint64_t ticks, ns;
   read_pair(ticks, ns);
-  uint8_t* p = meta_.begin(kCalibration, ticks);
-  p = ChunkBuilder::put_u64(p, ns);
-  end_event(meta_, p);
+  put_metadata(kCalibration, ticks, std::span(&ns, 1));
   last_calibration_ns_ = ns;
 }
 
@@ -482,10 +499,8 @@ uint32_t Collector::function_id(uint64_t address) {
     if (fnmatch(pattern.c_str(), name.c_str(), 0) == 0) return function_by_addr_[address] = 0;
   uint32_t id = text_id(name);
   function_by_addr_[address] = id;
-  uint8_t* p = meta_.begin(kFunctionDef, read_ticks());
-  p = ChunkBuilder::put_u64(p, id);
-  p = ChunkBuilder::put_u64(p, address);
-  end_event(meta_, p);
+  const uint64_t def[] = {id, address};
+  put_metadata(kFunctionDef, read_ticks(), def);
   return id;
 }
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -47,6 +48,7 @@ class Collector {
     uint64_t pos = 0;            // read position in the ring
     uint64_t drops_seen = 0;     // cumulative drop count already accounted
     uint64_t waiting_since_ns = 0;  // when data first waited below the batch size
+    uint64_t tid = 0;               // the OS thread's
   };
 
   void run();
@@ -55,6 +57,8 @@ class Collector {
   void encode(Feedlet& f, const uint64_t* rec);
   Feedlet& feedlet_for(ThreadBuffer& b, uint64_t generation);
   void end_event(format::ChunkBuilder& c, uint8_t* p);
+  // An event of u64 fields in the metadata chunk.
+  void put_metadata(uint16_t type, uint64_t ts, std::span<const uint64_t> fields);
   void publish(format::ChunkBuilder& c, uint16_t flags);
   void flush_sinks();
   void sync_user_types();

@@ -50,8 +50,8 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
         std::snprintf(range, sizeof range, " %.6g..%.6g", lo, hi);
         dl->AddText(at, kDim, (lane.counter_names[rows[r].index] + range).c_str());
       } else if (rows[r].kind == Row::Cpu) {  // at the right: the lane's name may be on this row
-        const std::string cpu = "cpu " + std::to_string(lane.cpu_numbers[rows[r].index]);
-        dl->AddText({g.names.x + g.names.w - ImGui::CalcTextSize(cpu.c_str()).x - 4, at.y}, kDim, cpu.c_str());
+        const char* cpu = lane.cpu_names[rows[r].index].c_str();
+        dl->AddText({g.names.x + g.names.w - ImGui::CalcTextSize(cpu).x - 4, at.y}, kDim, cpu);
       }
     }
   }

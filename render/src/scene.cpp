@@ -142,7 +142,11 @@ void Scene::scan(Source& s, uint32_t source) {
         break;
       case StreamKind::Sched: {
         const auto at = std::lower_bound(l.cpu_numbers.begin(), l.cpu_numbers.end(), st.key);
-        l.cpus.insert(l.cpus.begin() + (at - l.cpu_numbers.begin()), int(id));
+        const ptrdiff_t k = at - l.cpu_numbers.begin();
+        const auto named = cat.cpu_names.find(st.key);
+        l.cpus.insert(l.cpus.begin() + k, int(id));
+        l.cpu_names.insert(l.cpu_names.begin() + k,
+                           named != cat.cpu_names.end() ? named->second : "cpu " + std::to_string(st.key));
         l.cpu_numbers.insert(at, st.key);
         break;
       }

@@ -93,6 +93,7 @@ struct Catalog {
   std::unordered_map<uint32_t, FeedletInfo> feedlets;
   std::unordered_map<uint32_t, uint64_t> function_address;  // fn string id → code address
   std::string process_name;
+  std::unordered_map<uint32_t, std::string> cpu_names;    // ts_cpu_name: cpu -> latest name
   std::unordered_map<std::string, std::string> metadata;  // Metadata events: key -> latest value
   uint64_t version = 0;  // +1 whenever apply() changes anything (readers of a growing trace cache copies)
 

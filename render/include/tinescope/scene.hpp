@@ -45,9 +45,10 @@ struct Lane {
   std::vector<int> counters;       // counter stream ids
   std::vector<std::string> counter_names;
   // Job segments its scheduling events ran (ts_sched), a row a CPU: the
-  // CPUs' Sched stream ids and numbers, by number.
+  // CPUs' Sched stream ids, numbers and names (ts_cpu_name, else "cpu N"), by number.
   std::vector<int> cpus;
   std::vector<uint32_t> cpu_numbers;
+  std::vector<std::string> cpu_names;
 };
 
 struct Source::Scan {
