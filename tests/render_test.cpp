@@ -336,7 +336,14 @@ TEST(Render, CompleteIntervalsThatRunPastTheRightEdgeAreDrawn) {
 // a segment still running at the window's right edge (in no bucket yet: its
 // stream is keyed by the end) is drawn from its start to the edge.
 TEST(Render, ScheduledJobsAreDrawnInARowPerCpu) {
-  TraceBytes trace = named_trace({"audio", "video"});
+  TraceBytes trace = named_trace({"audio", "video", "big.core"});
+  ChunkBuilder meta;  // CPU 1 has a name (ts_cpu_name); CPU 0 none
+  meta.sequence = 1;  // (named_trace's metadata chunk was the first)
+  uint8_t* named = meta.begin(kCpuName, 0);
+  named = ChunkBuilder::put_u64(named, 1);
+  named = ChunkBuilder::put_u64(named, 3);
+  meta.end(named);
+  trace.flush(meta);
   ChunkBuilder cb;
   cb.feedlet = 1;
   auto job = [&](uint16_t type, uint64_t ts, uint64_t task, uint64_t cpu) {
@@ -360,6 +367,7 @@ TEST(Render, ScheduledJobsAreDrawnInARowPerCpu) {
   ASSERT_EQ(scene.lanes().size(), 1u);
   const render::Lane& lane = scene.lanes()[0];
   ASSERT_EQ(lane.cpu_numbers, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(lane.cpu_names, (std::vector<std::string>{"cpu 0", "big.core"}));
   const index::TraceIndex& ix = *scene.sources()[0].index;
   auto running = ix.running_at(1, 995'000);  // CPU 0 idle, CPU 1 running audio
   ASSERT_EQ(running.size(), 1u);
