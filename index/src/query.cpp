@@ -783,7 +783,9 @@ WalkState state_at_time(const State& s, const FeedletState& f, uint64_t t) {
 std::vector<OpenInterval> TraceIndex::open_at(uint32_t feedlet, uint64_t t) const {
   std::shared_lock lock(mu_);
   const FeedletState* f = s_->feedlet(feedlet);
-  if (!f) return {};
+  // A feedlet of no begins (a scheduler's, an import's complete events) has
+  // no stack: no walk.
+  if (!f || f->type_counts[format::kIntervalBegin] + f->type_counts[format::kFuncEnter] == 0) return {};
   return state_at_time(*s_, *f, t).stack;
 }
 
