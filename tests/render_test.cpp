@@ -56,6 +56,22 @@ uint32_t pixel(const std::vector<uint8_t>& px, int w, int x, int y) {
   return p[0] | p[1] << 8 | p[2] << 16;
 }
 bool is_background(uint32_t c) { return c == (render::kBackground & 0xffffff); }
+// The scope of a scene's first lane from its start, `strips` strips of 8 px
+// (from y 22) in a plot 1024 px wide (from x 150): its pixels (none if no renderer).
+constexpr int kScopeWidth = 1174;
+std::vector<uint8_t> draw_scope(const render::Scene& scene, double period_ns, uint32_t fold, int strips) {
+  auto scope = headless(kScopeWidth, 22 + strips * 8);
+  if (!scope) return {};
+  FigureParams s;
+  s.type = FigureParams::Scope;
+  s.t0 = 0, s.t1 = 1;
+  s.period_ns = period_ns;
+  s.fold = fold;
+  s.strip_px = 8;
+  scope->draw(scene, s, {});
+  return scope->context().read_rgba();
+}
+
 int ink(uint32_t c) {  // how far a pixel is from the background
   const uint32_t b = render::kBackground;
   int d = 0;
@@ -310,22 +326,13 @@ TEST(Render, CompleteIntervalsThatRunPastTheRightEdgeAreDrawn) {
 
   // Folded, 20 strips of one 10 us period each: the long one covers every
   // strip from its start on.
-  const int SW = 1174, SH = 22 + 20 * 8;  // plot 1024 wide
   r.reset();  // (one renderer at a time)
-  auto scope = headless(SW, SH);
-  ASSERT_TRUE(scope);
-  FigureParams s;
-  s.type = FigureParams::Scope;
-  s.t0 = 0, s.t1 = 1;
-  s.period_ns = 10'000;
-  s.fold = 1;
-  s.strip_px = 8;
-  scope->draw(scene, s, {});
-  const std::vector<uint8_t> spx = scope->context().read_rgba();
+  const std::vector<uint8_t> spx = draw_scope(scene, 10'000, 1, 20);
+  ASSERT_FALSE(spx.empty());
   const int full = ink(render::name_colour("long") & 0xffffff);
   for (int strip = 1; strip < 20; ++strip) {
     int inked = 0;
-    for (int x = 150; x < SW; ++x) inked += ink(pixel(spx, SW, x, 22 + strip * 8 + 3)) >= full * 9 / 10;
+    for (int x = 150; x < kScopeWidth; ++x) inked += ink(pixel(spx, kScopeWidth, x, 22 + strip * 8 + 3)) >= full * 9 / 10;
     EXPECT_GT(inked, 900) << "strip " << strip;
   }
 }
@@ -437,21 +444,12 @@ TEST(Render, FoldingJobSegmentsShowsEachTaskAtItsPhase) {
   render::Scene scene;
   std::string error;
   ASSERT_TRUE(scene.add_trace(save(trace, "fold-jobs.tine"), error)) << error;
-  const int SW = 1174, SH = 22 + 5 * 8;  // plot 1024 wide, 5 strips
-  auto scope = headless(SW, SH);
-  ASSERT_TRUE(scope);
-  FigureParams s;
-  s.type = FigureParams::Scope;
-  s.t0 = 0, s.t1 = 1;
-  s.period_ns = 100'000;
-  s.fold = 10;
-  s.strip_px = 8;
-  scope->draw(scene, s, {});
-  const std::vector<uint8_t> px = scope->context().read_rgba();
+  const std::vector<uint8_t> px = draw_scope(scene, 100'000, 10, 5);
+  ASSERT_FALSE(px.empty());
   const uint32_t audio = render::name_colour("audio") & 0xffffff, video = render::name_colour("video") & 0xffffff;
   for (int strip = 0; strip < 5; ++strip) {
     const int y = 22 + strip * 8 + 3;
-    auto at = [&](double phase) { return pixel(px, SW, 150 + int(phase * 1024), y); };
+    auto at = [&](double phase) { return pixel(px, kScopeWidth, 150 + int(phase * 1024), y); };
     for (double phase : {0.02, 0.15, 0.28}) EXPECT_EQ(at(phase), audio) << "strip " << strip << " phase " << phase;
     for (double phase : {0.52, 0.65, 0.78}) EXPECT_EQ(at(phase), video) << "strip " << strip << " phase " << phase;
     EXPECT_TRUE(is_background(at(0.4))) << "strip " << strip;
