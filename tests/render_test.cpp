@@ -358,11 +358,14 @@ TEST(Render, ScheduledJobsAreDrawnInARowPerCpu) {
     if (cb.full()) trace.flush(cb);
   };
   // CPU 0: audio and video in turn, 90 us each, every 100 us; CPU 1: video
-  // until 500 us, then audio from 600 us to 1.5 ms (past the window).
+  // until 500 us, then audio from 600 us to 1.5 ms (past the window); CPU 2:
+  // video from 700 us on, still running when the trace ends (no segment of
+  // CPU 2 ever ends: it has a row all the same).
   job(kJobStart, 0, 2, 1);
   for (uint64_t i = 0; i < 15; ++i) {
     if (i == 5) job(kJobPreempt, 500'000, 2, 1);
     if (i == 6) job(kJobStart, 600'000, 1, 1);
+    if (i == 7) job(kJobStart, 700'000, 2, 2);
     job(kJobStart, i * 100'000, 1 + i % 2, 0);
     job(kJobComplete, i * 100'000 + 90'000, 1 + i % 2, 0);
   }
@@ -373,14 +376,17 @@ TEST(Render, ScheduledJobsAreDrawnInARowPerCpu) {
   ASSERT_TRUE(scene.add_trace(save(trace, "cpus.tine"), error)) << error;
   ASSERT_EQ(scene.lanes().size(), 1u);
   const render::Lane& lane = scene.lanes()[0];
-  ASSERT_EQ(lane.cpu_numbers, (std::vector<uint32_t>{0, 1}));
-  EXPECT_EQ(lane.cpu_names, (std::vector<std::string>{"cpu 0", "big.core"}));
+  ASSERT_EQ(lane.cpu_numbers, (std::vector<uint32_t>{0, 1, 2}));
+  EXPECT_EQ(lane.cpu_names, (std::vector<std::string>{"cpu 0", "big.core", "cpu 2"}));
+  EXPECT_EQ(lane.cpus[2], -1) << "CPU 2 has no stream";
   const index::TraceIndex& ix = *scene.sources()[0].index;
-  auto running = ix.running_at(1, 995'000);  // CPU 0 idle, CPU 1 running audio
-  ASSERT_EQ(running.size(), 1u);
+  auto running = ix.running_at(1, 995'000);  // CPU 0 idle, CPU 1 running audio, CPU 2 video
+  ASSERT_EQ(running.size(), 2u);
   EXPECT_EQ(running[0].cpu, 1u);
   EXPECT_EQ(running[0].task, 1u);
   EXPECT_EQ(running[0].start, 600'000u);
+  EXPECT_EQ(running[1].cpu, 2u);
+  EXPECT_EQ(running[1].task, 2u);
   running = ix.running_at(1, 550'000);  // CPU 0's sixth segment (video); CPU 1 idle
   ASSERT_EQ(running.size(), 1u);
   EXPECT_EQ(running[0].cpu, 0u);
@@ -397,7 +403,7 @@ TEST(Render, ScheduledJobsAreDrawnInARowPerCpu) {
   const render::Layout layout = render::layout_lanes(scene, render::layout_options(f));
   ASSERT_EQ(layout.lanes.size(), 1u);
   const render::Layout::LaneRows& lr = layout.lanes[0];
-  ASSERT_EQ(lr.end - lr.first, 2u) << "a row for each CPU, and no interval row";
+  ASSERT_EQ(lr.end - lr.first, 3u) << "a row for each CPU, and no interval row";
   const uint32_t audio = render::name_colour("audio") & 0xffffff, video = render::name_colour("video") & 0xffffff;
   const double px_per_ns = g.plot.w / 1e6;
   auto x_of = [&](double ns) { return int(g.plot.x + ns * px_per_ns); };
@@ -419,6 +425,8 @@ TEST(Render, ScheduledJobsAreDrawnInARowPerCpu) {
   expect_run(1, 0, 5e5, video, "cpu 1, video");
   EXPECT_TRUE(is_background(pixel(px, W, x_of(5.5e5), y_of(1)))) << "cpu 1 idle";
   expect_run(1, 6e5, 1e6 + 1, audio, "cpu 1, audio running at the edge");
+  EXPECT_TRUE(is_background(pixel(px, W, x_of(6.5e5), y_of(2)))) << "cpu 2 idle";
+  expect_run(2, 7e5, 1e6 + 1, video, "cpu 2, video running from 700 us to the end");
 }
 
 // Folded, a lane's job segments are its periodic work: a task that runs at

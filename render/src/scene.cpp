@@ -112,6 +112,15 @@ void Scene::scan(Source& s, uint32_t source) {
     auto p = cat.metadata.find("feedlet." + std::to_string(f.id) + ".process");
     l.group = p != cat.metadata.end() ? p->second : cat.process_name;
   }
+  // A row for a CPU of the lane, in order of the CPUs' numbers.
+  auto add_cpu = [&](Lane& l, uint32_t cpu, int stream) {
+    const auto at = std::lower_bound(l.cpu_numbers.begin(), l.cpu_numbers.end(), cpu);
+    const ptrdiff_t k = at - l.cpu_numbers.begin();
+    const auto named = cat.cpu_names.find(cpu);
+    l.cpus.insert(l.cpus.begin() + k, stream);
+    l.cpu_names.insert(l.cpu_names.begin() + k, named != cat.cpu_names.end() ? named->second : "cpu " + std::to_string(cpu));
+    l.cpu_numbers.insert(at, cpu);
+  };
   for (size_t id = 0; id < streams.size(); ++id) {
     const index::StreamInfo& st = streams[id];
     const bool named = st.kind != StreamKind::Sched && st.kind != StreamKind::Depth && st.kind != StreamKind::Span;
@@ -140,19 +149,15 @@ void Scene::scan(Source& s, uint32_t source) {
         l.counters.push_back(int(id));
         l.counter_names.emplace_back(name);
         break;
-      case StreamKind::Sched: {
-        const auto at = std::lower_bound(l.cpu_numbers.begin(), l.cpu_numbers.end(), st.key);
-        const ptrdiff_t k = at - l.cpu_numbers.begin();
-        const auto named = cat.cpu_names.find(st.key);
-        l.cpus.insert(l.cpus.begin() + k, int(id));
-        l.cpu_names.insert(l.cpu_names.begin() + k,
-                           named != cat.cpu_names.end() ? named->second : "cpu " + std::to_string(st.key));
-        l.cpu_numbers.insert(at, st.key);
-        break;
-      }
+      case StreamKind::Sched: add_cpu(l, st.key, int(id)); break;
       default: break;
     }
   }
+  // A CPU whose only segment still runs at the end has no stream yet: its
+  // row too (its stream id -1: drawn from running_at alone).
+  for (auto& [f, l] : by_feedlet)
+    for (const index::RunningJob& r : ix.running_at(f, last_ts))
+      if (!std::binary_search(l.cpu_numbers.begin(), l.cpu_numbers.end(), r.cpu)) add_cpu(l, r.cpu, -1);
   for (auto& [f, l] : by_feedlet) scan->lanes.push_back(std::move(l));
 
   // Gaps: drops before a chunk, lost chunks, damaged bytes (the index keeps

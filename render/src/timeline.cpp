@@ -312,7 +312,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     for (const index::RunningJob& r : q.running) {
       const auto k = std::find(lane.cpu_numbers.begin(), lane.cpu_numbers.end(), r.cpu) - lane.cpu_numbers.begin();
       const uint32_t row = cpu_row(uint32_t(k));
-      if (row == UINT32_MAX) continue;  // a CPU with no segment ended yet has no row
+      if (row == UINT32_MAX) continue;  // (a CPU that a growing trace gained since the scene's scan)
       const int64_t s = q.clock.ns(r.start);
       const double x0 = axis.x(s);
       paint.span(row, x0, req.width, 1.0, colour_of(lane.source, r.task), r.task, 1);

@@ -45,7 +45,8 @@ struct Lane {
   std::vector<int> counters;       // counter stream ids
   std::vector<std::string> counter_names;
   // Job segments its scheduling events ran (ts_sched), a row a CPU: the
-  // CPUs' Sched stream ids, numbers and names (ts_cpu_name, else "cpu N"), by number.
+  // CPUs' Sched stream ids (-1: none yet, a segment still running at the
+  // end), numbers and names (ts_cpu_name, else "cpu N"), by number.
   std::vector<int> cpus;
   std::vector<uint32_t> cpu_numbers;
   std::vector<std::string> cpu_names;
