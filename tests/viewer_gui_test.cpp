@@ -181,6 +181,28 @@ class ViewerGui : public ::testing::Test {
     ASSERT_TRUE(v_->settle());
   }
 
+  // Aims at the middle of [s, e] (ns) at height y and rolls the wheel up
+  // `notches` times, then aims again (the first zoom moved it) and rolls on.
+  void wheel_onto(int64_t s, int64_t e, float y, int notches) {
+    const render::Rect plot = v_->plot_rect(0);
+    for (int round = 0; round < 2; ++round) {
+      move(plot.x + float(v_->figure_axis(0).x((s + e) / 2)), y);
+      xdo("click --repeat " + std::to_string(notches) + " --delay 2 4");  // wheel up: zoom in around the mouse
+      ASSERT_TRUE(v_->settle());
+    }
+  }
+  // An interval drawn from column x0 to x1 of row y: its colour along it,
+  // but for the letters of its name (and a message arrow that may cross it).
+  void expect_drawn(int y, double x0, double x1, uint32_t want) {
+    int coloured = 0, text = 0, other = 0;
+    for (int x = int(x0) + 2; x < int(x1) - 2; ++x) {
+      const uint32_t c = px(x, y);
+      (c == want ? coloured : (c & 0xffffff) == 0x141414 ? text : other)++;
+    }
+    EXPECT_LE(other, int(x1 - x0) / 20);
+    EXPECT_GE(coloured, (coloured + text) * 6 / 10);
+  }
+
   uint32_t px(int x, int y) const {
     const uint8_t* p = &v_->pixels()[(size_t(y) * v_->fb_width() + x) * 4];
     return p[0] | p[1] << 8 | p[2] << 16;
@@ -317,11 +339,7 @@ TEST_F(ViewerGui, TheInterruptShowsWhereItHappenedAfterZoomingWithTheWheel) {
   const render::Rect plot = v_->plot_rect(0);
   // Aim at the interrupt and roll the wheel; aim again (a pixel was 2 ms
   // before the first zoom), and roll on: 30 notches in all.
-  for (int round = 0; round < 2; ++round) {
-    move(plot.x + float(v_->figure_axis(0).x((s + e) / 2)), plot.y + plot.h / 2);
-    xdo("click --repeat 15 --delay 2 4");  // wheel up: zoom in around the mouse
-    ASSERT_TRUE(v_->settle());
-  }
+  ASSERT_NO_FATAL_FAILURE(wheel_onto(s, e, plot.y + plot.h / 2, 15));
   const render::TimeAxis& axis = v_->figure_axis(0);
   EXPECT_LT(axis.t1() - axis.t0(), 10'000'000) << "30 notches of the wheel zoom from seconds to milliseconds";
   const double x0 = plot.x + axis.x(s), x1 = plot.x + axis.x(e);
@@ -337,15 +355,7 @@ TEST_F(ViewerGui, TheInterruptShowsWhereItHappenedAfterZoomingWithTheWheel) {
   const int y = int(plot.y + layout.rows[lr->first].y - v_->figure_params(0).scroll_y + 4);
   const uint32_t want = render::name_colour("interrupt") & 0xffffff;
   SCOPED_TRACE("row y " + std::to_string(y) + " x " + std::to_string(x0) + ".." + std::to_string(x1));
-  // Its colour from its start to its end, but for the letters of its name
-  // (and a message arrow that may cross it).
-  int coloured = 0, text = 0, other = 0;
-  for (int x = int(x0) + 2; x < int(x1) - 2; ++x) {
-    const uint32_t c = px(x, y);
-    (c == want ? coloured : (c & 0xffffff) == 0x141414 ? text : other)++;
-  }
-  EXPECT_LE(other, int(x1 - x0) / 20);
-  EXPECT_GE(coloured, (coloured + text) * 6 / 10);
+  expect_drawn(y, x0, x1, want);  // its colour from its start to its end
   EXPECT_NE(px(int(x0) - 4, y), want);
   EXPECT_NE(px(int(x1) + 4, y), want);
 }
@@ -361,11 +371,7 @@ TEST_F(ViewerGui, EachCpuRowShowsTheTaskThatRanThere) {
   const int64_t first = scene_->first_ns();
   // Segment 100: audio on CPU 0, video on CPU 1, from 100 ms to 100.9 ms in.
   const int64_t s = first + 100'000'000, e = s + 900'000;
-  for (int round = 0; round < 2; ++round) {
-    move(plot.x + float(v_->figure_axis(0).x((s + e) / 2)), plot.y + 6);
-    xdo("click --repeat 12 --delay 2 4");  // wheel up: zoom in around the mouse
-    ASSERT_TRUE(v_->settle());
-  }
+  ASSERT_NO_FATAL_FAILURE(wheel_onto(s, e, plot.y + 6, 12));
   const render::TimeAxis& axis = v_->figure_axis(0);
   const double x0 = plot.x + axis.x(s), x1 = plot.x + axis.x(e);
   ASSERT_GT(x1 - x0, 40) << "the segment should now be wide";
@@ -381,18 +387,11 @@ TEST_F(ViewerGui, EachCpuRowShowsTheTaskThatRanThere) {
     EXPECT_EQ(layout.rows[lr->first + cpu].kind, render::Row::Cpu);
     return int(plot.y + layout.rows[lr->first + cpu].y - v_->figure_params(0).scroll_y + 4);
   };
-  // Each row in its task's colour from the segment's start to its end, but
-  // for the letters of its name; idle after it.
+  // Each row in its task's colour along the segment (expect_drawn); idle after it.
   auto expect_task = [&](uint32_t cpu, const char* task) {
     const uint32_t want = render::name_colour(task) & 0xffffff;
     SCOPED_TRACE(std::string("cpu ") + std::to_string(cpu) + " " + task);
-    int coloured = 0, text = 0, other = 0;
-    for (int x = int(x0) + 2; x < int(x1) - 2; ++x) {
-      const uint32_t c = px(x, row_y(cpu));
-      (c == want ? coloured : (c & 0xffffff) == 0x141414 ? text : other)++;
-    }
-    EXPECT_LE(other, int(x1 - x0) / 20);
-    EXPECT_GE(coloured, (coloured + text) * 6 / 10);
+    expect_drawn(row_y(cpu), x0, x1, want);
     EXPECT_EQ(ink(px(int(x1) + 4, row_y(cpu))), 0) << "idle between segments";
   };
   expect_task(0, "audio");

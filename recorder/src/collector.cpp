@@ -248,13 +248,6 @@ void Collector::drain(ThreadBuffer& b, Feedlet& f, bool final) {
 // Raw record → compact event. Layouts are in raw_record.hpp.
 void Collector::encode(Feedlet& f, const uint64_t* rec) {
   ChunkBuilder& c = f.chunk;
-  // Names and metadata are written to the metadata chunk too, after the
-  // event: an indexer decodes only that chunk's events before it walks the
-  // data chunks (a thread's ts_thread_name there never reached the index,
-  // whose lane kept the OS thread's name). A rename is a new FeedletInfo.
-  uint16_t meta_type = 0;
-  uint64_t meta_fields[3] = {};
-  size_t meta_count = 0;
   const uint64_t ts = rec[0];
   const uint32_t kind = raw_kind(rec[1]);
   const uint64_t low = raw_low(rec[1]);
@@ -308,35 +301,43 @@ void Collector::encode(Feedlet& f, const uint64_t* rec) {
       p = ChunkBuilder::put_bytes(p, &rec[5], low);
       break;
     }
+    // Names and metadata go to the metadata chunk too (before begin(), as
+    // interning does): an indexer decodes only that chunk's events before it
+    // walks the data chunks, and a thread's ts_thread_name here alone never
+    // reached the index, whose lane kept the OS thread's name. A rename is a
+    // new FeedletInfo.
     case kThreadName:
     case kProcessName: {
       uint32_t name = text_id(inline_text(&rec[2], low));
+      if (kind == kThreadName) {
+        const uint64_t info[] = {c.feedlet, f.tid, name};
+        put_metadata(kFeedletInfo, ts, info);
+      } else {
+        const uint64_t named[] = {name};
+        put_metadata(kProcessName, ts, named);
+      }
       p = c.begin(uint16_t(kind), ts);
       p = ChunkBuilder::put_u64(p, name);
-      if (kind == kThreadName) {
-        meta_type = kFeedletInfo, meta_count = 3;
-        meta_fields[0] = c.feedlet, meta_fields[1] = f.tid, meta_fields[2] = name;
-      } else {
-        meta_type = kProcessName, meta_count = 1, meta_fields[0] = name;
-      }
       break;
     }
     case kCpuName: {
       uint32_t name = text_id(inline_text(&rec[3], low));
+      const uint64_t named[] = {rec[2], name};
+      put_metadata(kCpuName, ts, named);
       p = c.begin(kCpuName, ts);
       p = ChunkBuilder::put_u64(p, rec[2]);
       p = ChunkBuilder::put_u64(p, name);
-      meta_type = kCpuName, meta_count = 2, meta_fields[0] = rec[2], meta_fields[1] = name;
       break;
     }
     case kMetadata: {
       uint64_t klen = low & 0xffff, vlen = (low >> 16) & 0xffff;
       uint32_t key = text_id(inline_text(&rec[2], klen));
       uint32_t value = text_id(inline_text(&rec[2 + words_for_bytes(klen)], vlen));
+      const uint64_t pair[] = {key, value};
+      put_metadata(kMetadata, ts, pair);
       p = c.begin(kMetadata, ts);
       p = ChunkBuilder::put_u64(p, key);
       p = ChunkBuilder::put_u64(p, value);
-      meta_type = kMetadata, meta_count = 2, meta_fields[0] = key, meta_fields[1] = value;
       break;
     }
     case kTaskArrive: {
@@ -398,7 +399,6 @@ void Collector::encode(Feedlet& f, const uint64_t* rec) {
     }
   }
   end_event(c, p);
-  if (meta_type) put_metadata(meta_type, ts, std::span(meta_fields, meta_count));
 }
 
 void Collector::put_metadata(uint16_t type, uint64_t ts, std::span<const uint64_t> fields) {
