@@ -490,22 +490,43 @@ bool spanning_figure(bool quick) {
     std::fprintf(stderr, "index_bench: %s\n", error.c_str());
     return false;
   }
+  // The same times for each of: spanning() alone; open_at() with
+  // spanning(), as a picture asked for its lanes' right edge before
+  // running_across(); and that. Each over all of them in turn (one after
+  // another at one time, the first would pay for the others' reads).
   std::mt19937_64 rng(5);
-  std::vector<double> us;
-  uint64_t found = 0;
   const uint64_t lo = ix->first_ts(), hi = ix->last_ts();
+  std::vector<std::pair<uint32_t, uint64_t>> times(4000);
+  for (auto& [f, t] : times) f = 1 + uint32_t(rng() % opt.threads), t = lo + rng() % (hi - lo);
+  std::vector<double> us, apart_us, across_us;
+  std::vector<size_t> apart_found, across_found;
+  uint64_t found = 0;
   for (int pass = 0; pass < 2; ++pass) {  // the first reads the index in; the second is timed
-    us.clear(), found = 0;
-    rng.seed(5);
-    for (int q = 0; q < 4000; ++q) {
-      const uint32_t f = 1 + uint32_t(rng() % opt.threads);
-      const uint64_t t = lo + rng() % (hi - lo);
+    us.clear(), apart_us.clear(), across_us.clear(), apart_found.clear(), across_found.clear(), found = 0;
+    for (const auto& [f, t] : times) {
       const auto t0 = Clock::now();
       found += ix->spanning(f, t).size();
       us.push_back(seconds_since(t0) * 1e6);
     }
+    for (const auto& [f, t] : times) {
+      const auto t0 = Clock::now();
+      apart_found.push_back(ix->open_at(f, t).size() + ix->spanning(f, t).size());
+      apart_us.push_back(seconds_since(t0) * 1e6);
+    }
+    for (const auto& [f, t] : times) {
+      const auto t0 = Clock::now();
+      const index::RunningAcross across = ix->running_across(f, t);
+      across_us.push_back(seconds_since(t0) * 1e6);
+      across_found.push_back(across.open.size() + across.spans.size());
+    }
+    if (across_found != apart_found) {
+      std::fprintf(stderr, "index_bench: running_across found other than open_at and spanning\n");
+      return false;
+    }
   }
   std::sort(us.begin(), us.end());
+  std::sort(apart_us.begin(), apart_us.end());
+  std::sort(across_us.begin(), across_us.end());
   const index::TraceIndex::Parts parts = ix->index_parts();
   const uint64_t span_bytes = parts.node_pages[uint32_t(index::StreamKind::Span)];
   uint64_t span_items = 0, completes = 0;
@@ -519,6 +540,12 @@ bool spanning_figure(bool quick) {
               us[us.size() * 99 / 100], us[us.size() / 2], double(found) / double(us.size()),
               (unsigned long long)ix->events(), (unsigned long long)completes, (unsigned long long)span_items,
               double(span_bytes) / 1e3, double(span_bytes) / double(made.bytes), us[us.size() * 99 / 100] / 200);
+  const double across99 = across_us[across_us.size() * 99 / 100], apart99 = apart_us[apart_us.size() * 99 / 100];
+  std::printf("figure: index.running_across_us %.1f us p99 (p50 %.1f us; a lane's right edge in one walk, where open_at "
+              "and spanning took p99 %.1f us, p50 %.1f us: %.2fx of that; of the lane query's goal, p99 <= 200 us: "
+              "%.2fx)\n",
+              across99, across_us[across_us.size() / 2], apart99, apart_us[apart_us.size() / 2], across99 / apart99,
+              across99 / 200);
   ix.reset();
   ::unlink(trace.c_str());
   ::unlink((trace + ".idx").c_str());
@@ -539,8 +566,11 @@ int main(int argc, char** argv) {
   bool queries_only = false;
   app.add_flag("--queries", queries_only, "only the open and query figures, on the trace's index as it is (what "
                                           "index_bench runs in a fresh process of its own)");
+  bool spanning_only = false;
+  app.add_flag("--spanning", spanning_only, "only the figures of what runs across a time (spanning, running_across)");
   CLI11_PARSE(app, argc, argv);
   if (queries_only) return open_and_query(trace, quick) < 0 ? 1 : 0;
+  if (spanning_only) return spanning_figure(quick) ? 0 : 1;
   if (quick) events = 2e6;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   bool generated = false;

@@ -1038,6 +1038,30 @@ size_t expect_running(const Fixture& fx, uint32_t f, uint64_t t) {
   return want.size();
 }
 
+// running_across(f, t), one walk on to the end of t's segment, against the
+// three answers it stands for, each checked against the raw events here.
+void expect_running_across(const TraceIndex& ix, uint32_t f, uint64_t t) {
+  const index::RunningAcross got = ix.running_across(f, t);
+  auto open = [](const std::vector<index::OpenInterval>& v) {
+    std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> out;
+    for (const index::OpenInterval& o : v) out.emplace_back(o.depth, o.name, o.start);
+    return out;
+  };
+  auto jobs = [](const std::vector<index::RunningJob>& v) {
+    std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> out;
+    for (const index::RunningJob& r : v) out.emplace_back(r.cpu, r.task, r.start);
+    return out;
+  };
+  auto spans = [](const std::vector<Item>& v) {
+    std::vector<std::tuple<uint64_t, uint64_t, uint32_t, uint32_t>> out;
+    for (const Item& it : v) out.emplace_back(it.start, it.end, it.depth, it.name);
+    return out;
+  };
+  EXPECT_EQ(open(got.open), open(ix.open_at(f, t))) << "running_across, feedlet " << f << " t " << t;
+  EXPECT_EQ(jobs(got.jobs), jobs(ix.running_at(f, t))) << "running_across, feedlet " << f << " t " << t;
+  EXPECT_EQ(spans(got.spans), spans(ix.spanning(f, t))) << "running_across, feedlet " << f << " t " << t;
+}
+
 void check_open_against_brute_force(const Fixture& fx, uint64_t seed, int* shared_ticks = nullptr) {
   BruteForce bf(fx.c);
   size_t spanning = 0, completes = 0;  // found running across the times asked; in the trace
@@ -1049,6 +1073,7 @@ void check_open_against_brute_force(const Fixture& fx, uint64_t seed, int* share
   auto check_at = [&](uint32_t f, uint64_t t) {
     spanning += expect_spanning(bf, *fx.ix, f, t);
     running += expect_running(fx, f, t);
+    expect_running_across(*fx.ix, f, t);
     // Open at t: the intervals of f with start <= t < end, plus begins never closed.
     auto open = fx.ix->open_at(f, t);
     size_t want = 0;

@@ -89,8 +89,8 @@ ScopePicture build_scope(const Scene& scene, const ScopeRequest& req) {
       fold.add(p1, 0, (v - double(p1)) * W, ch);
     };
     // Items end inside the range; those running on past its end come from
-    // open_at (begin/end pairs), spanning (complete intervals) and
-    // running_at (job segments). A job segment folds as an outermost
+    // running_across (begin/end pairs, complete intervals, job segments). A
+    // job segment folds as an outermost
     // interval named by its task: what ran is what periodic work looks like.
     ix.lane_items(lane.feedlet, cw.k0, cw.k1, [&](const index::Item& it) {
       const bool job = it.kind == index::StreamKind::Sched;
@@ -101,11 +101,12 @@ ScopePicture build_scope(const Scene& scene, const ScopeRequest& req) {
       }
       add_interval(cw.ns(it.start), cw.ns(it.end), job ? 0 : it.depth, name_colour(cat.string(it.name)));
     });
-    for (const index::OpenInterval& o : ix.open_at(lane.feedlet, cw.k1))
+    const index::RunningAcross edge = ix.running_across(lane.feedlet, cw.k1);
+    for (const index::OpenInterval& o : edge.open)
       add_interval(cw.ns(o.start), end, o.depth, name_colour(cat.string(o.name)));
-    for (const index::Item& it : ix.spanning(lane.feedlet, cw.k1))
+    for (const index::Item& it : edge.spans)
       add_interval(cw.ns(it.start), end, it.depth, name_colour(cat.string(it.name)));
-    for (const index::RunningJob& r : ix.running_at(lane.feedlet, cw.k1))
+    for (const index::RunningJob& r : edge.jobs)
       add_interval(cw.ns(r.start), end, 0, name_colour(cat.string(r.task)));
   }
 

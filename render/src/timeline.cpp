@@ -1,9 +1,10 @@
 // The timeline picture: per lane, query the pyramids at the window's
 // resolution (query_lane), then paint each bucket's span into per-column
 // accumulators, so the work follows the pixels and the buckets, never the
-// events. Intervals running on past the right edge come from open_at() (the
-// stack of begin/end pairs) and spanning() (complete intervals), and job
-// segments from running_at(), since streams are keyed by their end.
+// events. Intervals and job segments running on past the right edge come
+// from running_across() (the stack of begin/end pairs, the complete
+// intervals across the edge, the jobs running there), since streams are
+// keyed by their end.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -85,9 +86,7 @@ struct LaneQuery {
   const Lane* lane;
   ClockWindow clock;
   std::vector<std::pair<int, index::Buckets>> buckets;
-  std::vector<index::OpenInterval> open;  // at the right edge
-  std::vector<index::Item> spans;         // complete intervals across the right edge
-  std::vector<index::RunningJob> running; // job segments across the right edge
+  index::RunningAcross edge;  // what runs across the right edge
 };
 
 struct Painter {
@@ -151,14 +150,12 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     const Lane& lane = scene.lanes()[lr.lane];
     const index::TraceIndex& ix = *scene.sources()[lane.source].index;
     LaneQuery q{&lr, &lane, ClockWindow(scene.sources()[lane.source].catalog->clock, req.t0, req.t1),
-                std::move(answers[queries.size()]), {}, {}, {}};
+                std::move(answers[queries.size()]), {}};
     ix.query_lane(lane.feedlet, q.clock.k0, q.clock.k1, resolution, q.buckets, req.decode_per_column);
     // A growing trace may have gained streams since the scene was read: they wait for the next one.
     const size_t known = std::min(streams[lane.source].size(), scene.sources()[lane.source].stream_colour.size());
     std::erase_if(q.buckets, [&](const auto& b) { return size_t(b.first) >= known; });
-    q.open = ix.open_at(lane.feedlet, q.clock.k1);
-    q.spans = ix.spanning(lane.feedlet, q.clock.k1);
-    if (!lane.cpus.empty()) q.running = ix.running_at(lane.feedlet, q.clock.k1);
+    q.edge = ix.running_across(lane.feedlet, q.clock.k1);
     queries.push_back(std::move(q));
   }
 
@@ -174,9 +171,9 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
           knots.push_back(q.clock.ns(n.iv.max_end));
         }
       }
-      for (const index::OpenInterval& o : q.open) knots.push_back(q.clock.ns(o.start));
-      for (const index::Item& it : q.spans) knots.push_back(q.clock.ns(it.start));
-      for (const index::RunningJob& r : q.running) knots.push_back(q.clock.ns(r.start));
+      for (const index::OpenInterval& o : q.edge.open) knots.push_back(q.clock.ns(o.start));
+      for (const index::Item& it : q.edge.spans) knots.push_back(q.clock.ns(it.start));
+      for (const index::RunningJob& r : q.edge.jobs) knots.push_back(q.clock.ns(r.start));
     }
     P.axis.warp(std::move(knots), req.theta);
   }
@@ -299,7 +296,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       }
     }
     // Still open at the right edge: from its start (or the left edge) on.
-    for (const index::OpenInterval& o : q.open) {
+    for (const index::OpenInterval& o : q.edge.open) {
       if (!depth_rows) break;
       const int64_t s = q.clock.ns(o.start);
       const double x0 = axis.x(s);
@@ -309,7 +306,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       add_box(row, lane.source, o.name, x0, req.width + 1, s, INT64_MAX, o.depth);
     }
     // Job segments still running at the right edge, in their CPU's row.
-    for (const index::RunningJob& r : q.running) {
+    for (const index::RunningJob& r : q.edge.jobs) {
       const auto k = std::find(lane.cpu_numbers.begin(), lane.cpu_numbers.end(), r.cpu) - lane.cpu_numbers.begin();
       const uint32_t row = cpu_row(uint32_t(k));
       if (row == UINT32_MAX) continue;  // (a CPU that a growing trace gained since the scene's scan)
@@ -330,7 +327,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       }
       return false;
     };
-    for (const index::Item& it : q.spans) {
+    for (const index::Item& it : q.edge.spans) {
       if (!depth_rows) break;
       if (drawn_with_its_stream(it)) continue;
       const int64_t s = q.clock.ns(it.start);

@@ -106,6 +106,14 @@ struct RunningJob {
   uint64_t start = 0;
 };
 
+// Everything of a feedlet that runs across a time t: what a picture draws
+// on past its right edge, since its streams are keyed by the items' ends.
+struct RunningAcross {
+  std::vector<OpenInterval> open;  // begun by t, not ended by it: outermost first (open_at())
+  std::vector<RunningJob> jobs;    // job segments running at t, by CPU (running_at())
+  std::vector<Item> spans;         // complete intervals with start <= t < end (spanning())
+};
+
 struct StreamInfo {
   StreamKind kind{};
   uint32_t feedlet = 0;
@@ -358,6 +366,10 @@ class TraceIndex {
   // levels times what it finds, and a walk of a leaf's time where a leaf
   // holds more than one of them (docs/INDEX.md, "Spanning intervals").
   std::vector<Item> spanning(uint32_t feedlet, uint64_t t) const;
+  // The three above at once, with one walk where each would make its own:
+  // a lane that begins intervals, writes complete ones and runs jobs asks
+  // this once for every picture.
+  RunningAcross running_across(uint32_t feedlet, uint64_t t) const;
 
   // Messages with their send or receive in [t0, t1], by time. With a limit,
   // at most limit + 1 of them (which ones is unspecified): more than the
