@@ -6,7 +6,10 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "tinescope/trace_import.hpp"
@@ -82,6 +85,20 @@ nlohmann::json stats_json(const TraceIndex& ix) {
     losses.push_back({{"feedlet", l.feedlet}, {"first_sequence", l.first_sequence}, {"chunks", l.count}});
   j["lost_chunks"] = losses;
   auto streams = ix.streams();
+  // The CPUs that scheduling events ran jobs on (a Sched stream per lane and
+  // CPU), with the names the trace gives them.
+  std::map<uint32_t, std::pair<uint64_t, std::vector<uint32_t>>> cpus;  // cpu -> (segments, feedlets)
+  for (const auto& s : streams)
+    if (s.kind == index::StreamKind::Sched) cpus[s.key].first += s.items, cpus[s.key].second.push_back(s.feedlet);
+  json cpu_list = json::array();
+  for (const auto& [cpu, seen] : cpus) {
+    const auto named = ix.catalog().cpu_names.find(cpu);
+    cpu_list.push_back({{"cpu", cpu},
+                        {"name", named != ix.catalog().cpu_names.end() ? named->second : ""},
+                        {"segments", seen.first},
+                        {"feedlets", seen.second}});
+  }
+  j["cpus"] = cpu_list;
   json kinds = json::object();
   for (const auto& s : streams) kinds[index::kind_name(s.kind)] = kinds.value(index::kind_name(s.kind), 0) + 1;
   j["streams"] = kinds;
@@ -158,6 +175,17 @@ void add_index_commands(CLI::App& app, int* exit_code) {
       std::printf("  %4u  %-*s tid %-8" PRIu64 " %12" PRIu64 " events %8" PRIu64 " dropped\n", f["id"].get<uint32_t>(),
                   name_width, f["name"].get<std::string>().c_str(), f["tid"].get<uint64_t>(), f["events"].get<uint64_t>(),
                   f["dropped"].get<uint64_t>());
+    if (!j["cpus"].empty()) {
+      std::printf("cpus      %zu\n", j["cpus"].size());
+      std::map<uint32_t, std::string> lane_names;
+      for (auto& f : j["feedlets"]) lane_names[f["id"].get<uint32_t>()] = f["name"].get<std::string>();
+      for (auto& c : j["cpus"]) {
+        std::string lanes;
+        for (auto& f : c["feedlets"]) lanes += (lanes.empty() ? "" : ", ") + lane_names[f.get<uint32_t>()];
+        std::printf("  %4u  %-*s %12" PRIu64 " job segments, from %s\n", c["cpu"].get<uint32_t>(), name_width,
+                    c["name"].get<std::string>().c_str(), c["segments"].get<uint64_t>(), lanes.c_str());
+      }
+    }
     std::printf("kinds\n");
     for (auto& [k, v] : j["events_per_kind"].items()) std::printf("  %-22s %12" PRIu64 "\n", k.c_str(), v.get<uint64_t>());
     std::printf("damaged   %zu ranges\n", j["damaged"].size());

@@ -3,9 +3,11 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <utility>
 
 #include "trace_helpers.hpp"
 
@@ -166,6 +168,18 @@ TEST_F(DemoWorkload, IndexInfoAndStatsDescribeATraceCutShort) {
     begins += o.e.type == kIntervalBegin, sends += o.e.type == kMessageSend;
   }
   ASSERT_GT(data_events, 10'000u);
+  // The GC's quanta as job segments, per CPU: a start or resume runs on its
+  // CPU (in place of what ran there), a preempt, block or complete ends it.
+  std::map<uint32_t, uint64_t> segments;  // cpu -> segments ended
+  std::map<std::pair<uint32_t, uint32_t>, bool> running;  // (feedlet, cpu)
+  for (const OwnedEvent& o : c.events) {
+    const uint32_t cpu = uint32_t(o.e.u[2]);
+    if (o.e.type == kJobStart || o.e.type == kJobResume) running[{o.e.feedlet, cpu}] = true;
+    if ((o.e.type == kJobPreempt || o.e.type == kJobBlock || o.e.type == kJobComplete) &&
+        std::exchange(running[{o.e.feedlet, cpu}], false))
+      ++segments[cpu];
+  }
+  ASSERT_FALSE(segments.empty());
 
   std::string out;
   EXPECT_EQ(run(bin("app/tinescope") + " index " + cut + " 2>&1", &out), 0) << out;
@@ -180,6 +194,16 @@ TEST_F(DemoWorkload, IndexInfoAndStatsDescribeATraceCutShort) {
            "feedlets  " + std::to_string(feedlets.size()), " audio ", " gc ", " worker.0 ", kind_line,
            "damaged   1 ranges", "bytes: truncated chunk", "lost      0 chunk ranges"})
     EXPECT_NE(out.find(want), std::string::npos) << "\"" << want << "\" missing from:\n" << out;
+  // Each CPU the GC ran on, with the name the demo gives it and its segments.
+  EXPECT_NE(out.find("cpus      " + std::to_string(segments.size()) + "\n"), std::string::npos) << out;
+  for (const auto& [cpu, n] : segments) {
+    char line[64];
+    std::snprintf(line, sizeof line, "%12llu job segments, from gc\n", (unsigned long long)n);
+    const size_t at = out.find("  cpu" + std::to_string(cpu) + " ");
+    ASSERT_NE(at, std::string::npos) << "cpu " << cpu << " missing from:\n" << out;
+    const std::string cpu_line = out.substr(at, out.find('\n', at) - at + 1);
+    EXPECT_NE(cpu_line.find(line), std::string::npos) << "\"" << line << "\" not on cpu " << cpu << "'s line:\n" << out;
+  }
 
   EXPECT_EQ(run(bin("app/tinescope") + " stats " + cut + " --json", &out), 0) << out;
   const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
@@ -191,6 +215,12 @@ TEST_F(DemoWorkload, IndexInfoAndStatsDescribeATraceCutShort) {
   uint64_t sum = 0;
   for (const auto& f : j["feedlets"]) sum += f["events"].get<uint64_t>();
   EXPECT_EQ(sum, data_events);
+  ASSERT_EQ(j["cpus"].size(), segments.size()) << j["cpus"].dump();
+  for (const auto& cpu : j["cpus"]) {
+    const uint32_t n = cpu["cpu"].get<uint32_t>();
+    EXPECT_EQ(cpu["segments"].get<uint64_t>(), segments[n]) << cpu.dump();
+    EXPECT_EQ(cpu["name"].get<std::string>(), "cpu" + std::to_string(n)) << cpu.dump();
+  }
   ASSERT_EQ(j["damaged"].size(), 1u);
   EXPECT_EQ(j["damaged"][0]["offset"].get<uint64_t>() + j["damaged"][0]["length"].get<uint64_t>(), bytes.size() / 2);
   EXPECT_GT(j["duration_ns"].get<int64_t>(), 500'000'000);  // about half the 2 s recording
