@@ -155,7 +155,7 @@ void add_index_commands(CLI::App& app, int* exit_code) {
                 double(ix->index_bytes()) / 1e6, double(ix->index_bytes()) / double(std::max<uint64_t>(1, ix->trace_bytes())), s);
   });
 
-  auto* info = app.add_subcommand("info", "duration, feedlets, event counts per kind, drops and damage");
+  auto* info = app.add_subcommand("info", "duration, feedlets, CPUs, event counts per kind, drops and damage");
   info->add_option("trace", trace, "trace file")->required();
   info->callback([=] {
     auto ix = open_index(trace, true);
