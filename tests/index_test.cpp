@@ -1720,6 +1720,20 @@ TEST(Index, DamagedIndexSeedsAreRefusedForWhatIsWrong) {
   auto no_chunk = TraceIndex::load(trace, dir + "regression-3-chunk-record-points-at-no-chunk.idx", error);
   ASSERT_TRUE(no_chunk) << error;
   EXPECT_EQ(nodes_at_start(*no_chunk), 0u);  // the first data chunk, left out
+  // A level's first page says it holds 60 000 nodes (a page holds 56): its
+  // page list reads as damaged, and no query reserves room for them (the
+  // fuzzer's find: gigabytes reserved for a 64 KB index).
+  auto big_page = TraceIndex::load(trace, dir + "regression-4-node-page-count-past-a-page.idx", error);
+  ASSERT_TRUE(big_page) << error;
+  const auto streams = big_page->streams();
+  for (size_t i = 0; i < streams.size(); ++i)
+    for (uint32_t level = 0; level < streams[i].levels; level += 2) {  // (odd levels are not stored)
+      const uint32_t shift = streams[i].leaf_shift + level;
+      const index::Buckets b = big_page->query_shift(int(i), 0, UINT64_MAX, shift);
+      EXPECT_LE(b.nodes.size(), valid->query_shift(int(i), 0, UINT64_MAX, shift).nodes.size()) << "stream " << i;
+      EXPECT_LT(b.nodes.capacity(), 20'000u) << "stream " << i << ", level " << level;
+    }
+  EXPECT_GT(big_page->page_errors(), 0u);
 }
 
 // A flow block holds every field of every flow as it was: each column at

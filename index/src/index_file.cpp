@@ -256,6 +256,21 @@ bool valid_feedlet_chunks(const FeedletChunk* p, size_t, size_t n, const Feedlet
   }
   return ok;
 }
+// A level's node pages: each of 1 to kNodesPerPage nodes, no larger than
+// that many packed, lying among the pages, in bucket order (a query sums
+// the counts of the pages a window meets to reserve its answer, and walks
+// them until one starts past the window).
+bool valid_node_pages(const PageRef* p, size_t, size_t n, const PageRef* before, const TableChecks& c, uint64_t) {
+  bool ok = true;
+  for (size_t i = 0; i < n; ++i) {
+    const PageRef& r = p[i];
+    const PageRef* prev = i ? &p[i - 1] : before;
+    ok &= r.count >= 1 && r.count <= kNodesPerPage && r.bytes <= kNodesPerPage * kMaxPackedNode &&
+          r.offset >= kPageBytes && fits_in(r.offset, r.bytes, c.tables_begin) &&
+          (!prev || prev->first_bucket < r.first_bucket);
+  }
+  return ok;
+}
 bool valid_flow_blocks(const FlowBlock* p, size_t, size_t n, const FlowBlock*, const TableChecks& c, uint64_t) {
   bool ok = true;
   for (size_t i = 0; i < n; ++i)
@@ -561,7 +576,7 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
       if (in.ok) st.levels.reserve(nl);
       for (uint32_t l = 0; in.ok && l < nl; ++l) {
         Level& lv = st.levels.emplace_back();
-        in.table(lv.pages);
+        in.table(lv.pages, valid_node_pages);
         pages += lv.pages.size();
       }
       fs->insert(stream_key(st.info.kind, st.info.key), k);

@@ -1,6 +1,9 @@
 // Fuzz target: the indexer (its own chunk walker, streams, pyramids, flows)
 // and its queries, on any bytes as a trace. Intact chunks are indexed,
 // everything else is damage; no query crashes.
+#include <cstdio>
+#include <cstdlib>
+
 #include "fuzz_util.hpp"
 #include "tinescope/trace_index.hpp"
 
@@ -21,7 +24,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const index::FeedletSummary& f : ix->feedlets()) {
     for (uint32_t columns : {1u, 7u, 100u})
       for (auto& [id, b] : ix->query_lane(f.id, t0, t1, columns)) sum += b.nodes.size() + uint64_t(id);
-    sum += ix->open_at(f.id, t0 + (t1 - t0) / 2).size();
+    // What runs across the middle, from one walk, is what the three
+    // answers for its parts say (each a walk of its own).
+    const uint64_t mid = t0 + (t1 - t0) / 2;
+    const index::RunningAcross across = ix->running_across(f.id, mid);
+    if (across.open.size() != ix->open_at(f.id, mid).size() || across.jobs.size() != ix->running_at(f.id, mid).size() ||
+        across.spans.size() != ix->spanning(f.id, mid).size()) {
+      std::fprintf(stderr, "running_across differs from open_at, running_at or spanning at feedlet %u\n", f.id);
+      std::abort();
+    }
+    sum += across.open.size() + across.jobs.size() + across.spans.size();
     index::EventRef e;
     if (ix->feedlet_event(f.id, f.events / 2, e)) sum += e.ts;
     sum += ix->feedlet_position_at(f.id, t1);
