@@ -147,11 +147,44 @@ TEST(ChromeImport, FlowsAcrossProcessesWithASteps) {
   for (auto& f : flows) by_send[f.send_ts / us] = {f.recv_ts / us, f.dst};
   EXPECT_EQ(by_send[1].first, 1001u);
   EXPECT_EQ(by_send[3002].first, 3220u);
-  EXPECT_EQ(by_send[3220].first, 3330u);
+  // Its 'f' at 3330 binds to the next slice of its thread, SomeSlice at 3331.
+  EXPECT_EQ(by_send[3220].first, 3331u);
   EXPECT_EQ(by_send[3002].second, im.lane.at("tid 15794"));
   EXPECT_EQ(by_send[3220].second, im.lane.at("tid 15894"));
   // The slices are there too.
   EXPECT_EQ(im.items(StreamKind::Interval, "tid 15894", "SomeSlice").size(), 1u);
+}
+
+// A flow's end binds to the next slice its thread starts at or after it
+// (the format's default, as Catapult and Perfetto draw it), or with "bp":
+// "e" to the slice around it; with no slice after it, it stays where it is.
+// Starts and steps bind to the slice around them.
+TEST(ChromeImport, FlowEndsBindToTheNextSliceUnlessToldTheEnclosingOne) {
+  const std::string json = R"([
+{"ph":"X","pid":1,"tid":1,"ts":0,"dur":10,"name":"post"},
+{"ph":"s","pid":1,"tid":1,"ts":5,"id":1,"name":"task","cat":"c"},
+{"ph":"s","pid":1,"tid":1,"ts":6,"id":2,"name":"task","cat":"c"},
+{"ph":"s","pid":1,"tid":1,"ts":7,"id":3,"name":"task","cat":"c"},
+{"ph":"X","pid":1,"tid":2,"ts":20,"dur":5,"name":"busy"},
+{"ph":"f","pid":1,"tid":2,"ts":22,"id":1,"name":"task","cat":"c"},
+{"ph":"f","pid":1,"tid":2,"ts":23,"id":2,"name":"task","cat":"c","bp":"e"},
+{"ph":"B","pid":1,"tid":2,"ts":40,"name":"run"},
+{"ph":"E","pid":1,"tid":2,"ts":50},
+{"ph":"f","pid":1,"tid":2,"ts":60,"id":3,"name":"task","cat":"c"}
+])";
+  const std::string in = temp_path("bind_points.json");
+  write_file(in, json);
+  Imported im(AtPath{in}, "bind_points");
+  ASSERT_TRUE(im.ix);
+  std::map<uint64_t, uint64_t> recv_of_send;  // send us -> receive us
+  for (const index::Flow& f : im.ix->flows(0, UINT64_MAX)) {
+    ASSERT_TRUE(f.matched());
+    EXPECT_EQ(f.dst, im.lane.at("tid 2"));
+    recv_of_send[f.send_ts / us] = f.recv_ts / us;
+  }
+  EXPECT_EQ(recv_of_send, (std::map<uint64_t, uint64_t>{{5, 40}, {6, 23}, {7, 60}}))
+      << "id 1 to the next slice (run at 40), id 2 in busy (bp e), id 3 with no slice after it";
+  ::unlink(in.c_str());
 }
 
 TEST(ChromeImport, CountersWithIds) {

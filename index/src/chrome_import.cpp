@@ -257,6 +257,7 @@ class ChromeReader {
       else if (key == "name") ev.name = s;
       else if (key == "cat") ev.cat = s;
       else if (key == "s") ev.scope = s;
+      else if (key == "bp") ev.bind_enclosing = s == "e";
       return simdjson::SUCCESS;
     });
   }

@@ -156,8 +156,9 @@ void FtraceReader::sched_switch(uint32_t cpu, uint64_t ts, std::string_view args
   if (w == woken_.end()) return;
   const uint64_t id = kWakeupFlowIds | ++wakeups_;
   const uint32_t name = m_.intern("wakeup");
-  m_.flows.push_back(Flow{id, w->second.ts, w->second.seq, 's', w->second.from, name});
-  m_.flows.push_back(Flow{id, ts, m_.next_seq(), 'f', lane.id, name});
+  // (The end is placed at the slice's start already: no binding to move it.)
+  m_.flows.push_back(Flow{id, w->second.ts, w->second.seq, 's', false, w->second.from, name});
+  m_.flows.push_back(Flow{id, ts, m_.next_seq(), 'f', false, lane.id, name});
   woken_.erase(w);
 }
 

@@ -170,7 +170,7 @@ void ImportModel::take(const RawEvent& e) {
     case 'f': {
       Feedlet& f = feedlet(e.pid, e.tid, "");
       flows.push_back(Flow{checksum(e.id.data(), e.id.size()) ^ checksum(e.cat.data(), e.cat.size()), ticks(e.ts),
-                           seq_++, ph, f.id, name});
+                           seq_++, ph, ph == 'f' && !e.bind_enclosing, f.id, name});
       return;
     }
     default: ++r.unsupported[e.ph];
@@ -196,6 +196,32 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
   std::stable_sort(flows.begin(), flows.end(), [](const Flow& a, const Flow& b) {
     return a.id_hash != b.id_hash ? a.id_hash < b.id_hash : a.ts < b.ts;
   });
+  // A flow's end ('f') binds to the next slice that starts on its thread at
+  // or after it, unless "bp" is "e" (the slice around it), as the Trace
+  // Event Format says and Catapult and Perfetto draw it: the receive is
+  // placed at that slice's start. (Starts and steps bind to the slice
+  // around them: where they are.) With no slice after it, it stays. One
+  // lane's slice starts at a time: a lane may hold millions.
+  std::vector<size_t> ends;  // flows bound to their next slice, by lane
+  for (size_t i = 0; i < flows.size(); ++i)
+    if (flows[i].bind_next) ends.push_back(i);
+  std::stable_sort(ends.begin(), ends.end(), [&](size_t a, size_t b) { return flows[a].feedlet < flows[b].feedlet; });
+  std::vector<uint64_t> starts;
+  for (size_t i = 0; i < ends.size();) {
+    const Feedlet& f = feedlets[flows[ends[i]].feedlet - 1];
+    starts.clear();
+    for (const Span& s : f.spans) starts.push_back(s.start);
+    for (const BeginEnd& b : f.be)
+      if (b.begin) starts.push_back(b.ts);
+    std::sort(starts.begin(), starts.end());
+    for (; i < ends.size() && flows[ends[i]].feedlet == f.id; ++i) {
+      Flow& x = flows[ends[i]];
+      const auto next = std::lower_bound(starts.begin(), starts.end(), x.ts);
+      if (next != starts.end()) x.ts = *next;
+    }
+  }
+  std::vector<size_t>().swap(ends);
+  std::vector<uint64_t>().swap(starts);
   uint64_t link = 1;
   for (size_t i = 0; i < flows.size(); ++i) {
     const Flow& x = flows[i];

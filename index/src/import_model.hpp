@@ -24,6 +24,7 @@ namespace tinescope::index {
 // speaks it too where the meaning is the same (B/E, C, S/F).
 struct RawEvent {
   std::string ph, name, cat, id, scope, arg_name;
+  bool bind_enclosing = false;  // "bp": "e": a flow's end binds to the slice around it, not the next one
   bool has_pid = false, has_tid = false, has_ts = false, has_dur = false, has_sort = false;
   int64_t pid = 0, tid = 0, sort_index = 0;
   double ts = 0, dur = 0;
@@ -52,6 +53,7 @@ struct BeginEnd {
 struct Flow {
   uint64_t id_hash, ts, seq;
   char ph;
+  bool bind_next;  // an 'f' bound to the next slice of its thread (Chrome's default), not the one around it
   uint32_t feedlet, name;
 };
 
