@@ -201,21 +201,61 @@ TEST(ChromeImport, CountersWithIds) {
   EXPECT_EQ(im.items(StreamKind::Interval, "tid 53", "a").size(), 1u);
 }
 
+// Async events pair by category and id, an end with the innermost open
+// begin of its name (as Catapult and Perfetto pair them), each interval on
+// the lane "PROCESS async CAT ID" of the process it began in.
 TEST(ChromeImport, AsyncLanesNest) {
   Imported im("nestable_async.json");
   ASSERT_TRUE(im.ix);
-  uint32_t deepest = 0;
-  uint64_t intervals = 0;
-  for (auto& s : im.ix->streams()) {
-    if (s.kind != StreamKind::Interval) continue;
-    int id = im.ix->find_stream(s.kind, s.feedlet, s.key);
-    for (auto& it : im.ix->items(id, 0, UINT64_MAX)) deepest = std::max(deepest, it.depth), ++intervals;
-  }
-  EXPECT_GE(intervals, 8u);
-  EXPECT_GE(deepest, 1u);
-  bool async_lane = false;
-  for (auto& [name, id] : im.lane) async_lane |= name.find("async") != std::string::npos;
-  EXPECT_TRUE(async_lane);
+  auto one = [&](const std::string& lane, const std::string& name) {
+    const auto v = im.items(StreamKind::Interval, lane, name);
+    EXPECT_EQ(v.size(), 1u) << lane << " " << name;
+    return v.empty() ? Item{} : v[0];
+  };
+  const std::string bar = "pid 26037 async bar 0x313", foo = "pid 26037 async foo 0x314";
+  // REQUEST_BAR's end closes it, not the begin left open inside it (which
+  // ends with it); its children nest in it.
+  const Item request_bar = one(bar, "REQUEST_BAR");
+  EXPECT_EQ(request_bar.start, 10 * us);
+  EXPECT_EQ(request_bar.end, 100 * us);
+  EXPECT_EQ(request_bar.depth, 0u);
+  EXPECT_EQ(one(bar, "URL_REQUEST_INNER").depth, 2u);
+  const Item left_open = one(bar, "URL_REQUEST_DELEGATE_UNMATCHED_BEGIN");
+  EXPECT_EQ(left_open.start, 80 * us);
+  EXPECT_EQ(left_open.end, 100 * us);
+  EXPECT_EQ(left_open.depth, 1u);
+  // An end of a name never begun is counted, and closes nothing.
+  const Item request_foo = one(foo, "REQUEST_FOO");
+  EXPECT_EQ(request_foo.start, 110 * us);
+  EXPECT_EQ(request_foo.end, 200 * us);
+  EXPECT_EQ(im.items(StreamKind::Interval, foo, "URL_REQUEST_DELEGATE_UNMATCHED_END").size(), 0u);
+  EXPECT_EQ(im.result.unmatched_ends, 1u);
+  EXPECT_EQ(im.items(StreamKind::Instant, foo, "URL_REQUEST_INSTANT").size(), 1u);
+}
+
+// Legacy async events (S/T/F) with one id in several processes are one
+// operation: "E" begins in pid 2 and ends in pid 3; "A" begins in pid 1 and
+// has its steps in pid 3. Only "D" ends with no begin anywhere.
+TEST(ChromeImport, AsyncIdsPairAcrossProcesses) {
+  Imported im("async_begin_end.json");
+  ASSERT_TRUE(im.ix);
+  EXPECT_EQ(im.result.unmatched_ends, 1u);
+  const auto e1 = im.items(StreamKind::Interval, "pid 2 async r 1", "E");
+  ASSERT_EQ(e1.size(), 1u);
+  EXPECT_EQ(e1[0].start, 500 * us);
+  EXPECT_EQ(e1[0].end, 700 * us);
+  const auto e2 = im.items(StreamKind::Interval, "pid 2 async r 2", "E");
+  ASSERT_EQ(e2.size(), 1u);
+  EXPECT_EQ(e2[0].end, 800 * us);
+  const auto a = im.items(StreamKind::Interval, "pid 1 async r 2a", "A");
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].start, 250 * us);
+  EXPECT_EQ(a[0].end, 750 * us);
+  EXPECT_EQ(im.items(StreamKind::Instant, "pid 1 async r 2a", "A").size(), 2u) << "its steps, on its lane";
+  for (const auto& [lane, id] : im.lane) EXPECT_EQ(lane.find("pid 3 "), std::string::npos) << lane;
+  // Three S/F pairs in turn with one id, each with its step.
+  EXPECT_EQ(im.items(StreamKind::Interval, "pid 4 async r F", "F").size(), 3u);
+  EXPECT_EQ(im.items(StreamKind::Instant, "pid 4 async r F", "F").size(), 3u);
 }
 
 TEST(ChromeImport, BigTracesAndThreadNames) {

@@ -281,7 +281,7 @@ class ChromeReader {
     } else if (t != od::json_type::null && t != od::json_type::boolean) {
       return simdjson::SUCCESS;  // deeper objects and arrays: not read
     }
-    if (!args) ev.id = std::string(name) + ":" + text;
+    if (!args) ev.id = std::string(name) + ":" + text, ev.local_id = name == "local";
     else if (name == "name") ev.arg_name = text;
     return simdjson::SUCCESS;
   }

@@ -210,6 +210,7 @@ bool FtraceReader::atrace(int64_t tid, std::string_view comm, double us, std::st
       e.name = std::string(part[2]);
       e.cat = e.name;
       e.id = std::string(part[3]);
+      e.local_id = true;  // (a cookie is its process's own)
       break;
   }
   m_.take(e);

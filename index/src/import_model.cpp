@@ -156,13 +156,12 @@ void ImportModel::take(const RawEvent& e) {
     case 'T':
     case 'p':
     case 'F': {
-      // Async: a lane per (process, category, id), nested like a thread.
-      Feedlet& f = feedlet(e.pid, 0, "async " + e.cat + " " + e.id);
-      if (ph == 'n' || ph == 'T' || ph == 'p') {
-        point(f, e, kInstant, name, 0);
-      } else {
-        f.be.push_back(BeginEnd{ticks(e.ts), seq_++, ph == 'b' || ph == 'S', name});
-      }
+      // Async: paired by category and id across processes (by process too
+      // for a process's own id), at the end (pair_async).
+      const std::string lane = "async " + e.cat + " " + e.id;
+      const uint64_t key = checksum(lane.data(), lane.size()) ^ (e.local_id ? uint64_t(e.pid) * 0x9e3779b97f4a7c15ull : 0);
+      const char kind = ph == 'b' || ph == 'S' ? 'b' : ph == 'e' || ph == 'F' ? 'e' : 'n';
+      async_events.push_back(AsyncEvent{key, ticks(e.ts), seq_++, e.pid, intern(lane), name, kind});
       return;
     }
     case 's':
@@ -191,7 +190,48 @@ void ImportModel::metadata(const RawEvent& e) {
   }
 }
 
+void ImportModel::pair_async() {
+  // Each key's events in time order (file order breaks ties). An end closes
+  // the innermost open begin of its name, as Catapult and Perfetto pair
+  // them (begins above it that are still open end with it, so that the lane
+  // nests); an end with no open begin of its name is counted. Each interval
+  // lies on the lane of the process where it began, a step or instant on
+  // the lane of the innermost open begin (else its own process's).
+  std::stable_sort(async_events.begin(), async_events.end(), [](const AsyncEvent& a, const AsyncEvent& b) {
+    return a.key != b.key ? a.key < b.key : a.ts < b.ts;
+  });
+  std::vector<const AsyncEvent*> open;
+  auto lane_of = [&](const AsyncEvent& x) -> Feedlet& { return feedlet(x.pid, 0, strings_[x.lane]); };
+  auto close = [&](const AsyncEvent& b, uint64_t end) {
+    lane_of(b).spans.push_back(Span{b.ts, end, b.name, b.seq});
+  };
+  for (size_t i = 0; i < async_events.size(); ++i) {
+    const AsyncEvent& x = async_events[i];
+    if (i > 0 && async_events[i - 1].key != x.key) {
+      for (const AsyncEvent* b : open) close(*b, UINT64_MAX);  // never ended
+      open.clear();
+    }
+    if (x.kind == 'b') {
+      open.push_back(&x);
+    } else if (x.kind == 'n') {
+      lane_of(open.empty() ? x : *open.back()).points.push_back(Point{x.ts, x.seq, kInstant, x.name, 0});
+    } else {
+      size_t k = open.size();
+      while (k > 0 && open[k - 1]->name != x.name) --k;
+      if (k == 0) {
+        ++r.unmatched_ends;
+        continue;
+      }
+      for (size_t j = open.size(); j-- > k - 1;) close(*open[j], x.ts);
+      open.resize(k - 1);
+    }
+  }
+  for (const AsyncEvent* b : open) close(*b, UINT64_MAX);
+  async_events.release();
+}
+
 bool ImportModel::write(const std::string& in, const std::string& out, const char* recorder, std::string& error) {
+  pair_async();
   // Flows: per flow id in time order, each step ends one link and starts the next.
   std::stable_sort(flows.begin(), flows.end(), [](const Flow& a, const Flow& b) {
     return a.id_hash != b.id_hash ? a.id_hash < b.id_hash : a.ts < b.ts;

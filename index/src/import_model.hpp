@@ -25,6 +25,7 @@ namespace tinescope::index {
 struct RawEvent {
   std::string ph, name, cat, id, scope, arg_name;
   bool bind_enclosing = false;  // "bp": "e": a flow's end binds to the slice around it, not the next one
+  bool local_id = false;        // "id2": {"local": ...} (or atrace's cookie): the id is the process's own
   bool has_pid = false, has_tid = false, has_ts = false, has_dur = false, has_sort = false;
   int64_t pid = 0, tid = 0, sort_index = 0;
   double ts = 0, dur = 0;
@@ -48,6 +49,15 @@ struct BeginEnd {
   uint64_t ts, seq;
   bool begin;
   uint32_t name;
+};
+
+// An async event (b/e/n, S/T/p/F): paired by its key (category and id,
+// and process for a process's own id) across processes, in time order.
+struct AsyncEvent {
+  uint64_t key, ts, seq;
+  int64_t pid;
+  uint32_t lane, name;  // lane: "async CAT ID", interned
+  char kind;            // 'b' begin, 'e' end, 'n' instant
 };
 
 struct Flow {
@@ -76,6 +86,7 @@ class ImportModel {
   std::map<int64_t, int64_t> process_sort;
   std::map<std::pair<int64_t, int64_t>, int64_t> thread_sort;
   BulkArray<Flow> flows;
+  BulkArray<AsyncEvent> async_events;
 
   uint32_t intern(const std::string& s);
   // The lane of a thread (lane "") or a named lane of a process.
@@ -98,6 +109,8 @@ class ImportModel {
   std::map<std::tuple<int64_t, int64_t, std::string>, uint32_t> feedlet_of_;
 
   void point(Feedlet& f, const RawEvent& e, uint16_t type, uint32_t name, uint64_t a);
+  // Pairs the async events into intervals on their lanes (write()).
+  void pair_async();
   void metadata(const RawEvent& e);
 };
 
