@@ -159,7 +159,8 @@ void ImportModel::take(const RawEvent& e) {
       // Async: paired by category and id across processes (by process too
       // for a process's own id), at the end (pair_async).
       const std::string lane = "async " + e.cat + " " + e.id;
-      const uint64_t key = checksum(lane.data(), lane.size()) ^ (e.local_id ? uint64_t(e.pid) * 0x9e3779b97f4a7c15ull : 0);
+      const uint64_t scope = e.local_id ? uint64_t(e.pid) * 0x9e3779b97f4a7c15ull : 0;  // (a process's own id)
+      const uint64_t key = checksum(lane.data(), lane.size()) ^ scope;
       const char kind = ph == 'b' || ph == 'S' ? 'b' : ph == 'e' || ph == 'F' ? 'e' : 'n';
       async_events.push_back(AsyncEvent{key, ticks(e.ts), seq_++, e.pid, intern(lane), name, kind});
       return;
