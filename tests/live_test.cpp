@@ -152,8 +152,14 @@ TEST(Live, RecordingProcessKilledMidStreamThenBackKeepsEverything) {
   kill_and_reap(demo);
   ASSERT_TRUE(eventually([&] { return !src->status().receiving; }, 10));
   src->stop();
-  EXPECT_EQ(src->status().connections, 2u);
-  ASSERT_EQ(src->indexes().size(), 2u);
+  // A new connection, a new capture beside the first; more than one where
+  // the demo dropped this viewer for falling behind on a loaded machine
+  // (LiveServer::send: it closes a client whose backlog cannot take a
+  // metadata chunk, and the viewer connects again). CI saw 3 connections.
+  const uint64_t connections = src->status().connections;
+  EXPECT_GE(connections, 2u);
+  ASSERT_GE(src->indexes().size(), 2u);
+  EXPECT_LE(src->indexes().size(), connections);
   EXPECT_NE(src->indexes()[1]->trace_path(), first);
   EXPECT_EQ(reopened->events(), TraceIndex::load(first, TraceIndex::default_index_path(first), error)->events());
   fs::remove_all(dir);
