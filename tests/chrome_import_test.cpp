@@ -202,7 +202,7 @@ TEST(ChromeImport, CountersWithIds) {
 }
 
 // Async events pair by category and id, an end with the innermost open
-// begin of its name (as Catapult and Perfetto pair them), each interval on
+// begin of its name (Catapult pairs S/F by name and id), each interval on
 // the lane "PROCESS async CAT ID" of the process it began in.
 TEST(ChromeImport, AsyncLanesNest) {
   Imported im("nestable_async.json");

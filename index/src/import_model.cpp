@@ -193,9 +193,9 @@ void ImportModel::metadata(const RawEvent& e) {
 
 void ImportModel::pair_async() {
   // Each key's events in time order (file order breaks ties). An end closes
-  // the innermost open begin of its name, as Catapult and Perfetto pair
-  // them (begins above it that are still open end with it, so that the lane
-  // nests); an end with no open begin of its name is counted. Each interval
+  // the innermost open begin of its name (Catapult pairs S/F by name and id
+  // across processes), and begins above it that are still open end with it,
+  // so that the lane nests; an end with no open begin of its name is counted. Each interval
   // lies on the lane of the process where it began, a step or instant on
   // the lane of the innermost open begin (else its own process's).
   std::stable_sort(async_events.begin(), async_events.end(), [](const AsyncEvent& a, const AsyncEvent& b) {
