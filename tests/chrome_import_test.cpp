@@ -156,7 +156,7 @@ TEST(ChromeImport, FlowsAcrossProcessesWithASteps) {
 }
 
 // A flow's end binds to the next slice its thread starts at or after it
-// (the format's default, as Catapult and Perfetto draw it), or with "bp":
+// (the format's default, as Perfetto's importer binds it), or with "bp":
 // "e" to the slice around it; with no slice after it, it stays where it is.
 // Starts and steps bind to the slice around them.
 TEST(ChromeImport, FlowEndsBindToTheNextSliceUnlessToldTheEnclosingOne) {

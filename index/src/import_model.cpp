@@ -239,7 +239,7 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
   });
   // A flow's end ('f') binds to the next slice that starts on its thread at
   // or after it, unless "bp" is "e" (the slice around it), as the Trace
-  // Event Format says and Catapult and Perfetto draw it: the receive is
+  // Event Format says and Perfetto's importer binds it: the receive is
   // placed at that slice's start. (Starts and steps bind to the slice
   // around them: where they are.) With no slice after it, it stays. One
   // lane's slice starts at a time: a lane may hold millions.
