@@ -48,6 +48,7 @@ class ChromeReader {
   uint64_t error_at = 0;
   std::string error_what;
   std::string system_trace;  // the object form's "systemTraceEvents": ftrace text
+  std::unordered_map<std::string, std::string> frames;  // the object form's "stackFrames": id -> name
 
  private:
   std::istream& in_;
@@ -250,6 +251,7 @@ class ChromeReader {
       if (key == "pid") ev.pid = number ? as_int(d) : named_id(s), ev.has_pid = true;
       else if (key == "tid") ev.tid = number ? as_int(d) : named_id(s), ev.has_tid = true;
       else if (key == "id") ev.id = number ? number_text(value) : std::string(s);
+      else if (key == "sf") ev.sf = number ? number_text(value) : std::string(s);
       else if (number && key == "ts") ev.ts = d, ev.has_ts = true;
       else if (number && key == "dur") ev.dur = d, ev.has_dur = true;
       else if (number) return simdjson::SUCCESS;
@@ -258,6 +260,7 @@ class ChromeReader {
       else if (key == "cat") ev.cat = s;
       else if (key == "s") ev.scope = s;
       else if (key == "bp") ev.bind_enclosing = s == "e";
+      else if (key == "scope") ev.id_scope = s;
       return simdjson::SUCCESS;
     });
   }
@@ -283,6 +286,7 @@ class ChromeReader {
     }
     if (!args) ev.id = std::string(name) + ":" + text, ev.local_id = name == "local";
     else if (name == "name") ev.arg_name = text;
+    else if (name == "labels") ev.arg_labels = text;
     return simdjson::SUCCESS;
   }
 
@@ -307,6 +311,8 @@ class ChromeReader {
         if (key == "displayTimeUnit" || key == "systemTraceEvents") {
           std::string& into = key == "displayTimeUnit" ? r_.display_time_unit : system_trace;
           if (!string_value(from, into)) return false;
+        } else if (key == "stackFrames") {
+          if (!frames_value(from)) return false;
         }
       }
       skip_space();
@@ -358,6 +364,36 @@ class ChromeReader {
     return true;
   }
 
+  // The "stackFrames" object in text [from, pos_): each frame's id and
+  // name ({"ID": {"name": ..., "parent": ...}, ...}), for the samples.
+  bool frames_value(size_t from) {
+    std::string text;
+    text.reserve(pos_ - from + simdjson::SIMDJSON_PADDING);
+    text.assign(text_, from, pos_ - from);
+    od::parser parser;
+    od::document doc;
+    od::value v;
+    od::json_type type;
+    auto e = parser.iterate(text.data(), text.size(), text.capacity()).get(doc);
+    if (!e) e = doc.type().get(type);
+    if (!e && type != od::json_type::object) return true;  // not frames: nothing to name samples by
+    if (!e) e = doc.get_value().get(v);
+    if (!e) {
+      e = each_member(v, [&](std::string_view id, od::value& frame, od::json_type t) {
+        if (t != od::json_type::object) return simdjson::SUCCESS;
+        return each_member(frame, [&](std::string_view field, od::value& x, od::json_type ft) {
+          std::string_view name;
+          if (field != "name" || ft != od::json_type::string) return simdjson::SUCCESS;
+          if (auto err = x.get_string().get(name)) return err;
+          frames[std::string(id)] = std::string(name);
+          return simdjson::SUCCESS;
+        });
+      });
+    }
+    if (e) return fail(simdjson::error_message(e), base_ + from);
+    return true;
+  }
+
   bool end_of_document() {
     skip_space();
     return fill(1) ? fail("text after the end of the JSON") : true;
@@ -397,6 +433,13 @@ bool read_chrome_json(std::istream& in, const std::string& name, ImportModel& m,
     // A trace cut short (a crashed browser): keep every complete event.
     r.warning = where + "; kept the " + std::to_string(r.events_read - before) + " events before it";
   }
+  // Samples are named by their leaf frame where "stackFrames" (read after
+  // the events, or before) names it.
+  for (const SampleFrame& s : m.sample_frames) {
+    auto frame = reader.frames.find(s.sf);
+    if (frame != reader.frames.end()) m.feedlets[s.feedlet].points[s.point].name = m.intern(frame->second);
+  }
+  m.sample_frames.clear();
   const std::string& system_trace = reader.system_trace;
   if (!system_trace.empty()) {
     FtraceReader ftrace(m);

@@ -165,6 +165,25 @@ void ImportModel::take(const RawEvent& e) {
       async_events.push_back(AsyncEvent{key, ticks(e.ts), seq_++, e.pid, intern(lane), name, kind});
       return;
     }
+    case 'P': {
+      // A sample: an instant on its thread, named by its leaf stack frame
+      // when the file's "stackFrames" names it (read_chrome_json), else by its own name.
+      Feedlet& f = feedlet(e.pid, e.tid, "");
+      if (!e.sf.empty()) sample_frames.push_back(SampleFrame{f.id - 1, f.points.size(), e.sf});
+      point(f, e, kInstant, name, 0);
+      return;
+    }
+    case 'N':
+    case 'O':
+    case 'D': {
+      // Objects: an id is unique within its process and scope (Catapult's
+      // ObjectCollection); paired at the end (pair_objects).
+      const std::string scoped = e.id_scope + "/" + e.id;
+      const uint64_t key = checksum(scoped.data(), scoped.size()) ^ (uint64_t(e.pid) * 0x9e3779b97f4a7c15ull);
+      object_events.push_back(
+          ObjectEvent{key, ticks(e.ts), seq_++, e.pid, intern("objects " + e.name), intern(e.name + " " + e.id), ph});
+      return;
+    }
     case 's':
     case 't':
     case 'f': {
@@ -182,6 +201,11 @@ void ImportModel::metadata(const RawEvent& e) {
     process_names[e.pid] = e.arg_name;
   } else if (e.name == "thread_name") {
     feedlet(e.pid, e.tid, "").name = e.arg_name;
+  } else if (e.name == "process_labels") {
+    process_labels[e.pid] = e.arg_labels;
+  } else if (e.name == "num_cpus" && e.num_args.size() == 1) {
+    const double n = e.num_args[0].second;
+    num_cpus = n >= 0 && n < 1e9 && n == std::floor(n) ? std::to_string(int64_t(n)) : std::to_string(n);
   } else if (e.name == "process_sort_index" && e.has_sort) {
     process_sort[e.pid] = e.sort_index;
   } else if (e.name == "thread_sort_index" && e.has_sort) {
@@ -231,8 +255,44 @@ void ImportModel::pair_async() {
   async_events.release();
 }
 
+void ImportModel::pair_objects() {
+  // Each object's events in time order (file order breaks ties). N starts a
+  // lifetime and D ends it; an N while the object is alive ends the old one
+  // there (ids are often addresses, reused after a deletion not traced). A
+  // snapshot of an object not alive starts one (Catapult creates it
+  // implicitly); a D of none is counted. Each lifetime lies on the lane
+  // "PROCESS objects NAME" of its creation, with its snapshots as instants.
+  std::stable_sort(object_events.begin(), object_events.end(), [](const ObjectEvent& a, const ObjectEvent& b) {
+    return a.key != b.key ? a.key < b.key : a.ts < b.ts;
+  });
+  const ObjectEvent* alive = nullptr;
+  auto lane_of = [&](const ObjectEvent& x) -> Feedlet& { return feedlet(x.pid, 0, strings_[x.lane]); };
+  auto end = [&](uint64_t at) {
+    if (alive) lane_of(*alive).spans.push_back(Span{alive->ts, at, alive->name, alive->seq});
+    alive = nullptr;
+  };
+  for (size_t i = 0; i < object_events.size(); ++i) {
+    const ObjectEvent& x = object_events[i];
+    if (i > 0 && object_events[i - 1].key != x.key) end(UINT64_MAX);  // never deleted
+    if (x.kind == 'N') {
+      end(x.ts);
+      alive = &x;
+    } else if (x.kind == 'O') {
+      if (!alive) alive = &x;
+      lane_of(*alive).points.push_back(Point{x.ts, x.seq, kInstant, alive->name, 0});
+    } else if (alive) {
+      end(x.ts);
+    } else {
+      ++r.unmatched_ends;
+    }
+  }
+  end(UINT64_MAX);
+  object_events.release();
+}
+
 bool ImportModel::write(const std::string& in, const std::string& out, const char* recorder, std::string& error) {
   pair_async();
+  pair_objects();
   // Flows: per flow id in time order, each step ends one link and starts the next.
   std::stable_sort(flows.begin(), flows.end(), [](const Flow& a, const Flow& b) {
     return a.id_hash != b.id_hash ? a.id_hash < b.id_hash : a.ts < b.ts;
@@ -274,10 +334,18 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
   }
 
   // Names of lanes.
+  // A process's labels (process_labels) follow its name, as the trace viewer shows them.
+  for (auto& [pid, labels] : process_labels) {
+    if (labels.empty()) continue;
+    std::string& name = process_names[pid];
+    name = (name.empty() ? "pid " + std::to_string(pid) : name) + ": " + labels;
+  }
   for (Feedlet& f : feedlets) {
     std::string process = process_names.count(f.pid) ? process_names[f.pid] : "pid " + std::to_string(f.pid);
     if (f.name.empty()) f.name = "tid " + std::to_string(f.tid);
-    else if (f.name == "process" || f.name == "counters" || f.name.rfind("async ", 0) == 0) f.name = process + " " + f.name;
+    else if (f.name == "process" || f.name == "counters" || f.name.rfind("async ", 0) == 0 ||
+             f.name.rfind("objects ", 0) == 0)
+      f.name = process + " " + f.name;
   }
 
   int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -339,6 +407,7 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
   }
   for (auto& [pid, idx] : process_sort) metadata.push_back(meta_pair("process." + std::to_string(pid) + ".sort_index", std::to_string(idx)));
   if (!r.display_time_unit.empty()) metadata.push_back(meta_pair("displayTimeUnit", r.display_time_unit));
+  if (!num_cpus.empty()) metadata.push_back(meta_pair("num_cpus", num_cpus));
   for (uint32_t id = 1; id < strings_.size(); ++id) meta_string(id, strings_[id]);
   for (Feedlet& f : feedlets) {
     uint8_t* p = meta.begin(kFeedletInfo, 0);

@@ -24,6 +24,9 @@ namespace tinescope::index {
 // speaks it too where the meaning is the same (B/E, C, S/F).
 struct RawEvent {
   std::string ph, name, cat, id, scope, arg_name;
+  std::string id_scope;    // "scope": an object's id is unique within its process and scope
+  std::string arg_labels;  // args.labels (process_labels)
+  std::string sf;          // a sample's leaf stack frame, an id into the file's "stackFrames"
   bool bind_enclosing = false;  // "bp": "e": a flow's end binds to the slice around it, not the next one
   bool local_id = false;        // "id2": {"local": ...} (or atrace's cookie): the id is the process's own
   bool has_pid = false, has_tid = false, has_ts = false, has_dur = false, has_sort = false;
@@ -60,6 +63,22 @@ struct AsyncEvent {
   char kind;            // 'b' begin, 'e' end, 'n' instant
 };
 
+// An object event (N created, O snapshot, D deleted): paired by its key
+// (process, scope and id) in time order into the object's lifetime.
+struct ObjectEvent {
+  uint64_t key, ts, seq;
+  int64_t pid;
+  uint32_t lane, name;  // lane: "objects NAME"; name: "NAME ID"
+  char kind;            // 'N', 'O' or 'D'
+};
+
+// A sample (P) whose name waits for the file's "stackFrames".
+struct SampleFrame {
+  uint32_t feedlet;  // index in feedlets
+  size_t point;      // index in its points
+  std::string sf;
+};
+
 struct Flow {
   uint64_t id_hash, ts, seq;
   char ph;
@@ -87,6 +106,10 @@ class ImportModel {
   std::map<std::pair<int64_t, int64_t>, int64_t> thread_sort;
   BulkArray<Flow> flows;
   BulkArray<AsyncEvent> async_events;
+  BulkArray<ObjectEvent> object_events;
+  std::vector<SampleFrame> sample_frames;  // samples of the file being read that name a stack frame
+  std::map<int64_t, std::string> process_labels;
+  std::string num_cpus;
 
   uint32_t intern(const std::string& s);
   // The lane of a thread (lane "") or a named lane of a process.
@@ -111,6 +134,8 @@ class ImportModel {
   void point(Feedlet& f, const RawEvent& e, uint16_t type, uint32_t name, uint64_t a);
   // Pairs the async events into intervals on their lanes (write()).
   void pair_async();
+  // Makes each object's lifetime an interval, its snapshots instants (write()).
+  void pair_objects();
   void metadata(const RawEvent& e);
 };
 

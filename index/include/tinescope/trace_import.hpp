@@ -15,8 +15,11 @@
 //   C                           -> float counters "name" (one arg) or "name.arg", "[id]" appended
 //   b/e/n, S/T/F (async)        -> begin/end/instant on a feedlet per (pid, cat, id)
 //   s/t/f (flows)               -> message send/receive, a link per step
-//   M                           -> thread and process names, sort indices as metadata
-// Anything else (P samples, O/N/D objects, c clock sync, ...) is counted by kind and reported.
+//   P (samples)                 -> instants on the thread, named by their leaf stack frame
+//   N/O/D (objects)             -> a lifetime per object, snapshots as instants, a feedlet per (pid, name)
+//   M                           -> thread and process names (with process labels), sort indices and
+//                                  num_cpus as metadata
+// Anything else (c clock sync, ...) is counted by kind and reported.
 // ftrace: a lane per CPU (sched_switch slices, named COMM-PID; wakeups as
 // flows to the next slice; cpu_frequency, cpu_idle counters); atrace's
 // tracing_mark_write B/E, C, S/F as for Chrome's B/E, C, b/e.
