@@ -4,10 +4,12 @@
 // turns an exact period into a solid column and a wrong one into a smear.
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "synthetic_trace.hpp"
 #include "tinescope/headless.hpp"
+#include "tinescope/trace_import.hpp"
 #include "tinescope/trace_writer.hpp"
 #include "trace_helpers.hpp"
 
@@ -159,6 +161,76 @@ TEST(Render, ALaneHasARowForEachDepthItNests) {
     ASSERT_EQ(scene.lanes().size(), 1u);
     EXPECT_EQ(scene.lanes()[0].depth_rows, rows) << "nested " << depth << " deep, " << n << " names";
   }
+}
+
+// Intervals never ended (an object alive at the end, a thread's main loop)
+// are in no stream: streams are keyed by ends. Their lane still has a row for
+// each of their depths, and they are drawn from their start to the edge: on
+// a lane that has only them and instants (lane 1), and on one whose ended
+// intervals are shallower than its open ones (lane 2).
+TEST(Render, IntervalsNeverEndedHaveTheirRowsAndAreDrawn) {
+  TraceBytes trace = named_trace({"alive", "inside", "tick", "done"});
+  ChunkBuilder cb[2];
+  cb[0].feedlet = 1, cb[1].feedlet = 2;
+  put_named(cb[0], kIntervalBegin, 1'000, 1);
+  put_named(cb[1], kIntervalBegin, 500, 4), put_named(cb[1], kIntervalEnd, 900, 4);
+  put_named(cb[1], kIntervalBegin, 2'000, 1), put_named(cb[1], kIntervalBegin, 3'000, 2);
+  for (uint64_t t = 5'000; t <= 100'000; t += 100) put_named(cb[0], kInstant, t, 3);
+  put_named(cb[1], kInstant, 100'000, 3);
+  for (ChunkBuilder& c : cb) trace.flush(c);
+  render::Scene scene;
+  std::string error;
+  ASSERT_TRUE(scene.add_trace(save(trace, "never-ended.tine"), error)) << error;
+  ASSERT_EQ(scene.lanes().size(), 2u);
+  for (uint32_t lane : {0u, 1u}) {
+    EXPECT_TRUE(scene.lanes()[lane].has_intervals) << lane;
+    EXPECT_EQ(scene.lanes()[lane].depth_rows, lane + 1) << lane;
+  }
+
+  const int W = 1280, H = 200;
+  auto r = headless(W, H);
+  ASSERT_TRUE(r);
+  FigureParams f;
+  f.t0 = 0, f.t1 = 100'000;
+  r->draw(scene, f, {});
+  const std::vector<uint8_t> px = r->context().read_rgba();
+  const render::TimelineGeometry g = render::TimelineGeometry::of({0, 0, float(W), float(H)});
+  const render::Layout layout = render::layout_lanes(scene, render::layout_options(f));
+  const double px_per_ns = g.plot.w / 100'000.0;
+  for (const auto& [lane, depth, name, start] :
+       {std::tuple{0u, 0u, "alive", 1'000.0}, {1u, 0u, "alive", 2'000.0}, {1u, 1u, "inside", 3'000.0}}) {
+    const render::Layout::LaneRows& lr = layout.lanes[lane];
+    ASSERT_EQ(scene.lanes()[lr.lane].feedlet, lane + 1);
+    uint32_t row = lr.first;
+    while (row < lr.end && !(layout.rows[row].kind == render::Row::Interval && layout.rows[row].index == depth)) ++row;
+    ASSERT_LT(row, lr.end) << name << " in lane " << lane;
+    const int y = int(g.plot.y + layout.rows[row].y + 3);
+    const int x0 = int(std::ceil(g.plot.x + start * px_per_ns)) + 1, x1 = int(g.plot.x + g.plot.w) - 2;
+    for (int x = x0 + 60; x < x1; ++x)  // (past its name, written at its start)
+      ASSERT_EQ(pixel(px, W, x, y), render::name_colour(name) & 0xffffff) << name << " in lane " << lane << " x " << x;
+  }
+}
+
+// An imported trace names its process's lanes after the process; under the
+// process's header the names column shows the rest.
+TEST(Render, LanesNamedAfterTheirProcessShowTheRestUnderItsHeader) {
+  const std::string json = temp_dir() + "/labels.json", trace = temp_dir() + "/labels.tine";
+  std::ofstream(json) << R"([{"ph":"M","pid":1,"tid":1,"name":"process_name","args":{"name":"Browser"}},
+{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"BrowserMain"}},
+{"ph":"X","pid":1,"tid":1,"ts":1,"dur":5,"name":"task"},
+{"ph":"C","pid":1,"tid":1,"ts":2,"name":"queue","args":{"n":3}},
+{"ph":"X","pid":2,"tid":1,"ts":1,"dur":5,"name":"task"}])";
+  ::unlink(trace.c_str());
+  ::unlink((trace + ".idx").c_str());
+  index::ImportResult result;
+  std::string error;
+  ASSERT_TRUE(index::import_trace(json, trace, result, error)) << error;
+  render::Scene scene;
+  ASSERT_TRUE(scene.add_trace(trace, error)) << error;
+  std::map<std::string, std::string> label;  // name -> label
+  for (const render::Lane& l : scene.lanes()) label[l.name] = std::string(l.label());
+  EXPECT_EQ(label, (std::map<std::string, std::string>{
+                       {"BrowserMain", "BrowserMain"}, {"Browser counters", "counters"}, {"tid 1", "tid 1"}}));
 }
 
 TEST(Render, FoldingAnExactPeriodGivesAColumnAndAWrongOneASmear) {

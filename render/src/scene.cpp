@@ -153,11 +153,19 @@ void Scene::scan(Source& s, uint32_t source) {
       default: break;
     }
   }
-  // A CPU whose only segment still runs at the end has no stream yet: its
-  // row too (its stream id -1: drawn from running_at alone).
-  for (auto& [f, l] : by_feedlet)
+  // What still runs at the end is in no stream yet (streams are keyed by
+  // ends): an interval never ended (an object alive at the end, a thread's
+  // main loop) needs its rows, and a CPU whose only segment still runs, its
+  // row (stream id -1: drawn from running_at alone). Both are the state
+  // after a lane's last chunk, which the index keeps: no walk.
+  for (auto& [f, l] : by_feedlet) {
+    for (const index::OpenInterval& o : ix.open_at(f, last_ts)) {
+      l.has_intervals = true;
+      l.depth_rows = std::max(l.depth_rows, std::min(kMaxDepthRows, o.depth + 1));
+    }
     for (const index::RunningJob& r : ix.running_at(f, last_ts))
       if (!std::binary_search(l.cpu_numbers.begin(), l.cpu_numbers.end(), r.cpu)) add_cpu(l, r.cpu, -1);
+  }
   for (auto& [f, l] : by_feedlet) scan->lanes.push_back(std::move(l));
 
   // Gaps: drops before a chunk, lost chunks, damaged bytes (the index keeps

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tinescope/trace_index.hpp"
@@ -50,6 +51,15 @@ struct Lane {
   std::vector<int> cpus;
   std::vector<uint32_t> cpu_numbers;
   std::vector<std::string> cpu_names;
+
+  // Its name under its group's header: without the group's name where it
+  // starts with it ("Browser async ..." -> "async ...", as imports name lanes).
+  std::string_view label() const {
+    std::string_view shown = name;
+    if (!group.empty() && shown.size() > group.size() + 1 && shown.starts_with(group) && shown[group.size()] == ' ')
+      shown.remove_prefix(group.size() + 1);
+    return shown;
+  }
 };
 
 struct Source::Scan {
