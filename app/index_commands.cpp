@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -54,6 +56,20 @@ namespace {
 
 std::string type_name(const TraceIndex& ix, size_t code) { return std::string(ix.catalog().type_name(uint16_t(code))); }
 
+// Metadata that describes a lane (an import's feedlet.N.pid, .process,
+// .sort_index; process.P.sort_index): info shows it as the lanes themselves.
+bool describes_a_lane(const std::string& key) {
+  for (const char* prefix : {"feedlet.", "process."}) {
+    const size_t n = std::strlen(prefix);
+    if (key.compare(0, n, prefix) != 0) continue;
+    size_t at = n + (key.size() > n && key[n] == '-');
+    const size_t digits = at;
+    while (at < key.size() && std::isdigit(static_cast<unsigned char>(key[at]))) ++at;
+    if (at > digits && at < key.size() && key[at] == '.') return true;
+  }
+  return false;
+}
+
 nlohmann::json stats_json(const TraceIndex& ix) {
   using nlohmann::json;
   json j;
@@ -67,6 +83,16 @@ nlohmann::json stats_json(const TraceIndex& ix) {
   j["first_ns"] = ix.to_ns(t0);
   j["last_ns"] = ix.to_ns(t1);
   j["duration_ns"] = ix.to_ns(t1) - ix.to_ns(t0);
+  // Who recorded it: the file header, and the trace's metadata (ts_metadata).
+  const trace::Header& h = ix.header();
+  j["process"] = h.process_name;
+  j["pid"] = h.pid;
+  j["host"] = h.host;
+  j["command"] = h.cmdline;
+  j["recorder"] = h.recorder;
+  json metadata = json::object();
+  for (const auto& [k, v] : ix.catalog().metadata) metadata[k] = v;
+  j["metadata"] = metadata;
   json types = json::object();
   auto per_type = ix.events_per_type();
   for (size_t t = 0; t < per_type.size(); ++t)
@@ -165,7 +191,14 @@ void add_index_commands(CLI::App& app, int* exit_code) {
     }
     auto j = stats_json(*ix);
     std::printf("trace     %s (%" PRIu64 " bytes)\n", trace.c_str(), ix->trace_bytes());
-    std::printf("process   %s\n", ix->header().process_name.c_str());
+    const trace::Header& h = ix->header();
+    std::printf("process   %s", h.process_name.c_str());
+    if (h.pid) std::printf(" (pid %u%s%s)", h.pid, h.host.empty() ? "" : " on ", h.host.c_str());
+    std::printf("\n");
+    std::string command;
+    for (const std::string& arg : h.cmdline) command += (command.empty() ? "" : " ") + arg;
+    if (!command.empty()) std::printf("command   %s\n", command.c_str());
+    if (!h.recorder.empty()) std::printf("recorder  %s\n", h.recorder.c_str());
     std::printf("duration  %s\n", duration(j["duration_ns"].get<int64_t>()).c_str());
     std::printf("events    %" PRIu64 " (%" PRIu64 " dropped by the recorder)\n", ix->events(), ix->dropped());
     std::printf("feedlets  %zu\n", j["feedlets"].size());
@@ -185,6 +218,13 @@ void add_index_commands(CLI::App& app, int* exit_code) {
         std::printf("  %4u  %-*s %12" PRIu64 " job segments, from %s\n", c["cpu"].get<uint32_t>(), name_width,
                     c["name"].get<std::string>().c_str(), c["segments"].get<uint64_t>(), lanes.c_str());
       }
+    }
+    std::vector<std::pair<std::string, std::string>> metadata;  // what the trace says of itself, by key
+    for (auto& [k, v] : j["metadata"].items())
+      if (!describes_a_lane(k)) metadata.emplace_back(k, v.get<std::string>());
+    if (!metadata.empty()) {
+      std::printf("metadata  %zu\n", metadata.size());
+      for (const auto& [k, v] : metadata) std::printf("  %-22s %s\n", k.c_str(), v.c_str());
     }
     std::printf("kinds\n");
     for (auto& [k, v] : j["events_per_kind"].items()) std::printf("  %-22s %12" PRIu64 "\n", k.c_str(), v.get<uint64_t>());

@@ -694,7 +694,16 @@ TEST(ChromeImport, TheCommandSaysWhatItReadMadeAndLeftOut) {
   ::unlink(out.c_str());
   ASSERT_EQ(run(tool + sample("webview.json.gz") + " -o " + out + " 2>&1", &said), 0) << said;
   EXPECT_NE(said.find("not imported: 1 \"c\" events"), std::string::npos) << said;  // its clock sync
+  // `info` says where the trace came from and what it says of itself; the
+  // metadata that names lanes (feedlet.N.process, ...) shows as the lanes.
+  ASSERT_EQ(run(bin("app/tinescope") + " info " + out + " 2>&1", &said), 0) << said;
+  for (const std::string& want : {std::string("process   Browser: Rihanna\n"),
+                                  "command   tinescope import " + sample("webview.json.gz") + "\n",
+                                  std::string("metadata  1\n  num_cpus               6\n")})
+    EXPECT_NE(said.find(want), std::string::npos) << "\"" << want << "\" missing from:\n" << said;
+  EXPECT_EQ(said.find("feedlet."), std::string::npos) << said;
   ::unlink(out.c_str());
+  ::unlink((out + ".idx").c_str());
   const std::string cut = scratch_dir() + "/import_cut.json", nothing = temp_path("import_nothing");
   write_file(cut, "[{\"ph\":\"X\",\"ts\":");
   EXPECT_EQ(run(tool + cut + " -o " + nothing + " 2>&1", &said), 1) << said;

@@ -190,7 +190,9 @@ TEST_F(DemoWorkload, IndexInfoAndStatsDescribeATraceCutShort) {
   char kind_line[64];  // as info prints a kind's count
   std::snprintf(kind_line, sizeof kind_line, "  %-22s %12llu", "interval_begin", (unsigned long long)begins);
   for (const std::string& want : std::vector<std::string>{
-           "process   tinescope-demo", "duration  ", "events    " + std::to_string(data_events) + " (0 dropped",
+           "process   tinescope-demo (pid ", "command   ", "tinescope-demo", "recorder  tinescope recorder",
+           "metadata  2\n", "  sweep_bug              on\n", "  workload               tuningfork case studies\n",
+           "duration  ", "events    " + std::to_string(data_events) + " (0 dropped",
            "feedlets  " + std::to_string(feedlets.size()), " audio ", " gc ", " worker.0 ", kind_line,
            "damaged   1 ranges", "bytes: truncated chunk", "lost      0 chunk ranges"})
     EXPECT_NE(out.find(want), std::string::npos) << "\"" << want << "\" missing from:\n" << out;
@@ -209,6 +211,11 @@ TEST_F(DemoWorkload, IndexInfoAndStatsDescribeATraceCutShort) {
   const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << out;
   EXPECT_EQ(j["events"].get<uint64_t>(), data_events);
+  EXPECT_EQ(j["process"], "tinescope-demo");
+  EXPECT_GT(j["pid"].get<uint32_t>(), 0u);
+  ASSERT_FALSE(j["command"].empty());
+  EXPECT_NE(j["command"][0].get<std::string>().find("tinescope-demo"), std::string::npos);
+  EXPECT_EQ(j["metadata"], (nlohmann::json{{"sweep_bug", "on"}, {"workload", "tuningfork case studies"}}));
   EXPECT_EQ(j["events_per_kind"]["interval_begin"].get<uint64_t>(), begins);
   EXPECT_EQ(j["events_per_kind"]["message_send"].get<uint64_t>(), sends);
   EXPECT_EQ(j["feedlets"].size(), feedlets.size());
