@@ -233,6 +233,42 @@ TEST(Render, LanesNamedAfterTheirProcessShowTheRestUnderItsHeader) {
                        {"BrowserMain", "BrowserMain"}, {"Browser counters", "counters"}, {"tid 1", "tid 1"}}));
 }
 
+// Lanes in the order the trace gives (Chrome's process_sort_index and
+// thread_sort_index, as Catapult orders them): processes it orders first,
+// lower first, then the rest by name; in a process, the threads it orders
+// first, then the rest as they came.
+TEST(Render, LanesFollowTheTracesSortIndices) {
+  const std::string json = temp_dir() + "/sorted.json", trace = temp_dir() + "/sorted.tine";
+  std::ofstream(json) << R"([
+{"ph":"X","pid":1,"tid":1,"ts":1,"dur":5,"name":"paint"},
+{"ph":"X","pid":4,"tid":40,"ts":1,"dur":5,"name":"a"},
+{"ph":"X","pid":2,"tid":10,"ts":1,"dur":5,"name":"read"},
+{"ph":"X","pid":2,"tid":11,"ts":1,"dur":5,"name":"loop"},
+{"ph":"X","pid":2,"tid":12,"ts":1,"dur":5,"name":"work"},
+{"ph":"X","pid":3,"tid":30,"ts":1,"dur":5,"name":"draw"},
+{"ph":"M","pid":1,"tid":1,"name":"process_name","args":{"name":"Renderer"}},
+{"ph":"M","pid":4,"tid":40,"name":"process_name","args":{"name":"Alpha"}},
+{"ph":"M","pid":2,"tid":10,"name":"process_name","args":{"name":"Browser"}},
+{"ph":"M","pid":3,"tid":30,"name":"process_name","args":{"name":"GPU"}},
+{"ph":"M","pid":2,"tid":10,"name":"process_sort_index","args":{"sort_index":-6}},
+{"ph":"M","pid":3,"tid":30,"name":"process_sort_index","args":{"sort_index":5}},
+{"ph":"M","pid":2,"tid":11,"name":"thread_sort_index","args":{"sort_index":-1}},
+{"ph":"M","pid":2,"tid":10,"name":"thread_name","args":{"name":"IO"}},
+{"ph":"M","pid":2,"tid":11,"name":"thread_name","args":{"name":"CrBrowserMain"}},
+{"ph":"M","pid":2,"tid":12,"name":"thread_name","args":{"name":"Worker"}}])";
+  ::unlink(trace.c_str());
+  ::unlink((trace + ".idx").c_str());
+  index::ImportResult result;
+  std::string error;
+  ASSERT_TRUE(index::import_trace(json, trace, result, error)) << error;
+  render::Scene scene;
+  ASSERT_TRUE(scene.add_trace(trace, error)) << error;
+  std::vector<std::string> order;
+  for (const render::Lane& l : scene.lanes()) order.push_back(l.group + "/" + l.name);
+  EXPECT_EQ(order, (std::vector<std::string>{"Browser/CrBrowserMain", "Browser/IO", "Browser/Worker", "GPU/tid 30",
+                                             "Alpha/tid 40", "Renderer/tid 1"}));
+}
+
 TEST(Render, FoldingAnExactPeriodGivesAColumnAndAWrongOneASmear) {
   // A task every 45351.474 ns (22.05 kHz) lasting 4 us, for 1024 * 20 periods.
   const double period = 1e9 / 22050;

@@ -1,12 +1,30 @@
 #include "tinescope/scene.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <tuple>
 
 namespace tinescope::render {
 
 using index::StreamKind;
+
+namespace {
+
+// A metadata value that is a whole number (a sort index), if the trace has it.
+std::optional<int64_t> metadata_int(const trace::Catalog& cat, const std::string& key) {
+  auto it = cat.metadata.find(key);
+  if (it == cat.metadata.end() || it->second.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(it->second.c_str(), &end, 10);
+  if (errno != 0 || *end != 0) return std::nullopt;
+  return int64_t(v);
+}
+
+}  // namespace
 
 uint32_t name_colour(std::string_view name) {
   // FNV-1a, then a hue around the wheel at a fixed, readable saturation.
@@ -78,9 +96,14 @@ void Scene::refresh() {
     last_ns_ = std::max(last_ns_, s.scan->last_ns);
   }
   if (first_ns_ > last_ns_) first_ns_ = last_ns_ = 0;
-  // By process, then by the trace's sort index, then by feedlet.
-  std::stable_sort(lanes_.begin(), lanes_.end(), [](const Lane& a, const Lane& b) {
-    return a.group != b.group ? a.group < b.group : a.source != b.source ? a.source < b.source : a.feedlet < b.feedlet;
+  // By process (those the trace orders first, as it orders them, then by
+  // name), then by trace, then as the trace orders the lanes of a process
+  // (those it orders first), then by feedlet: Catapult's order, with lanes
+  // the trace does not order in the order they came.
+  auto order = [](const std::optional<int64_t>& i) { return std::make_pair(!i.has_value(), i.value_or(0)); };
+  std::stable_sort(lanes_.begin(), lanes_.end(), [&](const Lane& a, const Lane& b) {
+    return std::forward_as_tuple(order(a.group_sort_index), a.group, a.source, order(a.sort_index), a.feedlet) <
+           std::forward_as_tuple(order(b.group_sort_index), b.group, b.source, order(b.sort_index), b.feedlet);
   });
 }
 
@@ -109,8 +132,12 @@ void Scene::scan(Source& s, uint32_t source) {
     l.source = source;
     l.feedlet = f.id;
     l.name = f.name.empty() ? "thread " + std::to_string(f.tid) : f.name;
-    auto p = cat.metadata.find("feedlet." + std::to_string(f.id) + ".process");
+    const std::string key = "feedlet." + std::to_string(f.id);
+    auto p = cat.metadata.find(key + ".process");
     l.group = p != cat.metadata.end() ? p->second : cat.process_name;
+    l.sort_index = metadata_int(cat, key + ".sort_index");
+    if (auto pid = cat.metadata.find(key + ".pid"); pid != cat.metadata.end())
+      l.group_sort_index = metadata_int(cat, "process." + pid->second + ".sort_index");
   }
   // A row for a CPU of the lane, in order of the CPUs' numbers.
   auto add_cpu = [&](Lane& l, uint32_t cpu, int stream) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,9 @@ struct Lane {
   uint32_t feedlet = 0;
   std::string name;   // the thread
   std::string group;  // the process
+  // The trace's own order (an import's process_sort_index and
+  // thread_sort_index): lanes and groups that have one come first, lower first.
+  std::optional<int64_t> sort_index, group_sort_index;
   uint32_t depth_rows = 1;        // interval rows (deepest nesting + 1, capped)
   bool has_intervals = false, has_instants = false;
   std::vector<int> counters;       // counter stream ids
