@@ -196,14 +196,16 @@ void Builder::on_chunk(const trace::ChunkInfo& info) {
 
   min_ts_ = std::min(min_ts_, h.first_ts);
   max_ts_ = std::max(max_ts_, h.last_ts);
-  while (((max_ts_ >> grid_shift_) - (min_ts_ >> grid_shift_)) > kGridBudget) ++grid_shift_;
-
   auto& slot = s_.feedlets[h.feedlet];
   if (!slot) {
     slot = std::make_unique<FeedletState>();
     slot->id = h.feedlet;
     slot->grid_shift = grid_shift_;
   }
+  // At most kGridBudget checkpoints, and fewer for many feedlets: each
+  // feedlet keeps a position at each (kGridEntries in all).
+  const uint64_t points = std::clamp<uint64_t>(kGridEntries / s_.feedlets.size(), 16, kGridBudget);
+  while (((max_ts_ >> grid_shift_) - (min_ts_ >> grid_shift_)) > points) ++grid_shift_;
   slot->dropped += h.dropped_before;
   Job job{index, info.offset, info.size, slice_->data + (info.offset - slice_->at), slot.get(), grid_shift_,
           slice_};

@@ -199,6 +199,10 @@ struct State {
 
 
 constexpr uint32_t kGridBudget = 4096;  // most checkpoints kept
+// Most checkpoint positions kept (checkpoints x feedlets, 8 bytes each): a
+// trace of many feedlets (an import's thousands of lanes, a program's
+// thousands of short threads) gets fewer checkpoints (TraceIndex::publish).
+constexpr uint64_t kGridEntries = uint64_t(1) << 21;
 constexpr uint32_t kGridMinShift = 10;
 
 }  // namespace tinescope::index

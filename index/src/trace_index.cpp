@@ -193,6 +193,12 @@ void State::publish(uint32_t shift) {
     feedlet_of.push_back(id);
   }
   if (feedlet_of.empty()) return;
+  // A position per checkpoint and feedlet: 4096 checkpoints of 50 000
+  // feedlets were 1.6 GB. Past kGridEntries the grid coarsens (each
+  // feedlet's points at a finer shift hold those of the coarser one), and
+  // global_event() merges from further back.
+  while (((hi >> shift) - (lo >> shift)) * feedlet_of.size() > kGridEntries && (hi >> shift) > (lo >> shift)) ++shift;
+  grid_shift = shift;
   grid_first = (lo >> shift) + 1;
   uint64_t count = (hi >> shift) - (lo >> shift);
   const size_t nf = feedlet_of.size();
