@@ -158,11 +158,11 @@ void ImportModel::take(const RawEvent& e) {
     case 'F': {
       // Async: paired by category and id across processes (by process too
       // for a process's own id), at the end (pair_async).
-      const std::string lane = "async " + e.cat + " " + e.id;
+      const std::string id = e.cat + " " + e.id;
       const uint64_t scope = e.local_id ? uint64_t(e.pid) * 0x9e3779b97f4a7c15ull : 0;  // (a process's own id)
-      const uint64_t key = checksum(lane.data(), lane.size()) ^ scope;
+      const uint64_t key = checksum(id.data(), id.size()) ^ scope;
       const char kind = ph == 'b' || ph == 'S' ? 'b' : ph == 'e' || ph == 'F' ? 'e' : 'n';
-      async_events.push_back(AsyncEvent{key, ticks(e.ts), seq_++, e.pid, intern(lane), name, kind});
+      async_events.push_back(AsyncEvent{key, ticks(e.ts), seq_++, e.pid, name, kind});
       return;
     }
     case 'P': {
@@ -180,8 +180,7 @@ void ImportModel::take(const RawEvent& e) {
       // ObjectCollection); paired at the end (pair_objects).
       const std::string scoped = e.id_scope + "/" + e.id;
       const uint64_t key = checksum(scoped.data(), scoped.size()) ^ (uint64_t(e.pid) * 0x9e3779b97f4a7c15ull);
-      object_events.push_back(
-          ObjectEvent{key, ticks(e.ts), seq_++, e.pid, intern("objects " + e.name), intern(e.name + " " + e.id), ph});
+      object_events.push_back(ObjectEvent{key, ticks(e.ts), seq_++, e.pid, name, ph});
       return;
     }
     case 's':
@@ -215,44 +214,113 @@ void ImportModel::metadata(const RawEvent& e) {
   }
 }
 
+namespace {
+
+// The lanes of one family of units, in order of their starts: each unit on
+// the first lane free at its start (as many lanes as units run at once, as
+// Perfetto packs async slices), at most kMostLanes; past that, on the lane
+// that frees first, where nest() keeps the overlap.
+class LanePacker {
+ public:
+  static constexpr size_t kMostLanes = 32;
+  size_t place(uint64_t start, uint64_t end) {
+    size_t at = busy_until_.size();
+    for (size_t i = 0; i < busy_until_.size() && at == busy_until_.size(); ++i)
+      if (busy_until_[i] <= start) at = i;
+    if (at == busy_until_.size()) {
+      if (busy_until_.size() < kMostLanes) busy_until_.push_back(0);
+      else at = size_t(std::min_element(busy_until_.begin(), busy_until_.end()) - busy_until_.begin());
+    }
+    busy_until_[at] = std::max(busy_until_[at], end);
+    return at;
+  }
+
+ private:
+  std::vector<uint64_t> busy_until_;
+};
+
+}  // namespace
+
+void ImportModel::place_units(std::vector<Unit>& units, const std::vector<Placed>& placed, const char* kind) {
+  std::vector<uint32_t> order(units.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const Unit &x = units[a], &y = units[b];
+    return std::tie(x.pid, x.family, x.start, a) < std::tie(y.pid, y.family, y.start, b);
+  });
+  LanePacker lanes;
+  for (size_t i = 0; i < order.size(); ++i) {
+    Unit& u = units[order[i]];
+    if (i > 0 && (units[order[i - 1]].pid != u.pid || units[order[i - 1]].family != u.family)) lanes = LanePacker{};
+    const size_t lane = lanes.place(u.start, u.end);
+    const std::string name =
+        std::string(kind) + " " + strings_[u.family] + (lane ? " #" + std::to_string(lane + 1) : "");
+    u.feedlet = feedlet(u.pid, 0, name).id - 1;
+  }
+  for (const Placed& x : placed) {
+    Feedlet& f = feedlets[units[x.unit].feedlet];
+    if (x.instant) f.points.push_back(Point{x.start, x.seq, kInstant, x.name, 0});
+    else f.spans.push_back(Span{x.start, x.end, x.name, x.seq});
+  }
+}
+
 void ImportModel::pair_async() {
   // Each key's events in time order (file order breaks ties). An end closes
   // the innermost open begin of its name (Catapult pairs S/F by name and id
-  // across processes), and begins above it that are still open end with it,
-  // so that the lane nests; an end with no open begin of its name is counted. Each interval
-  // lies on the lane of the process where it began, a step or instant on
-  // the lane of the innermost open begin (else its own process's).
-  std::stable_sort(async_events.begin(), async_events.end(), [](const AsyncEvent& a, const AsyncEvent& b) {
-    return a.key != b.key ? a.key < b.key : a.ts < b.ts;
+  // across processes), and begins still open above it end with it, so that
+  // the lane nests; an end with no open begin of its name is counted.
+  // An episode of a key (from a begin on an empty stack until the stack is
+  // empty again) is one unit a process: its intervals, and the steps and
+  // instants made while it is open, go on one lane, named by the episode's
+  // first begin (a step or instant outside any is a unit of its own).
+  std::sort(async_events.begin(), async_events.end(), [](const AsyncEvent& a, const AsyncEvent& b) {
+    return std::tie(a.key, a.ts, a.seq) < std::tie(b.key, b.ts, b.seq);
   });
-  std::vector<const AsyncEvent*> open;
-  auto lane_of = [&](const AsyncEvent& x) -> Feedlet& { return feedlet(x.pid, 0, strings_[x.lane]); };
-  auto close = [&](const AsyncEvent& b, uint64_t end) {
-    lane_of(b).spans.push_back(Span{b.ts, end, b.name, b.seq});
+  std::vector<Unit> units;
+  std::vector<Placed> placed;
+  std::vector<std::pair<const AsyncEvent*, uint32_t>> open;  // begin, its unit
+  std::vector<std::pair<int64_t, uint32_t>> episode;         // the open episode's units: (pid, unit)
+  uint32_t family = 0;
+  auto unit_of = [&](int64_t pid) {
+    for (auto [p, u] : episode)
+      if (p == pid) return u;
+    units.push_back(Unit{pid, family});
+    episode.emplace_back(pid, uint32_t(units.size() - 1));
+    return uint32_t(units.size() - 1);
+  };
+  auto add = [&](uint32_t u, uint64_t start, uint64_t end, uint64_t seq, uint32_t name, bool instant) {
+    placed.push_back(Placed{start, end, seq, name, u, instant});
+    units[u].start = std::min(units[u].start, start), units[u].end = std::max(units[u].end, end);
+  };
+  auto close = [&](size_t k, uint64_t end) {
+    const auto [b, u] = open[k];
+    add(u, b->ts, end, b->seq, b->name, false);
   };
   for (size_t i = 0; i < async_events.size(); ++i) {
     const AsyncEvent& x = async_events[i];
     if (i > 0 && async_events[i - 1].key != x.key) {
-      for (const AsyncEvent* b : open) close(*b, UINT64_MAX);  // never ended
+      for (size_t k = 0; k < open.size(); ++k) close(k, UINT64_MAX);  // never ended
       open.clear();
     }
+    if (open.empty()) episode.clear(), family = x.name;
     if (x.kind == 'b') {
-      open.push_back(&x);
+      open.emplace_back(&x, unit_of(x.pid));
     } else if (x.kind == 'n') {
-      lane_of(open.empty() ? x : *open.back()).points.push_back(Point{x.ts, x.seq, kInstant, x.name, 0});
+      add(open.empty() ? unit_of(x.pid) : open.back().second, x.ts, x.ts, x.seq, x.name, true);
     } else {
       size_t k = open.size();
-      while (k > 0 && open[k - 1]->name != x.name) --k;
+      while (k > 0 && open[k - 1].first->name != x.name) --k;
       if (k == 0) {
         ++r.unmatched_ends;
         continue;
       }
-      for (size_t j = open.size(); j-- > k - 1;) close(*open[j], x.ts);
+      for (size_t j = open.size(); j-- > k - 1;) close(j, x.ts);
       open.resize(k - 1);
     }
   }
-  for (const AsyncEvent* b : open) close(*b, UINT64_MAX);
+  for (size_t k = 0; k < open.size(); ++k) close(k, UINT64_MAX);
   async_events.release();
+  place_units(units, placed, "async");
 }
 
 void ImportModel::pair_objects() {
@@ -260,15 +328,22 @@ void ImportModel::pair_objects() {
   // lifetime and D ends it; an N while the object is alive ends the old one
   // there (ids are often addresses, reused after a deletion not traced). A
   // snapshot of an object not alive starts one (Catapult creates it
-  // implicitly); a D of none is counted. Each lifetime lies on the lane
-  // "PROCESS objects NAME" of its creation, with its snapshots as instants.
-  std::stable_sort(object_events.begin(), object_events.end(), [](const ObjectEvent& a, const ObjectEvent& b) {
-    return a.key != b.key ? a.key < b.key : a.ts < b.ts;
+  // implicitly); a D of none is counted. A lifetime is a unit, named by its
+  // type, with its snapshots as instants.
+  std::sort(object_events.begin(), object_events.end(), [](const ObjectEvent& a, const ObjectEvent& b) {
+    return std::tie(a.key, a.ts, a.seq) < std::tie(b.key, b.ts, b.seq);
   });
+  std::vector<Unit> units;
+  std::vector<Placed> placed;
   const ObjectEvent* alive = nullptr;
-  auto lane_of = [&](const ObjectEvent& x) -> Feedlet& { return feedlet(x.pid, 0, strings_[x.lane]); };
+  auto begin = [&](const ObjectEvent& x) {
+    alive = &x;
+    units.push_back(Unit{x.pid, x.name, x.ts, x.ts});
+  };
   auto end = [&](uint64_t at) {
-    if (alive) lane_of(*alive).spans.push_back(Span{alive->ts, at, alive->name, alive->seq});
+    if (!alive) return;
+    placed.push_back(Placed{alive->ts, at, alive->seq, alive->name, uint32_t(units.size() - 1), false});
+    units.back().end = std::max(units.back().end, at);
     alive = nullptr;
   };
   for (size_t i = 0; i < object_events.size(); ++i) {
@@ -276,10 +351,11 @@ void ImportModel::pair_objects() {
     if (i > 0 && object_events[i - 1].key != x.key) end(UINT64_MAX);  // never deleted
     if (x.kind == 'N') {
       end(x.ts);
-      alive = &x;
+      begin(x);
     } else if (x.kind == 'O') {
-      if (!alive) alive = &x;
-      lane_of(*alive).points.push_back(Point{x.ts, x.seq, kInstant, alive->name, 0});
+      if (!alive) begin(x);
+      placed.push_back(Placed{x.ts, x.ts, x.seq, alive->name, uint32_t(units.size() - 1), true});
+      units.back().end = std::max(units.back().end, x.ts);
     } else if (alive) {
       end(x.ts);
     } else {
@@ -288,6 +364,7 @@ void ImportModel::pair_objects() {
   }
   end(UINT64_MAX);
   object_events.release();
+  place_units(units, placed, "objects");
 }
 
 bool ImportModel::write(const std::string& in, const std::string& out, const char* recorder, std::string& error) {
@@ -402,7 +479,11 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
     std::string n = "feedlet." + std::to_string(f.id);
     intern(f.name);
     metadata.push_back(meta_pair(n + ".pid", std::to_string(f.pid)));
-    metadata.push_back(meta_pair(n + ".process", process_names.count(f.pid) ? process_names[f.pid] : ""));
+    // Its process, named or not (the viewer's header), but for global instants.
+    const bool global = f.pid == 0 && f.tid == 0 && f.name == "global";
+    metadata.push_back(meta_pair(n + ".process", process_names.count(f.pid) ? process_names[f.pid]
+                                                 : global                   ? ""
+                                                                            : "pid " + std::to_string(f.pid)));
     if (thread_sort.count({f.pid, f.tid})) metadata.push_back(meta_pair(n + ".sort_index", std::to_string(thread_sort[{f.pid, f.tid}])));
   }
   for (auto& [pid, idx] : process_sort) metadata.push_back(meta_pair("process." + std::to_string(pid) + ".sort_index", std::to_string(idx)));

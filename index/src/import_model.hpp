@@ -59,8 +59,8 @@ struct BeginEnd {
 struct AsyncEvent {
   uint64_t key, ts, seq;
   int64_t pid;
-  uint32_t lane, name;  // lane: "async CAT ID", interned
-  char kind;            // 'b' begin, 'e' end, 'n' instant
+  uint32_t name;
+  char kind;  // 'b' begin, 'e' end, 'n' instant
 };
 
 // An object event (N created, O snapshot, D deleted): paired by its key
@@ -68,8 +68,23 @@ struct AsyncEvent {
 struct ObjectEvent {
   uint64_t key, ts, seq;
   int64_t pid;
-  uint32_t lane, name;  // lane: "objects NAME"; name: "NAME ID"
-  char kind;            // 'N', 'O' or 'D'
+  uint32_t name;  // its type
+  char kind;      // 'N', 'O' or 'D'
+};
+
+// What pairing makes of async events and objects, before they have lanes:
+// intervals and instants, each of a unit (an async id's episode in one
+// process, an object's lifetime) that goes on one lane whole (place_units).
+struct Unit {
+  int64_t pid;
+  uint32_t family;  // the lanes it may go on: its first begin's name, its object's type
+  uint64_t start = UINT64_MAX, end = 0;
+  uint32_t feedlet = 0;  // index in feedlets, once placed
+};
+struct Placed {
+  uint64_t start, end, seq;  // an instant's start and end are its time
+  uint32_t name, unit;
+  bool instant;
 };
 
 // A sample (P) whose name waits for the file's "stackFrames".
@@ -136,6 +151,9 @@ class ImportModel {
   void pair_async();
   // Makes each object's lifetime an interval, its snapshots instants (write()).
   void pair_objects();
+  // Puts each unit on a lane "PROCESS KIND FAMILY" (#2, #3... for those
+  // that overlap), and its intervals and instants there.
+  void place_units(std::vector<Unit>& units, const std::vector<Placed>& placed, const char* kind);
   void metadata(const RawEvent& e);
 };
 

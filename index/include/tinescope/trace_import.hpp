@@ -13,10 +13,12 @@
 //   B/E, X                      -> begin/end, nested per thread
 //   i/I/R                       -> instants (process- and global-scoped on their own feedlets)
 //   C                           -> float counters "name" (one arg) or "name.arg", "[id]" appended
-//   b/e/n, S/T/F (async)        -> begin/end/instant on a feedlet per (pid, cat, id)
+//   b/e/n, S/T/F (async)        -> begin/end/instant paired by (cat, id), on feedlets per (pid,
+//                                  name) packed by what runs at once
 //   s/t/f (flows)               -> message send/receive, a link per step
 //   P (samples)                 -> instants on the thread, named by their leaf stack frame
-//   N/O/D (objects)             -> a lifetime per object, snapshots as instants, a feedlet per (pid, name)
+//   N/O/D (objects)             -> a lifetime per object, snapshots as instants, on feedlets per
+//                                  (pid, type) packed as async ones are
 //   M                           -> thread and process names (with process labels), sort indices and
 //                                  num_cpus as metadata
 // Anything else (c clock sync, ...) is counted by kind and reported.
