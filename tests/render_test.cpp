@@ -74,6 +74,26 @@ std::vector<uint8_t> draw_scope(const render::Scene& scene, double period_ns, ui
   return scope->context().read_rgba();
 }
 
+// A timeline of [t0, t1] ns drawn headless at w x h, as a person sees it:
+// its pixels (none if no renderer), and where its plot and rows are.
+struct DrawnTimeline {
+  std::vector<uint8_t> px;
+  render::TimelineGeometry g;
+  render::Layout layout;
+};
+DrawnTimeline draw_timeline(const render::Scene& scene, int w, int h, int64_t t0, int64_t t1) {
+  DrawnTimeline d;
+  auto r = headless(w, h);
+  if (!r) return d;
+  FigureParams f;
+  f.t0 = t0, f.t1 = t1;
+  r->draw(scene, f, {});
+  d.px = r->context().read_rgba();
+  d.g = render::TimelineGeometry::of({0, 0, float(w), float(h)});
+  d.layout = render::layout_lanes(scene, render::layout_options(f));
+  return d;
+}
+
 int ink(uint32_t c) {  // how far a pixel is from the background
   const uint32_t b = render::kBackground;
   int d = 0;
@@ -115,14 +135,8 @@ TEST(Render, OneNanosecondIntervalsHundredHoursInAreExactlyWhereTheyBelong) {
   std::string error;
   ASSERT_TRUE(scene.add_trace(trace, error)) << error;
   const int W = 1280, H = 200;
-  auto r = headless(W, H);
-  ASSERT_TRUE(r);
-  FigureParams f;
-  f.t0 = int64_t(T) - 5, f.t1 = int64_t(T) + 75;  // 80 ns across the plot
-  r->draw(scene, f, {});
-  const std::vector<uint8_t> px = r->context().read_rgba();
-  const render::TimelineGeometry g = render::TimelineGeometry::of({0, 0, float(W), float(H)});
-  const render::Layout layout = render::layout_lanes(scene, render::layout_options(f));
+  const auto [px, g, layout] = draw_timeline(scene, W, H, int64_t(T) - 5, int64_t(T) + 75);  // 80 ns across the plot
+  ASSERT_FALSE(px.empty());
   const float y = g.plot.y + layout.rows[layout.lanes[0].first].y + 3;
   const double px_per_ns = g.plot.w / 80.0;  // 14.125
   for (uint64_t k = 0; k < 10; ++k) {
@@ -188,14 +202,8 @@ TEST(Render, IntervalsNeverEndedHaveTheirRowsAndAreDrawn) {
   }
 
   const int W = 1280, H = 200;
-  auto r = headless(W, H);
-  ASSERT_TRUE(r);
-  FigureParams f;
-  f.t0 = 0, f.t1 = 100'000;
-  r->draw(scene, f, {});
-  const std::vector<uint8_t> px = r->context().read_rgba();
-  const render::TimelineGeometry g = render::TimelineGeometry::of({0, 0, float(W), float(H)});
-  const render::Layout layout = render::layout_lanes(scene, render::layout_options(f));
+  const auto [px, g, layout] = draw_timeline(scene, W, H, 0, 100'000);
+  ASSERT_FALSE(px.empty());
   const double px_per_ns = g.plot.w / 100'000.0;
   for (const auto& [lane, depth, name, start] :
        {std::tuple{0u, 0u, "alive", 1'000.0}, {1u, 0u, "alive", 2'000.0}, {1u, 1u, "inside", 3'000.0}}) {
@@ -211,22 +219,28 @@ TEST(Render, IntervalsNeverEndedHaveTheirRowsAndAreDrawn) {
   }
 }
 
-// An imported trace names its process's lanes after the process; under the
-// process's header the names column shows the rest.
-TEST(Render, LanesNamedAfterTheirProcessShowTheRestUnderItsHeader) {
-  const std::string json = temp_dir() + "/labels.json", trace = temp_dir() + "/labels.tine";
-  std::ofstream(json) << R"([{"ph":"M","pid":1,"tid":1,"name":"process_name","args":{"name":"Browser"}},
-{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"BrowserMain"}},
-{"ph":"X","pid":1,"tid":1,"ts":1,"dur":5,"name":"task"},
-{"ph":"C","pid":1,"tid":1,"ts":2,"name":"queue","args":{"n":3}},
-{"ph":"X","pid":2,"tid":1,"ts":1,"dur":5,"name":"task"}])";
+// `json` (Chrome's format) imported as NAME.tine, and added to `scene`.
+void import_into(render::Scene& scene, const std::string& name, const std::string& json) {
+  const std::string in = temp_dir() + "/" + name + ".json", trace = temp_dir() + "/" + name + ".tine";
+  std::ofstream(in) << json;
   ::unlink(trace.c_str());
   ::unlink((trace + ".idx").c_str());
   index::ImportResult result;
   std::string error;
-  ASSERT_TRUE(index::import_trace(json, trace, result, error)) << error;
-  render::Scene scene;
+  ASSERT_TRUE(index::import_trace(in, trace, result, error)) << error;
   ASSERT_TRUE(scene.add_trace(trace, error)) << error;
+}
+
+// An imported trace names its process's lanes after the process; under the
+// process's header the names column shows the rest.
+TEST(Render, LanesNamedAfterTheirProcessShowTheRestUnderItsHeader) {
+  render::Scene scene;
+  import_into(scene, "labels", R"([{"ph":"M","pid":1,"tid":1,"name":"process_name","args":{"name":"Browser"}},
+{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"BrowserMain"}},
+{"ph":"X","pid":1,"tid":1,"ts":1,"dur":5,"name":"task"},
+{"ph":"C","pid":1,"tid":1,"ts":2,"name":"queue","args":{"n":3}},
+{"ph":"X","pid":2,"tid":1,"ts":1,"dur":5,"name":"task"}])");
+  if (::testing::Test::HasFatalFailure()) return;
   std::map<std::string, std::string> label;  // name -> label
   for (const render::Lane& l : scene.lanes()) label[l.name] = std::string(l.label());
   EXPECT_EQ(label, (std::map<std::string, std::string>{
@@ -238,8 +252,8 @@ TEST(Render, LanesNamedAfterTheirProcessShowTheRestUnderItsHeader) {
 // lower first, then the rest by name; in a process, the threads it orders
 // first, then the rest as they came.
 TEST(Render, LanesFollowTheTracesSortIndices) {
-  const std::string json = temp_dir() + "/sorted.json", trace = temp_dir() + "/sorted.tine";
-  std::ofstream(json) << R"([
+  render::Scene scene;
+  import_into(scene, "sorted", R"([
 {"ph":"X","pid":1,"tid":1,"ts":1,"dur":5,"name":"paint"},
 {"ph":"X","pid":4,"tid":40,"ts":1,"dur":5,"name":"a"},
 {"ph":"X","pid":2,"tid":10,"ts":1,"dur":5,"name":"read"},
@@ -255,14 +269,8 @@ TEST(Render, LanesFollowTheTracesSortIndices) {
 {"ph":"M","pid":2,"tid":11,"name":"thread_sort_index","args":{"sort_index":-1}},
 {"ph":"M","pid":2,"tid":10,"name":"thread_name","args":{"name":"IO"}},
 {"ph":"M","pid":2,"tid":11,"name":"thread_name","args":{"name":"CrBrowserMain"}},
-{"ph":"M","pid":2,"tid":12,"name":"thread_name","args":{"name":"Worker"}}])";
-  ::unlink(trace.c_str());
-  ::unlink((trace + ".idx").c_str());
-  index::ImportResult result;
-  std::string error;
-  ASSERT_TRUE(index::import_trace(json, trace, result, error)) << error;
-  render::Scene scene;
-  ASSERT_TRUE(scene.add_trace(trace, error)) << error;
+{"ph":"M","pid":2,"tid":12,"name":"thread_name","args":{"name":"Worker"}}])");
+  if (::testing::Test::HasFatalFailure()) return;
   std::vector<std::string> order;
   for (const render::Lane& l : scene.lanes()) order.push_back(l.group + "/" + l.name);
   EXPECT_EQ(order, (std::vector<std::string>{"Browser/CrBrowserMain", "Browser/IO", "Browser/Worker", "GPU/tid 30",
@@ -409,14 +417,8 @@ TEST(Render, CompleteIntervalsThatRunPastTheRightEdgeAreDrawn) {
   EXPECT_LT(ix.find_stream(index::StreamKind::Span, 2, uint32_t(0)), 0) << "the short one is not";
 
   const int W = 1280, H = 200;
-  auto r = headless(W, H);
-  ASSERT_TRUE(r);
-  FigureParams f;
-  f.t0 = 0, f.t1 = 350'000;  // both run on past the right edge
-  r->draw(scene, f, {});
-  const std::vector<uint8_t> px = r->context().read_rgba();
-  const render::TimelineGeometry g = render::TimelineGeometry::of({0, 0, float(W), float(H)});
-  const render::Layout layout = render::layout_lanes(scene, render::layout_options(f));
+  const auto [px, g, layout] = draw_timeline(scene, W, H, 0, 350'000);  // both run on past the right edge
+  ASSERT_FALSE(px.empty());
   const double px_per_ns = g.plot.w / 350'000.0;
   for (const auto& [lane, name, start] : {std::tuple{0u, "long", 1'000.0}, {1u, "short", 300'000.0}}) {
     const render::Layout::LaneRows& lr = layout.lanes[lane];
@@ -434,7 +436,6 @@ TEST(Render, CompleteIntervalsThatRunPastTheRightEdgeAreDrawn) {
 
   // Folded, 20 strips of one 10 us period each: the long one covers every
   // strip from its start on.
-  r.reset();  // (one renderer at a time)
   const std::vector<uint8_t> spx = draw_scope(scene, 10'000, 1, 20);
   ASSERT_FALSE(spx.empty());
   const int full = ink(render::name_colour("long") & 0xffffff);
@@ -501,14 +502,8 @@ TEST(Render, ScheduledJobsAreDrawnInARowPerCpu) {
   EXPECT_EQ(running[0].task, 2u);
 
   const int W = 1280, H = 120;
-  auto r = headless(W, H);
-  ASSERT_TRUE(r);
-  FigureParams f;
-  f.t0 = 0, f.t1 = 1'000'000;
-  r->draw(scene, f, {});
-  const std::vector<uint8_t> px = r->context().read_rgba();
-  const render::TimelineGeometry g = render::TimelineGeometry::of({0, 0, float(W), float(H)});
-  const render::Layout layout = render::layout_lanes(scene, render::layout_options(f));
+  const auto [px, g, layout] = draw_timeline(scene, W, H, 0, 1'000'000);
+  ASSERT_FALSE(px.empty());
   ASSERT_EQ(layout.lanes.size(), 1u);
   const render::Layout::LaneRows& lr = layout.lanes[0];
   ASSERT_EQ(lr.end - lr.first, 3u) << "a row for each CPU, and no interval row";

@@ -344,42 +344,46 @@ class ChromeReader {
     }
   }
 
-  // The string value in text [from, pos_), unescaped (null and booleans:
-  // ""); numbers, objects and arrays leave `into` as it was. A parser and a
-  // copy of its own: "systemTraceEvents" may be tens of megabytes, and a
-  // parser holds ~5 bytes a byte of its largest text until it goes.
-  bool string_value(size_t from, std::string& into) {
+  // Parses the member's value in text [from, pos_) on its own, and read(doc)
+  // takes what it needs. A parser and a copy of its own: "systemTraceEvents"
+  // may be tens of megabytes, and a parser holds ~5 bytes a byte of its
+  // largest text until it goes.
+  template <class Read>
+  bool parse_value(size_t from, Read&& read) {
     std::string text;
     text.reserve(pos_ - from + simdjson::SIMDJSON_PADDING);
     text.assign(text_, from, pos_ - from);
     od::parser parser;
     od::document doc;
-    std::string_view s;
-    od::json_type type;
     simdjson::error_code e = parser.iterate(text.data(), text.size(), text.capacity()).get(doc);
-    if (!e) e = doc.type().get(type);
-    if (!e && type == od::json_type::string) e = doc.get_string().get(s);
-    if (e) return fail(simdjson::error_message(e), base_ + from);
-    if (type == od::json_type::string || type == od::json_type::null || type == od::json_type::boolean) into = s;
-    return true;
+    if (!e) e = read(doc);
+    return e ? fail(simdjson::error_message(e), base_ + from) : true;
   }
 
-  // The "stackFrames" object in text [from, pos_): each frame's id and
-  // name ({"ID": {"name": ..., "parent": ...}, ...}), for the samples.
+  // A string value, unescaped (null and booleans: ""); numbers, objects and
+  // arrays leave `into` as it was.
+  bool string_value(size_t from, std::string& into) {
+    return parse_value(from, [&](od::document& doc) {
+      std::string_view s;
+      od::json_type type;
+      simdjson::error_code e = doc.type().get(type);
+      if (!e && type == od::json_type::string) e = doc.get_string().get(s);
+      if (!e && (type == od::json_type::string || type == od::json_type::null || type == od::json_type::boolean))
+        into = s;
+      return e;
+    });
+  }
+
+  // "stackFrames": each frame's id and name ({"ID": {"name": ..., "parent":
+  // ...}, ...}), for the samples. Anything but an object names none.
   bool frames_value(size_t from) {
-    std::string text;
-    text.reserve(pos_ - from + simdjson::SIMDJSON_PADDING);
-    text.assign(text_, from, pos_ - from);
-    od::parser parser;
-    od::document doc;
-    od::value v;
-    od::json_type type;
-    auto e = parser.iterate(text.data(), text.size(), text.capacity()).get(doc);
-    if (!e) e = doc.type().get(type);
-    if (!e && type != od::json_type::object) return true;  // not frames: nothing to name samples by
-    if (!e) e = doc.get_value().get(v);
-    if (!e) {
-      e = each_member(v, [&](std::string_view id, od::value& frame, od::json_type t) {
+    return parse_value(from, [&](od::document& doc) -> simdjson::error_code {
+      od::json_type type;
+      od::value v;
+      if (auto e = doc.type().get(type)) return e;
+      if (type != od::json_type::object) return simdjson::SUCCESS;
+      if (auto e = doc.get_value().get(v)) return e;
+      return each_member(v, [&](std::string_view id, od::value& frame, od::json_type t) {
         if (t != od::json_type::object) return simdjson::SUCCESS;
         return each_member(frame, [&](std::string_view field, od::value& x, od::json_type ft) {
           std::string_view name;
@@ -389,9 +393,7 @@ class ChromeReader {
           return simdjson::SUCCESS;
         });
       });
-    }
-    if (e) return fail(simdjson::error_message(e), base_ + from);
-    return true;
+    });
   }
 
   bool end_of_document() {
