@@ -249,13 +249,18 @@ void ImportModel::place_units(std::vector<Unit>& units, const std::vector<Placed
     return std::tie(x.pid, x.family, x.start, a) < std::tie(y.pid, y.family, y.start, b);
   });
   LanePacker lanes;
+  std::vector<uint32_t> feedlet_of_lane;  // the family's lanes: each looked up once, not once a unit
   for (size_t i = 0; i < order.size(); ++i) {
     Unit& u = units[order[i]];
-    if (i > 0 && (units[order[i - 1]].pid != u.pid || units[order[i - 1]].family != u.family)) lanes = LanePacker{};
+    if (i > 0 && (units[order[i - 1]].pid != u.pid || units[order[i - 1]].family != u.family))
+      lanes = LanePacker{}, feedlet_of_lane.clear();
     const size_t lane = lanes.place(u.start, u.end);
-    const std::string name =
-        std::string(kind) + " " + strings_[u.family] + (lane ? " #" + std::to_string(lane + 1) : "");
-    u.feedlet = feedlet(u.pid, 0, name).id - 1;
+    if (lane == feedlet_of_lane.size()) {
+      const std::string name =
+          std::string(kind) + " " + strings_[u.family] + (lane ? " #" + std::to_string(lane + 1) : "");
+      feedlet_of_lane.push_back(feedlet(u.pid, 0, name).id - 1);
+    }
+    u.feedlet = feedlet_of_lane[lane];
   }
   for (const Placed& x : placed) {
     Feedlet& f = feedlets[units[x.unit].feedlet];
