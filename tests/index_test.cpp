@@ -2037,6 +2037,37 @@ TEST(Index, TheWarmerChecksThePagesAheadOfTheQueries) {
   EXPECT_GT(ix->page_checks().asked, asked);
 }
 
+// The warmer checks the pages of a whole file right behind its reads, on a
+// thread of its own (IndexWarmer::check_behind): every intact page, the
+// tables first; a damaged page stays unchecked, and the queries that read
+// it find it and count it, as they do where no warmer ran.
+TEST(Index, TheWarmerChecksEveryIntactPageAndLeavesTheDamagedOnesOut) {
+  IndexedTrace fx = synthetic_indexed("index_checks_damaged", 4'000'000);
+  ASSERT_TRUE(fx.ix);
+  const std::string idx = TraceIndex::default_index_path(fx.path);
+  const auto streams = fx.ix->streams();
+  fx.ix.reset();
+  std::string bytes = slurp(idx);
+  uint64_t dir_offset, tables_begin;
+  std::memcpy(&dir_offset, bytes.data() + bytes.size() - 64 + 16, 8);
+  std::memcpy(&tables_begin, bytes.data() + dir_offset + 8, 8);
+  ASSERT_LT(tables_begin, bytes.size());
+  // A byte in each of 20 places of the first half of the pages' part (node
+  // pages and resume points; the flow blocks lie at its end).
+  for (uint64_t k = 0; k < 20; ++k) bytes[4096 + k * (tables_begin - 4096) / 40] ^= 0x5a;
+  replace_file(idx, bytes);
+  auto ix = open_warmed(fx.path, uint64_t(1) << 40);
+  ASSERT_TRUE(ix);
+  const TraceIndex::PageChecks c = ix->page_checks();
+  EXPECT_EQ(c.table_blocks_checked, c.table_blocks) << "every table block";
+  EXPECT_LT(c.checked, c.pages) << "a damaged page is not checked";
+  EXPECT_GE(c.checked + 20, c.pages) << "every other page is";
+  EXPECT_EQ(ix->page_errors(), 0u) << "nothing read yet";
+  for (int id = 0; id < int(streams.size()); ++id)
+    for (uint32_t shift = streams[size_t(id)].leaf_shift; shift < 64; shift += 2) ix->query_shift(id, 0, UINT64_MAX, shift);
+  EXPECT_EQ(ix->page_errors(), c.pages - c.checked) << "each damaged page, found by the query that read it";
+}
+
 // Indexing reads a trace that is not in the page cache past it, straight
 // into its slices (O_DIRECT: index/src/trace_reads.hpp), and builds the same
 // index as from the trace in the page cache.

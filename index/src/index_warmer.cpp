@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "pyramid.hpp"
 #include "state.hpp"
@@ -29,8 +30,8 @@ constexpr size_t kReadAhead = 8;
 
 }  // namespace
 
-std::vector<std::pair<uint64_t, uint64_t>> IndexWarmer::plan(const State& s, uint64_t budget) {
-  std::vector<std::pair<uint64_t, uint64_t>> out;
+IndexWarmer::Ranges IndexWarmer::plan(const State& s, uint64_t budget) {
+  Ranges out;
   const uint64_t size = s.index_map_size;
   if (size <= budget) {  // (the tables, every query's way to its pages and chunks, lie near the end)
     for (uint64_t end = size; end > 0;) {
@@ -93,8 +94,22 @@ IndexWarmer::IndexWarmer(const State& s, uint64_t budget) : s_(s) {
   if (budget == 0) budget = uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGESIZE)) / 8;
   // The plan too is made on the thread: opening waits for none of it.
   thread_ = std::thread([this, budget] {
-    if (run(plan(s_, budget)) && s_.index_map_size <= budget) read_all_.store(true, std::memory_order_release);
-    verify(budget);
+    if (s_.index_map_size <= budget) {
+      // The whole file, back to front, each batch's pages checked behind
+      // the reads by a thread of their own (check_behind).
+      read_from_.store(s_.index_map_size, std::memory_order_relaxed);
+      std::thread checks([this] { check_behind(); });
+      const bool all = run(plan(s_, budget), [this](uint64_t batch_begin) {
+        read_from_.store(batch_begin, std::memory_order_release);
+        read_from_.notify_one();
+      });
+      if (all) read_all_.store(true, std::memory_order_release);
+      read_from_.store(all ? 0 : kStopped, std::memory_order_release);
+      read_from_.notify_one();
+      checks.join();
+    } else if (run(plan(s_, budget), [](uint64_t) {})) {
+      verify(budget);
+    }
     done_.store(true, std::memory_order_release);
   });
 }
@@ -104,8 +119,9 @@ IndexWarmer::~IndexWarmer() {
   thread_.join();
 }
 
-bool IndexWarmer::run(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
-  std::vector<std::pair<uint64_t, uint64_t>> batches;
+template <class AfterBatch>
+bool IndexWarmer::run(const Ranges& ranges, AfterBatch&& after_batch) {
+  Ranges batches;
   for (auto [begin, end] : ranges)
     for (uint64_t at = begin; at < end; at += kBatch) batches.emplace_back(at, std::min(end, at + kBatch));
   auto advise = [&](size_t i, int advice) {
@@ -118,8 +134,95 @@ bool IndexWarmer::run(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) 
     // Into the page cache and this mapping's page tables; a kernel without
     // MADV_POPULATE_READ (before 5.14) has read it ahead already.
     advise(i, MADV_POPULATE_READ);
+    after_batch(batches[i].first);
   }
   return !stop_.load(std::memory_order_relaxed);
+}
+
+namespace {
+
+// The node pages of every stream's levels, the last in the file first: a
+// heap of one cursor a level (a level's pages lie in file order, as they
+// filled), ~2 000 at 2*10^9 events, so no list of every page is made.
+class PagesBackward {
+ public:
+  explicit PagesBackward(const State& s) {
+    for (const auto& [id, f] : s.feedlets)
+      for (const Stream& st : f->streams)
+        for (uint32_t l = 0; l < st.levels.size(); ++l)
+          if (const size_t n = st.levels[l].pages.size(); n > 0 && st.levels[l].verified)
+            heap_.push_back({st.levels[l].pages[n - 1].offset, &st, l, n - 1});
+    std::make_heap(heap_.begin(), heap_.end(), later_first);
+  }
+  bool empty() const { return heap_.empty(); }
+  uint64_t offset() const { return heap_.front().offset; }  // the next page's
+  // Calls fn(stream, level, page) for the next page, and moves past it.
+  template <class Fn>
+  void take(Fn&& fn) {
+    std::pop_heap(heap_.begin(), heap_.end(), later_first);
+    Cursor& c = heap_.back();
+    fn(*c.st, c.level, c.page);
+    if (c.page == 0) {
+      heap_.pop_back();
+      return;
+    }
+    c.offset = c.st->levels[c.level].pages[--c.page].offset;
+    std::push_heap(heap_.begin(), heap_.end(), later_first);
+  }
+
+ private:
+  struct Cursor {
+    uint64_t offset;
+    const Stream* st;
+    uint32_t level;
+    size_t page;
+  };
+  static bool later_first(const Cursor& a, const Cursor& b) { return a.offset < b.offset; }
+  std::vector<Cursor> heap_;
+};
+
+}  // namespace
+
+void IndexWarmer::check_behind() {
+  // In the order the pages were read, right behind the reads: their bytes
+  // come from memory in sequence, and the checks are done soon after the
+  // reading is. Checked a level at a time once the whole file was read (as
+  // verify() does a part of it), they went back and forth through it: ~165
+  // ms of CPU at 2*10^9 events (342 MB of index), and index_bench's first
+  // pass of queries, which keeps both cores busy, was over before they
+  // were, so its queries checked the pages themselves. On the reading
+  // thread, at its priority, they took the CPU from the first queries
+  // (index_bench's first pass, six alternating rounds: p99 ~420 -> ~690 us).
+  // Here, at the lowest priority (verify()'s reasons), they take what the
+  // first queries leave while they wait for the disk.
+  ::setpriority(PRIO_PROCESS, pid_t(::syscall(SYS_gettid)), 19);
+  std::optional<PagesBackward> pages;  // (once the tables are checked)
+  size_t checked = 0;
+  for (;;) {
+    const uint64_t from = read_from_.load(std::memory_order_acquire);  // read in: [from, end of file)
+    if (from == kStopped || stop_.load(std::memory_order_relaxed)) return;
+    if (!pages && from <= s_.tables_begin) {
+      // The tables first (chunks, page lists...), a block at a time as a
+      // query would: with these checked, opening need not (table.hpp). The
+      // file is read back to front, the tables (near its end) first.
+      bool stopped = false;
+      s_.for_each_table([&](const auto& t) {
+        if (!stopped) t.all_ok();
+        stopped = stopped || stop_.load(std::memory_order_relaxed);
+      });
+      if (stopped) return;
+      pages.emplace(s_);
+    }
+    // Every page that starts in what is read by now lies whole in it.
+    while (pages && !pages->empty() && pages->offset() >= from) {
+      if (++checked % 256 == 0 && stop_.load(std::memory_order_relaxed)) return;
+      pages->take([&](const Stream& st, uint32_t level, size_t page) {
+        verify_page(st, level, page, s_.index_map, s_.index_map_size);
+      });
+    }
+    if (from == 0) return;
+    read_from_.wait(from, std::memory_order_acquire);  // (the reading thread says each batch)
+  }
 }
 
 void IndexWarmer::verify(uint64_t budget) {

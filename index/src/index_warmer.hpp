@@ -38,16 +38,26 @@ class IndexWarmer {
   bool read_all() const { return read_all_.load(std::memory_order_acquire); }
 
  private:
+  using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
   // The byte ranges of the index file to page in, in that order.
-  static std::vector<std::pair<uint64_t, uint64_t>> plan(const State& s, uint64_t budget);
-  // False if stopped before the end.
-  bool run(const std::vector<std::pair<uint64_t, uint64_t>>& ranges);
-  // Then checks the checksums of the node pages it paged in, so that the
-  // first query to read each need not (a tenth of the first queries' time
-  // at 2*10^9 events went to them).
+  static Ranges plan(const State& s, uint64_t budget);
+  // Pages them in, a batch at a time, calling after_batch(b) once each batch
+  // [b, e) is in; false if stopped before the end.
+  template <class AfterBatch>
+  bool run(const Ranges& ranges, AfterBatch&& after_batch);
+  // The checksums of the node pages, so that the first query to read each
+  // need not (a tenth of the first queries' time at 2*10^9 events went to
+  // them). The whole file: on a thread of its own, each batch's pages once
+  // it is in, in file order (check_behind). A part of it: after it is all
+  // in, the coarsest levels first, as far as the budget goes (verify).
+  void check_behind();
   void verify(uint64_t budget);
   const State& s_;
   std::atomic<bool> stop_{false}, done_{false}, read_all_{false};
+  // Reading the whole file: what is read in is [read_from_, end of file);
+  // kStopped once the reading stopped before the end.
+  static constexpr uint64_t kStopped = UINT64_MAX;
+  std::atomic<uint64_t> read_from_{kStopped};
   std::thread thread_;
 };
 
