@@ -7,8 +7,10 @@
 // front, in batches; a larger index gets the pages of its coarsest levels
 // first, as far as the budget goes (a view starts at the whole trace). The
 // pages land in the page cache and the file's mapping, never in anonymous
-// memory. Then it checks those node pages' checksums ahead of the queries.
-// Stops between batches when its index is closed.
+// memory. It checks their checksums (the tables', then the node pages')
+// ahead of the queries: the whole file's on a second thread at the lowest
+// priority, right behind the reads; a part's once it is all in. Stops
+// between batches when its index is closed.
 #pragma once
 
 #include <atomic>
