@@ -195,22 +195,14 @@ void IndexWarmer::check_behind() {
   // (index_bench's first pass, six alternating rounds: p99 ~420 -> ~690 us).
   // Here, at the lowest priority (verify()'s reasons), they take what the
   // first queries leave while they wait for the disk.
-  ::setpriority(PRIO_PROCESS, pid_t(::syscall(SYS_gettid)), 19);
+  lowest_priority();
   std::optional<PagesBackward> pages;  // (once the tables are checked)
   size_t checked = 0;
   for (;;) {
     const uint64_t from = read_from_.load(std::memory_order_acquire);  // read in: [from, end of file)
     if (from == kStopped || stop_.load(std::memory_order_relaxed)) return;
-    if (!pages && from <= s_.tables_begin) {
-      // The tables first (chunks, page lists...), a block at a time as a
-      // query would: with these checked, opening need not (table.hpp). The
-      // file is read back to front, the tables (near its end) first.
-      bool stopped = false;
-      s_.for_each_table([&](const auto& t) {
-        if (!stopped) t.all_ok();
-        stopped = stopped || stop_.load(std::memory_order_relaxed);
-      });
-      if (stopped) return;
+    if (!pages && from <= s_.tables_begin) {  // (the file is read back to front: the tables, near its end, first)
+      if (!check_tables()) return;
       pages.emplace(s_);
     }
     // Every page that starts in what is read by now lies whole in it.
@@ -225,21 +217,29 @@ void IndexWarmer::check_behind() {
   }
 }
 
-void IndexWarmer::verify(uint64_t budget) {
-  // At the lowest priority: the checks are what a query would do anyway,
-  // and at the same priority they took the CPU from the queries they were
-  // to spare (index_bench's first pass right after opening, 2*10^9 events:
-  // decoded p99 0.94-1.09 -> 1.07-1.76 ms). Only this thread's (a Linux
-  // thread's nice value is its own).
+void IndexWarmer::lowest_priority() {
+  // The checks are what a query would do anyway, and at the same priority
+  // they took the CPU from the queries they were to spare (index_bench's
+  // first pass right after opening, 2*10^9 events: decoded p99 0.94-1.09 ->
+  // 1.07-1.76 ms). Only this thread's (a Linux thread's nice value is its own).
   ::setpriority(PRIO_PROCESS, pid_t(::syscall(SYS_gettid)), 19);
-  // The tables first (chunks, page lists...), a block at a time as a query
-  // would: with these checked, opening need not (table.hpp).
+}
+
+bool IndexWarmer::check_tables() {
+  // A block at a time, as a query would: with these checked, opening need
+  // not (table.hpp).
   bool stopped = false;
   s_.for_each_table([&](const auto& t) {
     if (!stopped) t.all_ok();
     stopped = stopped || stop_.load(std::memory_order_relaxed);
   });
-  if (stopped) return;
+  return !stopped;
+}
+
+void IndexWarmer::verify(uint64_t budget) {
+  lowest_priority();
+  // The tables first (chunks, page lists...).
+  if (!check_tables()) return;
   // Then every stream's top level, then the ones below (the order plan()
   // pages them in), as far as the budget goes.
   uint64_t spent = 0;

@@ -54,6 +54,10 @@ class IndexWarmer {
   // in, the coarsest levels first, as far as the budget goes (verify).
   void check_behind();
   void verify(uint64_t budget);
+  // Both check at the lowest priority, the tables first: every block of
+  // every table; false if stopped before the end.
+  static void lowest_priority();
+  bool check_tables();
   const State& s_;
   std::atomic<bool> stop_{false}, done_{false}, read_all_{false};
   // Reading the whole file: what is read in is [read_from_, end of file);
