@@ -708,6 +708,16 @@ TEST(ChromeImport, BadInputGetsAClearError) {
   EXPECT_NE(error.find(prose), std::string::npos) << error;
   EXPECT_NE(error.find("neither JSON nor ftrace text"), std::string::npos) << error;
   EXPECT_NE(error.find("Dear diary"), std::string::npos) << error;
+  // Binary bytes: the message shows the first line's start escaped, so it
+  // cannot garble the terminal it is printed on.
+  std::string binary = dir + "/binary.dat";
+  write_file(binary, std::string("\x01\x9b[2J\xff\xfe ok\x7f") + std::string(200, '\xc3') + "\n");
+  EXPECT_FALSE(index::import_trace(binary, none, r, error));
+  EXPECT_NE(error.find("neither JSON nor ftrace text"), std::string::npos) << error;
+  EXPECT_NE(error.find("\\x01\\x9b[2J\\xff\\xfe ok\\x7f\\xc3"), std::string::npos) << error;
+  for (char c : error) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << "a byte " << int(static_cast<unsigned char>(c));
+  EXPECT_LT(error.size(), binary.size() + 200) << "the line's start only: " << error;
+  ::unlink(binary.c_str());
   EXPECT_FALSE(index::import_trace(page, none, r, error));
   EXPECT_NE(error.find("without trace data"), std::string::npos) << error;
   EXPECT_NE(::access(none.c_str(), F_OK), 0) << "nothing written";

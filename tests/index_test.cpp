@@ -1523,6 +1523,46 @@ TEST(Index, DamagedTraceKeepsEveryIntactChunk) {
   check_pyramids_against_brute_force(fx.c, *fx.ix, test_seed(3), 400);
 }
 
+// A file that is not a trace at all (no magic, not one chunk: a JSON trace
+// not yet imported, random bytes, an empty file) is refused by name, and no
+// index is written beside it. A trace whose header alone is damaged still
+// indexes its chunks (above, and TraceDamage.*).
+TEST(Index, AFileThatIsNoTraceIsRefusedAndGetsNoIndex) {
+  std::mt19937_64 rng(test_seed(12));
+  std::string garbage(100000, '\0');
+  for (char& c : garbage) c = char(rng());
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"not_a_trace.json", "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":2,\"pid\":1,\"tid\":1}]\n"},
+      {"not_a_trace.bin", garbage},
+      {"not_a_trace.empty", ""}};
+  for (const auto& [name, bytes] : files) {
+    const std::string path = temp_path(name);
+    write_file(path, bytes);
+    const std::string idx = TraceIndex::default_index_path(path);
+    ::unlink(idx.c_str());
+    std::string error;
+    EXPECT_EQ(TraceIndex::build(path, error), nullptr) << name;
+    EXPECT_NE(error.find(path + ": not a tinescope trace"), std::string::npos) << error;
+    if (bytes.empty()) {
+      EXPECT_NE(error.find("(the file is empty)"), std::string::npos) << error;
+    }
+    EXPECT_NE(::access(idx.c_str(), F_OK), 0) << "no index beside " << name;
+    error.clear();
+    EXPECT_EQ(TraceIndex::open(path, error), nullptr) << name;
+    EXPECT_NE(error.find("not a tinescope trace"), std::string::npos) << error;
+    EXPECT_NE(::access(idx.c_str(), F_OK), 0) << "no index beside " << name;
+    ::unlink(path.c_str());
+  }
+  // A directory given for a trace: said so (mmap's own error was "No such device").
+  const std::string dir = scratch_dir() + "/not_a_trace_dir";
+  std::filesystem::create_directories(dir);
+  std::string error;
+  EXPECT_EQ(TraceIndex::build(dir, error), nullptr);
+  EXPECT_NE(error.find(dir + ": is a directory, not a trace"), std::string::npos) << error;
+  EXPECT_NE(::access(TraceIndex::default_index_path(dir).c_str(), F_OK), 0);
+  std::filesystem::remove(dir);
+}
+
 // The gaps as a scan of every chunk finds them (what the viewer did before
 // the index kept them): drops since the feedlet's previous chunk, lost
 // chunks between their neighbours, damage between the latest chunk before

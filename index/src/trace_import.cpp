@@ -85,11 +85,27 @@ class GzBuf : public std::streambuf {
   std::thread reader_;  // last: it starts once the rest is there
 };
 
+// The start of a line as an error message can show it: bytes that are not
+// printable ASCII as \xNN (a binary file's "line" would garble the terminal).
+std::string printable_start(const std::string& line, size_t most = 80) {
+  std::string out;
+  for (size_t i = 0; i < line.size() && out.size() < most; ++i) {
+    const unsigned char c = static_cast<unsigned char>(line[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += char(c);
+    } else {
+      static const char* const kHex = "0123456789abcdef";
+      out += "\\x", out += kHex[c >> 4], out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 bool read_ftrace_text(std::istream& in, const std::string& name, ImportModel& m, std::string& error) {
   FtraceReader ftrace(m);
   std::string line, first;
   while (std::getline(in, line)) {
-    if (first.empty() && !line.empty() && line[0] != '#') first = line.substr(0, 80);
+    if (first.empty() && !line.empty() && line[0] != '#') first = printable_start(line);
     ftrace.line(line);
   }
   ftrace.finish();

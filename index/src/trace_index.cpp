@@ -266,6 +266,10 @@ bool map_trace(State& s, const std::string& path, std::string& error) {
     error = path + ": cannot stat: " + std::strerror(errno);
     return false;
   }
+  if (!S_ISREG(st.st_mode)) {  // (mmap's "No such device" for a directory said nothing)
+    error = path + (S_ISDIR(st.st_mode) ? ": is a directory, not a trace" : ": is not a regular file, not a trace");
+    return false;
+  }
   size_t size = size_t(st.st_size);
   if (size == s.trace_map_size) return true;
   if (s.trace_map) ::munmap(const_cast<uint8_t*>(s.trace_map), s.trace_map_size);
@@ -364,8 +368,19 @@ bool TraceIndex::run_builder(bool eof, std::string& error) {
   }
   if (eof && !builder_->parser().header_done()) {
     // Nothing to index, and an index of nothing would not load: say so.
-    error = trace_path_ + ": not a tinescope trace (no valid file header at offset 0" +
-            (builder_->parser().error().empty() ? std::string() : ": " + builder_->parser().error()) + ")";
+    error = trace_path_ + ": not a tinescope trace (" +
+            (s_->trace_map_size == 0 ? std::string("the file is empty")
+                                     : "no valid file header at offset 0" + (builder_->parser().error().empty()
+                                                                                 ? std::string()
+                                                                                 : ": " + builder_->parser().error())) +
+            ")";
+    return false;
+  }
+  if (eof && !builder_->parser().header().intact && builder_->parser().chunks() == 0) {
+    // No magic and not one chunk: some other file (a JSON trace not yet
+    // imported, a typo), not a damaged trace. Its index would only say
+    // "all damage", written beside a file that is not ours.
+    error = trace_path_ + ": not a tinescope trace (no file header and no intact chunk)";
     return false;
   }
   if (eof) builder_->finish();
