@@ -239,8 +239,8 @@ void add_index_commands(CLI::App& app, int* exit_code) {
   });
 
   static std::string out;
-  auto* imp = app.add_subcommand("import", "convert another tool's trace to a tinescope trace: Chrome JSON, ftrace text or systrace HTML (plain or .gz)");
-  imp->add_option("file", trace, "Chrome JSON (.json, .json.gz), ftrace text or systrace HTML")->required();
+  auto* imp = app.add_subcommand("import", "convert another tool's trace to a tinescope trace: Chrome JSON, ftrace text, systrace HTML or a Grasp trace (plain or .gz)");
+  imp->add_option("file", trace, "Chrome JSON (.json, .json.gz), ftrace text, systrace HTML or a Grasp trace")->required();
   imp->add_option("-o,--output", out, "trace file to write (must not exist)")->required();
   imp->callback([=] {
     index::ImportResult r;
@@ -254,6 +254,7 @@ void add_index_commands(CLI::App& app, int* exit_code) {
                 r.events_read, r.events_written, r.feedlets, r.feedlets == 1 ? "" : "s", out.c_str());
     for (auto& [ph, n] : r.unsupported) std::printf("  not imported: %" PRIu64 " \"%s\" events\n", n, ph.c_str());
     if (r.unmatched_ends) std::printf("  %" PRIu64 " ends without a begin\n", r.unmatched_ends);
+    for (const std::string& n : r.notes) std::printf("  %s\n", n.c_str());
     if (!r.warning.empty()) std::fprintf(stderr, "tinescope: warning: %s\n", r.warning.c_str());
   });
 

@@ -1,6 +1,7 @@
 // The importer on the real samples in ../shared/samples (Chrome JSON, ftrace
-// text, systrace HTML): thread names, interval nesting, counters, flows and
-// CPU slices, checked through the index.
+// text, systrace HTML) and on Grasp traces after the Grasp paper's examples
+// (tests/data/grasp): thread names, interval nesting, counters, flows, CPU
+// slices and aligned clocks, checked through the index.
 #include <unistd.h>
 
 #include <algorithm>
@@ -706,14 +707,14 @@ TEST(ChromeImport, BadInputGetsAClearError) {
   r = {};
   EXPECT_FALSE(index::import_trace(prose, none, r, error));
   EXPECT_NE(error.find(prose), std::string::npos) << error;
-  EXPECT_NE(error.find("neither JSON nor ftrace text"), std::string::npos) << error;
+  EXPECT_NE(error.find("neither JSON, ftrace text nor a Grasp trace"), std::string::npos) << error;
   EXPECT_NE(error.find("Dear diary"), std::string::npos) << error;
   // Binary bytes: the message shows the first line's start escaped, so it
   // cannot garble the terminal it is printed on.
   std::string binary = dir + "/binary.dat";
   write_file(binary, std::string("\x01\x9b[2J\xff\xfe ok\x7f") + std::string(200, '\xc3') + "\n");
   EXPECT_FALSE(index::import_trace(binary, none, r, error));
-  EXPECT_NE(error.find("neither JSON nor ftrace text"), std::string::npos) << error;
+  EXPECT_NE(error.find("neither JSON, ftrace text nor a Grasp trace"), std::string::npos) << error;
   EXPECT_NE(error.find("\\x01\\x9b[2J\\xff\\xfe ok\\x7f\\xc3"), std::string::npos) << error;
   for (char c : error) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << "a byte " << int(static_cast<unsigned char>(c));
   EXPECT_LT(error.size(), binary.size() + 200) << "the line's start only: " << error;
@@ -770,6 +771,165 @@ TEST(ChromeImport, TheCommandSaysWhatItReadMadeAndLeftOut) {
   EXPECT_EQ(run(tool + cut + " -o " + nothing + " 2>&1", &said), 1) << said;
   EXPECT_NE(said.find(cut + ": JSON error at byte 16: the events array does not end"), std::string::npos) << said;
   EXPECT_NE(::access(nothing.c_str(), F_OK), 0) << "no trace from an input that does not parse";
+}
+
+// ---------------------------------------------------------------- Grasp
+
+// Intervals of a lane by name, as [start, end] µs pairs in start order.
+std::vector<std::pair<double, double>> spans_us(const Imported& im, const std::string& lane, const std::string& name) {
+  std::vector<std::pair<double, double>> out;
+  for (const Item& it : im.items(StreamKind::Interval, lane, name)) out.push_back({it.start / 1e3, it.end / 1e3});
+  std::sort(out.begin(), out.end());
+  return out;
+}
+using Spans = std::vector<std::pair<double, double>>;
+
+TEST(GraspImport, JobsRunOnTheProcessorAndEachJobIsItsResponseTime) {
+  // The Grasp paper's figure 2: task 2's job runs from 5, task 1's preempts
+  // it from 20 to 35, and it completes at 50. No processor is declared.
+  Imported im("uniprocessor.grasp", "grasp");
+  ASSERT_TRUE(im.ix);
+  EXPECT_EQ(im.result.events_read, 10u);
+  EXPECT_TRUE(im.result.unsupported.empty());
+  EXPECT_EQ(im.result.unmatched_ends, 0u);
+  ASSERT_EQ(im.lane.size(), 3u);
+  EXPECT_EQ(im.ix->feedlets()[0].name, "Processor") << "the processor's lane first";
+  EXPECT_EQ(spans_us(im, "Processor", "Task 2"), (Spans{{5, 20}, {35, 50}}));
+  EXPECT_EQ(spans_us(im, "Processor", "Task 1"), (Spans{{20, 35}}));
+  // Each job from its arrival to its completion, on its task's lane.
+  EXPECT_EQ(spans_us(im, "Task 1", "Task 1"), (Spans{{20, 35}}));
+  EXPECT_EQ(spans_us(im, "Task 2", "Task 2"), (Spans{{5, 50}}));
+  for (const Item& it : im.lane_intervals("Processor")) EXPECT_EQ(it.depth, 0u) << "one job at a time";
+}
+
+TEST(GraspImport, MigrationMutexesBuffersAndServers) {
+  Imported im("multiprocessor.grasp", "grasp");
+  ASSERT_TRUE(im.ix);
+  EXPECT_TRUE(im.result.unsupported.empty());
+  EXPECT_EQ(im.result.unmatched_ends, 0u);
+  for (const char* lane : {"Core 1", "Core 2", "Task 1", "Task 2", "Mutex 1", "Frames", "Server 1"})
+    EXPECT_TRUE(im.lane.count(lane)) << lane;
+  // Job 1.1 arrives on core 2 at 15, migrates to core 1 at 22, blocks from 26 to 28.
+  EXPECT_EQ(spans_us(im, "Core 2", "Task 1"), (Spans{{15, 22}}));
+  EXPECT_EQ(spans_us(im, "Core 1", "Task 1"), (Spans{{22, 26}, {28, 30}}));
+  EXPECT_EQ(spans_us(im, "Core 1", "Task 2"), (Spans{{10, 20}}));
+  EXPECT_EQ(spans_us(im, "Task 1", "Task 1"), (Spans{{15, 30}}));
+  auto blocked = im.items(StreamKind::Instant, "Task 1", "blocked");
+  ASSERT_EQ(blocked.size(), 1u);
+  EXPECT_EQ(blocked[0].start, 26 * us);
+  // The mutex's holder, from acquiring to releasing.
+  EXPECT_EQ(spans_us(im, "Mutex 1", "Task 2"), (Spans{{12, 17}}));
+  // The server serves while any processor consumes its budget: 10 to 30.
+  EXPECT_EQ(spans_us(im, "Server 1", "serving"), (Spans{{10, 30}}));
+  auto budget = im.items(StreamKind::Counter, "Server 1", "budget");
+  ASSERT_EQ(budget.size(), 2u);
+  EXPECT_EQ(budget[0].value, 20.0);
+  EXPECT_EQ(budget[1].value, 0.0);
+  // The buffer is first in, first out: I1 written at 12 is read at 25; P2 stays.
+  auto depth = im.items(StreamKind::Counter, "Frames", "depth");
+  ASSERT_EQ(depth.size(), 3u);
+  EXPECT_EQ(depth[0].value, 1.0);
+  EXPECT_EQ(depth[1].value, 2.0);
+  EXPECT_EQ(depth[2].value, 1.0);
+  const uint32_t frames = im.lane.at("Frames"), core1 = im.lane.at("Core 1"), core2 = im.lane.at("Core 2");
+  bool read = false, waiting = false, migrated = false;
+  for (const auto& f : im.ix->flows(0, UINT64_MAX)) {
+    if (f.src == frames && f.matched()) read |= f.send_ts == 12 * us && f.recv_ts == 25 * us;
+    if (f.src == frames && !f.matched()) waiting |= f.send_ts == 14 * us;
+    // The migration: an arrow from where the job left to where it goes on.
+    if (f.src == core2 && f.dst == core1) migrated |= f.send_ts == 22 * us && f.recv_ts == 22 * us;
+  }
+  EXPECT_TRUE(read);
+  EXPECT_TRUE(waiting);
+  EXPECT_TRUE(migrated);
+}
+
+// Two processors' traces concatenated, each on its own clock: core 2's runs
+// at 1.001 times true time from 5 000. Sync messages go both ways (each
+// answered 1 µs after it arrives, 2 µs of delay either way); a job on each
+// core runs at known true times. Aligned, both land where they ran.
+TEST(GraspImport, ConcatenatedTracesAreAlignedByTheirSyncMessages) {
+  auto c2 = [](double t) { return 5000 + 1.001 * t; };
+  std::string core1 = "newProcessor core1 -name \"Core 1\"\nnewTask a -processor core1\n";
+  std::string core2 = "newProcessor core2 -name \"Core 2\"\nnewTask b -processor core2\n";
+  auto plot = [](std::string& out, double t, const std::string& what) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "plot %.6f ", t);
+    out += buf;
+    out += what;
+    out += '\n';
+  };
+  for (int k = 0; k < 4; ++k) {
+    const double t = 100 + 300 * k;
+    const std::string n = std::to_string(k), there = std::string("m").append(n), back = std::string("r").append(n);
+    plot(core1, t, "syncSent core1 core2 " + there);
+    plot(core2, c2(t + 2), "syncReceived core1 core2 " + there);
+    plot(core2, c2(t + 3), "syncSent core2 core1 " + back);
+    plot(core1, t + 5, "syncReceived core2 core1 " + back);
+  }
+  plot(core1, 250, "jobArrived a.1 a"), plot(core1, 250, "jobStarted a.1"), plot(core1, 300, "jobCompleted a.1");
+  plot(core2, c2(260), "jobArrived b.1 b"), plot(core2, c2(260), "jobStarted b.1");
+  plot(core2, c2(700), "jobCompleted b.1");
+  const std::string in = scratch_dir() + "/concatenated.grasp";
+  write_file(in, core1 + core2);
+  Imported im(AtPath{in}, "concatenated");
+  ASSERT_TRUE(im.ix);
+  EXPECT_TRUE(im.result.warning.empty()) << im.result.warning;
+  ASSERT_EQ(im.result.notes.size(), 1u);
+  EXPECT_NE(im.result.notes[0].find("clock sync: Core 2 aligned to Core 1: t = "), std::string::npos)
+      << im.result.notes[0];
+  auto a = im.items(StreamKind::Interval, "Core 1", "a"), b = im.items(StreamKind::Interval, "Core 2", "b");
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(a[0].start, 250 * us);
+  EXPECT_NEAR(double(b[0].start), 260e3, 5) << "true time, within rounding";
+  EXPECT_NEAR(double(b[0].end), 700e3, 5);
+  // Each sync message is a flow, received after it was sent.
+  uint64_t syncs = 0;
+  for (const auto& f : im.ix->flows(0, UINT64_MAX)) {
+    EXPECT_TRUE(f.matched());
+    EXPECT_NEAR(double(f.recv_ts - f.send_ts), 2e3, 5);
+    ++syncs;
+  }
+  EXPECT_EQ(syncs, 8u);
+  ::unlink(in.c_str());
+
+  // A clock that jumps 100 µs ahead and back: no one line fits the round
+  // trips, and after alignment some messages arrive before they left, which
+  // Grasp reports as the constant-drift assumption failing.
+  std::string jumpy = "newProcessor p\nnewProcessor q\n";
+  for (int k = 0; k < 3; ++k) {
+    const double t = 100 + 400 * k, jump = k == 1 ? 100 : 0;
+    const std::string n = std::to_string(k), there = std::string("m").append(n), back = std::string("r").append(n);
+    plot(jumpy, t, "syncSent p q " + there), plot(jumpy, t + 2 + jump, "syncReceived p q " + there);
+    plot(jumpy, t + 3 + jump, "syncSent q p " + back), plot(jumpy, t + 5, "syncReceived q p " + back);
+  }
+  write_file(in, jumpy);
+  Imported bad(AtPath{in}, "jumpy");
+  EXPECT_NE(bad.result.warning.find("sync messages arrive before they were sent"), std::string::npos)
+      << bad.result.warning;
+  ::unlink(in.c_str());
+}
+
+TEST(GraspImport, WhatItDoesNotReadIsCountedAndEmptyScriptsAreRefused) {
+  const std::string in = scratch_dir() + "/odd.grasp", out = temp_path("import_odd");
+  write_file(in, "newTask t -name \"T\"\nplot 1 jobArrived j t\nplot 2 jobExploded j\nset x 5\n"
+                 "plot 3 jobResumed\nplot x jobCompleted j\nplot 4 jobCompleted j\n");
+  Imported im(AtPath{in}, "odd");
+  ASSERT_TRUE(im.ix);
+  EXPECT_EQ(im.result.unsupported["grasp plot jobExploded"], 1u);
+  EXPECT_EQ(im.result.unsupported["grasp set"], 1u);
+  EXPECT_EQ(im.result.unsupported["grasp jobResumed with too few arguments"], 1u);
+  EXPECT_EQ(im.result.unsupported["grasp plot whose time is not a number"], 1u);
+  EXPECT_EQ(spans_us(im, "T", "T"), (Spans{{1, 4}}));
+  write_file(in, "newProcessor p\nnewTask t\n");
+  ::unlink(out.c_str());
+  index::ImportResult r;
+  std::string error;
+  EXPECT_FALSE(index::import_trace(in, out, r, error));
+  EXPECT_NE(error.find(in + ": a Grasp trace without events"), std::string::npos) << error;
+  EXPECT_NE(::access(out.c_str(), F_OK), 0);
+  ::unlink(in.c_str());
 }
 
 }  // namespace

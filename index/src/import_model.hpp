@@ -125,6 +125,7 @@ class ImportModel {
   std::vector<SampleFrame> sample_frames;  // samples of the file being read that name a stack frame
   std::map<int64_t, std::string> process_labels;
   std::string num_cpus;
+  std::string trace_process;  // the trace's process name where no lane's process is it (Grasp's groups)
 
   uint32_t intern(const std::string& s);
   // The lane of a thread (lane "") or a named lane of a process.
@@ -200,6 +201,67 @@ class FtraceReader {
   void sched_switch(uint32_t cpu, uint64_t ts, std::string_view args);
   void sched_wakeup(uint32_t cpu, uint64_t ts, std::string_view args);
   bool atrace(int64_t tid, std::string_view comm, double us, std::string_view text);
+};
+
+// Grasp traces (the Grasp player's Tcl script of `newProcessor`, `newTask`,
+// `plot TIME EVENT ARGS` and `bufferplot` commands, docs/IMPORT.md), read
+// whole and then replayed in time order: the processors' clocks are aligned
+// first from their sync messages (offset and drift), so per-processor
+// traces simply concatenated come out on one timeline.
+class GraspReader {
+ public:
+  explicit GraspReader(ImportModel& m) : m_(m) {}
+  // Whether a line's first word is a Grasp command (how a text is told from ftrace).
+  static bool is_grasp(std::string_view line);
+  // One line of the script (# comments and blank lines are passed over).
+  void line(std::string_view text);
+  // Aligns the clocks and replays the events into the model.
+  void finish();
+  uint64_t events() const { return events_.size(); }
+
+ private:
+  enum Kind : uint8_t {
+    JobArrived, JobStarted, JobResumed, JobPreempted, JobBlocked, JobCompleted, MutexAcquired, MutexReleased,
+    ServerReplenished, ServerDepleted, ServerResumed, ServerPreempted, SyncSent, SyncReceived, BufferWrite,
+    BufferRead
+  };
+  struct Event {
+    double t;         // as written, on the clock of `clock`
+    uint64_t seq;     // file order, for ties
+    Kind kind;
+    uint32_t a, b, c;  // job, task or mutex; processor pairs and sync id; buffer and message ...
+    uint32_t processor;  // named with -processor, else 0
+    uint32_t clock;      // the processor whose clock wrote `t` (0: none named)
+    double value;        // a server's budget
+  };
+  struct Object {  // a processor, task, mutex, buffer or server, as declared
+    std::string name;
+    uint32_t processor = 0;  // a task's
+    uint32_t order = 0;      // declaration order (processors: the first of a cluster is its reference clock)
+  };
+  ImportModel& m_;
+  std::vector<Event> events_;
+  std::unordered_map<std::string, uint32_t> ids_;  // a script's identifiers, interned
+  std::vector<std::string> words_{""};
+  std::map<uint32_t, Object> processors_, tasks_, mutexes_, buffers_, servers_;
+  std::unordered_map<uint32_t, uint32_t> job_processor_;  // while reading: where each job runs
+  uint64_t lines_ = 0;
+  uint32_t id(std::string_view word);
+  Object& declare(std::map<uint32_t, Object>& table, uint32_t id);
+  const std::string& name_of(const std::map<uint32_t, Object>& table, uint32_t id) const;
+  void plot(const std::vector<std::string>& w, size_t at, double t, bool buffer);
+  // Per processor, its clock as the reference clock of its cluster: t' = offset + drift * t.
+  struct ClockMap {
+    double offset = 0, drift = 1;
+  };
+  std::map<uint32_t, ClockMap> align_clocks();
+  // Each sync message's two ends (source, target, id): sent on the source's clock, received on the target's.
+  struct SyncEnds {
+    bool sent = false, received = false;
+    double s = 0, r = 0;
+  };
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, SyncEnds> sync_messages() const;
+  void replay();
 };
 
 // The trace viewer's HTML (systrace): the ftrace text in a JavaScript

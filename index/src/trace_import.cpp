@@ -1,6 +1,7 @@
 // `tinescope import`: what kind of file it is (by its first character, after
-// gzip), the unwrapping of the trace viewer's HTML, and the reading of plain
-// ftrace text; the readers fill one model, which writes the trace.
+// gzip; a text by its first line), the unwrapping of the trace viewer's HTML,
+// and the reading of plain ftrace text; the readers fill one model, which
+// writes the trace.
 #include "tinescope/trace_import.hpp"
 
 #include <zlib.h>
@@ -101,16 +102,31 @@ std::string printable_start(const std::string& line, size_t most = 80) {
   return out;
 }
 
-bool read_ftrace_text(std::istream& in, const std::string& name, ImportModel& m, std::string& error) {
+// ftrace text, or a Grasp script: told apart by the first line that is not
+// a comment (a Grasp command's first word, docs/IMPORT.md).
+bool read_text(std::istream& in, const std::string& name, ImportModel& m, std::string& error, const char*& recorder) {
   FtraceReader ftrace(m);
+  GraspReader grasp(m);
+  enum { Unknown, Ftrace, Grasp } kind = Unknown;
   std::string line, first;
   while (std::getline(in, line)) {
     if (first.empty() && !line.empty() && line[0] != '#') first = printable_start(line);
-    ftrace.line(line);
+    if (kind == Unknown && !first.empty()) kind = GraspReader::is_grasp(line) ? Grasp : Ftrace;
+    if (kind == Grasp) grasp.line(line);
+    else ftrace.line(line);
+  }
+  if (kind == Grasp) {
+    grasp.finish();
+    recorder = "tinescope import (Grasp trace)";
+    m.trace_process = name;  // (its lanes' groups, Processors and Tasks, are no process of it)
+    if (grasp.events() > 0) return true;
+    error = name + ": a Grasp trace without events (no plot or bufferplot command tinescope reads)";
+    return false;
   }
   ftrace.finish();
+  recorder = "tinescope import (ftrace text)";
   if (ftrace.events() == 0) {
-    error = name + ": not a trace tinescope can import: neither JSON nor ftrace text" +
+    error = name + ": not a trace tinescope can import: neither JSON, ftrace text nor a Grasp trace" +
             (first.empty() ? std::string(" (no events)") : " (first line: \"" + first + "\")");
     return false;
   }
@@ -233,8 +249,7 @@ bool import_trace(const std::string& in, const std::string& out, ImportResult& r
     ok = read_trace_html(stream, in, m, error);
     recorder = "tinescope import (trace viewer HTML)";
   } else {
-    ok = read_ftrace_text(stream, in, m, error);
-    recorder = "tinescope import (ftrace text)";
+    ok = read_text(stream, in, m, error, recorder);
   }
   buf.stop();
   gzclose(gz);

@@ -1,4 +1,5 @@
-// Fuzz target: the trace importer (Chrome JSON, ftrace text, systrace HTML).
+// Fuzz target: the trace importer (Chrome JSON, ftrace text, systrace HTML,
+// Grasp traces).
 // Any bytes either import or are refused with a message; an import always
 // writes a trace that reads back without damage.
 #include <cstdlib>

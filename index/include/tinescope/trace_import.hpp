@@ -6,7 +6,9 @@
 //    follows the number of events (about 40 bytes each), not the JSON's size;
 //  - Linux ftrace text (`trace`, `trace_pipe`, Android's systrace/atrace),
 //    read line by line;
-//  - the trace viewer's HTML files (systrace's), which wrap either.
+//  - the trace viewer's HTML files (systrace's), which wrap either;
+//  - Grasp traces (the Grasp player's Tcl scripts), told from ftrace text by
+//    their first command.
 //
 // Mapping (docs/IMPORT.md):
 //   (pid, tid)                  -> a feedlet named by thread_name metadata
@@ -25,11 +27,15 @@
 // ftrace: a lane per CPU (sched_switch slices, named COMM-PID; wakeups as
 // flows to the next slice; cpu_frequency, cpu_idle counters); atrace's
 // tracing_mark_write B/E, C, S/F as for Chrome's B/E, C, b/e.
+// Grasp: a lane per processor (its jobs' execution, named by task), per task
+// (each job from arrival to completion), per mutex, buffer and server; the
+// processors' clocks aligned by their sync messages first.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace tinescope::index {
 
@@ -41,6 +47,7 @@ struct ImportResult {
   uint64_t unmatched_ends = 0;   // E/e/F with no open begin
   std::string display_time_unit;
   std::string warning;           // e.g. the JSON ended early; what was read is kept
+  std::vector<std::string> notes;  // what an importer worked out (a Grasp trace's clock alignment)
 };
 
 // Writes `out` (which must not exist). False with a message naming the file
