@@ -806,6 +806,7 @@ TEST(GraspImport, MigrationMutexesBuffersAndServers) {
   Imported im("multiprocessor.grasp", "grasp");
   ASSERT_TRUE(im.ix);
   EXPECT_TRUE(im.result.unsupported.empty());
+  EXPECT_TRUE(im.result.notes.empty()) << im.result.notes[0];  // no clocks to align, the mutex used well
   EXPECT_EQ(im.result.unmatched_ends, 0u);
   for (const char* lane : {"Core 1", "Core 2", "Task 1", "Task 2", "Mutex 1", "Frames", "Server 1"})
     EXPECT_TRUE(im.lane.count(lane)) << lane;
@@ -914,7 +915,10 @@ TEST(GraspImport, ConcatenatedTracesAreAlignedByTheirSyncMessages) {
 TEST(GraspImport, WhatItDoesNotReadIsCountedAndEmptyScriptsAreRefused) {
   const std::string in = scratch_dir() + "/odd.grasp", out = temp_path("import_odd");
   write_file(in, "newTask t -name \"T\"\nplot 1 jobArrived j t\nplot 2 jobExploded j\nset x 5\n"
-                 "plot 3 jobResumed\nplot x jobCompleted j\nplot 4 jobCompleted j\n");
+                 "plot 3 jobResumed\nplot x jobCompleted j\nplot 4 jobCompleted j\n"
+                 "newServer s\nplot 5 serverDepleted s -2.5 -name S\n"
+                 "plot 6 jobAcquiredMutex j m\nplot 7 jobAcquiredMutex k m\nplot 8 jobReleasedMutex j m\n"
+                 "plot 9 jobReleasedMutex k m\nplot 10 jobReleasedMutex k m\n");
   Imported im(AtPath{in}, "odd");
   ASSERT_TRUE(im.ix);
   EXPECT_EQ(im.result.unsupported["grasp plot jobExploded"], 1u);
@@ -922,6 +926,13 @@ TEST(GraspImport, WhatItDoesNotReadIsCountedAndEmptyScriptsAreRefused) {
   EXPECT_EQ(im.result.unsupported["grasp jobResumed with too few arguments"], 1u);
   EXPECT_EQ(im.result.unsupported["grasp plot whose time is not a number"], 1u);
   EXPECT_EQ(spans_us(im, "T", "T"), (Spans{{1, 4}}));
+  auto budget = im.items(StreamKind::Counter, "s", "budget");  // a negative number is an argument, not an option
+  ASSERT_EQ(budget.size(), 1u);
+  EXPECT_EQ(budget[0].value, -2.5);
+  // Grasp's MutexCheck: k takes m while j holds it; then j releases what k
+  // holds, and k releases m twice (the second time m is free).
+  ASSERT_EQ(im.result.notes.size(), 1u);
+  EXPECT_EQ(im.result.notes[0], "mutex check: m: 1 acquired while another job held it, 2 released by a job that did not hold it");
   write_file(in, "newProcessor p\nnewTask t\n");
   ::unlink(out.c_str());
   index::ImportResult r;

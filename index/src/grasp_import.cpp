@@ -20,6 +20,7 @@
 // per server (its budget, and while it serves). docs/IMPORT.md, "Grasp".
 #include <algorithm>
 #include <charconv>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -186,9 +187,10 @@ void GraspReader::line(std::string_view text) {
 void GraspReader::plot(const std::vector<std::string>& w, size_t at, double t, bool buffer) {
   ImportResult& r = m_.r;
   const std::string& ev = w[at];
-  // Positional arguments: those before the first -option.
+  // Positional arguments: those before the first -option (a word of "-" and a letter: -5 is a number).
+  auto is_option = [](const std::string& x) { return x.size() > 1 && x[0] == '-' && std::isalpha(uint8_t(x[1])); };
   size_t args = 0;
-  while (at + 1 + args < w.size() && !(w[at + 1 + args].size() > 1 && w[at + 1 + args][0] == '-')) ++args;
+  while (at + 1 + args < w.size() && !is_option(w[at + 1 + args])) ++args;
   auto arg = [&](size_t k) { return id(w[at + 1 + k]); };
   Event e{t, events_.size(), JobArrived, 0, 0, 0, 0, 0, 0};
   if (const std::string* p = option(w, at + 1, "-processor")) e.processor = id(*p), declare(processors_, e.processor);
@@ -429,6 +431,11 @@ void GraspReader::replay() {
     uint64_t since = 0;
   };
   std::map<uint32_t, Server> servers;
+  struct Mutex {
+    uint32_t holder = 0;  // a job
+    uint64_t taken_while_held = 0, released_by_other = 0;
+  };
+  std::map<uint32_t, Mutex> mutex_state;
   std::map<uint32_t, std::deque<uint64_t>> queued;  // buffer -> flow ids, oldest first
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint64_t> sync_flow;
   uint64_t flows = 0;
@@ -501,9 +508,19 @@ void GraspReader::replay() {
         break;
       }
       case MutexAcquired:
-      case MutexReleased:
+      case MutexReleased: {
         lane(kMutexesPid, mutexes_, e.b).be.push_back(BeginEnd{t, m_.next_seq(), e.kind == MutexAcquired, job_name(e.a)});
+        // Grasp's MutexCheck: one holder at a time, and only the holder releases.
+        Mutex& mx = mutex_state[e.b];
+        if (e.kind == MutexAcquired) {
+          mx.taken_while_held += mx.holder != 0 && mx.holder != e.a;
+          mx.holder = e.a;
+        } else {
+          mx.released_by_other += mx.holder != e.a;
+          if (mx.holder == e.a) mx.holder = 0;
+        }
         break;
+      }
       case ServerReplenished:
       case ServerDepleted:
         lane(kServersPid, servers_, e.a)
@@ -547,6 +564,11 @@ void GraspReader::replay() {
       }
     }
   }
+  for (auto& [key, mx] : mutex_state)
+    if (mx.taken_while_held || mx.released_by_other)
+      r.notes.push_back("mutex check: " + name_of(mutexes_, key) + ": " + std::to_string(mx.taken_while_held) +
+                        " acquired while another job held it, " + std::to_string(mx.released_by_other) +
+                        " released by a job that did not hold it");
   // What still runs at the end runs to the last event; a job not completed,
   // a mutex still held and a server still serving stay open.
   for (auto [p, job] : std::map<uint32_t, uint32_t>(running)) end_slice(job, last);
