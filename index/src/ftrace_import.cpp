@@ -5,7 +5,6 @@
 //
 // The comm may hold spaces and dashes (the pid is after the last dash); the
 // tgid column and the irq-flags column are optional.
-#include <charconv>
 #include <cstring>
 
 #include "import_model.hpp"
@@ -16,20 +15,6 @@ namespace tinescope::index {
 using namespace format;
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-// A whole field as a number (from_chars: no copy, no locale).
-template <class T>
-bool to_number(std::string_view s, T& v) {
-  s = trim(s);
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
-}
 
 // The value of `key=` in ftrace's "k1=v1 k2=v2" arguments: up to the next
 // space, or (for a comm, which may hold spaces) up to ` next_key=`.
@@ -47,11 +32,6 @@ std::string_view arg(std::string_view args, std::string_view key, std::string_vi
   return args.substr(at, end - at);
 }
 
-uint64_t bits_of(double d) {
-  uint64_t b;
-  std::memcpy(&b, &d, 8);
-  return b;
-}
 
 }  // namespace
 

@@ -19,10 +19,9 @@
 // holders), per buffer (messages as flows from write to read, its depth) and
 // per server (its budget, and while it serves). docs/IMPORT.md, "Grasp".
 #include <algorithm>
-#include <charconv>
 #include <cctype>
 #include <cmath>
-#include <cstring>
+#include <cstdio>
 #include <deque>
 
 #include "import_model.hpp"
@@ -75,22 +74,13 @@ bool split_words(std::string_view s, std::vector<std::string>& out) {
   return true;
 }
 
-bool to_double(const std::string& s, double& v) {
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  return ec == std::errc() && end == s.data() + s.size() && !s.empty() && std::isfinite(v);
-}
+bool to_double(const std::string& s, double& v) { return to_number(s, v) && std::isfinite(v); }
 
 // The value of option `key` ("-processor") among words [from, end), or null.
 const std::string* option(const std::vector<std::string>& w, size_t from, std::string_view key) {
   for (size_t i = from; i + 1 < w.size(); ++i)
     if (w[i] == key) return &w[i + 1];
   return nullptr;
-}
-
-uint64_t bits_of(double d) {
-  uint64_t b;
-  std::memcpy(&b, &d, 8);
-  return b;
 }
 
 // y = a + b x by least squares; false (a line of slope 1 through the mean
@@ -144,7 +134,6 @@ const std::string& GraspReader::name_of(const std::map<uint32_t, Object>& table,
 }
 
 void GraspReader::line(std::string_view text) {
-  ++lines_;
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   if (text.empty() || text.front() == '#' || text == "\r") return;
   std::vector<std::string> w;

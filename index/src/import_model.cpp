@@ -449,13 +449,12 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
   info.clock.source = uint8_t(ClockSource::Monotonic);
   info.clock.ticks_per_ns = 1.0;
   // The trace's process: the first named one (not ftrace's CPU lanes), else the file.
-  info.process_name = in;
+  info.process_name = trace_process.empty() ? in : trace_process;
   for (auto& [pid, name] : process_names)
     if (pid != kCpuLanesPid && trace_process.empty()) {
       info.process_name = name;
       break;
     }
-  if (!trace_process.empty()) info.process_name = trace_process;
   info.cmdline = {"tinescope", "import", in};
   info.recorder = recorder;
   std::string header = build_file_header(info);

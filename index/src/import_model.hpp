@@ -5,8 +5,10 @@
 // the nesting per lane and writes the chunks (docs/IMPORT.md).
 #pragma once
 
+#include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <istream>
 #include <map>
 #include <string>
@@ -19,6 +21,28 @@
 #include "tinescope/trace_import.hpp"
 
 namespace tinescope::index {
+
+// A double's bits, as a counter point's value holds them (Point::a).
+inline uint64_t bits_of(double d) {
+  uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return b;
+}
+
+// A text line's field without the blanks around it (and a line's CR).
+inline std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+// A whole field as a number, blanks around it allowed (from_chars: no copy, no locale).
+template <class T>
+bool to_number(std::string_view s, T& v) {
+  s = trim(s);
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
+}
 
 // One event in the Chrome Trace Event Format's terms; the ftrace reader
 // speaks it too where the meaning is the same (B/E, C, S/F).
@@ -245,7 +269,6 @@ class GraspReader {
   std::vector<std::string> words_{""};
   std::map<uint32_t, Object> processors_, tasks_, mutexes_, buffers_, servers_;
   std::unordered_map<uint32_t, uint32_t> job_processor_;  // while reading: where each job runs
-  uint64_t lines_ = 0;
   uint32_t id(std::string_view word);
   Object& declare(std::map<uint32_t, Object>& table, uint32_t id);
   const std::string& name_of(const std::map<uint32_t, Object>& table, uint32_t id) const;

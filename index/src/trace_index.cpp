@@ -368,15 +368,12 @@ bool TraceIndex::run_builder(bool eof, std::string& error) {
   }
   if (eof && !builder_->parser().header_done()) {
     // Nothing to index, and an index of nothing would not load: say so.
-    error = trace_path_ + ": not a tinescope trace (" +
-            (s_->trace_map_size == 0 ? std::string("the file is empty")
-                                     : "no valid file header at offset 0" + (builder_->parser().error().empty()
-                                                                                 ? std::string()
-                                                                                 : ": " + builder_->parser().error())) +
-            ")";
+    std::string why = s_->trace_map_size == 0 ? "the file is empty" : "no valid file header at offset 0";
+    if (s_->trace_map_size && !builder_->parser().error().empty()) why += ": " + builder_->parser().error();
+    error = trace_path_ + ": not a tinescope trace (" + why + ")";
     return false;
   }
-  if (eof && !builder_->parser().header().intact && builder_->parser().chunks() == 0) {
+  if (eof && !builder_->parser().found_trace()) {
     // No magic and not one chunk: some other file (a JSON trace not yet
     // imported, a typo), not a damaged trace. Its index would only say
     // "all damage", written beside a file that is not ours.

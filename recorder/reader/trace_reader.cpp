@@ -561,7 +561,7 @@ bool read_file(const std::string& path, Parser& parser, std::string& error) {
     error = path + ": " + parser.error();
     return false;
   }
-  if (!parser.header().intact && parser.chunks() == 0) {
+  if (!parser.found_trace()) {
     error = path + ": not a tinescope trace (no file header and no intact chunk)";
     return false;
   }

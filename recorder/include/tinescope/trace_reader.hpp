@@ -140,6 +140,9 @@ class Parser {
   const std::string& error() const { return error_; }
 
   uint64_t chunks() const { return chunks_; }
+  // Whether what was parsed is a tinescope trace at all: a file header, or
+  // at least one intact chunk (a trace whose header alone is damaged is one).
+  bool found_trace() const { return header_.intact || chunks_ > 0; }
   uint64_t events() const { return events_; }
   // Events skipped because their type's definition is missing (lost metadata).
   uint64_t skipped_events() const { return skipped_; }
