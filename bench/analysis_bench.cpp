@@ -12,9 +12,9 @@
 #include <cstdio>
 
 #include "synthetic_trace.hpp"
-#include "tinescope/derived_stream.hpp"
-#include "tinescope/needles.hpp"
-#include "tinescope/trace_index.hpp"
+#include "tinescope/analysis/derived_stream.hpp"
+#include "tinescope/analysis/needles.hpp"
+#include "tinescope/index/trace_index.hpp"
 
 using namespace tinescope;
 using Clock = std::chrono::steady_clock;

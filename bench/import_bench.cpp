@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "tinescope/trace_import.hpp"
+#include "tinescope/import/trace_import.hpp"
 
 using namespace tinescope;
 using bench::Clock;
@@ -202,10 +202,10 @@ int main(int argc, char** argv) {
   ::unlink(out.c_str());
   bench::PeakAnon peak;
   const double anon_before = double(bench::anon_rss_kb()) / 1024;
-  index::ImportResult r;
+  import::ImportResult r;
   std::string error;
   auto t0 = Clock::now();
-  const bool ok = index::import_trace(json, out, r, error);
+  const bool ok = import::import_trace(json, out, r, error);
   const double import_s = seconds_since(t0);
   const double anon = peak.finish_mb() - anon_before;
   if (!ok) {
@@ -249,9 +249,9 @@ int main(int argc, char** argv) {
   }
   ::stat(gz.c_str(), &st);
   const double gz_mb = double(st.st_size) / 1e6;
-  index::ImportResult rz;
+  import::ImportResult rz;
   t0 = Clock::now();
-  const bool gz_ok = index::import_trace(gz, out, rz, error);
+  const bool gz_ok = import::import_trace(gz, out, rz, error);
   const double gz_s = seconds_since(t0);
   ::unlink(out.c_str());
   ::unlink(gz.c_str());

@@ -26,7 +26,7 @@
 #include "chunk_walk.hpp"  // (index/src) the walk of a chunk's events
 #include "pyramid.hpp"  // (index/src) the node pages' packing
 #include "synthetic_trace.hpp"
-#include "tinescope/trace_index.hpp"
+#include "tinescope/index/trace_index.hpp"
 #include "tinescope/trace_reader.hpp"
 
 using namespace tinescope;

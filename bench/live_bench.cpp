@@ -24,7 +24,7 @@
 #include <thread>
 
 #include "tinescope/tinescope.hpp"
-#include "viewer.hpp"
+#include "tinescope/app/viewer.hpp"
 
 extern char** environ;
 

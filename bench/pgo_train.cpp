@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "synthetic_trace.hpp"
-#include "tinescope/trace_index.hpp"
+#include "tinescope/index/trace_index.hpp"
 
 using namespace tinescope;
 

@@ -16,7 +16,7 @@
 #include <CLI/CLI.hpp>
 
 #include "synthetic_trace.hpp"
-#include "tinescope/headless.hpp"
+#include "tinescope/render/headless.hpp"
 
 using namespace tinescope;
 

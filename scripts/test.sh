@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Sets up what is missing, builds, and runs every test with ctest:
+#   0. the layout check (no include against the folders' one-way flow), at
+#      once, before any build (it runs in the suite too);
 #   1. Release build, the whole suite;
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build, the whole suite;
 #   3. ThreadSanitizer build, the tests where threads meet (recorder,
@@ -11,6 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
 tinescope_install_deps
+
+python3 scripts/check_layout.py
 
 jobs=$(nproc)
 run_suite() {  # build-dir cmake-args... -- ctest-args...

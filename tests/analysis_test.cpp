@@ -10,9 +10,9 @@
 #include <random>
 
 #include "../bench/synthetic_trace.hpp"
-#include "tinescope/derived_stream.hpp"
-#include "tinescope/duration_stats.hpp"
-#include "tinescope/needles.hpp"
+#include "tinescope/analysis/derived_stream.hpp"
+#include "tinescope/analysis/duration_stats.hpp"
+#include "tinescope/analysis/needles.hpp"
 #include "index_helpers.hpp"
 
 namespace tinescope::test {

@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <map>
 
-#include "tinescope/trace_import.hpp"
-#include "tinescope/trace_index.hpp"
+#include "tinescope/import/trace_import.hpp"
+#include "tinescope/index/trace_index.hpp"
 #include "trace_helpers.hpp"
 
 namespace tinescope::test {
@@ -33,7 +33,7 @@ struct AtPath {  // an input file anywhere, not a sample
 
 struct Imported {
   std::string path;
-  index::ImportResult result;
+  import::ImportResult result;
   std::unique_ptr<TraceIndex> ix;
   std::map<std::string, uint32_t> lane;  // feedlet name -> id
 
@@ -44,7 +44,7 @@ struct Imported {
     ::unlink(path.c_str());
     ::unlink((path + ".idx").c_str());
     std::string error;
-    bool ok = index::import_trace(in, path, result, error);
+    bool ok = import::import_trace(in, path, result, error);
     EXPECT_TRUE(ok) << error;
     if (!ok) return;
     ix = TraceIndex::build(path, error);
@@ -679,12 +679,12 @@ TEST(ChromeImport, BadInputGetsAClearError) {
   std::string dir = ::testing::TempDir();
   std::string out = temp_path("import_bad");
   ::unlink(out.c_str());
-  index::ImportResult r;
+  import::ImportResult r;
   std::string error;
   // Garbage: no trace, an error naming the file and the byte.
   std::string garbage = dir + "/garbage.json";
   write_file(garbage, "{\"traceEvents\": [ {\"ph\": \"B\", \"ts\": 1,, ]");
-  EXPECT_FALSE(index::import_trace(garbage, out, r, error));
+  EXPECT_FALSE(import::import_trace(garbage, out, r, error));
   EXPECT_NE(error.find(garbage), std::string::npos) << error;
   EXPECT_NE(error.find("byte"), std::string::npos) << error;
   EXPECT_NE(::access(out.c_str(), F_OK), 0);
@@ -694,7 +694,7 @@ TEST(ChromeImport, BadInputGetsAClearError) {
   std::string text = slurp(sample("big_trace.json"));
   write_file(cut, text.substr(0, text.size() / 2));
   r = {};
-  ASSERT_TRUE(index::import_trace(cut, out, r, error)) << error;
+  ASSERT_TRUE(import::import_trace(cut, out, r, error)) << error;
   EXPECT_FALSE(r.warning.empty());
   EXPECT_GT(r.events_read, 800u);
   EXPECT_LT(r.events_read, 1866u);
@@ -705,7 +705,7 @@ TEST(ChromeImport, BadInputGetsAClearError) {
   write_file(prose, "Dear diary,\ntoday I traced nothing.\n");
   write_file(page, "<html><body><p>no trace here</p></body></html>\n");
   r = {};
-  EXPECT_FALSE(index::import_trace(prose, none, r, error));
+  EXPECT_FALSE(import::import_trace(prose, none, r, error));
   EXPECT_NE(error.find(prose), std::string::npos) << error;
   EXPECT_NE(error.find("neither JSON, ftrace text nor a Grasp trace"), std::string::npos) << error;
   EXPECT_NE(error.find("Dear diary"), std::string::npos) << error;
@@ -713,13 +713,13 @@ TEST(ChromeImport, BadInputGetsAClearError) {
   // cannot garble the terminal it is printed on.
   std::string binary = dir + "/binary.dat";
   write_file(binary, std::string("\x01\x9b[2J\xff\xfe ok\x7f") + std::string(200, '\xc3') + "\n");
-  EXPECT_FALSE(index::import_trace(binary, none, r, error));
+  EXPECT_FALSE(import::import_trace(binary, none, r, error));
   EXPECT_NE(error.find("neither JSON, ftrace text nor a Grasp trace"), std::string::npos) << error;
   EXPECT_NE(error.find("\\x01\\x9b[2J\\xff\\xfe ok\\x7f\\xc3"), std::string::npos) << error;
   for (char c : error) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << "a byte " << int(static_cast<unsigned char>(c));
   EXPECT_LT(error.size(), binary.size() + 200) << "the line's start only: " << error;
   ::unlink(binary.c_str());
-  EXPECT_FALSE(index::import_trace(page, none, r, error));
+  EXPECT_FALSE(import::import_trace(page, none, r, error));
   EXPECT_NE(error.find("without trace data"), std::string::npos) << error;
   EXPECT_NE(::access(none.c_str(), F_OK), 0) << "nothing written";
   ::unlink(prose.c_str());
@@ -728,7 +728,7 @@ TEST(ChromeImport, BadInputGetsAClearError) {
   // Never writes over a file.
   std::string before = slurp(out);
   r = {};
-  EXPECT_FALSE(index::import_trace(sample("trivial_trace.json"), out, r, error));
+  EXPECT_FALSE(import::import_trace(sample("trivial_trace.json"), out, r, error));
   EXPECT_NE(error.find("never writes over"), std::string::npos) << error;
   EXPECT_EQ(slurp(out), before);
   ::unlink(out.c_str());
@@ -935,9 +935,9 @@ TEST(GraspImport, WhatItDoesNotReadIsCountedAndEmptyScriptsAreRefused) {
   EXPECT_EQ(im.result.notes[0], "mutex check: m: 1 acquired while another job held it, 2 released by a job that did not hold it");
   write_file(in, "newProcessor p\nnewTask t\n");
   ::unlink(out.c_str());
-  index::ImportResult r;
+  import::ImportResult r;
   std::string error;
-  EXPECT_FALSE(index::import_trace(in, out, r, error));
+  EXPECT_FALSE(import::import_trace(in, out, r, error));
   EXPECT_NE(error.find(in + ": a Grasp trace without events"), std::string::npos) << error;
   EXPECT_NE(::access(out.c_str(), F_OK), 0);
   ::unlink(in.c_str());

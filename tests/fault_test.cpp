@@ -11,8 +11,8 @@
 #include <random>
 
 #include "synthetic_trace.hpp"
-#include "tinescope/picture.hpp"
-#include "tinescope/trace_index.hpp"
+#include "tinescope/render/picture.hpp"
+#include "tinescope/index/trace_index.hpp"
 #include "trace_helpers.hpp"
 
 namespace tinescope::test {

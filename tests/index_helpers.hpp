@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "tinescope/trace_index.hpp"
+#include "tinescope/index/trace_index.hpp"
 #include "trace_helpers.hpp"
 
 namespace tinescope::test {

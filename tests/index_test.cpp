@@ -24,7 +24,7 @@
 #include <random>
 
 #include "synthetic_trace.hpp"
-#include "tinescope/trace_index.hpp"
+#include "tinescope/index/trace_index.hpp"
 #include "tinescope/trace_writer.hpp"
 #include "index_helpers.hpp"
 #include "flow_blocks.hpp"

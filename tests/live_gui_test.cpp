@@ -13,8 +13,8 @@
 
 #include "live_helpers.hpp"
 #include "scratch_dir.hpp"
-#include "tinescope/headless.hpp"
-#include "viewer.hpp"
+#include "tinescope/render/headless.hpp"
+#include "tinescope/app/viewer.hpp"
 
 namespace tinescope::test {
 namespace {

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "tinescope/live_source.hpp"
+#include "tinescope/index/live_source.hpp"
 
 namespace tinescope::test {
 

@@ -12,7 +12,7 @@
 #include "live_helpers.hpp"
 #include "synthetic_trace.hpp"
 #include "trace_helpers.hpp"
-#include "tinescope/live_source.hpp"
+#include "tinescope/index/live_source.hpp"
 
 namespace tinescope::test {
 namespace {

@@ -8,8 +8,8 @@
 #include <random>
 
 #include "synthetic_trace.hpp"
-#include "tinescope/headless.hpp"
-#include "tinescope/trace_import.hpp"
+#include "tinescope/render/headless.hpp"
+#include "tinescope/import/trace_import.hpp"
 #include "tinescope/trace_writer.hpp"
 #include "trace_helpers.hpp"
 
@@ -225,9 +225,9 @@ void import_into(render::Scene& scene, const std::string& name, const std::strin
   std::ofstream(in) << json;
   ::unlink(trace.c_str());
   ::unlink((trace + ".idx").c_str());
-  index::ImportResult result;
+  import::ImportResult result;
   std::string error;
-  ASSERT_TRUE(index::import_trace(in, trace, result, error)) << error;
+  ASSERT_TRUE(import::import_trace(in, trace, result, error)) << error;
   ASSERT_TRUE(scene.add_trace(trace, error)) << error;
 }
 

@@ -13,13 +13,13 @@
 
 #include <imgui.h>
 
-#include "tinescope/derived_stream.hpp"
-#include "tinescope/duration_stats.hpp"
-#include "tinescope/headless.hpp"
-#include "tinescope/needles.hpp"
-#include "tinescope/trace_index.hpp"
+#include "tinescope/analysis/derived_stream.hpp"
+#include "tinescope/analysis/duration_stats.hpp"
+#include "tinescope/render/headless.hpp"
+#include "tinescope/analysis/needles.hpp"
+#include "tinescope/index/trace_index.hpp"
 #include "trace_helpers.hpp"
-#include "viewer.hpp"
+#include "tinescope/app/viewer.hpp"
 
 namespace tinescope::test {
 namespace {

@@ -20,7 +20,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "bulk_array.hpp"
+#include "tinescope/import/bulk_array.hpp"
 #include "resume_points.hpp"
 #include "span_streams.hpp"
 #include "trace_reads.hpp"
@@ -41,7 +41,7 @@ using format::ChunkHeader;
 // `bytes`: where what is read from the file starts aligned in memory, for
 // TraceReads to read it past the page cache.
 struct Slice {
-  BulkArray<uint8_t> bytes;
+  import::BulkArray<uint8_t> bytes;
   uint8_t* data = nullptr;  // the trace's bytes from offset `at`
   uint64_t at = 0;
   uint64_t size = 0;  // bytes read

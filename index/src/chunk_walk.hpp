@@ -13,7 +13,7 @@
 
 #include "prefault.hpp"
 #include "tinescope/format.hpp"
-#include "tinescope/trace_index.hpp"
+#include "tinescope/index/trace_index.hpp"
 
 namespace tinescope::index {
 

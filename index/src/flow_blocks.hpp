@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "table.hpp"
-#include "tinescope/trace_index.hpp"
+#include "tinescope/index/trace_index.hpp"
 
 namespace tinescope::index {
 

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <string>
 
-#include "tinescope/trace_index.hpp"
+#include "tinescope/index/trace_index.hpp"
 
 namespace tinescope::index {
 

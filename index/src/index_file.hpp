@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "tinescope/trace_index.hpp"
+#include "tinescope/index/trace_index.hpp"
 
 namespace tinescope::index {
 

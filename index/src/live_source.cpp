@@ -1,4 +1,4 @@
-#include "tinescope/live_source.hpp"
+#include "tinescope/index/live_source.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -13,7 +13,7 @@
 #include "resume_points.hpp"
 #include "span_streams.hpp"
 #include "state.hpp"
-#include "tinescope/trace_index.hpp"
+#include "tinescope/index/trace_index.hpp"
 
 namespace tinescope::index {
 

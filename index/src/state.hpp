@@ -15,7 +15,7 @@
 #include "flow_blocks.hpp"
 #include "pyramid.hpp"
 #include "table.hpp"
-#include "tinescope/trace_index.hpp"
+#include "tinescope/index/trace_index.hpp"
 
 namespace tinescope::index {
 

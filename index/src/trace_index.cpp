@@ -1,6 +1,6 @@
 // TraceIndex: building, following, opening, and what the index knows about
 // the trace as a whole. Queries are in query.cpp, the file in index_file.cpp.
-#include "tinescope/trace_index.hpp"
+#include "tinescope/index/trace_index.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

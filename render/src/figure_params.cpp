@@ -1,4 +1,4 @@
-#include "tinescope/figure_params.hpp"
+#include "tinescope/render/figure_params.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "tinescope/gl_renderer.hpp"
+#include "tinescope/render/gl_renderer.hpp"
 
 #include <epoxy/gl.h>
 

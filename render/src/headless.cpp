@@ -1,4 +1,4 @@
-#include "tinescope/headless.hpp"
+#include "tinescope/render/headless.hpp"
 
 #include <epoxy/egl.h>
 #include <epoxy/gl.h>
@@ -11,7 +11,7 @@
 
 #include "stb_image.h"
 #include "stb_image_write.h"
-#include "tinescope/overlay.hpp"
+#include "tinescope/render/overlay.hpp"
 
 namespace tinescope::render {
 

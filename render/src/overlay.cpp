@@ -1,4 +1,4 @@
-#include "tinescope/overlay.hpp"
+#include "tinescope/render/overlay.hpp"
 
 #include <imgui.h>
 

@@ -1,4 +1,4 @@
-#include "tinescope/scene.hpp"
+#include "tinescope/render/scene.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "tinescope/picture.hpp"
+#include "tinescope/render/picture.hpp"
 
 namespace tinescope::render {
 

@@ -1,4 +1,4 @@
-#include "tinescope/time_axis.hpp"
+#include "tinescope/render/time_axis.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -13,7 +13,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "tinescope/picture.hpp"
+#include "tinescope/render/picture.hpp"
 
 namespace tinescope::render {
 

@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "fuzz_util.hpp"
-#include "tinescope/trace_import.hpp"
+#include "tinescope/import/trace_import.hpp"
 
 using namespace tinescope;
 
@@ -13,9 +13,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string in = fuzz::scratch() + "/in.json", out = fuzz::scratch() + "/out.tine";
   if (!fuzz::write_file(in, data, size)) return 0;
   ::unlink(out.c_str());
-  index::ImportResult r;
+  import::ImportResult r;
   std::string error;
-  if (!index::import_trace(in, out, r, error)) {
+  if (!import::import_trace(in, out, r, error)) {
     if (error.empty()) std::abort();
     return 0;
   }

@@ -9,7 +9,7 @@
 
 #include "fuzz_util.hpp"
 #include "index_file_base.hpp"
-#include "tinescope/trace_index.hpp"
+#include "tinescope/index/trace_index.hpp"
 
 using namespace tinescope;
 

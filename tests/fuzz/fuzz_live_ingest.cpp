@@ -3,7 +3,7 @@
 // otherwise the feed is saved as it came, indexed a piece at a time, and the
 // result equals the same bytes indexed whole.
 #include "fuzz_util.hpp"
-#include "tinescope/live_source.hpp"
+#include "tinescope/index/live_source.hpp"
 
 using namespace tinescope;
 

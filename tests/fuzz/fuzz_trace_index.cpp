@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "fuzz_util.hpp"
-#include "tinescope/trace_index.hpp"
+#include "tinescope/index/trace_index.hpp"
 
 using namespace tinescope;
 

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "synthetic_trace.hpp"
-#include "tinescope/trace_index.hpp"
+#include "tinescope/index/trace_index.hpp"
 
 namespace tinescope::fuzz {
 

@@ -1,0 +1,730 @@
+// Stream evaluation: base cursors that decode the trace window by window,
+// and the operators' cursors over them (derived_stream.cpp stores the result).
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstring>
+#include <deque>
+#include <future>
+#include <thread>
+
+#include "tinescope/analysis/derived_stream.hpp"
+
+namespace tinescope::analysis {
+
+using index::Buckets;
+using index::Item;
+using index::Node;
+using index::StreamInfo;
+using index::StreamKind;
+using index::TraceIndex;
+
+namespace {
+
+double ticks_per_ns(const TraceIndex& ix) { return ix.catalog_snapshot()->clock.ticks_per_ns(); }
+
+StreamKind base_kind(Op op) {
+  return op == Op::Samples ? StreamKind::Counter : op == Op::Instants ? StreamKind::Instant : StreamKind::Interval;
+}
+
+// Durations an interval must have to pass: [lo, hi] in ticks, inclusive.
+// longer(x, D) and shorter(x, D) over a base stream are applied while its
+// chunks are decoded, on every core, and let the pyramid skip whole windows.
+struct Durations {
+  uint64_t lo = 0, hi = UINT64_MAX;
+  bool holds(uint64_t d) const { return d >= lo && d <= hi; }
+  bool empty() const { return lo > hi; }
+  Durations longer(uint64_t t) const { return {std::max(lo, t == UINT64_MAX ? t : t + 1), t == UINT64_MAX ? 0 : hi}; }
+  Durations shorter(uint64_t t) const { return {t == 0 ? UINT64_MAX : lo, t == 0 ? 0 : std::min(hi, t - 1)}; }
+};
+
+// The order of a stream: by key, then by feedlet; within a feedlet, as it came.
+bool by_key(const Record& a, const Record& b) { return a.end != b.end ? a.end < b.end : a.feedlet < b.feedlet; }
+
+// ---------------------------------------------------------------- base streams
+
+// Decodes the selected streams of a trace in windows of about a million
+// events, each window's feedlets on every core, the next window while the
+// caller reads this one; merges the feedlets' records into key order.
+class BaseCursor : public Cursor {
+ public:
+  BaseCursor(const TraceIndex& ix, const Expr& e, const EvalOptions& opt, Durations keep)
+      : ix_(ix), filter_(e.filter), kind_(base_kind(e.op)), keep_(keep) {
+    threads_ = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
+    auto streams = ix.streams();
+    for (int id : select_streams(ix, e)) {
+      const StreamInfo& s = streams[size_t(id)];
+      auto it = std::find_if(lanes_.begin(), lanes_.end(), [&](const Lane& l) { return l.feedlet == s.feedlet; });
+      if (it == lanes_.end()) {
+        lanes_.push_back(Lane{s.feedlet, {}, {}, {}});
+        it = lanes_.end() - 1;
+      }
+      it->streams.push_back(id);
+      it->leaf_shifts.push_back(s.leaf_shift);
+      if (it->names.size() <= s.key) it->names.resize(s.key + 1);
+      it->names[s.key] = 1;
+      // The longest item, from the top of the pyramid.
+      uint32_t top = s.leaf_shift + std::max(s.levels, 1u) - 1;
+      for (const Node& n : ix.query_shift(id, ix.first_ts(), ix.last_ts(), top).nodes)
+        if (kind_ != StreamKind::Counter) max_dur_ = std::max(max_dur_, n.iv.max_dur);
+    }
+    if (keep_.empty()) return;  // nothing can pass
+    max_dur_ = std::min(max_dur_, keep_.hi);
+    std::sort(lanes_.begin(), lanes_.end(), [](const Lane& x, const Lane& y) { return x.feedlet < y.feedlet; });
+    lo_ = std::max(opt.t0, ix.first_ts());
+    hi_ = std::min(opt.t1, ix.last_ts());
+    if (lanes_.empty() || lo_ > hi_) return;  // nothing to read
+    done_ = false;
+    // Windows of about kWindowEvents events of the lanes read (a chunk
+    // across a window's edge is decoded twice: windows of many chunks).
+    uint64_t events = 0;
+    for (const Lane& l : lanes_)
+      events += ix.feedlet_position_at(l.feedlet, hi_ == UINT64_MAX ? hi_ : hi_ + 1) - ix.feedlet_position_at(l.feedlet, lo_);
+    const uint64_t windows = std::max<uint64_t>(1, events / kWindowEvents);
+    window_ = std::max<uint64_t>(1, (hi_ - lo_) / windows + 1);
+    next_window_ = lo_;
+    prefetch();
+  }
+  ~BaseCursor() override {
+    if (pending_.valid()) pending_.wait();
+  }
+
+  bool next(Record& r) override {
+    if (!refill()) return false;
+    r = buf_[at_++];
+    return true;
+  }
+  size_t next_batch(std::span<Record> out) override {
+    if (!refill()) return 0;
+    const size_t n = std::min(out.size(), buf_.size() - at_);
+    std::memcpy(out.data(), buf_.data() + at_, n * sizeof(Record));
+    at_ += n;
+    return n;
+  }
+  uint64_t max_duration() const override { return max_dur_; }
+  uint64_t events_read() const override { return events_read_.load(); }
+
+ private:
+  static constexpr uint64_t kWindowEvents = 4 << 20;
+  static constexpr size_t kParallelMerge = 1 << 16;  // records: fewer are merged on one core
+  struct Lane {
+    uint32_t feedlet;
+    std::vector<int> streams;
+    std::vector<uint32_t> leaf_shifts;
+    std::vector<uint8_t> names;  // [string id] = selected
+  };
+
+  // Records to read in buf_ (false at the end): the next decoded window
+  // when this one is read.
+  bool refill() {
+    while (at_ == buf_.size()) {
+      if (!pending_.valid()) return false;
+      std::vector<Record> done = std::move(buf_);
+      buf_ = pending_.get();  // the decoding task has finished: spare_ is free
+      spare_ = std::move(done);
+      at_ = 0;
+      prefetch();
+    }
+    return true;
+  }
+
+  void prefetch() {
+    if (done_) return;
+    uint64_t w0 = next_window_, w1 = hi_ - w0 < window_ - 1 ? hi_ : w0 + window_ - 1;
+    done_ = w1 == hi_;
+    next_window_ = w1 + 1;
+    pending_ = std::async(std::launch::async, [this, w0, w1] { return decode(w0, w1); });
+  }
+
+  // Whether lane l may hold a wanted item in [w0, w1], from its pyramids.
+  bool worth_decoding(const Lane& l, uint64_t w0, uint64_t w1) const {
+    const uint32_t shift = uint32_t(std::bit_width(w1 - w0));
+    for (size_t i = 0; i < l.streams.size(); ++i) {
+      Buckets b = ix_.query_shift(l.streams[i], w0, w1, std::max(shift, l.leaf_shifts[i]));
+      for (const Node& n : b.nodes)
+        if (n.count && (kind_ == StreamKind::Counter || (n.iv.max_dur >= keep_.lo && n.iv.min_dur <= keep_.hi)))
+          return true;
+    }
+    return false;
+  }
+
+  std::vector<Record> decode(uint64_t w0, uint64_t w1) {
+    // Buffers kept from window to window: fresh memory costs a page fault a page.
+    std::vector<std::vector<Record>>& per_lane = per_lane_;
+    per_lane.resize(lanes_.size());
+    for (auto& v : per_lane) v.clear();
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next++) < lanes_.size();) {
+        const Lane& l = lanes_[i];
+        if (!worth_decoding(l, w0, w1)) continue;
+        std::vector<Record>& out = per_lane[i];
+        uint64_t seen = 0;
+        ix_.lane_items(l.feedlet, w0, w1, [&](const Item& it) {
+          ++seen;
+          if (it.kind != kind_ || it.name >= l.names.size() || !l.names[it.name]) return;
+          if (filter_.depth >= 0 && it.depth != uint32_t(filter_.depth)) return;
+          if (!keep_.holds(it.end - it.start)) return;
+          for (const ValueTest& t : filter_.values)
+            if (!t.passes(it.value)) return;
+          out.push_back(Record{it.start, it.end, it.value, it.name, l.feedlet});
+        });
+        events_read_ += seen;
+      }
+    };
+    std::vector<std::thread> helpers;
+    for (unsigned t = 1; t < std::min<size_t>(threads_, lanes_.size()); ++t) helpers.emplace_back(work);
+    work();
+    for (auto& h : helpers) h.join();
+    // Each lane is in key order already: merge them.
+    std::vector<Record> out = std::move(spare_);
+    out.clear();
+    size_t total = 0, nonempty = 0;
+    for (auto& v : per_lane) total += v.size(), nonempty += !v.empty();
+    if (nonempty <= 1) {
+      for (auto& v : per_lane)
+        if (!v.empty()) out.swap(v);
+      return out;
+    }
+    // Two halves split at a key, merged on both cores: records with a key
+    // below the split all come before the others, whatever their lane.
+    out.resize(total);
+    std::vector<size_t> split(per_lane.size(), 0), ends(per_lane.size());
+    for (size_t i = 0; i < per_lane.size(); ++i) ends[i] = per_lane[i].size();
+    if (total >= kParallelMerge && threads_ > 1) {
+      size_t largest = 0;
+      for (size_t i = 1; i < per_lane.size(); ++i)
+        if (per_lane[i].size() > per_lane[largest].size()) largest = i;
+      const uint64_t key = per_lane[largest][per_lane[largest].size() / 2].end;
+      for (size_t i = 0; i < per_lane.size(); ++i)
+        split[i] = size_t(std::partition_point(per_lane[i].begin(), per_lane[i].end(),
+                                               [&](const Record& r) { return r.end < key; }) -
+                          per_lane[i].begin());
+    }
+    size_t first_half = 0;
+    for (size_t s : split) first_half += s;
+    std::vector<size_t> zero(per_lane.size(), 0);
+    std::thread helper;
+    if (first_half) helper = std::thread([&] { merge_lanes(per_lane, zero, split, out.data()); });
+    merge_lanes(per_lane, split, ends, out.data() + first_half);
+    if (helper.joinable()) helper.join();
+    return out;
+  }
+
+  // Merges per_lane[i][from[i], to[i]) of every lane into dst, in key order.
+  static void merge_lanes(const std::vector<std::vector<Record>>& per_lane, const std::vector<size_t>& from,
+                          const std::vector<size_t>& to, Record* dst) {
+    // A heap of the lanes' next keys, inline (no indirection to compare);
+    // lanes are in feedlet order, so ties go by feedlet, as by_key says.
+    using Head = std::pair<uint64_t, uint32_t>;  // (key, lane)
+    std::vector<Head> heap;
+    std::vector<size_t> pos(from);
+    for (uint32_t i = 0; i < per_lane.size(); ++i)
+      if (pos[i] < to[i]) heap.emplace_back(per_lane[i][pos[i]].end, i);
+    std::make_heap(heap.begin(), heap.end(), std::greater<>());
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      Head& h = heap.back();
+      const std::vector<Record>& v = per_lane[h.second];
+      *dst++ = v[pos[h.second]];
+      if (++pos[h.second] < to[h.second]) {
+        h.first = v[pos[h.second]].end;
+        std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      } else {
+        heap.pop_back();
+      }
+    }
+  }
+
+  const TraceIndex& ix_;
+  Filter filter_;
+  StreamKind kind_;
+  Durations keep_;  // longer() and shorter() over this stream, pushed down
+  unsigned threads_ = 1;
+  std::vector<Lane> lanes_;
+  uint64_t max_dur_ = 0;
+  uint64_t lo_ = 0, hi_ = 0, window_ = 1, next_window_ = 0;
+  bool done_ = true;
+  std::future<std::vector<Record>> pending_;
+  std::vector<Record> buf_, spare_;  // the window being read; the one before, for reuse
+  std::vector<std::vector<Record>> per_lane_;
+  size_t at_ = 0;
+  std::atomic<uint64_t> events_read_{0};
+};
+
+// Messages from send to receive, matched by id, keyed by the receive.
+class MessageCursor : public Cursor {
+ public:
+  MessageCursor(const TraceIndex& ix, const Expr& e, const EvalOptions& opt) : ix_(ix), channel_(e.filter.channel) {
+    lo_ = std::max(opt.t0, ix.first_ts());
+    hi_ = std::min(opt.t1, ix.last_ts());
+    const uint64_t windows = std::max<uint64_t>(1, ix.events() / (1 << 22));
+    window_ = lo_ <= hi_ ? std::max<uint64_t>(1, (hi_ - lo_) / windows + 1) : 1;
+    next_window_ = lo_;
+    done_ = lo_ > hi_;
+    values_ = e.filter.values;
+  }
+  bool next(Record& r) override {
+    while (at_ == buf_.size()) {
+      if (done_) return false;
+      uint64_t w0 = next_window_, w1 = hi_ - w0 < window_ - 1 ? hi_ : w0 + window_ - 1;
+      done_ = w1 == hi_;
+      next_window_ = w1 + 1;
+      buf_.clear();
+      at_ = 0;
+      for (const index::Flow& f : ix_.flows(w0, w1)) {
+        ++read_;
+        if (!f.matched() || f.recv_ts < w0 || f.recv_ts > w1 || !channel_.matches(std::to_string(f.channel))) continue;
+        bool ok = true;
+        for (const ValueTest& t : values_) ok = ok && t.passes(double(f.size));
+        if (ok) buf_.push_back(Record{std::min(f.send_ts, f.recv_ts), f.recv_ts, double(f.size), 0, f.dst});
+      }
+      std::stable_sort(buf_.begin(), buf_.end(), by_key);
+    }
+    r = buf_[at_++];
+    return true;
+  }
+  uint64_t max_duration() const override { return UINT64_MAX; }
+  uint64_t events_read() const override { return read_; }
+
+ private:
+  const TraceIndex& ix_;
+  NameMatcher channel_;
+  std::vector<ValueTest> values_;
+  uint64_t lo_ = 0, hi_ = 0, window_ = 1, next_window_ = 0, read_ = 0;
+  bool done_ = true;
+  std::vector<Record> buf_;
+  size_t at_ = 0;
+};
+
+// ---------------------------------------------------------------- operators
+
+// A cursor with one or more inputs.
+class OpCursor : public Cursor {
+ public:
+  explicit OpCursor(std::vector<std::unique_ptr<Cursor>> in) : in_(std::move(in)) {}
+  explicit OpCursor(std::unique_ptr<Cursor> in) { in_.push_back(std::move(in)); }
+  uint64_t events_read() const override {
+    uint64_t n = 0;
+    for (auto& c : in_) n += c->events_read();
+    return n;
+  }
+  std::string error() const override {
+    for (auto& c : in_)
+      if (auto e = c->error(); !e.empty()) return e;
+    return {};
+  }
+
+ protected:
+  std::vector<std::unique_ptr<Cursor>> in_;
+};
+
+// longer / shorter over anything but a base stream (which applies them itself).
+class DurationFilter : public OpCursor {
+ public:
+  DurationFilter(std::unique_ptr<Cursor> in, Durations keep) : OpCursor(std::move(in)), keep_(keep) {}
+  bool next(Record& r) override {
+    while (in_[0]->next(r))
+      if (keep_.holds(r.duration())) return true;
+    return false;
+  }
+  uint64_t max_duration() const override { return std::min(in_[0]->max_duration(), keep_.hi); }
+  bool flat() const override { return in_[0]->flat(); }
+
+ private:
+  Durations keep_;
+};
+
+// The inputs merged into one key order.
+class MergeCursor : public OpCursor {
+ public:
+  explicit MergeCursor(std::vector<std::unique_ptr<Cursor>> in) : OpCursor(std::move(in)), head_(in_.size()), has_(in_.size()) {
+    for (size_t i = 0; i < in_.size(); ++i) has_[i] = in_[i]->next(head_[i]);
+  }
+  bool next(Record& r) override {
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < in_.size(); ++i)
+      if (has_[i] && (best == SIZE_MAX || by_key(head_[i], head_[best]))) best = i;
+    if (best == SIZE_MAX) return false;
+    r = head_[best];
+    has_[best] = in_[best]->next(head_[best]);
+    return true;
+  }
+  uint64_t max_duration() const override {
+    uint64_t m = 0;
+    for (auto& c : in_) m = std::max(m, c->max_duration());
+    return m;
+  }
+
+ private:
+  std::vector<Record> head_;
+  std::vector<bool> has_;
+};
+
+// The time an interval stream covers, as disjoint intervals in order. An
+// interval that arrives (by end) may still join intervals ending after its
+// start, so a merged interval is final once the input has passed its end by
+// more than the input's longest interval.
+class Flatten : public OpCursor {
+ public:
+  explicit Flatten(std::unique_ptr<Cursor> in) : OpCursor(std::move(in)) {}
+  bool next(Record& r) override {
+    for (;;) {
+      if (!open_.empty() && (done_ || open_.front().end < horizon())) {
+        r = open_.front();
+        open_.pop_front();
+        return true;
+      }
+      if (done_) return false;
+      Record x;
+      if (!in_[0]->next(x)) {
+        done_ = true;
+        continue;
+      }
+      last_key_ = x.end;
+      Record seg{x.start, x.end, 0, 0, kNoFeedlet};
+      while (!open_.empty() && open_.back().end >= seg.start) {
+        seg.start = std::min(seg.start, open_.back().start);
+        seg.end = std::max(seg.end, open_.back().end);
+        open_.pop_back();
+      }
+      open_.push_back(seg);
+    }
+  }
+  uint64_t max_duration() const override { return UINT64_MAX; }
+  bool flat() const override { return true; }
+
+ private:
+  uint64_t horizon() const {
+    uint64_t m = in_[0]->max_duration();
+    return last_key_ > m ? last_key_ - m : 0;
+  }
+  std::deque<Record> open_;
+  uint64_t last_key_ = 0;
+  bool done_ = false;
+};
+
+// The time both of two flat streams cover.
+class IntersectTwo : public OpCursor {
+ public:
+  IntersectTwo(std::vector<std::unique_ptr<Cursor>> in) : OpCursor(std::move(in)) {
+    has_a_ = in_[0]->next(a_);
+    has_b_ = in_[1]->next(b_);
+  }
+  bool next(Record& r) override {
+    while (has_a_ && has_b_) {
+      uint64_t lo = std::max(a_.start, b_.start), hi = std::min(a_.end, b_.end);
+      // Zero-length inputs (instants) intersect where they lie inside the other.
+      bool overlap = lo < hi || (lo == hi && (a_.start == a_.end || b_.start == b_.end));
+      if (a_.end < b_.end) {
+        has_a_ = in_[0]->next(a_);
+      } else {
+        has_b_ = in_[1]->next(b_);
+      }
+      if (overlap) {
+        r = Record{lo, hi, 0, 0, kNoFeedlet};
+        return true;
+      }
+    }
+    return false;
+  }
+  uint64_t max_duration() const override { return std::min(in_[0]->max_duration(), in_[1]->max_duration()); }
+  bool flat() const override { return true; }
+
+ private:
+  Record a_, b_;
+  bool has_a_ = false, has_b_ = false;
+};
+
+// From each start (first input) to the end of the first unused end (second
+// input) that ends at or after it: first in, first out.
+class Span : public OpCursor {
+ public:
+  explicit Span(std::vector<std::unique_ptr<Cursor>> in) : OpCursor(std::move(in)) {
+    has_a_ = in_[0]->next(a_);
+    has_b_ = in_[1]->next(b_);
+  }
+  bool next(Record& r) override {
+    for (;;) {
+      if (has_a_ && (!has_b_ || a_.end <= b_.end)) {  // a start comes first (ties: before the end)
+        waiting_.push_back(a_);
+        has_a_ = in_[0]->next(a_);
+        continue;
+      }
+      if (!has_b_) return false;
+      Record end = b_;
+      has_b_ = in_[1]->next(b_);
+      if (waiting_.empty()) continue;
+      Record start = waiting_.front();
+      waiting_.pop_front();
+      r = Record{start.start, end.end, 0, start.name, start.feedlet};
+      return true;
+    }
+  }
+  uint64_t max_duration() const override { return UINT64_MAX; }
+
+ private:
+  Record a_, b_;
+  bool has_a_ = false, has_b_ = false;
+  std::deque<Record> waiting_;
+};
+
+// Samples: a running total. Intervals: the running total of their time, in ns.
+class Sum : public OpCursor {
+ public:
+  Sum(std::unique_ptr<Cursor> in, bool intervals, double ticks_per_ns)
+      : OpCursor(std::move(in)), intervals_(intervals), tpn_(ticks_per_ns) {}
+  bool next(Record& r) override {
+    if (!in_[0]->next(r)) return false;
+    if (intervals_) {
+      total_ += double(r.duration()) / tpn_;
+      r.start = r.end;
+    } else {
+      total_ += r.value;
+    }
+    r.value = total_;
+    return true;
+  }
+  uint64_t max_duration() const override { return 0; }
+
+ private:
+  bool intervals_;
+  double tpn_, total_ = 0;
+};
+
+// The change per second of virtual time between consecutive samples.
+class Rate : public OpCursor {
+ public:
+  Rate(std::unique_ptr<Cursor> in, double ticks_per_ns) : OpCursor(std::move(in)), tpn_(ticks_per_ns) {}
+  bool next(Record& r) override {
+    while (in_[0]->next(r)) {
+      Record prev = prev_;
+      bool had = has_prev_;
+      if (had && r.start <= prev.start) {  // no virtual time passed: the newer value holds
+        prev_.value = r.value;
+        continue;
+      }
+      prev_ = r;
+      has_prev_ = true;
+      if (!had) continue;
+      double seconds = double(r.start - prev.start) / tpn_ / 1e9;
+      r.value = (r.value - prev.value) / seconds;
+      return true;
+    }
+    return false;
+  }
+  uint64_t max_duration() const override { return 0; }
+
+ private:
+  double tpn_;
+  Record prev_;
+  bool has_prev_ = false;
+};
+
+// Samples outside the intervals of a flat stream, their virtual time less
+// the time those intervals took before them.
+class Exclude : public OpCursor {
+ public:
+  explicit Exclude(std::vector<std::unique_ptr<Cursor>> in) : OpCursor(std::move(in)) { has_seg_ = in_[1]->next(seg_); }
+  bool next(Record& r) override {
+    while (in_[0]->next(r)) {
+      while (has_seg_ && seg_.end <= r.end) {
+        excluded_ += seg_.duration();
+        has_seg_ = in_[1]->next(seg_);
+      }
+      if (has_seg_ && seg_.start <= r.end) continue;  // inside [start, end): excluded
+      r.start = r.start > excluded_ ? r.start - excluded_ : 0;
+      return true;
+    }
+    return false;
+  }
+  uint64_t max_duration() const override { return 0; }
+
+ private:
+  Record seg_;
+  bool has_seg_ = false;
+  uint64_t excluded_ = 0;
+};
+
+// The mean of the samples in the trailing window (t - w, t].
+class Smooth : public OpCursor {
+ public:
+  Smooth(std::unique_ptr<Cursor> in, uint64_t window) : OpCursor(std::move(in)), window_(window) {}
+  bool next(Record& r) override {
+    if (!in_[0]->next(r)) return false;
+    recent_.emplace_back(r.end, r.value);
+    sum_ += r.value;
+    while (r.end - recent_.front().first >= window_ && recent_.size() > 1) {
+      sum_ -= recent_.front().second;
+      recent_.pop_front();
+    }
+    // A running sum drifts as values come and go; start again now and then.
+    if (++since_exact_ >= 4096) {
+      sum_ = 0;
+      for (auto& p : recent_) sum_ += p.second;
+      since_exact_ = 0;
+    }
+    r.value = sum_ / double(recent_.size());
+    return true;
+  }
+  uint64_t max_duration() const override { return 0; }
+
+ private:
+  uint64_t window_;
+  std::deque<std::pair<uint64_t, double>> recent_;
+  double sum_ = 0;
+  int since_exact_ = 0;
+};
+
+// A stored stream read back.
+class StoredCursor : public Cursor {
+ public:
+  explicit StoredCursor(std::unique_ptr<DerivedStream> s) : s_(std::move(s)) {
+    if (s_->intervals())
+      for (const Node& n : s_->query_shift(0, UINT64_MAX, s_->top_shift()).nodes) max_ = std::max(max_, n.iv.max_dur);
+  }
+  bool next(Record& r) override {
+    if (at_ == s_->size()) return false;
+    r = s_->records()[at_++];
+    return true;
+  }
+  uint64_t max_duration() const override { return max_; }
+  uint64_t events_read() const override { return s_->events_read(); }
+
+ private:
+  std::unique_ptr<DerivedStream> s_;
+  uint64_t at_ = 0, max_ = 0;
+};
+
+class FailedCursor : public Cursor {
+ public:
+  explicit FailedCursor(std::string e) : e_(std::move(e)) {}
+  bool next(Record&) override { return false; }
+  uint64_t max_duration() const override { return 0; }
+  uint64_t events_read() const override { return 0; }
+  std::string error() const override { return e_; }
+
+ private:
+  std::string e_;
+};
+
+std::unique_ptr<Cursor> build(const TraceIndex& ix, const Expr& e, const EvalOptions& opt, Durations keep = {});
+
+// An input whose longest interval is not known is stored first, which
+// tells it (union and flattening need the bound).
+std::unique_ptr<Cursor> bounded(std::unique_ptr<Cursor> c, const EvalOptions& opt) {
+  if (c->max_duration() != UINT64_MAX) return c;
+  std::string error;
+  auto stored = DerivedStream::store(*c, true, error, opt.temp_dir);
+  if (!stored) return std::make_unique<FailedCursor>(error);
+  return std::make_unique<StoredCursor>(std::move(stored));
+}
+
+// An input of intersect / exclude, as a flat stream.
+std::unique_ptr<Cursor> flat_input(const TraceIndex& ix, const Expr& e, const EvalOptions& opt) {
+  auto c = build(ix, e, opt);
+  if (c->flat()) return c;
+  return std::make_unique<Flatten>(bounded(std::move(c), opt));
+}
+
+// Union's inputs, with nested unions taken in (they are flat, which a merge
+// with other inputs would not keep).
+void union_inputs(const TraceIndex& ix, const Expr& e, const EvalOptions& opt, std::vector<std::unique_ptr<Cursor>>& out) {
+  for (const Expr& a : e.args) {
+    if (a.op == Op::Union) {
+      union_inputs(ix, a, opt, out);
+    } else {
+      out.push_back(bounded(build(ix, a, opt), opt));
+    }
+  }
+}
+
+// `keep`: duration bounds from longer()/shorter() above e, which a base
+// stream applies itself (anything else gets them as filters).
+std::unique_ptr<Cursor> build(const TraceIndex& ix, const Expr& e, const EvalOptions& opt, Durations keep) {
+  std::vector<std::unique_ptr<Cursor>> in;
+  switch (e.op) {
+    case Op::Intervals:
+    case Op::Instants:
+    case Op::Samples: return std::make_unique<BaseCursor>(ix, e, opt, keep);
+    case Op::Messages: return std::make_unique<MessageCursor>(ix, e, opt);
+    case Op::Longer:
+    case Op::Shorter: {
+      const uint64_t t = duration_ticks(ix, e.ns);
+      keep = e.op == Op::Longer ? keep.longer(t) : keep.shorter(t);
+      const Expr& arg = e.args[0];
+      if (arg.op != Op::Messages && (is_base(arg.op) || arg.op == Op::Longer || arg.op == Op::Shorter))
+        return build(ix, arg, opt, keep);
+      return std::make_unique<DurationFilter>(build(ix, arg, opt), keep);
+    }
+    case Op::Union: {
+      union_inputs(ix, e, opt, in);
+      return std::make_unique<Flatten>(std::make_unique<MergeCursor>(std::move(in)));
+    }
+    case Op::Intersect: {
+      auto acc = flat_input(ix, e.args[0], opt);
+      for (size_t i = 1; i < e.args.size(); ++i) {
+        std::vector<std::unique_ptr<Cursor>> two;
+        two.push_back(std::move(acc));
+        two.push_back(flat_input(ix, e.args[i], opt));
+        acc = std::make_unique<IntersectTwo>(std::move(two));
+      }
+      return acc;
+    }
+    case Op::Span:
+      in.push_back(build(ix, e.args[0], opt));
+      in.push_back(build(ix, e.args[1], opt));
+      return std::make_unique<Span>(std::move(in));
+    case Op::Sum: return std::make_unique<Sum>(build(ix, e.args[0], opt), yields_intervals(e.args[0]), ticks_per_ns(ix));
+    case Op::Rate: return std::make_unique<Rate>(build(ix, e.args[0], opt), ticks_per_ns(ix));
+    case Op::Exclude:
+      in.push_back(build(ix, e.args[0], opt));
+      in.push_back(flat_input(ix, e.args[1], opt));
+      return std::make_unique<Exclude>(std::move(in));
+    case Op::Smooth: return std::make_unique<Smooth>(build(ix, e.args[0], opt), std::max<uint64_t>(1, duration_ticks(ix, e.ns)));
+  }
+  return std::make_unique<FailedCursor>("unknown operator");
+}
+
+}  // namespace
+
+uint64_t duration_ticks(const TraceIndex& ix, int64_t ns) {
+  double t = double(std::max<int64_t>(ns, 0)) * ticks_per_ns(ix);
+  return t >= 1.8e19 ? UINT64_MAX : uint64_t(t + 0.5);
+}
+
+std::vector<int> select_streams(const TraceIndex& ix, const Expr& base) {
+  std::vector<int> out;
+  if (!is_base(base.op) || base.op == Op::Messages) return out;
+  auto catalog = ix.catalog_snapshot();
+  NameMatcher name(base.filter.name), thread(base.filter.thread), process(base.filter.process);
+  if (!process.matches(catalog->process_name)) return out;
+  const StreamKind kind = base_kind(base.op);
+  auto streams = ix.streams();
+  std::vector<int8_t> name_ok(catalog->strings.size(), -1);  // matched once per name
+  for (size_t id = 0; id < streams.size(); ++id) {
+    const StreamInfo& s = streams[id];
+    if (s.kind != kind) continue;
+    if (!thread.any()) {
+      auto f = catalog->feedlets.find(s.feedlet);
+      if (!thread.matches(f == catalog->feedlets.end() ? std::string_view() : std::string_view(f->second.name))) continue;
+    }
+    if (s.key < name_ok.size()) {
+      if (name_ok[s.key] < 0) name_ok[s.key] = name.matches(catalog->string(s.key));
+      if (!name_ok[s.key]) continue;
+    } else if (!name.matches(catalog->string(s.key))) {
+      continue;
+    }
+    out.push_back(int(id));
+  }
+  return out;
+}
+
+std::unique_ptr<Cursor> open_cursor(const TraceIndex& ix, const Expr& e, const EvalOptions& options, std::string& error) {
+  auto c = build(ix, e, options);
+  error = c->error();
+  if (!error.empty()) return nullptr;
+  return c;
+}
+
+}  // namespace tinescope::analysis

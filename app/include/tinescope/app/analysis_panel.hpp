@@ -1,0 +1,166 @@
+// The viewer's analysis panel: streams defined by their text (the syntax of
+// docs/ANALYSIS.md, shared with the command line), bookmarks from any
+// interval stream, the statistics table, a duration histogram that plays up
+// to the play head, search with a hit list, and response-time measurement.
+// Everything that reads the trace runs off the UI thread; the panel acts on
+// the viewer's shared view (window, cursor, selection, bookmarks) through
+// SharedView, so every figure moves with it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tinescope/analysis/derived_stream.hpp"
+#include "tinescope/analysis/duration_stats.hpp"
+#include "tinescope/render/figure.hpp"
+#include "tinescope/render/scene.hpp"
+#include "tinescope/render/time_axis.hpp"
+
+struct ImDrawList;
+
+namespace tinescope::app {
+
+// What the panel reads of the viewer and may change (on the UI thread).
+struct SharedView {
+  const render::Scene* scene = nullptr;
+  render::Marks* marks = nullptr;
+  int64_t t0 = 0, t1 = 0;   // the window every figure shows
+  bool playing = false;     // playing or live: the play head is the window's right edge
+  std::function<void(int64_t t0, int64_t t1)> set_window;
+  std::function<void(const char* id)> record_control;  // the last ImGui item, for tests and tools
+};
+
+// Durations of an interval stream in bins, and how many of them end at or
+// before any time: the histogram "plays" (checkpoints every `every` records,
+// so a play head costs at most that many records to count).
+struct PlayableHistogram {
+  bool log_bins = true;
+  double lo_ns = 0, hi_ns = 1;  // log: the bins span [lo, hi] geometrically; linear: [0, hi]
+  uint32_t bins = 48;
+  uint64_t every = 1;
+  std::vector<std::vector<uint64_t>> checkpoints;  // [k]: counts of records [0, k * every)
+  uint32_t bin(double ns) const;
+  double bin_low(uint32_t b) const;  // ns
+  // Counts of the records whose key is at or before `key_ticks`; `shown` gets how many.
+  std::vector<uint64_t> up_to(const analysis::DerivedStream& s, const trace::ClockMap& clock, uint64_t key_ticks,
+                              uint64_t& shown) const;
+  static PlayableHistogram build(const analysis::DerivedStream& s, const trace::ClockMap& clock, bool log_bins);
+};
+
+struct SearchHit {
+  enum Kind { Event, Thread, Message } kind = Event;
+  int64_t t0 = 0, t1 = 0;  // ns
+  std::string text;        // what matched, and where
+};
+
+class AnalysisPanel {
+ public:
+  static constexpr float kWidth = 480;           // on the right of the figures
+  static constexpr float kFigureHeight = 110;    // the stream figure, under the others
+  static constexpr size_t kMaxBookmarks = 100000;
+  static constexpr size_t kMaxHits = 2000;
+
+  AnalysisPanel() = default;
+  ~AnalysisPanel();  // waits for evaluations still running
+  AnalysisPanel(const AnalysisPanel&) = delete;
+  AnalysisPanel& operator=(const AnalysisPanel&) = delete;
+
+  // Takes what finished evaluating (every frame, shown or not: bookmarks
+  // asked for on the command line arrive with the panel closed too).
+  void poll(SharedView& v);
+  // The panel's window in `area` (screen coordinates).
+  void draw(SharedView& v, render::Rect area);
+  // The evaluated stream as a figure in `rect`, on the figures' time axis.
+  bool has_figure() const { return stream_ != nullptr; }
+  void draw_figure(ImDrawList* dl, const SharedView& v, render::Rect rect, const render::TimeAxis& axis);
+
+  // Starts evaluating a stream (as typed in the panel); with bookmark, its
+  // intervals become the bookmarks when it arrives.
+  void evaluate(const SharedView& v, const std::string& text, bool bookmark = false);
+  void compute_stats(const SharedView& v);
+  void search(const SharedView& v, const std::string& pattern);
+  // Needles of the stream typed in: its k longest intervals over the whole
+  // trace (through the pyramids), or with outliers, the intervals longer
+  // than `factor` times their name's mean. They become the hit list.
+  void find_needles(const SharedView& v, const std::string& text, bool outliers);
+  void go_to_hit(SharedView& v, size_t i);
+  void bookmark_hits(SharedView& v);
+  void bookmark_stream(SharedView& v);
+
+  // ---- for tests and tools
+  bool busy() const { return job_.valid() || stats_job_.valid() || search_job_.valid() || hist_job_.valid(); }
+  const std::string& status() const { return status_; }
+  const analysis::DerivedStream* stream() const { return stream_.get(); }
+  const std::vector<analysis::DurationStats>& stats() const { return stats_; }  // in the table's order
+  const std::vector<uint64_t>& histogram() const { return hist_counts_; }
+  uint64_t histogram_shown() const { return hist_shown_; }
+  int64_t play_head() const { return play_head_; }
+  const std::vector<SearchHit>& hits() const { return hits_; }
+  int tab() const { return tab_; }
+
+ private:
+  struct Evaluated {
+    std::unique_ptr<analysis::DerivedStream> stream;
+    std::string text, error;
+    double ms = 0;
+  };
+  const render::Source* source(const SharedView& v) const;
+  void streams_tab(SharedView& v);
+  void stats_tab(SharedView& v);
+  void histogram_tab(SharedView& v);
+  void search_tab(SharedView& v);
+  void sort_stats();
+  void start_histogram();  // bins the stream's durations off the UI thread
+
+  uint32_t source_ = 0;  // the trace streams are evaluated on
+  std::shared_ptr<index::TraceIndex> index_;          // of the stream shown
+  std::shared_ptr<const trace::Catalog> catalog_;
+  int tab_ = 0, want_tab_ = -1;
+  std::string status_;
+
+  // Streams
+  char text_[512] = "longer(intervals(name=\"interrupt\"), 250us)";
+  char quick_name_[128] = "gc.quantum", quick_longer_[32] = "1ms";
+  char measure_from_[160] = "\"gc.mark\"", measure_to_[160] = "\"gc.sweep\"";
+  std::future<Evaluated> job_;
+  bool bookmark_when_done_ = false;
+  std::unique_ptr<analysis::DerivedStream> stream_;
+  std::string stream_text_;
+  struct FigureCache;
+  std::shared_ptr<FigureCache> figure_;
+
+  // Statistics
+  bool stats_by_thread_ = false, stats_selection_ = false;
+  std::future<std::pair<std::vector<analysis::DurationStats>, std::string>> stats_job_;
+  std::vector<analysis::DurationStats> stats_;
+  int sort_column_ = 2;  // count
+  bool sort_descending_ = true;
+
+  // Histogram
+  bool hist_log_ = true, hist_play_ = true;
+  std::future<PlayableHistogram> hist_job_;
+  std::shared_ptr<PlayableHistogram> hist_;
+  std::vector<uint64_t> hist_counts_;
+  uint64_t hist_shown_ = 0;
+  int64_t play_head_ = render::Marks::kNone;
+
+  // Search
+  char pattern_[256] = "";
+  std::string hits_title_;  // what the list holds
+  int needles_k_ = 100;
+  float outlier_factor_ = 5;
+  std::future<std::pair<std::vector<SearchHit>, std::string>> search_job_;
+  std::vector<SearchHit> hits_;
+  size_t hits_total_ = 0;
+  int current_hit_ = -1;
+};
+
+// `name` as a stream filter that matches exactly it (quoted; a regular
+// expression when the name holds glob or slash characters).
+std::string exact_name_filter(const std::string& name);
+
+}  // namespace tinescope::app

@@ -1,0 +1,210 @@
+// The desktop viewer: a GLFW window with Dear ImGui controls around figures
+// drawn by the GL renderer. Figures (timelines and oscilloscopes) share one
+// view window, one cursor, one selection and one set of bookmarks, and move
+// together. Pictures are built on a worker thread; the UI draws the last
+// picture re-projected until the new one arrives, so it never waits on disk.
+#pragma once
+
+#define GLFW_INCLUDE_NONE  // epoxy provides the GL declarations
+#include <GLFW/glfw3.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tinescope/app/analysis_panel.hpp"
+#include "tinescope/render/figure_params.hpp"
+#include "tinescope/render/gl_renderer.hpp"
+#include "tinescope/index/live_source.hpp"
+
+namespace tinescope::app {
+
+struct ViewerOptions {
+  int width = 1280, height = 800;
+  bool vsync = true;
+  bool capture = false;  // keep every frame's pixels (tests)
+  int max_fps = 60;      // while playing or live (llvmpipe would otherwise draw as fast as it can)
+  std::string title = "tinescope";
+};
+
+class Viewer {
+ public:
+  // Opens the window (needs a display). `first` is the first figure; a scope
+  // figure comes with a timeline above it.
+  static std::unique_ptr<Viewer> create(std::shared_ptr<render::Scene> scene, const render::FigureParams& first,
+                                        const render::Marks& marks, const ViewerOptions& options, std::string& error);
+  ~Viewer();
+
+  // Watches a live source: its captures join the scene as they arrive and
+  // the view follows "now" (play mode Live) until told otherwise.
+  void add_live(std::shared_ptr<index::LiveSource> source);
+
+  // TiVo controls, for every figure at once (buttons and keys call these).
+  enum class Play { Paused, Playing, Live };
+  void pause() { play_ = Play::Paused; }
+  void play(bool reverse);  // at speed()
+  void go_live();
+  void set_speed(double s) { speed_ = std::clamp(s, kMinSpeed, kMaxSpeed); }
+  void step(int direction);  // by one window span, back (-1) or forward (+1)
+  void jump_bookmark(int direction);
+  Play play_mode() const { return play_; }
+  bool reverse() const { return reverse_; }
+  double speed() const { return speed_; }
+  static constexpr double kMinSpeed = 0.01, kMaxSpeed = 1000;
+  // "Now" of the live sources: the newest data, advanced smoothly by the
+  // wall clock since it arrived.
+  int64_t live_now() const { return live_now_; }
+  int64_t window_t0() const { return t0_; }
+  int64_t window_t1() const { return t1_; }
+  // Everything the live sources said so far, oldest first.
+  const std::vector<index::LiveMessage>& messages() const { return messages_; }
+  // The newest data time shown by every figure's picture (INT64_MIN if none
+  // yet): an event with a time at or before it is on screen.
+  int64_t shown_until() const;
+
+  // One frame: events, controls, figures, swap. False once the window is closed.
+  bool frame();
+  void run();
+
+  // ---- for tests and tools (all on the UI thread)
+  // The last frame's pixels, top row first, RGBA8 (captured before the swap).
+  const std::vector<uint8_t>& pixels() const { return pixels_; }
+  int fb_width() const { return fb_w_; }
+  int fb_height() const { return fb_h_; }
+  void window_pos(int& x, int& y) const { glfwGetWindowPos(window_, &x, &y); }
+  // Frames until every figure shows the picture for its current state.
+  bool settle(int max_frames = 400);
+  // Screen rectangle (window coordinates) of a named control of the last frame.
+  render::Rect control(const std::string& id) const;
+  struct Figure;
+  size_t figure_count() const { return figures_.size(); }
+  const render::FigureParams& figure_params(size_t i) const;
+  render::Rect figure_rect(size_t i) const;
+  render::Rect plot_rect(size_t i) const;
+  const render::TimeAxis& figure_axis(size_t i) const;  // timeline: the mapping on screen
+  // The timeline picture figure i shows (null for a scope or none yet).
+  const render::TimelinePicture* figure_timeline(size_t i) const;
+  const render::Marks& marks() const { return marks_; }
+  const render::Scene& scene() const { return *scene_; }
+  // The analysis panel (right): streams, statistics, histogram, search.
+  AnalysisPanel& analysis() { return analysis_; }
+  void show_analysis(bool open) { analysis_open_ = open; }
+  // Opens the panel and evaluates a stream (its text as on the command
+  // line); with bookmark, its intervals become the bookmarks.
+  void evaluate_stream(const std::string& text, bool bookmark) {
+    analysis_open_ = true;
+    analysis_.evaluate(shared_view(), text, bookmark);
+  }
+  bool analysis_shown() const { return analysis_open_; }
+  // The evaluated stream's figure, under the others (empty if none).
+  render::Rect stream_figure_rect() const { return stream_figure_rect_; }
+
+ private:
+  Viewer() = default;
+  void controls();
+  void layout_figures(float top);
+  // Figure f shows a timeline that the worker is to draw again at rest.
+  bool awaits_rest(const Figure& f) const;
+  void handle_input();
+  void handle_timeline_input(Figure& f, size_t index);
+  void handle_scope_input(Figure& f);
+  // What is under (x, y) in a timeline figure: the row, the picture's
+  // column, and the interval drawn there when it is wide enough to be a box.
+  struct Hit {
+    int row = -1;
+    float column = 0;
+    const render::Box* box = nullptr;
+  };
+  Hit hit(const Figure& f, float x, float y) const;
+  void tooltip(Figure& f);
+  void details();
+  void request_pictures();
+  void worker_loop();
+  void zoom(double factor, double at_x);
+  void fit();
+  void set_window(int64_t t0, int64_t t1);
+  void add_figure(render::FigureParams::Type type);
+  void record_control(const char* id);  // the last ImGui item's rectangle, for control()
+  void play_controls();
+  void advance_play();
+  void live_panel();
+  SharedView shared_view();
+  // Worker: a new scene when the live sources have grown (at most every few ms).
+  void refresh_live(const std::vector<std::shared_ptr<index::LiveSource>>& live,
+                    std::shared_ptr<render::Scene>& scene);
+
+  std::shared_ptr<render::Scene> scene_;
+  GLFWwindow* window_ = nullptr;
+  ViewerOptions options_;
+  render::GlRenderer gl_;
+  std::vector<std::unique_ptr<Figure>> figures_;
+  render::Marks marks_;
+  int fb_w_ = 0, fb_h_ = 0;
+  std::vector<uint8_t> pixels_;
+  std::vector<std::pair<std::string, render::Rect>> controls_;
+  AnalysisPanel analysis_;
+  bool analysis_open_ = false;
+  render::Rect stream_figure_rect_;
+
+  // Shared view: every figure shows [t0, t1) (a scope starts its strips at t0).
+  int64_t t0_ = 0, t1_ = 1;
+  double theta_us_ = 0;  // the warp, per microsecond, as the slider shows it
+
+  // Overview of the whole scene.
+  std::shared_ptr<render::TimelinePicture> overview_;
+  render::TextureSlot overview_slot_;
+  render::Rect overview_rect_;
+
+  // Mouse gestures.
+  enum class Drag { None, Pan, Select, Overview, ScopePan } drag_ = Drag::None;
+  double drag_x_ = 0, drag_y_ = 0;
+  int64_t drag_t0_ = 0, drag_t1_ = 0, drag_anchor_ = 0;
+  bool drag_moved_ = false;
+  size_t drag_figure_ = 0;
+
+  // The selected interval, for the details panel.
+  bool has_selected_ = false;
+  render::Box selected_{};
+  std::string selected_name_, selected_thread_, selected_process_;
+
+  // Playing and live sources.
+  Play play_ = Play::Paused;
+  bool reverse_ = false;
+  double speed_ = 1;
+  double play_carry_ns_ = 0;             // fractions of a ns between frames
+  std::chrono::steady_clock::time_point last_frame_{};
+  int64_t live_now_ = INT64_MIN, data_end_ = INT64_MIN;
+  std::chrono::steady_clock::time_point data_end_at_{};
+  std::vector<std::shared_ptr<index::LiveSource>> live_;
+  std::vector<index::LiveMessage> messages_;
+  std::vector<size_t> messages_seen_;   // per live source
+  uint64_t scene_serial_ = 0;           // of scene_
+  std::shared_ptr<render::Scene> pending_scene_;  // from the worker
+  uint64_t pending_serial_ = 0;
+  std::shared_ptr<render::TimelinePicture> pending_overview_;
+  // The worker's own (see refresh_live).
+  uint64_t live_generation_ = 0;
+  std::chrono::steady_clock::time_point live_refreshed_{}, overview_built_{};
+  float overview_width_ = 1280;
+
+  // Picture building off the UI thread: latest request per figure wins.
+  struct Job;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> jobs_;
+  std::atomic<bool> jobs_waiting_{false};  // jobs_ is not empty: a picture at rest stops for them
+  std::vector<std::shared_ptr<Job>> done_;
+  bool stop_ = false;
+  std::thread worker_;
+  uint64_t frames_ = 0;
+};
+
+}  // namespace tinescope::app

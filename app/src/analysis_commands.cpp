@@ -1,0 +1,316 @@
+// Analysis for scripts and CI (docs/ANALYSIS.md):
+//   tinescope stream TRACE EXPR [--csv] [--from T --to T] [--limit N]
+//   tinescope find TRACE [--stream EXPR | --name GLOB] [--longest K] [--longer D] [--outliers F] [--search RE]
+//   tinescope compare A B [--percentile P] [--threshold X] [--min-delta D] [--stream EXPR]
+// Output is stable JSON (or CSV for stream); times are ns from the start of
+// the trace. compare exits 1 when a name regressed, 2 on an error.
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "commands.hpp"
+#include "figure_options.hpp"
+#include "tinescope/analysis/derived_stream.hpp"
+#include "tinescope/analysis/duration_stats.hpp"
+#include "tinescope/analysis/needles.hpp"
+
+namespace tinescope::app {
+namespace {
+
+using analysis::Record;
+using index::TraceIndex;
+using nlohmann::json;
+
+struct Window {
+  std::string from, to;
+};
+
+// The stream text of --stream, or intervals(name=GLOB) for --name.
+bool stream_expr(const std::string& text, const std::string& name, analysis::Expr& e, std::string& error) {
+  if (text.empty()) {
+    e = analysis::Expr{};
+    e.filter.name = name;
+    return true;
+  }
+  return analysis::parse_stream(text, e, error);
+}
+
+bool eval_options(const TraceIndex& ix, const Window& w, analysis::EvalOptions& o, std::string& error) {
+  auto at = [&](const std::string& text, uint64_t fallback, uint64_t& out) {
+    if (text.empty()) return out = fallback, true;
+    double ns;
+    if (!parse_duration(text, ns) || ns < 0) {
+      error = "not a time: '" + text + "' (use e.g. 1.5s, 300us, 12ns)";
+      return false;
+    }
+    out = ix.catalog().clock.to_ticks(ix.to_ns(ix.first_ts()) + int64_t(std::llround(ns)));
+    return true;
+  };
+  return at(w.from, 0, o.t0) && at(w.to, UINT64_MAX, o.t1);
+}
+
+struct Names {
+  const TraceIndex& ix;
+  std::shared_ptr<const trace::Catalog> catalog = ix.catalog_snapshot();
+  int64_t origin = ix.to_ns(ix.first_ts());
+  int64_t ns(uint64_t ticks) const { return ix.to_ns(ticks) - origin; }
+  std::string name(uint32_t id) const { return id ? std::string(catalog->string(id)) : std::string(); }
+  std::string thread(uint32_t feedlet) const {
+    auto f = catalog->feedlets.find(feedlet);
+    return f == catalog->feedlets.end() ? std::string() : f->second.name;
+  }
+  json interval(const Record& r) const {
+    return json{{"start_ns", ns(r.start)}, {"end_ns", ns(r.end)}, {"duration_ns", ns(r.end) - ns(r.start)},
+                {"name", name(r.name)}, {"thread", thread(r.feedlet)}};
+  }
+  json sample(const Record& r) const {
+    return json{{"time_ns", ns(r.end)}, {"virtual_ns", ns(r.start)}, {"value", r.value}};
+  }
+};
+
+void fail(int* exit_code, const std::string& what, int status = 2) {
+  std::fprintf(stderr, "tinescope: %s\n", what.c_str());
+  *exit_code = status;
+}
+
+json stats_row(const analysis::DurationStats& s) {
+  const auto& h = s.h;
+  json j{{"name", s.name}, {"count", h.count()}, {"total_ns", h.total()}, {"min_ns", h.min()},
+         {"mean_ns", h.mean()}, {"max_ns", h.max()}, {"p50_ns", h.percentile(50)}, {"p90_ns", h.percentile(90)},
+         {"p99_ns", h.percentile(99)}, {"p99_9_ns", h.percentile(99.9)}};
+  if (!s.thread.empty()) j["thread"] = s.thread;
+  return j;
+}
+
+}  // namespace
+
+bool add_duration_table(json& out, const TraceIndex& ix, const std::string& stream, bool by_thread, std::string& error) {
+  analysis::Expr e;
+  if (!stream_expr(stream, "", e, error)) return false;
+  auto rows = analysis::duration_stats(ix, e, by_thread, error);
+  if (!error.empty()) return false;
+  json& table = out["durations"] = json::array();
+  for (const auto& r : rows) table.push_back(stats_row(r));
+  return true;
+}
+
+void print_duration_table(const json& table) {
+  std::printf("%-28s %-14s %10s %12s %10s %10s %10s %10s %10s %10s %10s\n", "name", "thread", "count", "total ms",
+              "min us", "mean us", "p50 us", "p90 us", "p99 us", "p99.9 us", "max us");
+  for (const json& r : table)
+    std::printf("%-28s %-14s %10" PRIu64 " %12.3f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n",
+                r["name"].get<std::string>().c_str(), r.value("thread", "").c_str(), r["count"].get<uint64_t>(),
+                r["total_ns"].get<double>() / 1e6, r["min_ns"].get<double>() / 1e3, r["mean_ns"].get<double>() / 1e3,
+                r["p50_ns"].get<double>() / 1e3, r["p90_ns"].get<double>() / 1e3, r["p99_ns"].get<double>() / 1e3,
+                r["p99_9_ns"].get<double>() / 1e3, r["max_ns"].get<double>() / 1e3);
+}
+
+void add_analysis_commands(CLI::App& app, int* exit_code) {
+  // ---- stream
+  {
+    static std::string trace, text;
+    static Window w;
+    static bool csv = false;
+    static uint64_t limit = UINT64_MAX;
+    auto* cmd = app.add_subcommand("stream", "evaluate a stream (e.g. 'longer(intervals(name=\"gc.*\"), 1ms)') to JSON or CSV");
+    cmd->add_option("trace", trace, "trace file")->required();
+    cmd->add_option("stream", text, "the stream, in the syntax of docs/ANALYSIS.md")->required();
+    cmd->add_option("--from", w.from, "only from this time (from the start of the trace)");
+    cmd->add_option("--to", w.to, "only up to this time");
+    cmd->add_option("--limit", limit, "print at most this many records (the count is of all)");
+    cmd->add_flag("--csv", csv, "CSV instead of JSON");
+    cmd->callback([=] {
+      std::string error;
+      analysis::Expr e;
+      if (!analysis::parse_stream(text, e, error)) return fail(exit_code, "stream '" + text + "': " + error);
+      auto ix = open_index(trace, true);
+      if (!ix) return fail(exit_code, "cannot open " + trace);
+      analysis::EvalOptions o;
+      if (!eval_options(*ix, w, o, error)) return fail(exit_code, error);
+      auto s = analysis::DerivedStream::evaluate(*ix, e, error, o);
+      if (!s) return fail(exit_code, error);
+      Names n{*ix};
+      const bool iv = s->intervals();
+      uint64_t shown = 0;
+      if (csv) {
+        std::printf(iv ? "start_ns,end_ns,duration_ns,name,thread\n" : "time_ns,virtual_ns,value\n");
+        for (const Record& r : s->records()) {
+          if (shown++ == limit) break;
+          if (iv) {
+            std::printf("%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%s\n", n.ns(r.start), n.ns(r.end), n.ns(r.end) - n.ns(r.start),
+                        n.name(r.name).c_str(), n.thread(r.feedlet).c_str());
+          } else {
+            std::printf("%" PRId64 ",%" PRId64 ",%.17g\n", n.ns(r.end), n.ns(r.start), r.value);
+          }
+        }
+        return;
+      }
+      json j{{"stream", analysis::format_stream(e)}, {"kind", iv ? "intervals" : "samples"}, {"count", s->size()}};
+      json& rec = j["records"] = json::array();
+      for (const Record& r : s->records()) {
+        if (shown++ == limit) break;
+        rec.push_back(iv ? n.interval(r) : n.sample(r));
+      }
+      std::printf("%s\n", j.dump(1).c_str());
+    });
+  }
+
+  // ---- find
+  {
+    static std::string trace, text, name, longer, search;
+    static Window w;
+    static size_t longest = 0, per_name = 10, limit = 100;
+    static double outlier_factor = 0;
+    auto* cmd = app.add_subcommand("find", "needles: the longest intervals, intervals longer than D, outliers per name, search");
+    cmd->add_option("trace", trace, "trace file")->required();
+    cmd->add_option("--stream", text, "an interval stream (docs/ANALYSIS.md); default: every interval");
+    cmd->add_option("--name", name, "intervals of this name (glob or /regex/), instead of --stream");
+    cmd->add_option("--longest", longest, "the K longest intervals of the stream over the whole trace");
+    cmd->add_option("--longer", longer, "every interval longer than this (e.g. 250us)");
+    cmd->add_option("--outliers", outlier_factor, "intervals longer than F times their name's mean");
+    cmd->add_option("--per-name", per_name, "--outliers: at most this many per name");
+    cmd->add_option("--search", search, "names, threads and message ids matching this regular expression");
+    cmd->add_option("--limit", limit, "at most this many hits listed");
+    cmd->add_option("--from", w.from, "only from this time");
+    cmd->add_option("--to", w.to, "only up to this time");
+    cmd->callback([=] {
+      std::string error;
+      analysis::Expr e;
+      if (!stream_expr(text, name, e, error)) return fail(exit_code, "stream '" + text + "': " + error);
+      auto ix = open_index(trace, true);
+      if (!ix) return fail(exit_code, "cannot open " + trace);
+      analysis::EvalOptions o;
+      if (!eval_options(*ix, w, o, error)) return fail(exit_code, error);
+      Names n{*ix};
+      json j{{"trace", trace}, {"stream", analysis::format_stream(e)}};
+      if (!search.empty()) {
+        std::regex re;
+        try {
+          re = std::regex(search, std::regex::ECMAScript | std::regex::icase);
+        } catch (const std::regex_error& x) {
+          return fail(exit_code, "--search: not a regular expression: " + search + " (" + x.what() + ")");
+        }
+        json names = json::array(), threads = json::array(), messages = json::array();
+        std::map<std::string, std::pair<std::string, uint64_t>> by_name;  // name -> (kind, items)
+        for (const auto& s : ix->streams()) {
+          // (A depth's names, and the span stream's, have their own streams.)
+          if (s.kind == index::StreamKind::Depth || s.kind == index::StreamKind::Span) continue;
+          std::string nm = s.kind == index::StreamKind::Send ? std::string() : n.name(s.key);
+          if (s.kind == index::StreamKind::Sched) nm = "cpu " + std::to_string(s.key);
+          if (nm.empty() || !std::regex_search(nm, re)) continue;
+          auto& [kind, items] = by_name[nm];
+          kind = index::kind_name(s.kind);
+          items += s.items;
+        }
+        for (auto& [nm, v] : by_name) names.push_back(json{{"name", nm}, {"kind", v.first}, {"count", v.second}});
+        for (const auto& f : ix->feedlets())
+          if (std::regex_search(f.name, re)) threads.push_back(json{{"id", f.id}, {"name", f.name}, {"events", f.events}});
+        for (const index::Flow& f : ix->flows(o.t0, o.t1)) {
+          if (messages.size() >= limit) break;
+          if (!std::regex_search(std::to_string(f.id), re)) continue;
+          json m{{"id", f.id}, {"channel", f.channel}, {"size", f.size}, {"from", n.thread(f.src)}, {"to", n.thread(f.dst)}};
+          if (f.flags & index::kFlowSent) m["send_ns"] = n.ns(f.send_ts);
+          if (f.flags & index::kFlowReceived) m["receive_ns"] = n.ns(f.recv_ts);
+          messages.push_back(m);
+        }
+        j["search"] = json{{"pattern", search}, {"names", names}, {"threads", threads}, {"messages", messages}};
+      }
+      if (longest) {
+        analysis::NeedleQuery q;
+        q.k = longest;
+        auto hits = analysis::longest(*ix, e, q, error, o);
+        if (!error.empty()) return fail(exit_code, error);
+        json& list = j["longest"] = json::array();
+        for (const Record& r : hits) list.push_back(n.interval(r));
+      }
+      if (!longer.empty()) {
+        int64_t ns;
+        if (!analysis::parse_duration_ns(longer, ns) || ns < 0) return fail(exit_code, "--longer: not a duration: " + longer);
+        analysis::Expr f;
+        f.op = analysis::Op::Longer;
+        f.ns = ns;
+        f.args.push_back(e);
+        auto s = analysis::DerivedStream::evaluate(*ix, f, error, o);
+        if (!s) return fail(exit_code, error);
+        json& list = j["longer"] = json::array();
+        for (const Record& r : s->records()) {
+          if (list.size() >= limit) break;
+          list.push_back(n.interval(r));
+        }
+        j["longer_count"] = s->size();
+        j["stream"] = analysis::format_stream(f);
+      }
+      if (outlier_factor > 0) {
+        if (!is_base(e.op) || e.op == analysis::Op::Messages) return fail(exit_code, "--outliers needs a base stream of intervals");
+        json& list = j["outliers"] = json::array();
+        for (const auto& x : analysis::outliers(*ix, e, outlier_factor, per_name)) {
+          json r = n.interval(x.r);
+          r["mean_ns"] = x.mean_ns;
+          r["ratio"] = x.ratio;
+          list.push_back(r);
+        }
+      }
+      if (search.empty() && !longest && longer.empty() && outlier_factor <= 0)
+        return fail(exit_code, "find: say what to find: --longest K, --longer D, --outliers F or --search RE");
+      std::printf("%s\n", j.dump(1).c_str());
+    });
+  }
+
+  // ---- compare
+  {
+    static std::string a, b, text, min_delta = "50us";
+    static analysis::CompareOptions co;
+    static bool json_out = false;
+    auto* cmd = app.add_subcommand("compare", "per-name duration distributions of two runs; exit 1 if B regressed");
+    cmd->add_option("a", a, "the reference run")->required();
+    cmd->add_option("b", b, "the run to judge")->required();
+    cmd->add_option("--stream", text, "an interval stream (default: every interval)");
+    cmd->add_option("--percentile", co.percentile, "the percentile compared (default 90)")->check(CLI::Range(0.0, 100.0));
+    cmd->add_option("--threshold", co.threshold, "a regression: B's percentile above A's by more than this fraction (default 0.25)");
+    cmd->add_option("--min-delta", min_delta, "... and by at least this much (default 50us)");
+    cmd->add_option("--min-count", co.min_count, "names with fewer intervals in either run are listed, not judged");
+    cmd->add_flag("--json", json_out, "print stable JSON");
+    cmd->callback([=] {
+      std::string error;
+      analysis::Expr e;
+      if (!stream_expr(text, "", e, error)) return fail(exit_code, "stream '" + text + "': " + error);
+      analysis::CompareOptions opt = co;
+      if (!analysis::parse_duration(min_delta, opt.min_delta_ns)) return fail(exit_code, "--min-delta: not a duration: " + min_delta);
+      std::vector<analysis::DurationStats> runs[2];
+      const std::string* paths[2] = {&a, &b};
+      for (int i = 0; i < 2; ++i) {
+        auto ix = open_index(*paths[i], true);
+        if (!ix) return fail(exit_code, "cannot open " + *paths[i]);
+        runs[i] = analysis::duration_stats(*ix, e, false, error);
+        if (!error.empty()) return fail(exit_code, *paths[i] + ": " + error);
+      }
+      auto rows = analysis::compare(runs[0], runs[1], opt);
+      size_t regressed = 0;
+      json list = json::array();
+      for (const auto& c : rows) {
+        regressed += c.regressed;
+        list.push_back(json{{"name", c.name}, {"count_a", c.count_a}, {"count_b", c.count_b}, {"a_ns", c.a_ns},
+                            {"b_ns", c.b_ns}, {"change", std::isfinite(c.change) ? json(c.change) : json(nullptr)},
+                            {"judged", c.judged}, {"regressed", c.regressed}});
+      }
+      if (json_out) {
+        json j{{"a", a}, {"b", b}, {"stream", analysis::format_stream(e)}, {"percentile", opt.percentile},
+               {"threshold", opt.threshold}, {"min_delta_ns", opt.min_delta_ns}, {"regressions", regressed}, {"names", list}};
+        std::printf("%s\n", j.dump(1).c_str());
+      } else {
+        std::printf("p%g of each name's durations, %s -> %s\n", opt.percentile, a.c_str(), b.c_str());
+        for (const auto& c : rows)
+          std::printf("%-10s %-28s %12.2f us -> %12.2f us  %+8.1f %%  (%" PRIu64 " / %" PRIu64 ")\n",
+                      c.regressed ? "REGRESSED" : c.judged ? "ok" : "few", c.name.c_str(), c.a_ns / 1e3, c.b_ns / 1e3,
+                      c.change * 100, c.count_a, c.count_b);
+        std::printf("%zu regression%s (threshold +%.0f %% and %s)\n", regressed, regressed == 1 ? "" : "s",
+                    opt.threshold * 100, min_delta.c_str());
+      }
+      if (regressed) *exit_code = 1;
+    });
+  }
+}
+
+}  // namespace tinescope::app

@@ -1,0 +1,34 @@
+// The subcommands of the `tinescope` tool, one file each.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tinescope/index/trace_index.hpp"
+
+namespace tinescope::app {
+
+// The index of a trace, built first if need be (with a progress bar unless
+// quiet); null after printing why.
+std::unique_ptr<index::TraceIndex> open_index(const std::string& trace, bool quiet, bool force = false);
+
+// Adds `dump` to the tool; the callback runs it and sets *exit_code.
+void add_dump_command(CLI::App& app, int* exit_code);
+// `index`, `info` and `stats`.
+void add_index_commands(CLI::App& app, int* exit_code);
+// `render`: a figure to a PNG, headless.
+void add_render_command(CLI::App& app, int* exit_code);
+// `find`, `stream` and `compare`: analysis for scripts and CI; and the
+// duration table of `stats`.
+void add_analysis_commands(CLI::App& app, int* exit_code);
+// Adds out["durations"]: count, total, min, mean, max and percentiles per
+// name (and per thread) of an interval stream ("" : every interval).
+bool add_duration_table(nlohmann::json& out, const index::TraceIndex& ix, const std::string& stream, bool by_thread,
+                        std::string& error);
+void print_duration_table(const nlohmann::json& table);
+// `view`: the desktop viewer.
+void add_view_command(CLI::App& app, int* exit_code);
+
+}  // namespace tinescope::app

@@ -1,0 +1,33 @@
+// Command-line options that choose what a figure shows, shared by
+// `tinescope view` and `tinescope render` so both read them the same way.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "tinescope/render/figure_params.hpp"
+#include "tinescope/analysis/stream_expr.hpp"
+
+namespace tinescope::app {
+
+struct FigureOptions {
+  std::string figure = "timeline";
+  std::string from, to, period, lanes, cursor, select;
+  uint32_t fold = 1, strip_px = 8;
+  double theta = 0;  // per microsecond on the command line
+};
+
+void add_figure_options(CLI::App& cmd, FigureOptions& o);
+// "1.5s", "300us", "45.3515us", "12ns", "7" (ns): nanoseconds (fractions kept).
+bool parse_duration(const std::string& text, double& ns);
+// FigureParams for the scene; false with a message for a bad value.
+bool figure_params(const FigureOptions& o, const render::Scene& scene, render::FigureParams& f,
+                   render::Marks& marks, std::string& error);
+
+// What `view` and `render` both do first: index and open the traces, then
+// read the figure options against them. Returns 0, or the exit status after
+// printing "tinescope COMMAND: why" (1: a trace, 2: an option).
+int open_figure(const char* command, const std::vector<std::string>& traces, const FigureOptions& o,
+                render::Scene& scene, render::FigureParams& f, render::Marks& marks);
+
+}  // namespace tinescope::app

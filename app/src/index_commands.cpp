@@ -1,0 +1,292 @@
+// `tinescope index TRACE` (with a progress bar), `tinescope info TRACE` and
+// `tinescope stats TRACE [--json]`: building the index and what it knows.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "tinescope/import/trace_import.hpp"
+#include "tinescope/index/trace_index.hpp"
+
+namespace tinescope::app {
+namespace {
+
+using index::TraceIndex;
+
+struct ProgressBar {
+  bool tty = isatty(2);
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), last{};
+  void operator()(const index::Progress& p) {
+    auto now = std::chrono::steady_clock::now();
+    if (now - last < std::chrono::milliseconds(tty ? 100 : 2000) && p.bytes_done < p.bytes_total) return;
+    last = now;
+    double f = p.bytes_total ? double(p.bytes_done) / double(p.bytes_total) : 1;
+    double s = std::chrono::duration<double>(now - start).count();
+    int w = int(f * 30);
+    std::fprintf(stderr, "%sindexing [%.*s%*s] %3.0f%%  %.0f MB/s", tty ? "\r" : "", w,
+                 "##############################", 30 - w, "", f * 100,
+                 s > 0 ? double(p.bytes_done) / s / 1e6 : 0.0);
+    if (!tty) std::fputc('\n', stderr);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<TraceIndex> open_index(const std::string& trace, bool quiet, bool force) {
+  std::string error, why;
+  index::BuildOptions o;
+  ProgressBar bar;
+  if (!quiet) o.progress = [&](const index::Progress& p) { bar(p); };
+  auto ix = force ? TraceIndex::build(trace, error, o) : TraceIndex::open(trace, error, o, &why);
+  if (!quiet && bar.last != std::chrono::steady_clock::time_point{}) std::fputc('\n', stderr);
+  if (!ix) std::fprintf(stderr, "tinescope: %s\n", error.c_str());
+  return ix;
+}
+
+namespace {
+
+std::string type_name(const TraceIndex& ix, size_t code) { return std::string(ix.catalog().type_name(uint16_t(code))); }
+
+// Metadata that describes a lane (an import's feedlet.N.pid, .process,
+// .sort_index; process.P.sort_index): info shows it as the lanes themselves.
+bool describes_a_lane(const std::string& key) {
+  for (const char* prefix : {"feedlet.", "process."}) {
+    const size_t n = std::strlen(prefix);
+    if (key.compare(0, n, prefix) != 0) continue;
+    size_t at = n + (key.size() > n && key[n] == '-');
+    const size_t digits = at;
+    while (at < key.size() && std::isdigit(static_cast<unsigned char>(key[at]))) ++at;
+    if (at > digits && at < key.size() && key[at] == '.') return true;
+  }
+  return false;
+}
+
+nlohmann::json stats_json(const TraceIndex& ix) {
+  using nlohmann::json;
+  json j;
+  j["trace"] = ix.trace_path();
+  j["index"] = ix.index_path();
+  j["trace_bytes"] = ix.trace_bytes();
+  j["index_bytes"] = ix.index_bytes();
+  j["events"] = ix.events();
+  j["dropped"] = ix.dropped();
+  uint64_t t0 = ix.first_ts(), t1 = ix.last_ts();
+  j["first_ns"] = ix.to_ns(t0);
+  j["last_ns"] = ix.to_ns(t1);
+  j["duration_ns"] = ix.to_ns(t1) - ix.to_ns(t0);
+  // Who recorded it: the file header, and the trace's metadata (ts_metadata).
+  const trace::Header& h = ix.header();
+  j["process"] = h.process_name;
+  j["pid"] = h.pid;
+  j["host"] = h.host;
+  j["command"] = h.cmdline;
+  j["recorder"] = h.recorder;
+  json metadata = json::object();
+  for (const auto& [k, v] : ix.catalog().metadata) metadata[k] = v;
+  j["metadata"] = metadata;
+  json types = json::object();
+  auto per_type = ix.events_per_type();
+  for (size_t t = 0; t < per_type.size(); ++t)
+    if (per_type[t]) types[type_name(ix, t)] = per_type[t];
+  j["events_per_kind"] = types;
+  json feedlets = json::array();
+  for (const auto& f : ix.feedlets())
+    feedlets.push_back({{"id", f.id}, {"tid", f.tid}, {"name", f.name}, {"events", f.events}, {"chunks", f.chunks},
+                        {"dropped", f.dropped}, {"first_ns", ix.to_ns(f.first_ts)}, {"last_ns", ix.to_ns(f.last_ts)}});
+  j["feedlets"] = feedlets;
+  json damage = json::array();
+  for (const auto& d : ix.damage()) damage.push_back({{"offset", d.offset}, {"length", d.length}, {"reason", d.reason}});
+  j["damaged"] = damage;
+  json losses = json::array();
+  for (const auto& l : ix.losses())
+    losses.push_back({{"feedlet", l.feedlet}, {"first_sequence", l.first_sequence}, {"chunks", l.count}});
+  j["lost_chunks"] = losses;
+  auto streams = ix.streams();
+  // The CPUs that scheduling events ran jobs on (a Sched stream per lane and
+  // CPU), with the names the trace gives them.
+  std::map<uint32_t, std::pair<uint64_t, std::vector<uint32_t>>> cpus;  // cpu -> (segments, feedlets)
+  for (const auto& s : streams)
+    if (s.kind == index::StreamKind::Sched) cpus[s.key].first += s.items, cpus[s.key].second.push_back(s.feedlet);
+  json cpu_list = json::array();
+  for (const auto& [cpu, seen] : cpus) {
+    const auto named = ix.catalog().cpu_names.find(cpu);
+    cpu_list.push_back({{"cpu", cpu},
+                        {"name", named != ix.catalog().cpu_names.end() ? named->second : ""},
+                        {"segments", seen.first},
+                        {"feedlets", seen.second}});
+  }
+  j["cpus"] = cpu_list;
+  json kinds = json::object();
+  for (const auto& s : streams) kinds[index::kind_name(s.kind)] = kinds.value(index::kind_name(s.kind), 0) + 1;
+  j["streams"] = kinds;
+  // What the index is made of, in bytes; "other": tables, directory, header and footer.
+  const TraceIndex::Parts parts = ix.index_parts();
+  json pages = json::object();
+  uint64_t known = parts.flow_blocks + parts.resume_points;
+  for (size_t k = 0; k < std::size(parts.node_pages); ++k) {
+    if (parts.node_pages[k] == 0) continue;
+    pages[index::kind_name(index::StreamKind(k))] = parts.node_pages[k];
+    known += parts.node_pages[k];
+  }
+  const uint64_t total = ix.index_bytes();
+  j["index_parts"] = {{"node_pages", pages},
+                      {"flow_blocks", parts.flow_blocks},
+                      {"resume_points", parts.resume_points},
+                      {"other", total > known ? total - known : 0}};
+  j["chunks"] = ix.chunk_count();
+  return j;
+}
+
+std::string duration(int64_t ns) {
+  char b[64];
+  double s = double(ns) / 1e9;
+  if (s >= 3600) {
+    std::snprintf(b, sizeof b, "%dh%02dm%06.3fs", int(s / 3600), int(s / 60) % 60, s - 60 * int(s / 60));
+  } else if (s >= 60) {
+    std::snprintf(b, sizeof b, "%dm%06.3fs", int(s / 60), s - 60 * int(s / 60));
+  } else {
+    std::snprintf(b, sizeof b, "%.6fs", s);
+  }
+  return b;
+}
+
+}  // namespace
+
+void add_index_commands(CLI::App& app, int* exit_code) {
+  static std::string trace;
+  static bool force = false, json_out = false;
+
+  auto* idx = app.add_subcommand("index", "build the index of a trace (beside it, or in the cache directory)");
+  idx->add_option("trace", trace, "trace file")->required();
+  idx->add_flag("--force", force, "rebuild even if the index is current");
+  idx->callback([=] {
+    auto t0 = std::chrono::steady_clock::now();
+    auto ix = open_index(trace, false, force);
+    if (!ix) {
+      *exit_code = 1;
+      return;
+    }
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("%s: %" PRIu64 " events in %zu chunks, %zu streams; index %s (%.1f MB, %.3f of the trace); %.2f s\n",
+                trace.c_str(), ix->events(), ix->chunk_count(), ix->streams().size(), ix->index_path().c_str(),
+                double(ix->index_bytes()) / 1e6, double(ix->index_bytes()) / double(std::max<uint64_t>(1, ix->trace_bytes())), s);
+  });
+
+  auto* info = app.add_subcommand("info", "duration, feedlets, CPUs, event counts per kind, drops and damage");
+  info->add_option("trace", trace, "trace file")->required();
+  info->callback([=] {
+    auto ix = open_index(trace, true);
+    if (!ix) {
+      *exit_code = 1;
+      return;
+    }
+    auto j = stats_json(*ix);
+    std::printf("trace     %s (%" PRIu64 " bytes)\n", trace.c_str(), ix->trace_bytes());
+    const trace::Header& h = ix->header();
+    std::printf("process   %s", h.process_name.c_str());
+    if (h.pid) std::printf(" (pid %u%s%s)", h.pid, h.host.empty() ? "" : " on ", h.host.c_str());
+    std::printf("\n");
+    std::string command;
+    for (const std::string& arg : h.cmdline) command += (command.empty() ? "" : " ") + arg;
+    if (!command.empty()) std::printf("command   %s\n", command.c_str());
+    if (!h.recorder.empty()) std::printf("recorder  %s\n", h.recorder.c_str());
+    std::printf("duration  %s\n", duration(j["duration_ns"].get<int64_t>()).c_str());
+    std::printf("events    %" PRIu64 " (%" PRIu64 " dropped by the recorder)\n", ix->events(), ix->dropped());
+    std::printf("feedlets  %zu\n", j["feedlets"].size());
+    int name_width = 24;  // as wide as the longest name (an imported lane's can be long), up to 60
+    for (auto& f : j["feedlets"]) name_width = std::max(name_width, std::min(60, int(f["name"].get<std::string>().size())));
+    for (auto& f : j["feedlets"])
+      std::printf("  %4u  %-*s tid %-8" PRIu64 " %12" PRIu64 " events %8" PRIu64 " dropped\n", f["id"].get<uint32_t>(),
+                  name_width, f["name"].get<std::string>().c_str(), f["tid"].get<uint64_t>(), f["events"].get<uint64_t>(),
+                  f["dropped"].get<uint64_t>());
+    if (!j["cpus"].empty()) {
+      std::printf("cpus      %zu\n", j["cpus"].size());
+      std::map<uint32_t, std::string> lane_names;
+      for (auto& f : j["feedlets"]) lane_names[f["id"].get<uint32_t>()] = f["name"].get<std::string>();
+      for (auto& c : j["cpus"]) {
+        std::string lanes;
+        for (auto& f : c["feedlets"]) lanes += (lanes.empty() ? "" : ", ") + lane_names[f.get<uint32_t>()];
+        std::printf("  %4u  %-*s %12" PRIu64 " job segments, from %s\n", c["cpu"].get<uint32_t>(), name_width,
+                    c["name"].get<std::string>().c_str(), c["segments"].get<uint64_t>(), lanes.c_str());
+      }
+    }
+    std::vector<std::pair<std::string, std::string>> metadata;  // what the trace says of itself, by key
+    for (auto& [k, v] : j["metadata"].items())
+      if (!describes_a_lane(k)) metadata.emplace_back(k, v.get<std::string>());
+    if (!metadata.empty()) {
+      std::printf("metadata  %zu\n", metadata.size());
+      for (const auto& [k, v] : metadata) std::printf("  %-22s %s\n", k.c_str(), v.c_str());
+    }
+    std::printf("kinds\n");
+    for (auto& [k, v] : j["events_per_kind"].items()) std::printf("  %-22s %12" PRIu64 "\n", k.c_str(), v.get<uint64_t>());
+    std::printf("damaged   %zu ranges\n", j["damaged"].size());
+    for (auto& d : j["damaged"])
+      std::printf("  offset %" PRIu64 ", %" PRIu64 " bytes: %s\n", d["offset"].get<uint64_t>(), d["length"].get<uint64_t>(),
+                  d["reason"].get<std::string>().c_str());
+    std::printf("lost      %zu chunk ranges\n", j["lost_chunks"].size());
+    for (auto& l : j["lost_chunks"])
+      std::printf("  feedlet %u: %" PRIu64 " chunks from sequence %" PRIu64 "\n", l["feedlet"].get<uint32_t>(),
+                  l["chunks"].get<uint64_t>(), l["first_sequence"].get<uint64_t>());
+  });
+
+  static std::string out;
+  auto* imp = app.add_subcommand("import", "convert another tool's trace to a tinescope trace: Chrome JSON, ftrace text, systrace HTML or a Grasp trace (plain or .gz)");
+  imp->add_option("file", trace, "Chrome JSON (.json, .json.gz), ftrace text, systrace HTML or a Grasp trace")->required();
+  imp->add_option("-o,--output", out, "trace file to write (must not exist)")->required();
+  imp->callback([=] {
+    import::ImportResult r;
+    std::string error;
+    if (!import::import_trace(trace, out, r, error)) {
+      std::fprintf(stderr, "tinescope: %s\n", error.c_str());
+      *exit_code = 1;
+      return;
+    }
+    std::printf("%s: %" PRIu64 " events read -> %" PRIu64 " events on %" PRIu64 " lane%s in %s\n", trace.c_str(),
+                r.events_read, r.events_written, r.feedlets, r.feedlets == 1 ? "" : "s", out.c_str());
+    for (auto& [ph, n] : r.unsupported) std::printf("  not imported: %" PRIu64 " \"%s\" events\n", n, ph.c_str());
+    if (r.unmatched_ends) std::printf("  %" PRIu64 " ends without a begin\n", r.unmatched_ends);
+    for (const std::string& n : r.notes) std::printf("  %s\n", n.c_str());
+    if (!r.warning.empty()) std::fprintf(stderr, "tinescope: warning: %s\n", r.warning.c_str());
+  });
+
+  static bool durations = false, by_thread = false;
+  static std::string stream;
+  auto* stats = app.add_subcommand("stats", "counts, time range, feedlets, drops and damage of a trace; durations per name");
+  stats->add_option("trace", trace, "trace file")->required();
+  stats->add_flag("--json", json_out, "print stable JSON");
+  stats->add_flag("--durations", durations, "count, total, min, mean, max, p50/p90/p99/p99.9 per name (a pass over the trace)");
+  stats->add_flag("--by-thread", by_thread, "--durations per name and per thread");
+  stats->add_option("--stream", stream, "--durations of this interval stream (docs/ANALYSIS.md)");
+  stats->callback([=] {
+    auto ix = open_index(trace, true);
+    if (!ix) {
+      *exit_code = 1;
+      return;
+    }
+    auto j = stats_json(*ix);
+    std::string error;
+    if ((durations || by_thread || !stream.empty()) && !add_duration_table(j, *ix, stream, by_thread, error)) {
+      std::fprintf(stderr, "tinescope: %s\n", error.c_str());
+      *exit_code = 2;
+      return;
+    }
+    if (json_out) {
+      std::printf("%s\n", j.dump(2).c_str());
+    } else {
+      for (auto& [k, v] : j.items())
+        if (!v.is_array() && !v.is_object()) std::printf("%-14s %s\n", k.c_str(), v.dump().c_str());
+      if (j.contains("durations")) print_duration_table(j["durations"]);
+    }
+  });
+}
+
+}  // namespace tinescope::app

@@ -1,0 +1,211 @@
+// The ftrace text reader: one line at a time, as `trace` and `trace_pipe`
+// print them (and Android's systrace, which wraps them):
+//
+//   <comm>-<pid> [(<tgid>)] [<cpu>] [<flags>] <seconds>: <event>: <args>
+//
+// The comm may hold spaces and dashes (the pid is after the last dash); the
+// tgid column and the irq-flags column are optional.
+#include <cstring>
+
+#include "import_model.hpp"
+#include "tinescope/format.hpp"
+
+namespace tinescope::import {
+
+using namespace format;
+
+namespace {
+
+// The value of `key=` in ftrace's "k1=v1 k2=v2" arguments: up to the next
+// space, or (for a comm, which may hold spaces) up to ` next_key=`.
+std::string_view arg(std::string_view args, std::string_view key, std::string_view next_key = {}) {
+  size_t at = 0;
+  for (;;) {
+    at = args.find(key, at);
+    if (at == std::string_view::npos) return {};
+    if (at == 0 || args[at - 1] == ' ') break;  // a whole key, not the end of another
+    at += key.size();
+  }
+  at += key.size();
+  size_t end = next_key.empty() ? args.find(' ', at) : args.find(next_key, at);
+  if (end == std::string_view::npos) end = args.size();
+  return args.substr(at, end - at);
+}
+
+
+}  // namespace
+
+Feedlet& FtraceReader::cpu_lane(uint32_t cpu) {
+  if (!m_.process_names.count(kCpuLanesPid)) m_.process_names[kCpuLanesPid] = "CPUs";
+  return m_.feedlet(kCpuLanesPid, cpu, "CPU " + std::to_string(cpu));
+}
+
+void FtraceReader::line(std::string_view s) {
+  s = trim(s);
+  if (s.empty() || s.front() == '#') return;
+  // The CPU column: the first "[digits]".
+  size_t lb = std::string_view::npos, rb = 0;
+  for (size_t i = s.find('['); i != std::string_view::npos; i = s.find('[', i + 1)) {
+    size_t j = i + 1;
+    while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;
+    if (j > i + 1 && j < s.size() && s[j] == ']') {
+      lb = i, rb = j;
+      break;
+    }
+  }
+  if (lb == std::string_view::npos) return;
+  std::string_view task = trim(s.substr(0, lb));
+  int64_t tgid = -1;
+  if (!task.empty() && task.back() == ')') {  // "(  123)" or "(-----)"
+    size_t open = task.rfind('(');
+    if (open == std::string_view::npos) return;
+    if (!to_number(task.substr(open + 1, task.size() - open - 2), tgid)) tgid = -1;
+    task = trim(task.substr(0, open));
+  }
+  const size_t dash = task.rfind('-');
+  int64_t pid = 0, cpu = 0;
+  if (dash == std::string_view::npos || !to_number(task.substr(dash + 1), pid)) return;
+  if (!to_number(s.substr(lb + 1, rb - lb - 1), cpu) || cpu < 0 || cpu > 65535) return;
+  // "[flags] seconds:" then " event: args".
+  std::string_view rest = s.substr(rb + 1);
+  const size_t colon = rest.find(':');
+  if (colon == std::string_view::npos) return;
+  std::string_view stamp = trim(rest.substr(0, colon));
+  const size_t space = stamp.rfind(' ');
+  if (space != std::string_view::npos) stamp = stamp.substr(space + 1);
+  double seconds;
+  if (!to_number(stamp, seconds) || !(seconds >= 0 && seconds * 1e6 < ImportModel::kMaxUs)) return;
+  rest = rest.substr(colon + 1);
+  const size_t event_end = rest.find(':');
+  if (event_end == std::string_view::npos) return;
+  const std::string_view event = trim(rest.substr(0, event_end));
+  const std::string_view args = trim(rest.substr(event_end + 1));
+  ++events_;
+  const double us = seconds * 1e6;
+  const uint64_t ts = ImportModel::ticks(us);
+  last_ts_ = std::max(last_ts_, ts);
+  if (tgid >= 0) tgid_of_[pid] = tgid;
+  const std::string_view comm = task.substr(0, dash);
+
+  if (event == "sched_switch") {
+    ++m_.r.events_read;
+    return sched_switch(uint32_t(cpu), ts, args);
+  }
+  if (event == "sched_wakeup" || event == "sched_waking" || event == "sched_wakeup_new") {
+    ++m_.r.events_read;
+    return sched_wakeup(uint32_t(cpu), ts, args);
+  }
+  if (event == "cpu_frequency" || event == "cpu_idle") {
+    int64_t state = 0, on = 0;
+    if (to_number(arg(args, "state="), state) && to_number(arg(args, "cpu_id="), on) && on >= 0 && on <= 65535) {
+      ++m_.r.events_read;
+      // cpu_idle's "no longer idle" is state 4294967295 (-1 as u32).
+      const double v = event == "cpu_idle" && state == 4294967295 ? -1.0 : double(state);
+      Feedlet& f = cpu_lane(uint32_t(on));
+      f.points.push_back(Point{ts, m_.next_seq(), kCounterFloat,
+                               m_.intern(event == "cpu_idle" ? "idle state" : "frequency kHz"), bits_of(v)});
+      return;
+    }
+  }
+  // Userspace annotations (atrace): tracing_mark_write, or a print event
+  // shown by its caller's address ("0: B|...").
+  const bool print = event == "tracing_mark_write" || event == "print" ||
+                     event.find_first_not_of("0123456789abcdefx") == std::string_view::npos;
+  if (print && atrace(pid, comm, us, args)) return;
+  ++m_.r.events_read;
+  ++m_.r.unsupported["ftrace " + std::string(print ? "print" : event)];
+}
+
+void FtraceReader::sched_switch(uint32_t cpu, uint64_t ts, std::string_view args) {
+  int64_t prev = -1, next = -1;
+  if (!to_number(arg(args, "prev_pid="), prev) || !to_number(arg(args, "next_pid="), next)) {
+    ++m_.r.unsupported["ftrace sched_switch without prev_pid= and next_pid="];
+    return;
+  }
+  Feedlet& lane = cpu_lane(cpu);
+  Running& run = running_[cpu];
+  // The slice that ends: known only from the switch that started it (the
+  // first switch on each CPU ends a slice whose start the trace missed).
+  if (run.pid > 0 && run.pid == prev) lane.spans.push_back(Span{run.start, ts, run.name, m_.next_seq()});
+  run = Running{};
+  if (next <= 0) return;  // idle
+  const std::string_view comm = arg(args, "next_comm=", " next_pid=");
+  run = Running{next, m_.intern(std::string(comm) + "-" + std::to_string(next)), ts};
+  // The woken thread runs: its wakeup's flow ends here.
+  auto w = woken_.find(next);
+  if (w == woken_.end()) return;
+  const uint64_t id = kWakeupFlowIds | ++wakeups_;
+  const uint32_t name = m_.intern("wakeup");
+  // (The end is placed at the slice's start already: no binding to move it.)
+  m_.flows.push_back(Flow{id, w->second.ts, w->second.seq, 's', false, w->second.from, name});
+  m_.flows.push_back(Flow{id, ts, m_.next_seq(), 'f', false, lane.id, name});
+  woken_.erase(w);
+}
+
+void FtraceReader::sched_wakeup(uint32_t cpu, uint64_t ts, std::string_view args) {
+  int64_t pid = -1;
+  if (!to_number(arg(args, "pid="), pid) || pid <= 0) return;
+  // The first wakeup counts (sched_waking comes before sched_wakeup).
+  woken_.emplace(pid, Wakeup{ts, m_.next_seq(), cpu_lane(cpu).id});
+}
+
+bool FtraceReader::atrace(int64_t tid, std::string_view comm, double us, std::string_view text) {
+  // B|tgid|name, E[|tgid], C|tgid|name|value, S|tgid|name|cookie, F|tgid|name|cookie
+  if (text.empty() || std::strchr("BECSF", text[0]) == nullptr || (text.size() > 1 && text[1] != '|')) return false;
+  std::vector<std::string_view> part;
+  for (size_t at = 0;;) {
+    size_t bar = text.find('|', at);
+    part.push_back(text.substr(at, bar == std::string_view::npos ? std::string_view::npos : bar - at));
+    if (bar == std::string_view::npos) break;
+    at = bar + 1;
+  }
+  RawEvent e;
+  e.ph = std::string(1, text[0]);
+  e.ts = us, e.has_ts = true;
+  e.tid = tid, e.has_tid = true;
+  int64_t tgid = -1;
+  if (part.size() > 1 && !to_number(part[1], tgid)) return false;
+  if (tgid < 0) {  // "E" alone: the thread's process from an earlier event
+    auto it = tgid_of_.find(tid);
+    tgid = it != tgid_of_.end() ? it->second : tid;
+  }
+  tgid_of_[tid] = tgid;
+  e.pid = tgid, e.has_pid = true;
+  switch (text[0]) {
+    case 'B':
+      if (part.size() < 3) return false;
+      // The name is the rest: it may hold bars itself.
+      e.name = std::string(text.substr(part[0].size() + part[1].size() + 2));
+      break;
+    case 'E': break;
+    case 'C': {
+      double v;
+      if (part.size() < 4 || !to_number(part[3], v)) return false;
+      e.name = std::string(part[2]);
+      e.num_args.emplace_back("value", v);
+      break;
+    }
+    default:  // S, F: async, a lane per (process, name, cookie)
+      if (part.size() < 4) return false;
+      e.name = std::string(part[2]);
+      e.cat = e.name;
+      e.id = std::string(part[3]);
+      e.local_id = true;  // (a cookie is its process's own)
+      break;
+  }
+  m_.take(e);
+  if (e.ph == "B" || e.ph == "E") {
+    Feedlet& thread = m_.feedlet(tgid, tid, "");
+    if (thread.name.empty()) thread.name = std::string(comm);
+  }
+  if (tid == tgid && !m_.process_names.count(tgid)) m_.process_names[tgid] = std::string(comm);
+  return true;
+}
+
+void FtraceReader::finish() {
+  for (auto& [cpu, run] : running_)
+    if (run.pid > 0) cpu_lane(cpu).spans.push_back(Span{run.start, last_ts_, run.name, m_.next_seq()});
+  running_.clear();
+}
+
+}  // namespace tinescope::import

@@ -1,0 +1,551 @@
+// Collecting another tool's events per lane, and writing them as a trace.
+#include "import_model.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "tinescope/trace_writer.hpp"
+
+namespace tinescope::import {
+
+using namespace format;
+
+namespace {
+
+// Turns a feedlet's spans and begin/end pairs into properly nested begins and
+// ends (parents before children), plus completes for intervals that overlap
+// without nesting, merged in time with the feedlet's other events.
+BulkArray<Point> nest(Feedlet& f, uint64_t& unmatched) {
+  // Pair begins with ends in time order (file order breaks ties).
+  std::stable_sort(f.be.begin(), f.be.end(), [](const BeginEnd& a, const BeginEnd& b) { return a.ts < b.ts; });
+  std::vector<BeginEnd> open;
+  for (const BeginEnd& x : f.be) {
+    if (x.begin) {
+      open.push_back(x);
+    } else if (open.empty()) {
+      ++unmatched;
+    } else {
+      f.spans.push_back(Span{open.back().ts, x.ts, open.back().name, open.back().seq});
+      open.pop_back();
+    }
+  }
+  for (const BeginEnd& b : open) f.spans.push_back(Span{b.ts, UINT64_MAX, b.name, b.seq});  // never ended
+  std::sort(f.spans.begin(), f.spans.end(), [](const Span& a, const Span& b) {
+    if (a.start != b.start) return a.start < b.start;
+    if (a.end != b.end) return a.end > b.end;  // the longer one is the parent
+    return a.seq < b.seq;
+  });
+  BulkArray<Point> out;
+  // Its size is known: a begin and an end a span at most.
+  out.reserve(2 * f.spans.size() + f.points.size());
+  uint64_t seq = 0;
+  std::vector<const Span*> stack;
+  auto pop = [&] {
+    const Span* s = stack.back();
+    stack.pop_back();
+    if (s->end != UINT64_MAX) out.push_back(Point{s->end, seq++, kIntervalEnd, s->name, 0});
+  };
+  for (const Span& s : f.spans) {
+    while (!stack.empty() && !(stack.back()->start <= s.start && s.end <= stack.back()->end)) {
+      if (stack.back()->end > s.start) break;  // overlaps without nesting
+      pop();
+    }
+    if (!stack.empty() && s.end > stack.back()->end) {
+      out.push_back(Point{s.end, seq++, kIntervalComplete, s.name, s.end - s.start});
+      continue;
+    }
+    out.push_back(Point{s.start, seq++, kIntervalBegin, s.name, 0});
+    stack.push_back(&s);
+  }
+  while (!stack.empty()) pop();
+  for (Point& p : f.points) p.seq += uint64_t(1) << 62;  // after intervals at the same time
+  out.append(f.points.begin(), f.points.end());
+  std::stable_sort(out.begin(), out.end(), [](const Point& a, const Point& b) {
+    return a.ts != b.ts ? a.ts < b.ts : a.seq < b.seq;
+  });
+  return out;
+}
+
+}  // namespace
+
+uint32_t ImportModel::intern(const std::string& s) {
+  auto [it, fresh] = string_ids_.emplace(s, uint32_t(strings_.size()));
+  if (fresh) strings_.push_back(s);
+  return it->second;
+}
+
+Feedlet& ImportModel::feedlet(int64_t pid, int64_t tid, const std::string& lane) {
+  auto [it, fresh] = feedlet_of_.emplace(std::make_tuple(pid, tid, lane), uint32_t(feedlets.size()));
+  if (fresh) {
+    Feedlet f;
+    f.id = uint32_t(feedlets.size()) + 1;
+    f.pid = pid, f.tid = tid;
+    f.name = lane;
+    feedlets.push_back(std::move(f));
+  }
+  return feedlets[it->second];
+}
+
+void ImportModel::point(Feedlet& f, const RawEvent& e, uint16_t type, uint32_t name, uint64_t a) {
+  f.points.push_back(Point{ticks(e.ts), seq_++, type, name, a});
+}
+
+void ImportModel::take(const RawEvent& e) {
+  ++r.events_read;
+  if (e.ph.size() != 1) {
+    ++r.unsupported[e.ph.empty() ? "(no ph)" : e.ph];
+    return;
+  }
+  const char ph = e.ph[0];
+  if (ph == 'M') return metadata(e);
+  if (!e.has_ts) {
+    ++r.unsupported[e.ph + " without ts"];
+    return;
+  }
+  if (e.ts < 0) {  // ticks are unsigned
+    ++r.unsupported[e.ph + " with negative ts"];
+    return;
+  }
+  if (!(e.ts < kMaxUs) || !(e.dur < kMaxUs)) {  // nanoseconds past 2^63 (NaN fails too)
+    ++r.unsupported[e.ph + " with ts or dur out of range"];
+    return;
+  }
+  const uint32_t name = intern(e.name);
+  switch (ph) {
+    case 'B':
+    case 'E': {
+      Feedlet& f = feedlet(e.pid, e.tid, "");
+      f.be.push_back(BeginEnd{ticks(e.ts), seq_++, ph == 'B', name});
+      return;
+    }
+    case 'X': {
+      Feedlet& f = feedlet(e.pid, e.tid, "");
+      uint64_t t = ticks(e.ts);
+      f.spans.push_back(Span{t, t + (e.has_dur ? ticks(std::max(0.0, e.dur)) : 0), name, seq_++});
+      return;
+    }
+    case 'i':
+    case 'I':
+    case 'R': {
+      // Scope: thread (default), process or global: each on its own lane.
+      Feedlet& f = e.scope == "g"   ? feedlet(0, 0, "global")
+                   : e.scope == "p" ? feedlet(e.pid, 0, "process")
+                                    : feedlet(e.pid, e.tid, "");
+      point(f, e, kInstant, name, 0);
+      return;
+    }
+    case 'C': {
+      Feedlet& f = feedlet(e.pid, 0, "counters");
+      std::string base = e.name + (e.id.empty() ? "" : "[" + e.id + "]");
+      for (auto& [k, v] : e.num_args) {
+        double d = v;
+        uint64_t bits;
+        std::memcpy(&bits, &d, 8);
+        point(f, e, kCounterFloat, intern(e.num_args.size() == 1 ? base : base + "." + k), bits);
+      }
+      return;
+    }
+    case 'b':
+    case 'e':
+    case 'n':
+    case 'S':
+    case 'T':
+    case 'p':
+    case 'F': {
+      // Async: paired by category and id across processes (by process too
+      // for a process's own id), at the end (pair_async).
+      const std::string id = e.cat + " " + e.id;
+      const uint64_t scope = e.local_id ? uint64_t(e.pid) * 0x9e3779b97f4a7c15ull : 0;  // (a process's own id)
+      const uint64_t key = checksum(id.data(), id.size()) ^ scope;
+      const char kind = ph == 'b' || ph == 'S' ? 'b' : ph == 'e' || ph == 'F' ? 'e' : 'n';
+      async_events.push_back(AsyncEvent{key, ticks(e.ts), seq_++, e.pid, name, kind});
+      return;
+    }
+    case 'P': {
+      // A sample: an instant on its thread, named by its leaf stack frame
+      // when the file's "stackFrames" names it (read_chrome_json), else by its own name.
+      Feedlet& f = feedlet(e.pid, e.tid, "");
+      if (!e.sf.empty()) sample_frames.push_back(SampleFrame{f.id - 1, f.points.size(), e.sf});
+      point(f, e, kInstant, name, 0);
+      return;
+    }
+    case 'N':
+    case 'O':
+    case 'D': {
+      // Objects: an id is unique within its process and scope (Catapult's
+      // ObjectCollection); paired at the end (pair_objects).
+      const std::string scoped = e.id_scope + "/" + e.id;
+      const uint64_t key = checksum(scoped.data(), scoped.size()) ^ (uint64_t(e.pid) * 0x9e3779b97f4a7c15ull);
+      object_events.push_back(ObjectEvent{key, ticks(e.ts), seq_++, e.pid, name, ph});
+      return;
+    }
+    case 's':
+    case 't':
+    case 'f': {
+      Feedlet& f = feedlet(e.pid, e.tid, "");
+      flows.push_back(Flow{checksum(e.id.data(), e.id.size()) ^ checksum(e.cat.data(), e.cat.size()), ticks(e.ts),
+                           seq_++, ph, ph == 'f' && !e.bind_enclosing, f.id, name});
+      return;
+    }
+    default: ++r.unsupported[e.ph];
+  }
+}
+
+void ImportModel::metadata(const RawEvent& e) {
+  if (e.name == "process_name") {
+    process_names[e.pid] = e.arg_name;
+  } else if (e.name == "thread_name") {
+    feedlet(e.pid, e.tid, "").name = e.arg_name;
+  } else if (e.name == "process_labels") {
+    process_labels[e.pid] = e.arg_labels;
+  } else if (e.name == "num_cpus" && e.num_args.size() == 1) {
+    const double n = e.num_args[0].second;
+    num_cpus = n >= 0 && n < 1e9 && n == std::floor(n) ? std::to_string(int64_t(n)) : std::to_string(n);
+  } else if (e.name == "process_sort_index" && e.has_sort) {
+    process_sort[e.pid] = e.sort_index;
+  } else if (e.name == "thread_sort_index" && e.has_sort) {
+    thread_sort[{e.pid, e.tid}] = e.sort_index;
+  } else {
+    ++r.unsupported["M " + e.name];
+  }
+}
+
+namespace {
+
+// The lanes of one family of units, in order of their starts: each unit on
+// the first lane free at its start (as many lanes as units run at once, as
+// Perfetto packs async slices), at most kMostLanes; past that, on the lane
+// that frees first, where nest() keeps the overlap.
+class LanePacker {
+ public:
+  static constexpr size_t kMostLanes = 32;
+  size_t place(uint64_t start, uint64_t end) {
+    size_t at = busy_until_.size();
+    for (size_t i = 0; i < busy_until_.size() && at == busy_until_.size(); ++i)
+      if (busy_until_[i] <= start) at = i;
+    if (at == busy_until_.size()) {
+      if (busy_until_.size() < kMostLanes) busy_until_.push_back(0);
+      else at = size_t(std::min_element(busy_until_.begin(), busy_until_.end()) - busy_until_.begin());
+    }
+    busy_until_[at] = std::max(busy_until_[at], end);
+    return at;
+  }
+
+ private:
+  std::vector<uint64_t> busy_until_;
+};
+
+}  // namespace
+
+void ImportModel::place_units(std::vector<Unit>& units, const std::vector<Placed>& placed, const char* kind) {
+  std::vector<uint32_t> order(units.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const Unit &x = units[a], &y = units[b];
+    return std::tie(x.pid, x.family, x.start, a) < std::tie(y.pid, y.family, y.start, b);
+  });
+  LanePacker lanes;
+  std::vector<uint32_t> feedlet_of_lane;  // the family's lanes: each looked up once, not once a unit
+  for (size_t i = 0; i < order.size(); ++i) {
+    Unit& u = units[order[i]];
+    if (i > 0 && (units[order[i - 1]].pid != u.pid || units[order[i - 1]].family != u.family))
+      lanes = LanePacker{}, feedlet_of_lane.clear();
+    const size_t lane = lanes.place(u.start, u.end);
+    if (lane == feedlet_of_lane.size()) {
+      const std::string name =
+          std::string(kind) + " " + strings_[u.family] + (lane ? " #" + std::to_string(lane + 1) : "");
+      feedlet_of_lane.push_back(feedlet(u.pid, 0, name).id - 1);
+    }
+    u.feedlet = feedlet_of_lane[lane];
+  }
+  for (const Placed& x : placed) {
+    Feedlet& f = feedlets[units[x.unit].feedlet];
+    if (x.instant) f.points.push_back(Point{x.start, x.seq, kInstant, x.name, 0});
+    else f.spans.push_back(Span{x.start, x.end, x.name, x.seq});
+  }
+}
+
+void ImportModel::pair_async() {
+  // Each key's events in time order (file order breaks ties). An end closes
+  // the innermost open begin of its name (Catapult pairs S/F by name and id
+  // across processes), and begins still open above it end with it, so that
+  // the lane nests; an end with no open begin of its name is counted.
+  // An episode of a key (from a begin on an empty stack until the stack is
+  // empty again) is one unit a process: its intervals, and the steps and
+  // instants made while it is open, go on one lane, named by the episode's
+  // first begin (a step or instant outside any is a unit of its own).
+  std::sort(async_events.begin(), async_events.end(), [](const AsyncEvent& a, const AsyncEvent& b) {
+    return std::tie(a.key, a.ts, a.seq) < std::tie(b.key, b.ts, b.seq);
+  });
+  std::vector<Unit> units;
+  std::vector<Placed> placed;
+  std::vector<std::pair<const AsyncEvent*, uint32_t>> open;  // begin, its unit
+  std::vector<std::pair<int64_t, uint32_t>> episode;         // the open episode's units: (pid, unit)
+  uint32_t family = 0;
+  auto unit_of = [&](int64_t pid) {
+    for (auto [p, u] : episode)
+      if (p == pid) return u;
+    units.push_back(Unit{pid, family});
+    episode.emplace_back(pid, uint32_t(units.size() - 1));
+    return uint32_t(units.size() - 1);
+  };
+  auto add = [&](uint32_t u, uint64_t start, uint64_t end, uint64_t seq, uint32_t name, bool instant) {
+    placed.push_back(Placed{start, end, seq, name, u, instant});
+    units[u].start = std::min(units[u].start, start), units[u].end = std::max(units[u].end, end);
+  };
+  auto close = [&](size_t k, uint64_t end) {
+    const auto [b, u] = open[k];
+    add(u, b->ts, end, b->seq, b->name, false);
+  };
+  for (size_t i = 0; i < async_events.size(); ++i) {
+    const AsyncEvent& x = async_events[i];
+    if (i > 0 && async_events[i - 1].key != x.key) {
+      for (size_t k = 0; k < open.size(); ++k) close(k, UINT64_MAX);  // never ended
+      open.clear();
+    }
+    if (open.empty()) episode.clear(), family = x.name;
+    if (x.kind == 'b') {
+      open.emplace_back(&x, unit_of(x.pid));
+    } else if (x.kind == 'n') {
+      add(open.empty() ? unit_of(x.pid) : open.back().second, x.ts, x.ts, x.seq, x.name, true);
+    } else {
+      size_t k = open.size();
+      while (k > 0 && open[k - 1].first->name != x.name) --k;
+      if (k == 0) {
+        ++r.unmatched_ends;
+        continue;
+      }
+      for (size_t j = open.size(); j-- > k - 1;) close(j, x.ts);
+      open.resize(k - 1);
+    }
+  }
+  for (size_t k = 0; k < open.size(); ++k) close(k, UINT64_MAX);
+  async_events.release();
+  place_units(units, placed, "async");
+}
+
+void ImportModel::pair_objects() {
+  // Each object's events in time order (file order breaks ties). N starts a
+  // lifetime and D ends it; an N while the object is alive ends the old one
+  // there (ids are often addresses, reused after a deletion not traced). A
+  // snapshot of an object not alive starts one (Catapult creates it
+  // implicitly); a D of none is counted. A lifetime is a unit, named by its
+  // type, with its snapshots as instants.
+  std::sort(object_events.begin(), object_events.end(), [](const ObjectEvent& a, const ObjectEvent& b) {
+    return std::tie(a.key, a.ts, a.seq) < std::tie(b.key, b.ts, b.seq);
+  });
+  std::vector<Unit> units;
+  std::vector<Placed> placed;
+  const ObjectEvent* alive = nullptr;
+  auto begin = [&](const ObjectEvent& x) {
+    alive = &x;
+    units.push_back(Unit{x.pid, x.name, x.ts, x.ts});
+  };
+  auto end = [&](uint64_t at) {
+    if (!alive) return;
+    placed.push_back(Placed{alive->ts, at, alive->seq, alive->name, uint32_t(units.size() - 1), false});
+    units.back().end = std::max(units.back().end, at);
+    alive = nullptr;
+  };
+  for (size_t i = 0; i < object_events.size(); ++i) {
+    const ObjectEvent& x = object_events[i];
+    if (i > 0 && object_events[i - 1].key != x.key) end(UINT64_MAX);  // never deleted
+    if (x.kind == 'N') {
+      end(x.ts);
+      begin(x);
+    } else if (x.kind == 'O') {
+      if (!alive) begin(x);
+      placed.push_back(Placed{x.ts, x.ts, x.seq, alive->name, uint32_t(units.size() - 1), true});
+      units.back().end = std::max(units.back().end, x.ts);
+    } else if (alive) {
+      end(x.ts);
+    } else {
+      ++r.unmatched_ends;
+    }
+  }
+  end(UINT64_MAX);
+  object_events.release();
+  place_units(units, placed, "objects");
+}
+
+bool ImportModel::write(const std::string& in, const std::string& out, const char* recorder, std::string& error) {
+  pair_async();
+  pair_objects();
+  // Flows: per flow id in time order, each step ends one link and starts the next.
+  std::stable_sort(flows.begin(), flows.end(), [](const Flow& a, const Flow& b) {
+    return a.id_hash != b.id_hash ? a.id_hash < b.id_hash : a.ts < b.ts;
+  });
+  // A flow's end ('f') binds to the next slice that starts on its thread at
+  // or after it, unless "bp" is "e" (the slice around it), as the Trace
+  // Event Format says and Perfetto's importer binds it: the receive is
+  // placed at that slice's start. (Starts and steps bind to the slice
+  // around them: where they are.) With no slice after it, it stays. One
+  // lane's slice starts at a time: a lane may hold millions.
+  std::vector<size_t> ends;  // flows bound to their next slice, by lane
+  for (size_t i = 0; i < flows.size(); ++i)
+    if (flows[i].bind_next) ends.push_back(i);
+  std::stable_sort(ends.begin(), ends.end(), [&](size_t a, size_t b) { return flows[a].feedlet < flows[b].feedlet; });
+  std::vector<uint64_t> starts;
+  for (size_t i = 0; i < ends.size();) {
+    const Feedlet& f = feedlets[flows[ends[i]].feedlet - 1];
+    starts.clear();
+    for (const Span& s : f.spans) starts.push_back(s.start);
+    for (const BeginEnd& b : f.be)
+      if (b.begin) starts.push_back(b.ts);
+    std::sort(starts.begin(), starts.end());
+    for (; i < ends.size() && flows[ends[i]].feedlet == f.id; ++i) {
+      Flow& x = flows[ends[i]];
+      const auto next = std::lower_bound(starts.begin(), starts.end(), x.ts);
+      if (next != starts.end()) x.ts = *next;
+    }
+  }
+  std::vector<size_t>().swap(ends);
+  std::vector<uint64_t>().swap(starts);
+  uint64_t link = 1;
+  for (size_t i = 0; i < flows.size(); ++i) {
+    const Flow& x = flows[i];
+    bool first = i == 0 || flows[i - 1].id_hash != x.id_hash;
+    if (first) ++link;
+    Feedlet& f = feedlets[x.feedlet - 1];
+    if (x.ph != 's' && !first) f.points.push_back(Point{x.ts, x.seq, kMessageRecv, x.name, link});
+    if (x.ph != 'f') f.points.push_back(Point{x.ts, x.seq, kMessageSend, x.name, ++link});
+  }
+
+  // Names of lanes.
+  // A process's labels (process_labels) follow its name, as the trace viewer shows them.
+  for (auto& [pid, labels] : process_labels) {
+    if (labels.empty()) continue;
+    std::string& name = process_names[pid];
+    name = (name.empty() ? "pid " + std::to_string(pid) : name) + ": " + labels;
+  }
+  for (Feedlet& f : feedlets) {
+    std::string process = process_names.count(f.pid) ? process_names[f.pid] : "pid " + std::to_string(f.pid);
+    if (f.name.empty()) f.name = "tid " + std::to_string(f.tid);
+    else if (f.name == "process" || f.name == "counters" || f.name.rfind("async ", 0) == 0 ||
+             f.name.rfind("objects ", 0) == 0)
+      f.name = process + " " + f.name;
+  }
+
+  int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    error = out + ": " + std::strerror(errno) + (errno == EEXIST ? " (tinescope never writes over a file)" : "");
+    return false;
+  }
+  bool ok = true;
+  auto write = [&](const void* p, size_t n) {
+    const char* c = static_cast<const char*>(p);
+    while (ok && n) {
+      ssize_t w = ::write(fd, c, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) ok = false, error = out + ": " + std::strerror(w < 0 ? errno : ENOSPC);
+      else c += w, n -= size_t(w);
+    }
+  };
+  HeaderInfo info;
+  info.clock.source = uint8_t(ClockSource::Monotonic);
+  info.clock.ticks_per_ns = 1.0;
+  // The trace's process: the first named one (not ftrace's CPU lanes), else the file.
+  info.process_name = trace_process.empty() ? in : trace_process;
+  for (auto& [pid, name] : process_names)
+    if (pid != kCpuLanesPid && trace_process.empty()) {
+      info.process_name = name;
+      break;
+    }
+  info.cmdline = {"tinescope", "import", in};
+  info.recorder = recorder;
+  std::string header = build_file_header(info);
+  write(header.data(), header.size());
+
+  // Ticks are nanoseconds of the JSON's own clock, as they were.
+  std::vector<uint8_t> frame;
+  ChunkBuilder meta;
+  auto flush = [&](ChunkBuilder& cb) {
+    if (cb.empty()) return;
+    cb.finish(0, frame);
+    write(frame.data(), frame.size());
+  };
+  auto meta_string = [&](uint32_t id, const std::string& s) {
+    uint8_t* p = meta.begin(kStringDef, 0, s.size());
+    p = ChunkBuilder::put_u64(p, id);
+    p = ChunkBuilder::put_bytes(p, s.data(), s.size());
+    meta.end(p);
+    if (meta.full()) flush(meta);
+  };
+  auto meta_pair = [&](const std::string& k, const std::string& v) {
+    uint32_t ki = intern(k), vi = intern(v);
+    return std::make_pair(ki, vi);
+  };
+  std::vector<std::pair<uint32_t, uint32_t>> metadata;
+  for (Feedlet& f : feedlets) {
+    std::string n = "feedlet." + std::to_string(f.id);
+    intern(f.name);
+    metadata.push_back(meta_pair(n + ".pid", std::to_string(f.pid)));
+    // Its process, named or not (the viewer's header), but for global instants.
+    const bool global = f.pid == 0 && f.tid == 0 && f.name == "global";
+    metadata.push_back(meta_pair(n + ".process", process_names.count(f.pid) ? process_names[f.pid]
+                                                 : global                   ? ""
+                                                                            : "pid " + std::to_string(f.pid)));
+    if (thread_sort.count({f.pid, f.tid})) metadata.push_back(meta_pair(n + ".sort_index", std::to_string(thread_sort[{f.pid, f.tid}])));
+  }
+  for (auto& [pid, idx] : process_sort) metadata.push_back(meta_pair("process." + std::to_string(pid) + ".sort_index", std::to_string(idx)));
+  if (!r.display_time_unit.empty()) metadata.push_back(meta_pair("displayTimeUnit", r.display_time_unit));
+  if (!num_cpus.empty()) metadata.push_back(meta_pair("num_cpus", num_cpus));
+  for (uint32_t id = 1; id < strings_.size(); ++id) meta_string(id, strings_[id]);
+  for (Feedlet& f : feedlets) {
+    uint8_t* p = meta.begin(kFeedletInfo, 0);
+    p = ChunkBuilder::put_u64(p, f.id);
+    p = ChunkBuilder::put_u64(p, uint64_t(f.tid));
+    p = ChunkBuilder::put_u64(p, intern(f.name));
+    meta.end(p);
+  }
+  for (auto [k, v] : metadata) {
+    uint8_t* p = meta.begin(kMetadata, 0);
+    p = ChunkBuilder::put_u64(p, k);
+    p = ChunkBuilder::put_u64(p, v);
+    meta.end(p);
+  }
+  flush(meta);
+
+  for (Feedlet& f : feedlets) {
+    BulkArray<Point> events = nest(f, r.unmatched_ends);
+    f.spans.release(), f.be.release(), f.points.release();  // in `events` now: memory goes down lane by lane
+    ChunkBuilder cb;
+    cb.feedlet = f.id;
+    uint8_t* p = cb.begin(kThreadName, events.empty() ? 0 : events[0].ts);
+    p = ChunkBuilder::put_u64(p, intern(f.name));
+    cb.end(p);
+    ++r.events_written;
+    for (const Point& e : events) {
+      p = cb.begin(e.type, e.ts);
+      switch (e.type) {
+        case kIntervalComplete: p = ChunkBuilder::put_u64(p, e.name), p = ChunkBuilder::put_u64(p, e.a); break;
+        case kCounterFloat: {
+          double d;
+          std::memcpy(&d, &e.a, 8);
+          p = ChunkBuilder::put_u64(p, e.name), p = ChunkBuilder::put_f64(p, d);
+          break;
+        }
+        case kMessageSend:
+        case kMessageRecv:
+          p = cb.put_delta(p, e.a), p = ChunkBuilder::put_u64(p, e.name), p = ChunkBuilder::put_u64(p, 0);
+          p = ChunkBuilder::put_bytes(p, nullptr, 0);
+          break;
+        default: p = ChunkBuilder::put_u64(p, e.name); break;
+      }
+      cb.end(p);
+      ++r.events_written;
+      if (cb.full()) flush(cb);
+    }
+    flush(cb);
+  }
+  r.feedlets = feedlets.size();
+  if (::fsync(fd) != 0 && ok) ok = false, error = out + ": " + std::strerror(errno);
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace tinescope::import

@@ -1,0 +1,295 @@
+// What an importer collects from another tool's trace before writing it as a
+// tinescope trace: per lane (feedlet) its intervals (spans and begin/end
+// pairs), points and flows, and the names of threads and processes. The
+// Chrome JSON reader and the ftrace text reader fill one; write() rebuilds
+// the nesting per lane and writes the chunks (docs/IMPORT.md).
+#pragma once
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <istream>
+#include <map>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "tinescope/import/bulk_array.hpp"
+#include "tinescope/import/trace_import.hpp"
+
+namespace tinescope::import {
+
+// A double's bits, as a counter point's value holds them (Point::a).
+inline uint64_t bits_of(double d) {
+  uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return b;
+}
+
+// A text line's field without the blanks around it (and a line's CR).
+inline std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+// A whole field as a number, blanks around it allowed (from_chars: no copy, no locale).
+template <class T>
+bool to_number(std::string_view s, T& v) {
+  s = trim(s);
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
+}
+
+// One event in the Chrome Trace Event Format's terms; the ftrace reader
+// speaks it too where the meaning is the same (B/E, C, S/F).
+struct RawEvent {
+  std::string ph, name, cat, id, scope, arg_name;
+  std::string id_scope;    // "scope": an object's id is unique within its process and scope
+  std::string arg_labels;  // args.labels (process_labels)
+  std::string sf;          // a sample's leaf stack frame, an id into the file's "stackFrames"
+  bool bind_enclosing = false;  // "bp": "e": a flow's end binds to the slice around it, not the next one
+  bool local_id = false;        // "id2": {"local": ...} (or atrace's cookie): the id is the process's own
+  bool has_pid = false, has_tid = false, has_ts = false, has_dur = false, has_sort = false;
+  int64_t pid = 0, tid = 0, sort_index = 0;
+  double ts = 0, dur = 0;
+  std::vector<std::pair<std::string, double>> num_args;
+};
+
+struct Span {  // an interval of a feedlet, begin and end known
+  uint64_t start, end;
+  uint32_t name;
+  uint64_t seq;
+};
+
+struct Point {  // anything else, in time order per feedlet
+  uint64_t ts, seq;
+  uint16_t type;
+  uint32_t name;
+  uint64_t a;  // counter: double bits; message: id
+};
+
+struct BeginEnd {
+  uint64_t ts, seq;
+  bool begin;
+  uint32_t name;
+};
+
+// An async event (b/e/n, S/T/p/F): paired by its key (category and id,
+// and process for a process's own id) across processes, in time order.
+struct AsyncEvent {
+  uint64_t key, ts, seq;
+  int64_t pid;
+  uint32_t name;
+  char kind;  // 'b' begin, 'e' end, 'n' instant
+};
+
+// An object event (N created, O snapshot, D deleted): paired by its key
+// (process, scope and id) in time order into the object's lifetime.
+struct ObjectEvent {
+  uint64_t key, ts, seq;
+  int64_t pid;
+  uint32_t name;  // its type
+  char kind;      // 'N', 'O' or 'D'
+};
+
+// What pairing makes of async events and objects, before they have lanes:
+// intervals and instants, each of a unit (an async id's episode in one
+// process, an object's lifetime) that goes on one lane whole (place_units).
+struct Unit {
+  int64_t pid;
+  uint32_t family;  // the lanes it may go on: its first begin's name, its object's type
+  uint64_t start = UINT64_MAX, end = 0;
+  uint32_t feedlet = 0;  // index in feedlets, once placed
+};
+struct Placed {
+  uint64_t start, end, seq;  // an instant's start and end are its time
+  uint32_t name, unit;
+  bool instant;
+};
+
+// A sample (P) whose name waits for the file's "stackFrames".
+struct SampleFrame {
+  uint32_t feedlet;  // index in feedlets
+  size_t point;      // index in its points
+  std::string sf;
+};
+
+struct Flow {
+  uint64_t id_hash, ts, seq;
+  char ph;
+  bool bind_next;  // an 'f' bound to the next slice of its thread (Chrome's default), not the one around it
+  uint32_t feedlet, name;
+};
+
+struct Feedlet {
+  uint32_t id;
+  int64_t pid, tid;
+  std::string name;
+  BulkArray<Span> spans;
+  BulkArray<BeginEnd> be;
+  BulkArray<Point> points;
+};
+
+class ImportModel {
+ public:
+  explicit ImportModel(ImportResult& result) : r(result) {}
+
+  ImportResult& r;
+  std::vector<Feedlet> feedlets;
+  std::map<int64_t, std::string> process_names;
+  std::map<int64_t, int64_t> process_sort;
+  std::map<std::pair<int64_t, int64_t>, int64_t> thread_sort;
+  BulkArray<Flow> flows;
+  BulkArray<AsyncEvent> async_events;
+  BulkArray<ObjectEvent> object_events;
+  std::vector<SampleFrame> sample_frames;  // samples of the file being read that name a stack frame
+  std::map<int64_t, std::string> process_labels;
+  std::string num_cpus;
+  std::string trace_process;  // the trace's process name where no lane's process is it (Grasp's groups)
+
+  uint32_t intern(const std::string& s);
+  // The lane of a thread (lane "") or a named lane of a process.
+  Feedlet& feedlet(int64_t pid, int64_t tid, const std::string& lane);
+  uint64_t next_seq() { return seq_++; }
+  // Microseconds to ticks (ns); readers keep `us` below kMaxUs.
+  static constexpr double kMaxUs = 9.2e15;
+  static uint64_t ticks(double us) { return uint64_t(std::llround(us * 1000.0)); }
+  // One Chrome trace event (counted in r.events_read).
+  void take(const RawEvent& e);
+
+  // Writes what was collected to `out`, which must not exist (O_EXCL): a
+  // metadata chunk of names, then each lane's events in time order.
+  bool write(const std::string& in, const std::string& out, const char* recorder, std::string& error);
+
+ private:
+  std::unordered_map<std::string, uint32_t> string_ids_;
+  std::vector<std::string> strings_{""};
+  uint64_t seq_ = 0;
+  std::map<std::tuple<int64_t, int64_t, std::string>, uint32_t> feedlet_of_;
+
+  void point(Feedlet& f, const RawEvent& e, uint16_t type, uint32_t name, uint64_t a);
+  // Pairs the async events into intervals on their lanes (write()).
+  void pair_async();
+  // Makes each object's lifetime an interval, its snapshots instants (write()).
+  void pair_objects();
+  // Puts each unit on a lane "PROCESS KIND FAMILY" (#2, #3... for those
+  // that overlap), and its intervals and instants there.
+  void place_units(std::vector<Unit>& units, const std::vector<Placed>& placed, const char* kind);
+  void metadata(const RawEvent& e);
+};
+
+// The readers that fill a model. Each returns false with `error` (naming
+// the file and where) when it read nothing it could use; a reader that
+// stops early after reading events keeps them and sets r.warning.
+bool read_chrome_json(std::istream& in, const std::string& name, ImportModel& m, std::string& error);
+
+// The "process" of ftrace's CPU lanes.
+constexpr int64_t kCpuLanesPid = -1;
+
+// Linux ftrace text, line by line: sched_switch as CPU lanes, sched_wakeup
+// as flows to the woken thread's next slice, atrace's tracing_mark_write
+// (B/E, C, S/F) as intervals and counters; cpu_frequency and cpu_idle as
+// counters of the CPU lanes. Everything else is counted by event name.
+
+class FtraceReader {
+ public:
+  explicit FtraceReader(ImportModel& m) : m_(m) {}
+  // One line of text; comments (#) and lines that are not events are passed over.
+  void line(std::string_view text);
+  // Ends the slices still running at the last timestamp (a thread switched
+  // in by the last line gets an empty slice: it is what runs at the end).
+  void finish();
+  uint64_t events() const { return events_; }  // lines read as events
+
+ private:
+  static constexpr uint64_t kWakeupFlowIds = uint64_t(0x77) << 56;  // apart from hashed Chrome ids
+  struct Running {
+    int64_t pid = -1;
+    uint32_t name = 0;
+    uint64_t start = 0;
+  };
+  struct Wakeup {
+    uint64_t ts = 0, seq = 0;
+    uint32_t from = 0;  // the waker's CPU lane
+  };
+  ImportModel& m_;
+  uint64_t events_ = 0, last_ts_ = 0, wakeups_ = 0;
+  std::map<uint32_t, Running> running_;                 // per CPU
+  std::unordered_map<int64_t, Wakeup> woken_;           // pid -> its first wakeup since it last ran
+  std::unordered_map<int64_t, int64_t> tgid_of_;        // thread -> process
+  Feedlet& cpu_lane(uint32_t cpu);
+  void sched_switch(uint32_t cpu, uint64_t ts, std::string_view args);
+  void sched_wakeup(uint32_t cpu, uint64_t ts, std::string_view args);
+  bool atrace(int64_t tid, std::string_view comm, double us, std::string_view text);
+};
+
+// Grasp traces (the Grasp player's Tcl script of `newProcessor`, `newTask`,
+// `plot TIME EVENT ARGS` and `bufferplot` commands, docs/IMPORT.md), read
+// whole and then replayed in time order: the processors' clocks are aligned
+// first from their sync messages (offset and drift), so per-processor
+// traces simply concatenated come out on one timeline.
+class GraspReader {
+ public:
+  explicit GraspReader(ImportModel& m) : m_(m) {}
+  // Whether a line's first word is a Grasp command (how a text is told from ftrace).
+  static bool is_grasp(std::string_view line);
+  // One line of the script (# comments and blank lines are passed over).
+  void line(std::string_view text);
+  // Aligns the clocks and replays the events into the model.
+  void finish();
+  uint64_t events() const { return events_.size(); }
+
+ private:
+  enum Kind : uint8_t {
+    JobArrived, JobStarted, JobResumed, JobPreempted, JobBlocked, JobCompleted, MutexAcquired, MutexReleased,
+    ServerReplenished, ServerDepleted, ServerResumed, ServerPreempted, SyncSent, SyncReceived, BufferWrite,
+    BufferRead
+  };
+  struct Event {
+    double t;         // as written, on the clock of `clock`
+    uint64_t seq;     // file order, for ties
+    Kind kind;
+    uint32_t a, b, c;  // job, task or mutex; processor pairs and sync id; buffer and message ...
+    uint32_t processor;  // named with -processor, else 0
+    uint32_t clock;      // the processor whose clock wrote `t` (0: none named)
+    double value;        // a server's budget
+  };
+  struct Object {  // a processor, task, mutex, buffer or server, as declared
+    std::string name;
+    uint32_t processor = 0;  // a task's
+    uint32_t order = 0;      // declaration order (processors: the first of a cluster is its reference clock)
+  };
+  ImportModel& m_;
+  std::vector<Event> events_;
+  std::unordered_map<std::string, uint32_t> ids_;  // a script's identifiers, interned
+  std::vector<std::string> words_{""};
+  std::map<uint32_t, Object> processors_, tasks_, mutexes_, buffers_, servers_;
+  std::unordered_map<uint32_t, uint32_t> job_processor_;  // while reading: where each job runs
+  uint32_t id(std::string_view word);
+  Object& declare(std::map<uint32_t, Object>& table, uint32_t id);
+  const std::string& name_of(const std::map<uint32_t, Object>& table, uint32_t id) const;
+  void plot(const std::vector<std::string>& w, size_t at, double t, bool buffer);
+  // Per processor, its clock as the reference clock of its cluster: t' = offset + drift * t.
+  struct ClockMap {
+    double offset = 0, drift = 1;
+  };
+  std::map<uint32_t, ClockMap> align_clocks();
+  // Each sync message's two ends (source, target, id): sent on the source's clock, received on the target's.
+  struct SyncEnds {
+    bool sent = false, received = false;
+    double s = 0, r = 0;
+  };
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, SyncEnds> sync_messages() const;
+  void replay();
+};
+
+// The trace viewer's HTML (systrace): the ftrace text in a JavaScript
+// string (`var linuxPerfData = "..."`, older) or in <script
+// class="trace-data"> blocks (newer; a JSON block goes to read_chrome_json).
+bool read_trace_html(std::istream& in, const std::string& name, ImportModel& m, std::string& error);
+
+}  // namespace tinescope::import

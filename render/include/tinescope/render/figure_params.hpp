@@ -1,0 +1,33 @@
+// Everything that decides what a figure shows: the viewer's state for one
+// figure and the options of `tinescope render` are this same struct, so a
+// headless render reproduces what the viewer shows.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tinescope/render/figure.hpp"
+#include "tinescope/render/picture.hpp"
+
+namespace tinescope::render {
+
+struct FigureParams {
+  enum Type { Timeline, Scope } type = Timeline;
+  int64_t t0 = 0, t1 = 0;   // timeline: the window; scope: t0 is the first strip's start (ns)
+  double theta = 0;         // log-time warp (per ns), 0 linear
+  double period_ns = 0;     // scope strip duration; 0: (t1 - t0) / 100
+  uint32_t fold = 1;
+  uint32_t strip_px = 8;
+  std::vector<uint32_t> lanes;           // timeline: lanes shown (all if empty); scope: lanes folded
+  std::vector<std::string> collapsed;    // process groups folded away
+  float scroll_y = 0;
+};
+
+LayoutOptions layout_options(const FigureParams& f);
+TimelineRequest timeline_request(const Scene& scene, const FigureParams& f, const TimelineGeometry& g);
+ScopeRequest scope_request(const Scene& scene, const FigureParams& f, const ScopeGeometry& g);
+// A picture of all lanes over the whole scene, for the overview strip.
+TimelineRequest overview_request(const Scene& scene, float width);
+
+}  // namespace tinescope::render

@@ -1,0 +1,148 @@
+// The pictures of the figures, computed on the CPU from the index (off the UI
+// thread) and handed to the GL renderer. Their size follows the pixels: a
+// timeline is a few bytes per (row, pixel column) plus at most a few thousand
+// shapes, however many events lie in the window. docs/VIEWER.md explains them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tinescope/render/scene.hpp"
+#include "tinescope/render/time_axis.hpp"
+
+namespace tinescope::render {
+
+// ---------------------------------------------------------------- layout
+
+// One horizontal band of the timeline: an interval depth, the instants or a
+// counter of a lane, or a process header.
+struct Row {
+  enum Kind : uint8_t { Interval, Instant, Counter, Group, Cpu };
+  Kind kind = Interval;
+  uint32_t lane = 0;    // Group: first lane of the group
+  uint32_t index = 0;   // Interval: depth; Counter: which counter of the lane; Cpu: which CPU of the lane
+  float y = 0, h = 0;   // pixels from the top of the plot
+};
+
+struct LayoutOptions {
+  float row_px = 14, counter_px = 28, group_px = 18, lane_gap_px = 4;
+  std::vector<uint32_t> lanes;          // which lanes, in order; empty: all
+  std::vector<std::string> collapsed;   // process groups shown as a header only
+};
+
+struct Layout {
+  std::vector<Row> rows;
+  float height = 0;
+  // The rows of a lane: [first, end) into rows, and its vertical extent.
+  struct LaneRows { uint32_t lane, first, end; float y0, y1; };
+  std::vector<LaneRows> lanes;
+  const LaneRows* lane_at_y(float y) const;
+  const LaneRows* find_lane(uint32_t lane) const;
+};
+Layout layout_lanes(const Scene& scene, const LayoutOptions& options);
+
+// ---------------------------------------------------------------- timeline
+
+struct TimelineRequest {
+  int64_t t0 = 0, t1 = 1;  // the window, nanoseconds
+  double width = 1;        // pixel columns of the plot
+  double theta = 0;        // log-time warp, per ns; 0 is linear
+  Layout layout;
+  uint32_t max_boxes = 20000, max_arrows = 800;  // more messages than this: none drawn (counted)
+  // A lane decodes its window while it holds at most this many events a
+  // column; past it, its streams are drawn from their finest stored level.
+  uint32_t decode_per_column = index::kDecodeEventsPerColumn;
+  // Once this is set, building stops before the next lane's query and the
+  // picture comes back `stopped` (a picture at rest that a newer request
+  // makes moot: one lane at that budget is some tens of ms).
+  const std::atomic<bool>* stop = nullptr;
+};
+
+// The budget of a picture that may take longer: a headless render, and a
+// viewer's picture drawn again once the view has come to rest (a window of
+// 1 280 columns: up to ~650 000 events a lane, some 50-100 ms on two cores).
+// Decoded, the zooms just past the interactive budget show every interval
+// where their stored leaves (192 items of each name) would smear it.
+constexpr uint32_t kAtRestDecodePerColumn = 512;
+
+// An interval wide enough to outline, label and point at.
+struct Box {
+  uint32_t row = 0;           // into layout.rows
+  uint32_t source = 0, name = 0;
+  float x0 = 0, x1 = 0;       // columns
+  int64_t start = 0, end = 0; // ns
+  uint32_t depth = 0;
+};
+
+struct Arrow {
+  float x0, y0, x1, y1;
+  uint8_t orphan;  // 0 matched; 1 sent, never received; 2 received, never sent
+  int64_t send = 0, recv = 0;
+};
+
+struct GapRect {
+  float x0, x1, y0, y1;
+  uint64_t events;
+};
+
+struct TimelinePicture {
+  uint64_t serial = 0;             // a new number for every picture built
+  TimelineRequest request;
+  TimeAxis axis;                   // the mapping used (warped when θ > 0)
+  uint32_t columns = 0, rows = 0;  // rows == request.layout.rows.size()
+  // Per (row, column), row-major: interval and instant rows hold RGBA8
+  // (colour = names weighted by the time they cover in the column, alpha =
+  // covered fraction); counter rows hold two floats, min and max in [0, 1]
+  // (NaN: no value); the name that covers most and how many items.
+  std::vector<uint32_t> rgba;
+  std::vector<float> envelope;     // 2 per (row, column)
+  std::vector<uint32_t> top_name;  // string id of the name covering most (of the row's lane's source)
+  std::vector<uint32_t> count;     // items that end in (or cover) the column
+  std::vector<std::pair<double, double>> counter_range;  // per row: value at 0 and at 1
+  std::vector<Box> boxes;
+  std::vector<Arrow> arrows;
+  std::vector<GapRect> gaps;
+  uint64_t nodes = 0, arrows_left_out = 0, boxes_left_out = 0;  // arrows: at least this many
+  bool from_events = false;        // some lane was below its finest stored level
+  bool over_budget = false;        // some lane was drawn coarser than its columns: over request.decode_per_column
+  bool stopped = false;            // request.stop was set: incomplete, not to be shown
+  double build_ms = 0;
+};
+
+uint64_t next_picture_serial();
+TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& request);
+
+// ---------------------------------------------------------------- scope
+
+// The oscilloscope: time in strips of `period_ns`, left to right, top to
+// bottom; with fold F, each strip overlays F consecutive periods and a
+// pixel's intensity is the fraction of them its interval covers.
+struct ScopeRequest {
+  int64_t start = 0;         // ns: the left edge of the first strip
+  double period_ns = 1e6;    // strip duration (fractions of a ns allowed)
+  uint32_t fold = 1;
+  uint32_t strips = 1;
+  uint32_t columns = 1;
+  std::vector<uint32_t> lanes;
+  uint64_t max_items = 50'000'000;  // past this, the rest of the range is left empty (and said)
+};
+
+struct ScopePicture {
+  uint64_t serial = 0;
+  ScopeRequest request;
+  std::vector<uint32_t> rgba;  // strips × columns, row-major; alpha = intensity
+  uint64_t items = 0;
+  bool truncated = false;
+  double build_ms = 0;
+  int64_t end() const {
+    return request.start + int64_t(request.period_ns * double(request.fold) * double(request.strips));
+  }
+  // Where time t is: strip and column (false if outside).
+  bool locate(int64_t t, uint32_t& strip, double& column) const;
+};
+
+ScopePicture build_scope(const Scene& scene, const ScopeRequest& request);
+
+}  // namespace tinescope::render

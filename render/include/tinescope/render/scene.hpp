@@ -1,0 +1,122 @@
+// What the figures show: one or more indexed traces, their lanes (one per
+// thread, grouped by process) and the gaps where data was lost. Times here are
+// nanoseconds of the recording host's monotonic clock, so lanes of several
+// traces line up; each trace converts to its own ticks when it is queried.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tinescope/index/trace_index.hpp"
+
+namespace tinescope::render {
+
+// A time range where a lane (or, with feedlet = kAllFeedlets, every lane of
+// the trace) lost data: dropped events, lost chunks, damaged bytes.
+struct Gap {
+  static constexpr uint32_t kAllFeedlets = UINT32_MAX;
+  uint32_t feedlet = kAllFeedlets;
+  int64_t t0 = 0, t1 = 0;
+  uint64_t events = 0;  // dropped events, when known
+};
+
+struct Source {
+  std::shared_ptr<index::TraceIndex> index;
+  // Names and clock as of the last refresh: a growing trace's index changes
+  // its own catalog while it is updated, so pictures use this copy.
+  std::shared_ptr<const trace::Catalog> catalog;
+  std::string path;
+  std::vector<Gap> gaps;
+  std::vector<uint32_t> stream_colour;  // by stream id: RGBA8 of the stream's name
+  // What the last scan found, kept until the index grows.
+  struct Scan;
+  std::shared_ptr<const Scan> scan;
+};
+
+struct Lane {
+  uint32_t source = 0;
+  uint32_t feedlet = 0;
+  std::string name;   // the thread
+  std::string group;  // the process
+  // The trace's own order (an import's process_sort_index and
+  // thread_sort_index): lanes and groups that have one come first, lower first.
+  std::optional<int64_t> sort_index, group_sort_index;
+  uint32_t depth_rows = 1;        // interval rows (deepest nesting + 1, capped)
+  bool has_intervals = false, has_instants = false;
+  std::vector<int> counters;       // counter stream ids
+  std::vector<std::string> counter_names;
+  // Job segments its scheduling events ran (ts_sched), a row a CPU: the
+  // CPUs' Sched stream ids (-1: none yet, a segment still running at the
+  // end), numbers and names (ts_cpu_name, else "cpu N"), by number.
+  std::vector<int> cpus;
+  std::vector<uint32_t> cpu_numbers;
+  std::vector<std::string> cpu_names;
+
+  // Its name under its group's header: without the group's name where it
+  // starts with it ("Browser async ..." -> "async ...", as imports name lanes).
+  std::string_view label() const {
+    std::string_view shown = name;
+    if (!group.empty() && shown.size() > group.size() + 1 && shown.starts_with(group) && shown[group.size()] == ' ')
+      shown.remove_prefix(group.size() + 1);
+    return shown;
+  }
+};
+
+struct Source::Scan {
+  uint64_t bytes = 0;            // the index's trace_bytes() when scanned
+  uint64_t catalog_version = 0;
+  std::vector<Lane> lanes;
+  int64_t first_ns = INT64_MAX, last_ns = INT64_MIN;
+};
+
+// The colour of a name: stable across traces and runs (a hash of the text).
+uint32_t name_colour(std::string_view name);  // RGBA8, alpha 255
+
+// Maps one trace's ticks to nanoseconds over a window, affinely (exact
+// integers when the clock is nanoseconds already): per-node conversions
+// must be cheap, and within a window the clock is one straight segment.
+struct ClockWindow {
+  ClockWindow(const trace::ClockMap& clock, int64_t ns0, int64_t ns1);
+  int64_t ns(uint64_t ticks) const;
+  uint64_t ticks(int64_t ns) const;
+  uint64_t k0 = 0, k1 = 0;
+  int64_t ns0 = 0;
+  double ns_per_tick = 1;
+  bool exact = true;
+};
+
+class Scene {
+ public:
+  static constexpr uint32_t kMaxDepthRows = 24;
+  // Opens (indexing if needed) a trace and adds its lanes.
+  bool add_trace(const std::string& path, std::string& error, const index::BuildOptions& options = {});
+  // The same for an index already open (a live, growing trace).
+  void add_index(std::shared_ptr<index::TraceIndex> index);
+  // Re-reads lanes, depths and gaps of the traces whose index has grown
+  // since (a live, growing trace). A scene is not changed while pictures are
+  // built from it: a live viewer refreshes a copy and swaps it in.
+  void refresh();
+
+  const std::vector<Source>& sources() const { return sources_; }
+  const std::vector<Lane>& lanes() const { return lanes_; }
+  int64_t first_ns() const { return first_ns_; }
+  int64_t last_ns() const { return last_ns_; }
+  std::string_view string(uint32_t source, uint32_t id) const {
+    return sources_[source].catalog->string(id);
+  }
+  // Lanes whose thread or process name matches `name` (exactly, or as a
+  // prefix followed by '.'/'#'), or lane numbers; for --lanes.
+  std::vector<uint32_t> select_lanes(const std::string& spec) const;
+
+ private:
+  void scan(Source& s, uint32_t source);
+  std::vector<Source> sources_;
+  std::vector<Lane> lanes_;
+  int64_t first_ns_ = 0, last_ns_ = 0;
+};
+
+}  // namespace tinescope::render
