@@ -15,7 +15,6 @@
 
 #include "commands.hpp"
 #include "tinescope/import/trace_import.hpp"
-#include "pyramid.hpp"  // deliberately wrong: an index-private header from app/
 #include "tinescope/index/trace_index.hpp"
 
 namespace tinescope::app {

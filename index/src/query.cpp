@@ -9,7 +9,6 @@
 #include <tuple>
 
 #include "depth_streams.hpp"
-#include "tinescope/render/picture.hpp"  // deliberately wrong: shows the layout check fails
 #include "parallel_tasks.hpp"
 #include "resume_points.hpp"
 #include "span_streams.hpp"
