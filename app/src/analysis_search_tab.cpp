@@ -1,0 +1,221 @@
+// The analysis panel's Search tab: a regular expression over names,
+// threads and message ids, and the needles (longest, outliers), as a hit
+// list that zooms to a hit or becomes the bookmarks.
+#include <imgui.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "tinescope/app/analysis_panel.hpp"
+#include <regex>
+
+#include "tinescope/analysis/needles.hpp"
+
+namespace tinescope::app {
+
+using analysis::DerivedStream;
+using analysis::DurationStats;
+using analysis::Record;
+using render::Rect;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// `text` as a regular expression that matches exactly it.
+std::string regex_escape(const std::string& text) {
+  std::string re;
+  for (char c : text) {
+    if (std::strchr("\\^$.|?*+()[]{}/", c)) re += '\\';
+    re += c;
+  }
+  return re;
+}
+
+}  // namespace
+
+std::string exact_name_filter(const std::string& name) {
+  if (name.find_first_of("*?/") == std::string::npos) return name;
+  return "/^" + regex_escape(name) + "$/";
+}
+
+
+void AnalysisPanel::search(const SharedView& v, const std::string& pattern) {
+  const render::Source* src = source(v);
+  if (!src || search_job_.valid()) return;
+  std::snprintf(pattern_, sizeof pattern_, "%s", pattern.c_str());
+  hits_title_ = "hits for /" + pattern + "/";
+  search_job_ = std::async(std::launch::async, [ix = src->index, cat = src->catalog, pattern] {
+    std::vector<SearchHit> hits;
+    std::regex re;
+    try {
+      re = std::regex(pattern, std::regex::ECMAScript | std::regex::icase);
+    } catch (const std::regex_error& x) {
+      return std::make_pair(hits, "not a regular expression: " + pattern + " (" + x.what() + ")");
+    }
+    const trace::ClockMap& clock = cat->clock;
+    // Threads: their first event.
+    for (const auto& [id, f] : cat->feedlets) {
+      index::EventRef ev;
+      if (!std::regex_search(f.name, re) || !ix->feedlet_event(id, 0, ev)) continue;
+      const int64_t at = clock.to_ns(ev.ts);
+      hits.push_back({SearchHit::Thread, at, at, "thread " + f.name});
+    }
+    // Intervals and instants by name, in time order (by their end), the first kMaxHits.
+    std::vector<int> streams;
+    const auto infos = ix->streams();
+    for (size_t id = 0; id < infos.size(); ++id) {
+      const auto k = infos[id].kind;
+      if ((k == index::StreamKind::Interval || k == index::StreamKind::Instant) &&
+          std::regex_search(std::string(cat->string(infos[id].key)), re))
+        streams.push_back(int(id));
+    }
+    size_t total_events = 0;
+    if (!streams.empty()) {
+      // The names found, as one stream: an alternation of exact names.
+      std::string alternation;
+      std::vector<std::string> names;
+      for (int id : streams) names.emplace_back(cat->string(infos[size_t(id)].key));
+      std::sort(names.begin(), names.end());
+      names.erase(std::unique(names.begin(), names.end()), names.end());
+      for (const std::string& n : names) alternation += (alternation.empty() ? "" : "|") + regex_escape(n);
+      for (analysis::Op op : {analysis::Op::Intervals, analysis::Op::Instants}) {
+        analysis::Expr e;
+        e.op = op;
+        e.filter.name = "/^(" + alternation + ")$/";
+        std::string error;
+        auto c = analysis::open_cursor(*ix, e, {}, error);
+        if (!c) continue;
+        Record r;
+        while (c->next(r)) {
+          if (++total_events > kMaxHits) continue;  // counted, not listed
+          auto f = cat->feedlets.find(r.feedlet);
+          hits.push_back({SearchHit::Event, clock.to_ns(r.start), clock.to_ns(r.end),
+                          std::string(cat->string(r.name)) + "  (" + (f == cat->feedlets.end() ? "?" : f->second.name) + ")"});
+        }
+      }
+    }
+    // Message ids.
+    size_t messages = 0;
+    for (const index::Flow& f : ix->flows(ix->first_ts(), ix->last_ts())) {
+      if (!std::regex_search(std::to_string(f.id), re) || ++messages > kMaxHits) continue;
+      const uint64_t a = f.first_half();
+      const uint64_t b = (f.flags & index::kFlowReceived) ? f.recv_ts : a;
+      hits.push_back({SearchHit::Message, clock.to_ns(std::min(a, b)), clock.to_ns(std::max(a, b)),
+                      "message " + std::to_string(f.id) + (f.matched() ? "" : "  (never received)")});
+    }
+    std::stable_sort(hits.begin(), hits.end(), [](const SearchHit& x, const SearchHit& y) {
+      return x.kind != y.kind ? x.kind == SearchHit::Thread : x.t0 < y.t0;
+    });
+    std::string note;
+    if (total_events > kMaxHits || messages > kMaxHits)
+      note = "more hits than listed: " + std::to_string(total_events) + " events, " + std::to_string(messages) + " messages";
+    return std::make_pair(hits, note);
+  });
+}
+
+void AnalysisPanel::find_needles(const SharedView& v, const std::string& text, bool outliers) {
+  const render::Source* src = source(v);
+  if (!src || search_job_.valid()) return;
+  analysis::Expr e;
+  std::string error;
+  if (!analysis::parse_stream(text, e, error)) {
+    status_ = "stream: " + error;
+    return;
+  }
+  if (outliers && (!analysis::is_base(e.op) || e.op == analysis::Op::Messages)) {
+    status_ = "outliers are found per name of a base stream, e.g. intervals(thread=\"gc\")";
+    return;
+  }
+  char title[160];
+  if (outliers) std::snprintf(title, sizeof title, "over %.3gx their name's mean", double(outlier_factor_));
+  else std::snprintf(title, sizeof title, "the %d longest", needles_k_);
+  hits_title_ = std::string(title) + " of " + analysis::format_stream(e);
+  search_job_ = std::async(std::launch::async, [ix = src->index, cat = src->catalog, e, outliers,
+                                                k = size_t(std::max(1, needles_k_)), factor = double(outlier_factor_)] {
+    std::vector<SearchHit> hits;
+    std::string error;
+    std::vector<Record> found;
+    if (outliers) {
+      for (const analysis::Outlier& o : analysis::outliers(*ix, e, factor, 10)) found.push_back(o.r);
+      std::sort(found.begin(), found.end(), [](const Record& a, const Record& b) { return a.duration() > b.duration(); });
+    } else {
+      analysis::NeedleQuery q;
+      q.k = k;
+      found = analysis::longest(*ix, e, q, error);
+    }
+    for (const Record& r : found) {
+      auto f = cat->feedlets.find(r.feedlet);
+      const int64_t t0 = cat->clock.to_ns(r.start), t1 = cat->clock.to_ns(r.end);
+      hits.push_back({SearchHit::Event, t0, t1,
+                      render::format_duration(t1 - t0) + "  " + std::string(r.name ? cat->string(r.name) : "") + "  (" +
+                          (f == cat->feedlets.end() ? "" : f->second.name) + ")"});
+    }
+    return std::make_pair(hits, error);
+  });
+  want_tab_ = 3;
+}
+
+void AnalysisPanel::bookmark_hits(SharedView& v) {
+  std::vector<int64_t>& b = v.marks->bookmarks;
+  b.clear();
+  for (const SearchHit& h : hits_) b.push_back(h.t0);
+  std::sort(b.begin(), b.end());
+  status_ = std::to_string(b.size()) + " bookmarks from the hit list";
+}
+
+void AnalysisPanel::go_to_hit(SharedView& v, size_t i) {
+  if (i >= hits_.size()) return;
+  const SearchHit& h = hits_[i];
+  current_hit_ = int(i);
+  const int64_t span = v.t1 - v.t0, len = h.t1 - h.t0;
+  if (len * 10 > span * 8) {  // does not fit: zoom to it
+    const int64_t pad = std::max<int64_t>(2, len / 10);
+    v.set_window(h.t0 - pad, h.t1 + pad);
+  } else {
+    const int64_t mid = h.t0 + len / 2;
+    v.set_window(mid - span / 2, mid - span / 2 + span);
+  }
+  v.marks->cursor = h.t0;
+  if (h.t1 > h.t0) v.marks->sel0 = h.t0, v.marks->sel1 = h.t1;
+}
+
+void AnalysisPanel::search_tab(SharedView& v) {
+  ImGui::TextWrapped("A regular expression over event names, threads and message ids.");
+  ImGui::SetNextItemWidth(-80);
+  const bool entered = ImGui::InputText("##pattern", pattern_, sizeof pattern_, ImGuiInputTextFlags_EnterReturnsTrue);
+  v.record_control("search_text");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(search_job_.valid());
+  if (ImGui::Button("Search") || entered) search(v, pattern_);
+  ImGui::EndDisabled();
+  v.record_control("search_go");
+  ImGui::BeginDisabled(hits_.empty());
+  if (ImGui::Button("< Previous hit")) go_to_hit(v, size_t(std::max(0, current_hit_ - 1)));
+  v.record_control("hit_prev");
+  ImGui::SameLine();
+  if (ImGui::Button("Next hit >")) go_to_hit(v, size_t(std::min<int>(int(hits_.size()) - 1, current_hit_ + 1)));
+  v.record_control("hit_next");
+  ImGui::SameLine();
+  if (ImGui::Button("Bookmark hits")) bookmark_hits(v);
+  v.record_control("hit_bookmark");
+  ImGui::EndDisabled();
+  ImGui::TextWrapped("%s", status_.c_str());
+  ImGui::BeginChild("hits");
+  ImGuiListClipper clip;
+  clip.Begin(int(hits_.size()));
+  while (clip.Step())
+    for (int i = clip.DisplayStart; i < clip.DisplayEnd; ++i) {
+      const SearchHit& h = hits_[size_t(i)];
+      char label[320];
+      std::snprintf(label, sizeof label, "%-14s %s##%d", render::format_time(h.t0 - v.scene->first_ns(), 1).c_str(),
+                    h.text.c_str(), i);
+      if (ImGui::Selectable(label, i == current_hit_)) go_to_hit(v, size_t(i));
+      if (i < 64) v.record_control(("hit_" + std::to_string(i)).c_str());
+    }
+  ImGui::EndChild();
+}
+
+}  // namespace tinescope::app

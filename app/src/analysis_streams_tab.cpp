@@ -1,0 +1,212 @@
+// The analysis panel's Streams tab: a stream typed in the syntax of
+// docs/ANALYSIS.md, evaluated off the UI thread, drawn as a figure under
+// the timeline (from its pyramid), and its intervals made bookmarks.
+#include <imgui.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "tinescope/app/analysis_panel.hpp"
+#include "imgui_colour.hpp"
+#include "tinescope/analysis/stream_expr.hpp"
+
+namespace tinescope::app {
+
+using analysis::DerivedStream;
+using analysis::DurationStats;
+using analysis::Record;
+using render::Rect;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+struct AnalysisPanel::FigureCache {
+  int64_t t0 = 0, t1 = 0;
+  float width = 0;
+  index::Buckets buckets;
+  double lo = 0, hi = 1;  // samples: the stream's range
+};
+
+void AnalysisPanel::evaluate(const SharedView& v, const std::string& text, bool bookmark) {
+  const render::Source* src = source(v);
+  if (!src || job_.valid()) return;
+  analysis::Expr e;
+  std::string error;
+  if (!analysis::parse_stream(text, e, error)) {
+    status_ = "stream: " + error;
+    return;
+  }
+  std::snprintf(text_, sizeof text_, "%s", text.c_str());
+  bookmark_when_done_ = bookmark;
+  status_ = "evaluating " + analysis::format_stream(e) + " ...";
+  job_ = std::async(std::launch::async, [ix = src->index, e] {
+    Evaluated out;
+    out.text = analysis::format_stream(e);
+    const auto t0 = Clock::now();
+    out.stream = DerivedStream::evaluate(*ix, e, out.error);
+    out.ms = ms_since(t0);
+    return out;
+  });
+  index_ = src->index;
+  catalog_ = src->catalog;
+}
+
+void AnalysisPanel::bookmark_stream(SharedView& v) {
+  if (!stream_ || !catalog_) return;
+  std::vector<int64_t>& b = v.marks->bookmarks;
+  b.clear();
+  for (const Record& r : stream_->records()) {
+    if (b.size() == kMaxBookmarks) break;
+    b.push_back(catalog_->clock.to_ns(r.start));
+  }
+  std::sort(b.begin(), b.end());
+  status_ = std::to_string(b.size()) + " bookmarks" +
+            (stream_->size() > kMaxBookmarks ? " (the first " + std::to_string(kMaxBookmarks) + ")" : "") +
+            ": N / P or the Bookmark buttons step through them in every figure";
+}
+
+void AnalysisPanel::streams_tab(SharedView& v) {
+  ImGui::TextWrapped("A stream, as on the command line (docs/ANALYSIS.md): e.g. longer(\"gc.quantum\", 1ms), "
+                     "rate(samples(name=\"heap.*\")), span(\"a\", \"b\").");
+  ImGui::SetNextItemWidth(-1);
+  const bool entered = ImGui::InputText("##stream", text_, sizeof text_, ImGuiInputTextFlags_EnterReturnsTrue);
+  v.record_control("stream_text");
+  ImGui::BeginDisabled(job_.valid());
+  if (ImGui::Button("Evaluate") || entered) evaluate(v, text_);
+  v.record_control("stream_evaluate");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(!stream_ || !stream_->intervals());
+  if (ImGui::Button("Bookmark all")) bookmark_stream(v);
+  v.record_control("stream_bookmark");
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  if (ImGui::Button("Clear bookmarks")) v.marks->bookmarks.clear();
+  ImGui::Separator();
+
+  // "label [field]" on one line, the field recorded under `id` for tests.
+  auto field = [&](const char* label, const char* id, char* buf, size_t size, float width) {
+    ImGui::TextUnformatted(label);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(width);
+    ImGui::InputText((std::string("##") + id).c_str(), buf, size);
+    v.record_control(id);
+  };
+
+  // The common case in one action: a name's intervals longer than a threshold.
+  ImGui::TextUnformatted("Bookmark intervals");
+  field("named", "quick_name", quick_name_, sizeof quick_name_, 180);
+  ImGui::SameLine();
+  field("longer than", "quick_longer", quick_longer_, sizeof quick_longer_, 70);
+  if (ImGui::Button("Bookmark them")) {
+    int64_t ns = 0;
+    if (!analysis::parse_duration_ns(quick_longer_, ns)) {
+      status_ = std::string("not a duration: ") + quick_longer_;
+    } else {
+      analysis::Expr e;
+      e.op = analysis::Op::Longer;
+      e.ns = ns;
+      e.args.resize(1);
+      e.args[0].filter.name = quick_name_;
+      evaluate(v, analysis::format_stream(e), true);
+    }
+  }
+  v.record_control("quick_bookmark");
+  ImGui::Separator();
+
+  // Response time: from each start to the next end.
+  field("Measure from", "measure_from", measure_from_, sizeof measure_from_, 140);
+  ImGui::SameLine();
+  field("to", "measure_to", measure_to_, sizeof measure_to_, 140);
+  if (ImGui::Button("Measure (histogram)")) {
+    evaluate(v, std::string("span(") + measure_from_ + ", " + measure_to_ + ")");
+    want_tab_ = 2;
+  }
+  v.record_control("measure");
+  ImGui::EndDisabled();
+  ImGui::Separator();
+
+  // Needles of the stream above, into the hit list (Search tab).
+  ImGui::BeginDisabled(search_job_.valid());
+  ImGui::SetNextItemWidth(90);
+  ImGui::InputInt("##k", &needles_k_, 10, 100);
+  needles_k_ = std::clamp(needles_k_, 1, 100000);
+  ImGui::SameLine();
+  if (ImGui::Button("Longest of the stream")) find_needles(v, text_, false);
+  v.record_control("needles_longest");
+  ImGui::SetNextItemWidth(90);
+  ImGui::InputFloat("##factor", &outlier_factor_, 1, 5, "%.3gx");
+  outlier_factor_ = std::max(1.01f, outlier_factor_);
+  ImGui::SameLine();
+  if (ImGui::Button("Outliers per name")) find_needles(v, text_, true);
+  v.record_control("needles_outliers");
+  ImGui::EndDisabled();
+  ImGui::Separator();
+  ImGui::TextWrapped("%s", status_.c_str());
+  if (stream_) {
+    ImGui::TextDisabled("shown under the figures: %s", stream_text_.c_str());
+    if (stream_->intervals() && ImGui::Button("Histogram of its durations")) want_tab_ = 2;
+  }
+}
+
+void AnalysisPanel::draw_figure(ImDrawList* dl, const SharedView& v, Rect rect, const render::TimeAxis& axis) {
+  if (!stream_ || !catalog_) return;
+  const render::TimelineGeometry g = render::TimelineGeometry::of(rect);
+  const Rect plot = {g.plot.x, rect.y + 18, g.plot.w, rect.h - 20};
+  dl->AddRectFilled({rect.x, rect.y}, {rect.x + rect.w, rect.y + rect.h}, colour(render::kBackground));
+  dl->AddLine({rect.x, rect.y}, {rect.x + rect.w, rect.y}, IM_COL32(90, 90, 90, 255));
+  dl->AddText({rect.x + 4, rect.y + 2}, IM_COL32(220, 220, 220, 255), stream_text_.c_str());
+  const trace::ClockMap& clock = catalog_->clock;
+  if (!figure_ || figure_->t0 != v.t0 || figure_->t1 != v.t1 || figure_->width != plot.w) {
+    auto c = std::make_shared<FigureCache>();
+    c->t0 = v.t0, c->t1 = v.t1, c->width = plot.w;
+    const uint64_t k0 = clock.to_ticks(v.t0), k1 = clock.to_ticks(v.t1);
+    c->buckets = stream_->query(k0, std::max(k0, k1), uint32_t(std::max(1.f, plot.w)));
+    if (!stream_->intervals()) {
+      // The whole stream's range, from the top of its pyramid: the scale stays put while zooming.
+      const auto top = stream_->query_shift(0, UINT64_MAX, stream_->top_shift()).nodes;
+      c->lo = INFINITY, c->hi = -INFINITY;
+      for (const index::Node& n : top) c->lo = std::min(c->lo, n.s.min), c->hi = std::max(c->hi, n.s.max);
+      if (!(c->hi > c->lo)) c->hi = c->lo + 1;
+    }
+    figure_ = c;
+  }
+  const FigureCache& c = *figure_;
+  const uint32_t rgba = render::name_colour(stream_text_);
+  const uint32_t shift = c.buckets.shift;
+  char label[96];
+  if (!stream_->intervals()) {
+    std::snprintf(label, sizeof label, "%.6g .. %.6g", c.lo, c.hi);
+    dl->AddText({rect.x + 4, rect.y + 20}, IM_COL32(160, 160, 160, 255), label);
+  } else {
+    std::snprintf(label, sizeof label, "%llu intervals", (unsigned long long)stream_->size());
+    dl->AddText({rect.x + 4, rect.y + 20}, IM_COL32(160, 160, 160, 255), label);
+  }
+  dl->PushClipRect({plot.x, plot.y}, {plot.x + plot.w, plot.y + plot.h}, true);
+  float last_x = -1, last_y = 0;
+  for (const index::Node& n : c.buckets.nodes) {
+    const uint64_t b0 = n.bucket << shift, b1 = ((n.bucket + 1) << shift) - 1;
+    float x0 = plot.x + float(axis.x(clock.to_ns(b0))), x1 = plot.x + float(axis.x(clock.to_ns(b1)));
+    if (x1 < x0 + 1) x1 = x0 + 1;
+    if (stream_->intervals()) {
+      // Intensity: the share of the bucket's time covered (nested time counted once is not known: capped).
+      const double covered = std::min(1.0, double(n.iv.busy) / double(uint64_t(1) << shift));
+      const float a = n.count ? std::max(0.35f, float(covered)) : 0;
+      dl->AddRectFilled({x0, plot.y + 2}, {x1, plot.y + plot.h - 2}, colour(rgba, a));
+    } else {
+      auto y = [&](double val) { return plot.y + plot.h - 2 - float((val - c.lo) / (c.hi - c.lo)) * (plot.h - 4); };
+      dl->AddRectFilled({x0, y(n.s.max)}, {x1, y(n.s.min) + 1}, colour(rgba));
+      if (last_x >= 0) dl->AddLine({last_x, last_y}, {x0, y(n.s.first)}, colour(rgba, 0.6f));
+      last_x = x1, last_y = y(n.s.last);
+    }
+  }
+  dl->PopClipRect();
+}
+
+}  // namespace tinescope::app

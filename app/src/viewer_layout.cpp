@@ -1,0 +1,154 @@
+// The viewer's layout: the control rows above the figures, the overview,
+// and the figures' rectangles, the analysis panel beside them.
+#include <epoxy/gl.h>  // before GLFW, which then includes no GL header of its own
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "tinescope/app/viewer.hpp"
+#include "viewer_state.hpp"
+
+namespace tinescope::app {
+
+using render::FigureParams;
+using render::Rect;
+
+namespace {
+constexpr float kOverviewPx = 34;  // the overview's height
+}  // namespace
+
+void Viewer::record_control(const char* id) {
+  const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+  controls_.push_back({id, {a.x, a.y, b.x - a.x, b.y - a.y}});
+}
+
+void Viewer::controls() {
+  controls_.clear();
+  const ImGuiIO& io = ImGui::GetIO();
+  ImGui::SetNextWindowPos({0, 0});
+  ImGui::SetNextWindowSize({io.DisplaySize.x, 0});
+  ImGui::Begin("controls", nullptr,
+               ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove |
+                   ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_AlwaysAutoResize |
+                   ImGuiWindowFlags_NoBringToFrontOnFocus);
+  if (ImGui::Button("Fit (F)")) fit();
+  record_control("fit");
+  ImGui::SameLine();
+  if (ImGui::Button("Zoom to selection (Z)") && marks_.has_selection()) set_window(marks_.sel0, marks_.sel1);
+  record_control("zoom_selection");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(180);
+  float theta = float(theta_us_);
+  if (ImGui::SliderFloat("log time", &theta, 0.f, 1000.f, theta == 0 ? "linear" : "theta %.3g/us",
+                         ImGuiSliderFlags_Logarithmic))
+    theta_us_ = theta;
+  record_control("theta");
+  ImGui::SameLine();
+  if (ImGui::Button("Linear (L)")) theta_us_ = 0;
+  record_control("linear");
+  ImGui::SameLine();
+  if (ImGui::Button("+ Timeline")) add_figure(FigureParams::Timeline);
+  record_control("add_timeline");
+  ImGui::SameLine();
+  if (ImGui::Button("+ Scope")) add_figure(FigureParams::Scope);
+  record_control("add_scope");
+  ImGui::SameLine();
+  if (ImGui::Button(analysis_open_ ? "Analysis <<" : "Analysis >>")) analysis_open_ = !analysis_open_;
+  record_control("analysis");
+  ImGui::SameLine();
+  ImGui::TextDisabled("window %s", render::format_duration(t1_ - t0_).c_str());
+  if (marks_.cursor != render::Marks::kNone) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("cursor %s", render::format_time(marks_.cursor - scene_->first_ns(), 1).c_str());
+  }
+
+  play_controls();
+
+  // The scope's controls act on every scope figure.
+  Figure* scope = nullptr;
+  for (auto& f : figures_)
+    if (f->params.type == FigureParams::Scope && !scope) scope = f.get();
+  if (scope) {
+    FigureParams& p = scope->params;
+    double period_us = p.period_ns / 1e3;
+    ImGui::SetNextItemWidth(150);
+    if (ImGui::InputDouble("period us", &period_us, 0, 0, "%.6f", ImGuiInputTextFlags_EnterReturnsTrue) &&
+        period_us > 0)
+      p.period_ns = period_us * 1e3;
+    record_control("period");
+    ImGui::SameLine();
+    // Fine control: a drag that moves by parts per million of the period.
+    ImGui::SetNextItemWidth(160);
+    double fine = p.period_ns;
+    if (ImGui::DragScalar("##fine", ImGuiDataType_Double, &fine, float(p.period_ns * 2e-6), nullptr, nullptr,
+                          "%.4f ns") &&
+        fine > 0)
+      p.period_ns = fine;
+    record_control("period_fine");
+    ImGui::SameLine();
+    if (ImGui::ArrowButton("##less", ImGuiDir_Left)) p.period_ns -= 0.1;
+    record_control("period_less");
+    ImGui::SameLine();
+    if (ImGui::ArrowButton("##more", ImGuiDir_Right)) p.period_ns += 0.1;
+    record_control("period_more");
+    ImGui::SameLine();
+    int fold = int(p.fold);
+    ImGui::SetNextItemWidth(160);
+    if (ImGui::SliderInt("fold", &fold, 1, 4096, "%d", ImGuiSliderFlags_Logarithmic)) p.fold = uint32_t(std::max(1, fold));
+    record_control("fold");
+    ImGui::SameLine();
+    int strip = int(p.strip_px);
+    ImGui::SetNextItemWidth(100);
+    if (ImGui::SliderInt("strip px", &strip, 1, 64)) p.strip_px = uint32_t(std::max(1, strip));
+    record_control("strip");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(140);
+    const std::vector<render::Lane>& lanes = scene_->lanes();
+    const uint32_t current = p.lanes.empty() ? 0 : p.lanes[0];
+    if (ImGui::BeginCombo("lane", current < lanes.size() ? lanes[current].name.c_str() : "?")) {
+      for (uint32_t i = 0; i < lanes.size(); ++i)
+        if (ImGui::Selectable(lanes[i].name.c_str(), i == current)) p.lanes = {i};
+      ImGui::EndCombo();
+    }
+    record_control("lane");
+    for (auto& f : figures_)
+      if (f->params.type == FigureParams::Scope && f.get() != scope)
+        f->params.period_ns = p.period_ns, f->params.fold = p.fold, f->params.strip_px = p.strip_px;
+  }
+  const float bottom = ImGui::GetWindowPos().y + ImGui::GetWindowSize().y;
+  ImGui::End();
+  layout_figures(bottom);
+}
+
+void Viewer::layout_figures(float top) {
+  const ImGuiIO& io = ImGui::GetIO();
+  // The analysis panel takes the right side; its stream figure the bottom.
+  const float width = io.DisplaySize.x - (analysis_open_ ? AnalysisPanel::kWidth : 0);
+  float bottom = io.DisplaySize.y;
+  stream_figure_rect_ = {};
+  if (analysis_.has_figure()) {
+    bottom -= AnalysisPanel::kFigureHeight;
+    stream_figure_rect_ = {0, bottom, width, AnalysisPanel::kFigureHeight};
+  }
+  overview_rect_ = {render::TimelineGeometry::kNamesPx, top + 2, width - render::TimelineGeometry::kNamesPx, kOverviewPx};
+  top += kOverviewPx + 6;
+  const float each = (bottom - top) / float(std::max<size_t>(1, figures_.size()));
+  for (size_t i = 0; i < figures_.size(); ++i) {
+    Figure& f = *figures_[i];
+    f.rect = {0, top + each * float(i), width, each - 4};
+    if (f.params.type == FigureParams::Timeline) {
+      const Rect plot = f.tg().plot;
+      // On screen: the picture's own mapping when it is for this window, else linear.
+      if (f.timeline && f.timeline->axis.t0() == t0_ && f.timeline->axis.t1() == t1_ &&
+          f.timeline->axis.width() == plot.w && (theta_us_ > 0) == !f.timeline->axis.linear())
+        f.axis = f.timeline->axis;
+      else
+        f.axis = render::TimeAxis(t0_, t1_, plot.w);
+      f.layout_height = f.timeline ? f.timeline->request.layout.height : 0;
+      f.params.scroll_y = std::clamp(f.params.scroll_y, 0.f, std::max(0.f, f.layout_height - plot.h));
+    }
+  }
+}
+
+}  // namespace tinescope::app
