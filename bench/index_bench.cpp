@@ -318,7 +318,7 @@ double open_and_query(const std::string& trace, bool quick) {
   std::map<int, Band> bands;
   // Page faults of this process in a pass: on a VM where one costs several
   // us, the first pass's (memory every thread's answers touch for the first
-  // time) are what sets it apart from the next (docs/INDEX.md).
+  // time) are what sets it apart from the next (docs/PERFORMANCE.md, index.query_us).
   auto minor_faults = [] {
     rusage u;
     ::getrusage(RUSAGE_SELF, &u);

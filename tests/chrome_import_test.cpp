@@ -634,7 +634,7 @@ TEST(FtraceImport, WrappedTextReadsAsThePlainText) {
 }
 
 // The reader reads the text a megabyte at a time and finds where each event
-// ends by following strings and brackets (index/src/chrome_import.cpp).
+// ends by following strings and brackets (import/src/chrome_import.cpp).
 // Names full of brackets, quotes and backslashes, a megabyte boundary that
 // falls between a backslash and the character it escapes, other members of
 // the object with brackets in their strings, and elements of the events

@@ -27,7 +27,7 @@ struct FeedletState;
 // time of a name's 192 items where a depth holds 8 names. Finer leaves (192
 // items for each name the depth has, from 4 names' worth) made index_bench's
 // index 0.050 of the trace, past the goal; a depth of one name then repeated
-// that name's pyramid (docs/INDEX.md).
+// that name's pyramid (docs/PERFORMANCE.md, index.size_ratio).
 constexpr uint64_t kDepthLeafItems = 8 * kLeafItems;
 
 // The depth stream an interval at `depth` belongs to.

@@ -23,7 +23,7 @@ constexpr uint32_t kNodesPerPage = kPageBytes / sizeof(Node);  // 56
 // stream is dense; finer zooms decode the chunks instead. It sets the index
 // size (pages are ~16 bytes a bucket: 48 items made 0.126 of the trace, 192
 // makes 0.045) against how coarse the zooms just above the decode budget
-// are (docs/INDEX.md).
+// are (docs/PERFORMANCE.md, `index.size_ratio`).
 constexpr uint64_t kLeafItems = 192;
 constexpr uint32_t kMaxShift = 62;
 
@@ -233,7 +233,7 @@ inline void fold_items(std::vector<Node>& out, StreamKind kind, uint32_t shift, 
 
 // Folds `b` (whose items all come after a's) into `a`. Always inline: it is
 // the inner step of every fold, and a training that folded few stored nodes
-// made it a call in query_levels (docs/INDEX.md, "The Release build is trained").
+// made it a call in query_levels (docs/PERFORMANCE.md, index.query_warm_us).
 [[gnu::always_inline]] inline void merge(StreamKind kind, Node& a, const Node& b) {
   if (b.count == 0) return;
   if (a.count == 0) {

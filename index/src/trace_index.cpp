@@ -1,5 +1,5 @@
 // TraceIndex: building, following, opening, and what the index knows about
-// the trace as a whole. Queries are in query.cpp, the file in index_file.cpp.
+// the trace as a whole. Queries are in query_*.cpp, the file in index_file.cpp.
 #include "tinescope/index/trace_index.hpp"
 
 #include <fcntl.h>

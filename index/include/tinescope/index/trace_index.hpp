@@ -188,8 +188,8 @@ struct Buckets {
 
 // Below a stream's finest stored level a query decodes the lane's chunks in
 // the window, while it holds at most this many of the lane's events a
-// column: what a picture drawn while the user zooms affords (docs/INDEX.md,
-// "Decoding costs"). A caller that can wait longer (a viewer that has come
+// column: what a picture drawn while the user zooms affords (docs/INDEX.md, "Queries":
+// decoding costs). A caller that can wait longer (a viewer that has come
 // to rest, a headless render) passes a larger budget.
 constexpr uint32_t kDecodeEventsPerColumn = 16;
 
