@@ -14,9 +14,7 @@
 namespace tinescope::app {
 
 using analysis::DerivedStream;
-using analysis::DurationStats;
 using analysis::Record;
-using render::Rect;
 
 uint32_t PlayableHistogram::bin(double ns) const {
   double f;
@@ -65,7 +63,6 @@ std::vector<uint64_t> PlayableHistogram::up_to(const DerivedStream& s, const tra
   shown = n;
   return counts;
 }
-
 
 void AnalysisPanel::start_histogram() {
   if (!stream_ || !catalog_ || hist_job_.valid()) return;

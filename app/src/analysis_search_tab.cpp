@@ -15,10 +15,7 @@
 
 namespace tinescope::app {
 
-using analysis::DerivedStream;
-using analysis::DurationStats;
 using analysis::Record;
-using render::Rect;
 
 namespace {
 
@@ -40,7 +37,6 @@ std::string exact_name_filter(const std::string& name) {
   if (name.find_first_of("*?/") == std::string::npos) return name;
   return "/^" + regex_escape(name) + "$/";
 }
-
 
 void AnalysisPanel::search(const SharedView& v, const std::string& pattern) {
   const render::Source* src = source(v);

@@ -13,10 +13,7 @@
 
 namespace tinescope::app {
 
-using analysis::DerivedStream;
 using analysis::DurationStats;
-using analysis::Record;
-using render::Rect;
 
 namespace {
 

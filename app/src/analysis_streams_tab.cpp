@@ -15,7 +15,6 @@
 namespace tinescope::app {
 
 using analysis::DerivedStream;
-using analysis::DurationStats;
 using analysis::Record;
 using render::Rect;
 

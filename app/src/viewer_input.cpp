@@ -15,7 +15,6 @@
 namespace tinescope::app {
 
 using render::FigureParams;
-using render::Rect;
 
 void Viewer::handle_input() {
   ImGuiIO& io = ImGui::GetIO();

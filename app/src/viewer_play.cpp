@@ -13,9 +13,6 @@
 
 namespace tinescope::app {
 
-using render::FigureParams;
-using render::Rect;
-
 void Viewer::add_live(std::shared_ptr<index::LiveSource> source) {
   {
     std::lock_guard lock(mu_);
