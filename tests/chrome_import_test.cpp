@@ -675,6 +675,23 @@ TEST(ChromeImport, EventsAreFoundWhateverTheirTextHolds) {
   ::unlink(in.c_str());
 }
 
+// Trust, fault 1: a thread named by metadata that did nothing has a lane,
+// but the trace's time range is that of the events that happened, not 0.
+TEST(ChromeImport, ALaneNamedByMetadataAloneDoesNotStartTheTraceAtZero) {
+  const std::string in = temp_path("named_only.json");
+  write_file(in, R"([{"ph":"M","name":"thread_name","pid":1,"tid":2,"args":{"name":"idle"}},)"
+                 R"({"ph":"X","name":"w","pid":1,"tid":1,"ts":5000000,"dur":100}])");
+  Imported im(AtPath{in}, "named_only");
+  ASSERT_TRUE(im.ix);
+  EXPECT_EQ(im.lane.count("idle"), 1u) << "the named lane is kept";
+  EXPECT_EQ(im.ix->to_ns(im.ix->first_ts()), 5'000'000'000) << "the trace starts at its first event";
+  EXPECT_EQ(im.ix->to_ns(im.ix->last_ts()), 5'000'100'000);
+  const auto w = im.items(StreamKind::Interval, "tid 1", "w");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(im.ix->to_ns(w[0].end - w[0].start), 100'000);
+  ::unlink(in.c_str());
+}
+
 TEST(ChromeImport, BadInputGetsAClearError) {
   std::string dir = ::testing::TempDir();
   std::string out = temp_path("import_bad");

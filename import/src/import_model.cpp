@@ -510,15 +510,29 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
   }
   flush(meta);
 
-  for (Feedlet& f : feedlets) {
-    BulkArray<Point> events = nest(f, r.unmatched_ends);
-    f.spans.release(), f.be.release(), f.points.release();  // in `events` now: memory goes down lane by lane
-    ChunkBuilder cb;
+  // A lane's name goes at its first event. A lane with none (a thread named
+  // by metadata that did nothing) is named at the trace's first event once
+  // every lane is written: at 0, its name alone would start the trace there.
+  uint64_t first_event = UINT64_MAX;
+  std::vector<const Feedlet*> named_only;
+  auto name_lane = [&](ChunkBuilder& cb, const Feedlet& f, uint64_t ts) {
     cb.feedlet = f.id;
-    uint8_t* p = cb.begin(kThreadName, events.empty() ? 0 : events[0].ts);
+    uint8_t* p = cb.begin(kThreadName, ts);
     p = ChunkBuilder::put_u64(p, intern(f.name));
     cb.end(p);
     ++r.events_written;
+  };
+  for (Feedlet& f : feedlets) {
+    BulkArray<Point> events = nest(f, r.unmatched_ends);
+    f.spans.release(), f.be.release(), f.points.release();  // in `events` now: memory goes down lane by lane
+    if (events.empty()) {
+      named_only.push_back(&f);
+      continue;
+    }
+    first_event = std::min(first_event, events[0].ts);
+    ChunkBuilder cb;
+    name_lane(cb, f, events[0].ts);
+    uint8_t* p;
     for (const Point& e : events) {
       p = cb.begin(e.type, e.ts);
       switch (e.type) {
@@ -540,6 +554,11 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
       ++r.events_written;
       if (cb.full()) flush(cb);
     }
+    flush(cb);
+  }
+  for (const Feedlet* f : named_only) {
+    ChunkBuilder cb;
+    name_lane(cb, *f, first_event == UINT64_MAX ? 0 : first_event);
     flush(cb);
   }
   r.feedlets = feedlets.size();
