@@ -2508,5 +2508,73 @@ TEST(Index, CacheDirectoryWhenTheTracesDirectoryIsReadOnly) {
   std::filesystem::remove_all(cache);
 }
 
+
+// What a counter holds around a time (trust, fault 2: a window between two
+// samples drew nothing): sample_before / sample_after against a scan of
+// every sample, on counters of random gaps (many samples at one tick, long
+// silences, chunks of all sizes) over several levels of their pyramids.
+TEST(Index, NearestSamplesEqualAScanOfEverySample) {
+  std::mt19937_64 rng(0x5a3e1e5);
+  for (int round = 0; round < 3; ++round) {
+    TraceBytes trace = named_trace({"load", "other"});
+    ChunkBuilder cb;
+    cb.feedlet = 1;
+    std::vector<std::pair<uint64_t, int64_t>> samples;  // (ts, value) in order
+    const size_t n = round == 0 ? 5 : 200'000 * size_t(round);
+    uint64_t ts = 1'000'000 + rng() % 1'000'000;
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t r = rng() % 100;
+      ts += r < 20 ? 0 : r < 97 ? rng() % 2'000 : rng() % 50'000'000;  // ties, steps, silences
+      const int64_t v = int64_t(rng() % 1000) - 500;
+      uint8_t* p = cb.begin(kCounterInt, ts);
+      p = ChunkBuilder::put_u64(p, 1);
+      p = ChunkBuilder::put_i64(p, v);
+      cb.end(p);
+      samples.push_back({ts, v});
+      if (rng() % 100 == 0) {  // another counter between them, in the same lane
+        p = cb.begin(kCounterInt, ts);
+        p = ChunkBuilder::put_u64(p, 2);
+        p = ChunkBuilder::put_i64(p, 7);
+        cb.end(p);
+      }
+      if (cb.full() || rng() % 5000 == 0) trace.flush(cb);
+    }
+    trace.flush(cb);
+    IndexedTrace t("nearest_samples_" + std::to_string(round), trace.out);
+    ASSERT_TRUE(t.ix);
+    const int id = t.ix->find_stream(StreamKind::Counter, 1, "load");
+    ASSERT_GE(id, 0);
+    if (round > 0) {
+      ASSERT_GT(t.ix->streams()[size_t(id)].levels, 4u) << "the descent crosses levels";
+    }
+    std::vector<uint64_t> times = {0, 1, samples.front().first - 1, samples.front().first, samples.front().first + 1,
+                                   samples.back().first - 1, samples.back().first, samples.back().first + 1,
+                                   UINT64_MAX - 1, UINT64_MAX};
+    for (int k = 0; k < 3000; ++k) {
+      const auto& s = samples[rng() % samples.size()];
+      times.push_back(rng() % 3 == 0 ? s.first : s.first + rng() % 3 - 1);
+      times.push_back(samples.front().first + rng() % (samples.back().first - samples.front().first + 1));
+    }
+    for (uint64_t t0 : times) {
+      // The scan: the last sample with ts < t0, the first with ts > t0.
+      auto after = std::upper_bound(samples.begin(), samples.end(), t0, [](uint64_t t, const auto& s) { return t < s.first; });
+      auto before = std::lower_bound(samples.begin(), samples.end(), t0, [](const auto& s, uint64_t t) { return s.first < t; });
+      Item got;
+      const bool has_before = t.ix->sample_before(id, t0, got);
+      ASSERT_EQ(has_before, before != samples.begin()) << "t " << t0;
+      if (has_before) {
+        EXPECT_EQ(got.end, std::prev(before)->first) << "t " << t0;
+        EXPECT_EQ(got.value, double(std::prev(before)->second)) << "t " << t0;
+      }
+      const bool has_after = t.ix->sample_after(id, t0, got);
+      ASSERT_EQ(has_after, after != samples.end()) << "t " << t0;
+      if (has_after) {
+        EXPECT_EQ(got.end, after->first) << "t " << t0;
+        EXPECT_EQ(got.value, double(after->second)) << "t " << t0;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tinescope::test

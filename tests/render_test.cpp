@@ -231,6 +231,55 @@ void import_into(render::Scene& scene, const std::string& name, const std::strin
   ASSERT_TRUE(scene.add_trace(trace, error)) << error;
 }
 
+// A counter holds its last value (trust, fault 2): a window that falls
+// between two samples draws the value held across its whole row, and one
+// with a sample in it, the old value up to it and the new one after; past
+// the last sample, the value holds to the end of the trace. (Before, the
+// row was drawn only between the first and last sample inside the window.)
+TEST(Render, ACounterHoldsItsValueBetweenSamples) {
+  render::Scene scene;
+  import_into(scene, "held_counter", R"([{"ph":"X","name":"work","pid":1,"tid":1,"ts":0,"dur":4000},
+    {"ph":"C","name":"load","pid":1,"tid":1,"ts":1000,"args":{"v":10}},
+    {"ph":"C","name":"load","pid":1,"tid":1,"ts":2000,"args":{"v":20}},
+    {"ph":"C","name":"load","pid":1,"tid":1,"ts":3000,"args":{"v":30}}])");
+  const uint32_t W = 400;
+  // The value at column c of the counter row, from the picture's envelope
+  // (NaN: nothing drawn; the column of a step holds both values: its max).
+  auto values = [&](int64_t t0, int64_t t1) {
+    FigureParams f;
+    f.t0 = t0, f.t1 = t1;
+    const render::TimelineRequest req =
+        render::timeline_request(scene, f, render::TimelineGeometry::of({0, 0, float(W) + 150, 300}));
+    const render::TimelinePicture p = render::build_timeline(scene, req);
+    std::vector<double> v(p.columns, std::numeric_limits<double>::quiet_NaN());
+    for (uint32_t r = 0; r < p.rows; ++r) {
+      if (req.layout.rows[r].kind != render::Row::Counter) continue;
+      const auto [lo, hi] = p.counter_range[r];
+      for (uint32_t c = 0; c < p.columns; ++c) {
+        const float a = p.envelope[(size_t(r) * p.columns + c) * 2], z = p.envelope[(size_t(r) * p.columns + c) * 2 + 1];
+        if (!std::isnan(a)) v[c] = lo + z * (hi - lo);
+        EXPECT_EQ(std::isnan(a), std::isnan(z));
+      }
+    }
+    return v;
+  };
+  const std::vector<double> between = values(1'400'000, 1'600'000);
+  ASSERT_FALSE(between.empty());
+  for (size_t c = 0; c < between.size(); ++c) EXPECT_NEAR(between[c], 10, 1e-6) << "column " << c;
+  const std::vector<double> across = values(1'500'000, 2'500'000);  // the sample at 2 ms is at the middle
+  for (size_t c = 0; c < across.size(); ++c) {
+    if (c + 1 < across.size() / 2) {
+      EXPECT_NEAR(across[c], 10, 1e-6) << "column " << c;
+    } else if (c > across.size() / 2) {
+      EXPECT_NEAR(across[c], 20, 1e-6) << "column " << c;
+    }
+  }
+  const std::vector<double> after = values(3'200'000, 3'900'000);  // past the last sample, in the trace
+  for (size_t c = 0; c < after.size(); ++c) EXPECT_NEAR(after[c], 30, 1e-6) << "column " << c;
+  const std::vector<double> before = values(100'000, 900'000);  // before the first: nothing happened yet
+  for (size_t c = 0; c < before.size(); ++c) EXPECT_TRUE(std::isnan(before[c])) << "column " << c;
+}
+
 // An imported trace names its process's lanes after the process; under the
 // process's header the names column shows the rest.
 TEST(Render, LanesNamedAfterTheirProcessShowTheRestUnderItsHeader) {

@@ -81,12 +81,20 @@ struct Cell {
   uint32_t top = 0, count = 0;
 };
 
+// A counter holds its value between samples: what it held at the window's
+// left edge, and whether a sample comes after the right edge.
+struct CounterEdges {
+  bool has_before = false, has_after = false;
+  index::Item before, after;
+};
+
 struct LaneQuery {
   const Layout::LaneRows* rows;
   const Lane* lane;
   ClockWindow clock;
   std::vector<std::pair<int, index::Buckets>> buckets;
   index::RunningAcross edge;  // what runs across the right edge
+  std::vector<CounterEdges> counters;  // as lane->counters
 };
 
 struct Painter {
@@ -156,6 +164,12 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     const size_t known = std::min(streams[lane.source].size(), scene.sources()[lane.source].stream_colour.size());
     std::erase_if(q.buckets, [&](const auto& b) { return size_t(b.first) >= known; });
     q.edge = ix.running_across(lane.feedlet, q.clock.k1);
+    q.counters.resize(lane.counters.size());
+    for (size_t k = 0; k < lane.counters.size(); ++k) {
+      CounterEdges& e = q.counters[k];
+      e.has_before = ix.sample_before(lane.counters[k], q.clock.k0, e.before);
+      e.has_after = ix.sample_after(lane.counters[k], q.clock.k1, e.after);
+    }
     queries.push_back(std::move(q));
   }
 
@@ -265,34 +279,47 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
           const double x0 = axis.x(q.clock.ns(n.iv.min_start)), x1 = axis.x(q.clock.ns(n.iv.max_end));
           paint.span(instant_row, std::floor(x0), std::max(std::floor(x0) + 1, x1), 1.0, colour, st.key, n.count);
         }
-      } else if (st.kind == StreamKind::Counter) {
-        uint32_t k = 0;
-        while (k < lane.counters.size() && lane.counters[k] != id) ++k;
-        uint32_t row = UINT32_MAX;
-        for (uint32_t r = lr.first; r < lr.end; ++r)
-          if (req.layout.rows[r].kind == Row::Counter && req.layout.rows[r].index == k) row = r;
-        if (row == UINT32_MAX) continue;
-        std::vector<double>& mn = cmin[row];
-        std::vector<double>& mx = cmax[row];
-        mn.assign(P.columns, std::numeric_limits<double>::quiet_NaN());
-        mx = mn;
-        auto put = [&](double x0, double x1, double a, double z) {
-          const int64_t c0 = std::max<int64_t>(0, int64_t(std::floor(x0)));
-          const int64_t c1 = std::min<int64_t>(P.columns - 1, int64_t(std::floor(x1)));
-          for (int64_t c = c0; c <= c1; ++c) {
-            mn[size_t(c)] = std::isnan(mn[size_t(c)]) ? a : std::min(mn[size_t(c)], a);
-            mx[size_t(c)] = std::isnan(mx[size_t(c)]) ? z : std::max(mx[size_t(c)], z);
-          }
-          lo[row] = std::isnan(lo[row]) ? a : std::min(lo[row], a);
-          hi[row] = std::isnan(hi[row]) ? z : std::max(hi[row], z);
-        };
-        const Node* prev = nullptr;
+      }
+    }
+    // Counters, a row each: each bucket's min..max, and between samples the
+    // value held, from the window's left edge (the last sample before it)
+    // to the next sample, or the right edge, or the end of the trace.
+    const index::TraceIndex& ix = *src.index;
+    for (uint32_t k = 0; k < lane.counters.size(); ++k) {
+      uint32_t row = UINT32_MAX;
+      for (uint32_t r = lr.first; r < lr.end; ++r)
+        if (req.layout.rows[r].kind == Row::Counter && req.layout.rows[r].index == k) row = r;
+      if (row == UINT32_MAX) continue;
+      std::vector<double>& mn = cmin[row];
+      std::vector<double>& mx = cmax[row];
+      mn.assign(P.columns, std::numeric_limits<double>::quiet_NaN());
+      mx = mn;
+      auto put = [&](double x0, double x1, double a, double z) {
+        const int64_t c0 = std::max<int64_t>(0, int64_t(std::floor(std::max(x0, -1.0))));
+        const int64_t c1 = std::min<int64_t>(P.columns - 1, int64_t(std::floor(std::min(x1, double(P.columns)))));
+        for (int64_t c = c0; c <= c1; ++c) {
+          mn[size_t(c)] = std::isnan(mn[size_t(c)]) ? a : std::min(mn[size_t(c)], a);
+          mx[size_t(c)] = std::isnan(mx[size_t(c)]) ? z : std::max(mx[size_t(c)], z);
+        }
+        lo[row] = std::isnan(lo[row]) ? a : std::min(lo[row], a);
+        hi[row] = std::isnan(hi[row]) ? z : std::max(hi[row], z);
+      };
+      const CounterEdges& e = q.counters[k];
+      bool held = e.has_before;
+      double held_value = e.before.value, held_x = 0;
+      for (const auto& [id, b] : q.buckets) {
+        if (id != lane.counters[k]) continue;
         for (const Node& n : b.nodes) {
           const double xf = axis.x(q.clock.ns(n.s.first_ts)), xl = axis.x(q.clock.ns(n.s.last_ts));
-          if (prev) put(axis.x(q.clock.ns(prev->s.last_ts)), xf, prev->s.last, prev->s.last);  // the value holds
+          if (held) put(held_x, xf, held_value, held_value);
           put(xf, xl, n.s.min, n.s.max);
-          prev = &n;
+          held = true, held_value = n.s.last, held_x = xl;
         }
+      }
+      if (held) {
+        const uint64_t until = e.has_after ? e.after.end : ix.last_ts();
+        const double x1 = until > q.clock.k1 ? double(P.columns) : axis.x(q.clock.ns(until));
+        put(held_x, x1, held_value, held_value);
       }
     }
     // Still open at the right edge: from its start (or the left edge) on.

@@ -366,6 +366,13 @@ class TraceIndex {
   // levels times what it finds, and a walk of a leaf's time where a leaf
   // holds more than one of them (docs/INDEX.md, "Spanning intervals").
   std::vector<Item> spanning(uint32_t feedlet, uint64_t t) const;
+  // What a counter holds around a window: the last sample of counter
+  // stream `stream` before t (key < t), and the first after t (key > t).
+  // False where there is none. A window that falls between two samples
+  // shows the value held across it. Each descends the stream's pyramid, a
+  // few dozen buckets a level, to one leaf bucket's items.
+  bool sample_before(int stream, uint64_t t, Item& out) const;
+  bool sample_after(int stream, uint64_t t, Item& out) const;
   // The three above at once, with one walk where each would make its own:
   // a lane that begins intervals, writes complete ones and runs jobs asks
   // this once for every picture.
@@ -396,6 +403,8 @@ class TraceIndex {
   void walk_items(uint32_t feedlet, uint64_t t0, uint64_t t1, const std::function<void(const Item&)>& fn) const;
   // A stream's buckets from its stored levels (shift >= its leaf shift). The caller holds mu_.
   void stored_answer(const Stream& st, uint64_t t0, uint64_t t1, uint32_t shift, Buckets& out) const;
+  // The last (or first) sample of a counter stream with its key in [lo, hi].
+  bool nearest_sample(int stream, uint64_t lo, uint64_t hi, bool last, Item& out) const;
   // Whether every page of the index is known to be in (the warmer has read
   // the whole file); until then, queries ask for their pages ahead (ask_for_pages).
   bool pages_all_in() const;
