@@ -12,6 +12,9 @@ int run_time_excluded(int x) { return x - 1; }  // TINESCOPE_FUNC_EXCLUDE
 
 int fib(int n) { return n < 2 ? leaf(n) : fib(n - 1) + fib(n - 2); }
 
-int entry() { return fib(4) + compile_time_excluded(2) + run_time_excluded(5); }
+int entry() { return fib(4) + compile_time_excluded(2) + run_time_excluded(5) + f(1) + i(1); }
 
 }  // namespace instrumented
+
+extern "C" int f(int x) { return x + 1; }
+extern "C" int i(int x) { return x - 1; }

@@ -9,6 +9,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "raw_record.hpp"
 #include "registry.hpp"
@@ -485,8 +486,12 @@ uint32_t Collector::function_id(uint64_t address) {
   std::string name;
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(address), &info) && info.dli_sname) {
-    int status = 0;
-    char* demangled = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
+    // Only C++ names (Itanium ABI: "_Z...") are demangled: a C function
+    // "f" would demangle, as a type, to "float".
+    int status = -1;
+    char* demangled = std::strncmp(info.dli_sname, "_Z", 2) == 0
+                          ? abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status)
+                          : nullptr;
     name = status == 0 && demangled ? demangled : info.dli_sname;
     std::free(demangled);
   } else {
