@@ -8,7 +8,9 @@
 #include <random>
 
 #include "synthetic_trace.hpp"
+#include "tinescope/analysis/stream_expr.hpp"
 #include "tinescope/render/headless.hpp"
+#include "tinescope/render/stream_picture.hpp"
 #include "tinescope/import/trace_import.hpp"
 #include "tinescope/trace_writer.hpp"
 #include "trace_helpers.hpp"
@@ -278,6 +280,42 @@ TEST(Render, ACounterHoldsItsValueBetweenSamples) {
   for (size_t c = 0; c < after.size(); ++c) EXPECT_NEAR(after[c], 30, 1e-6) << "column " << c;
   const std::vector<double> before = values(100'000, 900'000);  // before the first: nothing happened yet
   for (size_t c = 0; c < before.size(); ++c) EXPECT_TRUE(std::isnan(before[c])) << "column " << c;
+}
+
+// The analysis panel's figure of an interval stream draws each interval
+// where it lies, [start, end) (trust, fault 3: buckets keyed by the end drew
+// a 1 px line at each end), and one that runs on past the window too.
+TEST(Render, AnIntervalStreamsFigureDrawsEachIntervalFromItsStartToItsEnd) {
+  render::Scene scene;
+  import_into(scene, "stream_figure", R"([{"ph":"X","name":"work","pid":1,"tid":1,"ts":1000,"dur":2000},
+    {"ph":"X","name":"work","pid":1,"tid":1,"ts":3500,"dur":100},
+    {"ph":"X","name":"idle","pid":1,"tid":1,"ts":0,"dur":4000}])");
+  const index::TraceIndex& ix = *scene.sources()[0].index;
+  analysis::Expr e;
+  std::string error;
+  ASSERT_TRUE(analysis::parse_stream(R"(intervals(name="work"))", e, error)) << error;
+  auto s = analysis::DerivedStream::evaluate(ix, e, error);
+  ASSERT_TRUE(s) << error;
+  const trace::ClockMap& clock = scene.sources()[0].catalog->clock;
+  const uint32_t W = 400;
+  // Columns covered by a bar, over [t0, t1] ns.
+  auto covered = [&](int64_t t0, int64_t t1) {
+    const render::TimeAxis axis(t0, t1, W);
+    const render::StreamPicture p = render::build_stream_picture(*s, clock, axis, t0, t1, W);
+    EXPECT_TRUE(p.intervals);
+    std::vector<bool> on(W, false);
+    for (const auto& b : p.bars)
+      for (uint32_t c = 0; c < W; ++c)
+        if (c + 0.5 >= b.x0 && c + 0.5 < b.x1) on[c] = true;
+    return on;
+  };
+  const std::vector<bool> all = covered(0, 4'000'000);  // 10 us a column
+  for (uint32_t c = 0; c < W; ++c) {
+    const bool inside = (c >= 100 && c < 300) || (c >= 350 && c < 360);
+    EXPECT_EQ(all[c], inside) << "column " << c;
+  }
+  const std::vector<bool> left = covered(0, 2'000'000);  // the first runs on past the right edge
+  for (uint32_t c = 0; c < W; ++c) EXPECT_EQ(left[c], c >= 200) << "column " << c;
 }
 
 // An imported trace names its process's lanes after the process; under the

@@ -11,6 +11,7 @@
 #include "tinescope/app/analysis_panel.hpp"
 #include "imgui_colour.hpp"
 #include "tinescope/analysis/stream_expr.hpp"
+#include "tinescope/render/stream_picture.hpp"
 
 namespace tinescope::app {
 
@@ -29,8 +30,7 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 struct AnalysisPanel::FigureCache {
   int64_t t0 = 0, t1 = 0;
   float width = 0;
-  index::Buckets buckets;
-  double lo = 0, hi = 1;  // samples: the stream's range
+  render::StreamPicture picture;
 };
 
 void AnalysisPanel::evaluate(const SharedView& v, const std::string& text, bool bookmark) {
@@ -161,49 +161,35 @@ void AnalysisPanel::draw_figure(ImDrawList* dl, const SharedView& v, Rect rect, 
   dl->AddRectFilled({rect.x, rect.y}, {rect.x + rect.w, rect.y + rect.h}, colour(render::kBackground));
   dl->AddLine({rect.x, rect.y}, {rect.x + rect.w, rect.y}, IM_COL32(90, 90, 90, 255));
   dl->AddText({rect.x + 4, rect.y + 2}, IM_COL32(220, 220, 220, 255), stream_text_.c_str());
-  const trace::ClockMap& clock = catalog_->clock;
   if (!figure_ || figure_->t0 != v.t0 || figure_->t1 != v.t1 || figure_->width != plot.w) {
     auto c = std::make_shared<FigureCache>();
     c->t0 = v.t0, c->t1 = v.t1, c->width = plot.w;
-    const uint64_t k0 = clock.to_ticks(v.t0), k1 = clock.to_ticks(v.t1);
-    c->buckets = stream_->query(k0, std::max(k0, k1), uint32_t(std::max(1.f, plot.w)));
-    if (!stream_->intervals()) {
-      // The whole stream's range, from the top of its pyramid: the scale stays put while zooming.
-      const auto top = stream_->query_shift(0, UINT64_MAX, stream_->top_shift()).nodes;
-      c->lo = INFINITY, c->hi = -INFINITY;
-      for (const index::Node& n : top) c->lo = std::min(c->lo, n.s.min), c->hi = std::max(c->hi, n.s.max);
-      if (!(c->hi > c->lo)) c->hi = c->lo + 1;
-    }
+    c->picture = render::build_stream_picture(*stream_, catalog_->clock, axis, v.t0, v.t1,
+                                              uint32_t(std::max(1.f, plot.w)));
     figure_ = c;
   }
-  const FigureCache& c = *figure_;
+  const render::StreamPicture& p = figure_->picture;
   const uint32_t rgba = render::name_colour(stream_text_);
-  const uint32_t shift = c.buckets.shift;
   char label[96];
-  if (!stream_->intervals()) {
-    std::snprintf(label, sizeof label, "%.6g .. %.6g", c.lo, c.hi);
-    dl->AddText({rect.x + 4, rect.y + 20}, IM_COL32(160, 160, 160, 255), label);
+  if (!p.intervals) {
+    std::snprintf(label, sizeof label, "%.6g .. %.6g", p.lo, p.hi);
   } else {
     std::snprintf(label, sizeof label, "%llu intervals", (unsigned long long)stream_->size());
-    dl->AddText({rect.x + 4, rect.y + 20}, IM_COL32(160, 160, 160, 255), label);
   }
+  dl->AddText({rect.x + 4, rect.y + 20}, IM_COL32(160, 160, 160, 255), label);
   dl->PushClipRect({plot.x, plot.y}, {plot.x + plot.w, plot.y + plot.h}, true);
+  for (const render::StreamPicture::Bar& bar : p.bars) {
+    const float x0 = plot.x + float(std::max(bar.x0, -1.0)), x1 = plot.x + float(std::min(bar.x1, double(plot.w) + 1));
+    dl->AddRectFilled({x0, plot.y + 2}, {std::max(x1, x0 + 1), plot.y + plot.h - 2},
+                      colour(rgba, std::max(0.35f, bar.cover)));
+  }
+  auto y = [&](double val) { return plot.y + plot.h - 2 - float((val - p.lo) / (p.hi - p.lo)) * (plot.h - 4); };
   float last_x = -1, last_y = 0;
-  for (const index::Node& n : c.buckets.nodes) {
-    const uint64_t b0 = n.bucket << shift, b1 = ((n.bucket + 1) << shift) - 1;
-    float x0 = plot.x + float(axis.x(clock.to_ns(b0))), x1 = plot.x + float(axis.x(clock.to_ns(b1)));
-    if (x1 < x0 + 1) x1 = x0 + 1;
-    if (stream_->intervals()) {
-      // Intensity: the share of the bucket's time covered (nested time counted once is not known: capped).
-      const double covered = std::min(1.0, double(n.iv.busy) / double(uint64_t(1) << shift));
-      const float a = n.count ? std::max(0.35f, float(covered)) : 0;
-      dl->AddRectFilled({x0, plot.y + 2}, {x1, plot.y + plot.h - 2}, colour(rgba, a));
-    } else {
-      auto y = [&](double val) { return plot.y + plot.h - 2 - float((val - c.lo) / (c.hi - c.lo)) * (plot.h - 4); };
-      dl->AddRectFilled({x0, y(n.s.max)}, {x1, y(n.s.min) + 1}, colour(rgba));
-      if (last_x >= 0) dl->AddLine({last_x, last_y}, {x0, y(n.s.first)}, colour(rgba, 0.6f));
-      last_x = x1, last_y = y(n.s.last);
-    }
+  for (const render::StreamPicture::Range& r : p.ranges) {
+    const float x0 = plot.x + float(r.x0), x1 = std::max(plot.x + float(r.x1), x0 + 1);
+    dl->AddRectFilled({x0, y(r.max)}, {x1, y(r.min) + 1}, colour(rgba));
+    if (last_x >= 0) dl->AddLine({last_x, last_y}, {x0, y(r.first)}, colour(rgba, 0.6f));
+    last_x = x1, last_y = y(r.last);
   }
   dl->PopClipRect();
 }
