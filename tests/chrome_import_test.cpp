@@ -232,6 +232,38 @@ TEST(ChromeImport, FlowsAcrossProcessesWithASteps) {
   EXPECT_EQ(im.items(StreamKind::Interval, "tid 15894", "SomeSlice").size(), 1u);
 }
 
+// Trust, fault 8: an end or a step whose id has no flow open (it ended, or
+// never began) is an unmatched end, counted, never a second receive of the
+// send that was already received. Ids are reused, as real traces do.
+TEST(ChromeImport, AFlowEndWithNoFlowOpenIsCountedNotAnArrow) {
+  const std::string in = temp_path("reused_flow_ids.json");
+  write_file(in, R"([
+    {"ph":"X","name":"a","pid":1,"tid":1,"ts":0,"dur":100},
+    {"ph":"X","name":"b","pid":1,"tid":2,"ts":0,"dur":1000},
+    {"ph":"s","name":"m","cat":"c","id":7,"pid":1,"tid":1,"ts":10,"bp":"e"},
+    {"ph":"f","name":"m","cat":"c","id":7,"pid":1,"tid":2,"ts":20,"bp":"e"},
+    {"ph":"f","name":"m","cat":"c","id":7,"pid":1,"tid":2,"ts":30,"bp":"e"},
+    {"ph":"t","name":"m","cat":"c","id":7,"pid":1,"tid":2,"ts":40,"bp":"e"},
+    {"ph":"f","name":"m","cat":"c","id":7,"pid":1,"tid":1,"ts":50,"bp":"e"},
+    {"ph":"f","name":"m","cat":"c","id":9,"pid":1,"tid":2,"ts":60,"bp":"e"},
+    {"ph":"s","name":"m","cat":"c","id":7,"pid":1,"tid":1,"ts":70,"bp":"e"},
+    {"ph":"f","name":"m","cat":"c","id":7,"pid":1,"tid":2,"ts":80,"bp":"e"}])");
+  Imported im(AtPath{in}, "reused_flow_ids");
+  ASSERT_TRUE(im.ix);
+  // The flows: 10 -> 20, (the end at 30: none open), the step at 40 (none
+  // open) -> 50, (id 9's end: never began), 70 -> 80.
+  EXPECT_EQ(im.result.unmatched_flow_ends, 3u);
+  std::map<uint64_t, uint64_t> recv_of_send;
+  size_t received = 0;
+  for (const index::Flow& f : im.ix->flows(0, UINT64_MAX)) {
+    if (f.flags & index::kFlowReceived) ++received;
+    if (f.matched()) recv_of_send[f.send_ts / us] = f.recv_ts / us;
+  }
+  EXPECT_EQ(received, 3u) << "three receives, not five";
+  EXPECT_EQ(recv_of_send, (std::map<uint64_t, uint64_t>{{10, 20}, {40, 50}, {70, 80}}));
+  ::unlink(in.c_str());
+}
+
 // A flow's end binds to the next slice its thread starts at or after it
 // (the format's default, as Perfetto's importer binds it), or with "bp":
 // "e" to the slice around it; with no slice after it, it stays where it is.

@@ -254,6 +254,8 @@ void add_index_commands(CLI::App& app, int* exit_code) {
                 r.events_read, r.events_written, r.feedlets, r.feedlets == 1 ? "" : "s", out.c_str());
     for (auto& [ph, n] : r.unsupported) std::printf("  not imported: %" PRIu64 " \"%s\" events\n", n, ph.c_str());
     if (r.unmatched_ends) std::printf("  %" PRIu64 " ends without a begin\n", r.unmatched_ends);
+    if (r.unmatched_flow_ends)
+      std::printf("  %" PRIu64 " flow steps or ends with no flow of their id open (no arrow)\n", r.unmatched_flow_ends);
     for (const std::string& n : r.notes) std::printf("  %s\n", n.c_str());
     if (!r.warning.empty()) std::fprintf(stderr, "tinescope: warning: %s\n", r.warning.c_str());
   });

@@ -405,14 +405,21 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
   }
   std::vector<size_t>().swap(ends);
   std::vector<uint64_t>().swap(starts);
+  // A step or an end receives the link its id has open; with none open (the
+  // id's flow ended, or never began) it is an unmatched end, counted, not
+  // an arrow from a send that was already received.
   uint64_t link = 1;
+  bool open = false;
   for (size_t i = 0; i < flows.size(); ++i) {
     const Flow& x = flows[i];
-    bool first = i == 0 || flows[i - 1].id_hash != x.id_hash;
-    if (first) ++link;
+    if (i == 0 || flows[i - 1].id_hash != x.id_hash) open = false;
     Feedlet& f = feedlets[x.feedlet - 1];
-    if (x.ph != 's' && !first) f.points.push_back(Point{x.ts, x.seq, kMessageRecv, x.name, link});
-    if (x.ph != 'f') f.points.push_back(Point{x.ts, x.seq, kMessageSend, x.name, ++link});
+    if (x.ph != 's') {
+      if (open) f.points.push_back(Point{x.ts, x.seq, kMessageRecv, x.name, link});
+      else ++r.unmatched_flow_ends;
+    }
+    open = x.ph != 'f';
+    if (open) f.points.push_back(Point{x.ts, x.seq, kMessageSend, x.name, ++link});
   }
 
   // Names of lanes.

@@ -45,6 +45,7 @@ struct ImportResult {
   uint64_t feedlets = 0;
   std::map<std::string, uint64_t> unsupported;  // ph -> count, not imported
   uint64_t unmatched_ends = 0;   // E/e/F with no open begin
+  uint64_t unmatched_flow_ends = 0;  // t/f of a flow id with no flow open: no arrow
   std::string display_time_unit;
   std::string warning;           // e.g. the JSON ended early; what was read is kept
   std::vector<std::string> notes;  // what an importer worked out (a Grasp trace's clock alignment)
