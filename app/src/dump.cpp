@@ -37,7 +37,8 @@ struct Dumper : Visitor {
   bool show_events = true, show_chunks = true;
   uint64_t limit = UINT64_MAX;
   uint64_t shown = 0, chunks = 0, events = 0, dropped = 0, lost_chunks = 0, damaged_bytes = 0, damages = 0;
-  int64_t t0 = 0;
+  int64_t t0 = 0;            // ns of the trace's clock that print as 0
+  bool t0_from_index = false;  // the first event's (else the recording's start)
   std::map<uint32_t, uint64_t> events_per_feedlet;
   std::map<std::string, uint64_t> events_per_type;
 
@@ -48,7 +49,7 @@ struct Dumper : Visitor {
       std::printf("header: DAMAGED; reading chunks with this reader's built-in schema\n");
       return;
     }
-    t0 = int64_t(h.clock.ref_mono_ns);
+    if (!t0_from_index) t0 = int64_t(h.clock.ref_mono_ns);
     time_t wall = time_t(h.clock.ref_real_ns / 1000000000u);
     char when[64];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", gmtime(&wall));
@@ -117,6 +118,11 @@ struct Dumper : Visitor {
 
 int run_dump(const std::string& path, bool chunks_only, bool summary_only, uint64_t limit) {
   Dumper d;
+  // Times count from the trace's first event, as in every other command
+  // (find, stream, stats, render, the viewer); the index knows which it is.
+  // A file that cannot be indexed counts from the recording's start.
+  if (auto ix = open_index(path, true)) d.t0 = ix->to_ns(ix->first_ts()), d.t0_from_index = true;
+  std::printf("times: seconds from the %s\n", d.t0_from_index ? "trace's first event" : "recording's start (no index)");
   d.show_events = !chunks_only && !summary_only;
   d.show_chunks = !summary_only;
   d.limit = limit;
