@@ -788,28 +788,6 @@ TEST(ChromeImport, BadInputGetsAClearError) {
 // `tinescope import` says what it read, what it made and what it left out;
 // a file in the way is never written over, and a broken input names the
 // file and the byte.
-// Trust, fault 10: one zero everywhere. `dump` counted from the recording's
-// start, `find`, `stream`, `render` and the viewer from the trace's first
-// event; an imported trace whose events begin at 5 s showed 5.0 in one and 0
-// in the others.
-TEST(ChromeImport, DumpAndFindCountTimeFromTheSameZero) {
-  const std::string in = temp_path("zero.json"), trace = temp_path("zero");
-  write_file(in, R"([{"ph":"X","name":"w","pid":1,"tid":1,"ts":5000000,"dur":100},)"
-                 R"({"ph":"X","name":"v","pid":1,"tid":1,"ts":5000250,"dur":50}])");
-  ::unlink(trace.c_str());
-  std::string said;
-  ASSERT_EQ(run(bin("app/tinescope") + " import " + in + " -o " + trace + " 2>&1", &said), 0) << said;
-  ASSERT_EQ(run(bin("app/tinescope") + " find " + trace + " --longest 2 2>&1", &said), 0) << said;
-  EXPECT_NE(said.find("\"start_ns\": 0,"), std::string::npos) << said;
-  EXPECT_NE(said.find("\"start_ns\": 250000,"), std::string::npos) << said;
-  ASSERT_EQ(run(bin("app/tinescope") + " dump " + trace + " 2>&1", &said), 0) << said;
-  EXPECT_NE(said.find("     0.000000000  f1   interval_begin     name=\"w\""), std::string::npos) << said;
-  EXPECT_NE(said.find("     0.000250000  f1   interval_begin     name=\"v\""), std::string::npos) << said;
-  ::unlink(in.c_str());
-  ::unlink(trace.c_str());
-  ::unlink((trace + ".idx").c_str());
-}
-
 TEST(ChromeImport, TheCommandSaysWhatItReadMadeAndLeftOut) {
   const std::string tool = bin("app/tinescope") + " import ";
   const std::string out = temp_path("import_cli");

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "tinescope/render/time_axis.hpp"
+
 namespace tinescope::app {
 
 void add_figure_options(CLI::App& cmd, FigureOptions& o) {
@@ -35,6 +37,12 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
   };
   f.type = o.figure == "scope" ? render::FigureParams::Scope : render::FigureParams::Timeline;
   if (!at(o.from, scene.first_ns(), f.t0) || !at(o.to, scene.last_ns() + 1, f.t1)) return false;
+  // A window that misses the trace draws nothing: say where the trace is.
+  if (f.t0 > scene.last_ns() || (f.t1 < scene.first_ns() && f.t1 > f.t0)) {
+    error = "the window (--from " + (o.from.empty() ? std::string("0") : o.from) + (o.to.empty() ? "" : " --to " + o.to) +
+            ") lies outside the trace, which runs from 0 to " + render::format_duration(scene.last_ns() - scene.first_ns());
+    return false;
+  }
   if (f.t1 <= f.t0) {
     error = "--to must come after --from";
     return false;

@@ -1,5 +1,6 @@
 // `tinescope render TRACE... -o out.png`: a figure drawn headless through
 // EGL, exactly as the viewer draws it at the same size.
+#include <cctype>
 #include <cstdio>
 
 #include "commands.hpp"
@@ -20,6 +21,15 @@ int run_render(const RenderArgs& a) {
   int w = 0, h = 0;
   if (std::sscanf(a.size.c_str(), "%dx%d", &w, &h) != 2 || w < 64 || h < 64 || w > 16384 || h > 16384) {
     std::fprintf(stderr, "tinescope render: --size wants WxH (64..16384), not '%s'\n", a.size.c_str());
+    return 2;
+  }
+  // PNG only, so far: a name that asks for another format is refused, not
+  // answered with a PNG under that name.
+  const size_t dot = a.out.rfind('.');
+  std::string ext = dot == std::string::npos || a.out.find('/', dot) != std::string::npos ? "" : a.out.substr(dot + 1);
+  for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (ext != "png") {
+    std::fprintf(stderr, "tinescope render: %s: writes PNG pictures only; name the output .png\n", a.out.c_str());
     return 2;
   }
   render::Scene scene;

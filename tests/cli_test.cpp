@@ -1,0 +1,75 @@
+// The command line as a user meets it: one zero for times in every command,
+// clear refusals of what a command cannot do (an output format it does not
+// write, a window outside the trace), never a silent wrong answer.
+#include <unistd.h>
+
+#include <string>
+
+#include "trace_helpers.hpp"
+
+namespace tinescope::test {
+namespace {
+
+std::string tinescope(const std::string& args) { return bin("app/tinescope") + " " + args + " 2>&1"; }
+
+// A Chrome JSON trace imported to `trace`: events from 5 s to 15 s.
+void import_ten_seconds(const std::string& trace) {
+  const std::string in = temp_path("ten_seconds.json");
+  write_file(in, R"([{"ph":"X","name":"w","pid":1,"tid":1,"ts":5000000,"dur":100},)"
+                 R"({"ph":"X","name":"v","pid":1,"tid":1,"ts":14999000,"dur":1000}])");
+  ::unlink(trace.c_str());
+  ::unlink((trace + ".idx").c_str());
+  std::string said;
+  ASSERT_EQ(run(tinescope("import " + in + " -o " + trace), &said), 0) << said;
+  ::unlink(in.c_str());
+}
+
+// Trust, fault 10: one zero everywhere. `dump` counted from the recording's
+// start, `find`, `stream`, `render` and the viewer from the trace's first
+// event; an imported trace whose events begin at 5 s showed 5.0 in one and 0
+// in the others.
+TEST(Cli, DumpAndFindCountTimeFromTheSameZero) {
+  const std::string in = temp_path("zero.json"), trace = temp_path("zero");
+  write_file(in, R"([{"ph":"X","name":"w","pid":1,"tid":1,"ts":5000000,"dur":100},)"
+                 R"({"ph":"X","name":"v","pid":1,"tid":1,"ts":5000250,"dur":50}])");
+  ::unlink(trace.c_str());
+  std::string said;
+  ASSERT_EQ(run(bin("app/tinescope") + " import " + in + " -o " + trace + " 2>&1", &said), 0) << said;
+  ASSERT_EQ(run(bin("app/tinescope") + " find " + trace + " --longest 2 2>&1", &said), 0) << said;
+  EXPECT_NE(said.find("\"start_ns\": 0,"), std::string::npos) << said;
+  EXPECT_NE(said.find("\"start_ns\": 250000,"), std::string::npos) << said;
+  ASSERT_EQ(run(bin("app/tinescope") + " dump " + trace + " 2>&1", &said), 0) << said;
+  EXPECT_NE(said.find("     0.000000000  f1   interval_begin     name=\"w\""), std::string::npos) << said;
+  EXPECT_NE(said.find("     0.000250000  f1   interval_begin     name=\"v\""), std::string::npos) << said;
+  ::unlink(in.c_str());
+  ::unlink(trace.c_str());
+  ::unlink((trace + ".idx").c_str());
+}
+
+// Trust, fault 18: `render -o x.svg` wrote a PNG under that name, and a
+// window past the trace's end was "--to must come after --from".
+TEST(Cli, RenderRefusesWhatItCannotDrawAndSaysWhereTheTraceIs) {
+  const std::string trace = temp_path("render_refusals");
+  import_ten_seconds(trace);
+  std::string said;
+  for (const std::string out : {"x.svg", "x.pdf", "x", "x.png.txt"}) {
+    const std::string path = scratch_dir() + "/" + out;
+    EXPECT_EQ(run(tinescope("render " + trace + " -o " + path), &said), 2) << out << ": " << said;
+    EXPECT_NE(said.find("writes PNG pictures only"), std::string::npos) << said;
+    EXPECT_NE(::access(path.c_str(), F_OK), 0) << out << " was written";
+  }
+  const std::string png = scratch_dir() + "/x.PNG";
+  EXPECT_EQ(run(tinescope("render " + trace + " -o " + png + " --size 200x100"), &said), 0) << said;
+  EXPECT_EQ(::access(png.c_str(), F_OK), 0);
+  EXPECT_EQ(run(tinescope("render " + trace + " -o " + png + " --from 20s"), &said), 2) << said;
+  EXPECT_NE(said.find("lies outside the trace, which runs from 0 to 10.000 s"), std::string::npos) << said;
+  EXPECT_EQ(said.find("--to must come after --from"), std::string::npos) << said;
+  EXPECT_EQ(run(tinescope("render " + trace + " -o " + png + " --from 2s --to 1s"), &said), 2) << said;
+  EXPECT_NE(said.find("--to must come after --from"), std::string::npos) << said;
+  ::unlink(png.c_str());
+  ::unlink(trace.c_str());
+  ::unlink((trace + ".idx").c_str());
+}
+
+}  // namespace
+}  // namespace tinescope::test
