@@ -3,6 +3,7 @@
 // write, a window outside the trace), never a silent wrong answer.
 #include <unistd.h>
 
+#include <cstdio>
 #include <string>
 
 #include "trace_helpers.hpp"
@@ -66,6 +67,48 @@ TEST(Cli, RenderRefusesWhatItCannotDrawAndSaysWhereTheTraceIs) {
   EXPECT_EQ(said.find("--to must come after --from"), std::string::npos) << said;
   EXPECT_EQ(run(tinescope("render " + trace + " -o " + png + " --from 2s --to 1s"), &said), 2) << said;
   EXPECT_NE(said.find("--to must come after --from"), std::string::npos) << said;
+  ::unlink(png.c_str());
+  ::unlink(trace.c_str());
+  ::unlink((trace + ".idx").c_str());
+}
+
+// Trust, fault 17: --lanes took 0-based scene positions while `info`
+// prints feedlet numbers, no globs, ignored an unknown lane, and aborted on
+// a number past 2^64.
+TEST(Cli, LanesAreChosenByInfosNumbersNamesAndGlobsAndAnUnknownOneIsAnError) {
+  const std::string in = temp_path("lanes.json"), trace = temp_path("lanes");
+  std::string json = "[";
+  for (int q = 1; q <= 12; ++q) {
+    char name[16];
+    std::snprintf(name, sizeof name, "q.%02d", q);
+    json += std::string(q > 1 ? "," : "") + R"({"ph":"M","name":"thread_name","pid":1,"tid":)" + std::to_string(q) +
+            R"(,"args":{"name":")" + name + R"("}},{"ph":"X","name":"w","pid":1,"tid":)" + std::to_string(q) +
+            R"(,"ts":)" + std::to_string(q * 10) + R"(,"dur":5})";
+  }
+  write_file(in, json + "]");
+  ::unlink(trace.c_str());
+  ::unlink((trace + ".idx").c_str());
+  std::string said;
+  ASSERT_EQ(run(tinescope("import " + in + " -o " + trace), &said), 0) << said;
+  ASSERT_EQ(run(tinescope("info " + trace), &said), 0) << said;
+  // info's numbering of the lane q.04.
+  const size_t at = said.find("q.04");
+  ASSERT_NE(at, std::string::npos) << said;
+  const size_t line = said.rfind('\n', at) + 1;
+  const std::string number = std::to_string(std::stoul(said.substr(line, at - line)));
+  const std::string png = scratch_dir() + "/lanes.png";
+  auto lanes_drawn = [&](const std::string& spec, std::string& out) {
+    return run(tinescope("render " + trace + " -o " + png + " --size 300x200 --lanes '" + spec + "'"), &out);
+  };
+  for (const std::string& spec : {number, std::string("q.04"), std::string("q.0[4]"), std::string("q.04*"),
+                                 std::string("q.1*"), number + ",q.1*"})
+    EXPECT_EQ(lanes_drawn(spec, said), 0) << spec << ": " << said;
+  for (const std::string& spec : {std::string("13"), number + ",99", std::string("99999999999999999999999"),
+                                 std::string("q.4*"), std::string("nothing")}) {
+    EXPECT_EQ(lanes_drawn(spec, said), 2) << spec << ": " << said;
+    EXPECT_NE(said.find("no lane is '"), std::string::npos) << spec << ": " << said;
+  }
+  ::unlink(in.c_str());
   ::unlink(png.c_str());
   ::unlink(trace.c_str());
   ::unlink((trace + ".idx").c_str());

@@ -55,11 +55,8 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
   f.strip_px = o.strip_px;
   f.theta = o.theta / 1e3;
   if (!o.lanes.empty()) {
-    f.lanes = scene.select_lanes(o.lanes);
-    if (f.lanes.empty()) {
-      error = "no lane matches '" + o.lanes + "'";
-      return false;
-    }
+    f.lanes = scene.select_lanes(o.lanes, error);
+    if (f.lanes.empty()) return false;
   }
   if (!o.cursor.empty() && !at(o.cursor, 0, marks.cursor)) return false;
   if (!o.select.empty()) {

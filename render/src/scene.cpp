@@ -1,6 +1,9 @@
 #include "tinescope/render/scene.hpp"
 
+#include <fnmatch.h>
+
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -200,8 +203,11 @@ void Scene::scan(Source& s, uint32_t source) {
   for (const index::Gap& g : ix.gaps()) s.gaps.push_back({g.feedlet, to_ns(g.t0), to_ns(g.t1), g.dropped});
 }
 
-std::vector<uint32_t> Scene::select_lanes(const std::string& spec) const {
+std::vector<uint32_t> Scene::select_lanes(const std::string& spec, std::string& error) const {
   std::vector<uint32_t> out;
+  auto take = [&](uint32_t i) {
+    if (std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
+  };
   size_t pos = 0;
   while (pos <= spec.size()) {
     size_t comma = spec.find(',', pos);
@@ -210,20 +216,27 @@ std::vector<uint32_t> Scene::select_lanes(const std::string& spec) const {
     pos = comma + 1;
     if (want.empty()) continue;
     bool any = false;
-    for (uint32_t i = 0; i < lanes_.size(); ++i) {
-      const Lane& l = lanes_[i];
+    if (std::all_of(want.begin(), want.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      // A lane's number as `info` prints it: its feedlet's.
+      uint64_t n = 0;
+      const auto [end, ec] = std::from_chars(want.data(), want.data() + want.size(), n);
+      for (uint32_t i = 0; ec == std::errc() && end == want.data() + want.size() && i < lanes_.size(); ++i)
+        if (lanes_[i].feedlet == n) take(i), any = true;
+    } else {
+      // A name (the thread's or its process's): exactly, as a prefix that
+      // '.' or '#' follows, or as a glob (* ? [...]).
+      const bool glob = want.find_first_of("*?[") != std::string::npos;
       auto match = [&](const std::string& s) {
+        if (glob) return fnmatch(want.c_str(), s.c_str(), 0) == 0;
         return s == want || (s.size() > want.size() && s.compare(0, want.size(), want) == 0 &&
                              (s[want.size()] == '.' || s[want.size()] == '#'));
       };
-      if (match(l.name) || match(l.group)) {
-        if (std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
-        any = true;
-      }
+      for (uint32_t i = 0; i < lanes_.size(); ++i)
+        if (match(lanes_[i].name) || match(lanes_[i].group)) take(i), any = true;
     }
-    if (!any && !want.empty() && std::all_of(want.begin(), want.end(), ::isdigit)) {
-      const unsigned long n = std::stoul(want);
-      if (n < lanes_.size()) out.push_back(uint32_t(n));
+    if (!any) {
+      error = "no lane is '" + want + "' (a lane's number as info prints it, its thread or process name, or a glob)";
+      return {};
     }
   }
   return out;

@@ -108,9 +108,11 @@ class Scene {
   std::string_view string(uint32_t source, uint32_t id) const {
     return sources_[source].catalog->string(id);
   }
-  // Lanes whose thread or process name matches `name` (exactly, or as a
-  // prefix followed by '.'/'#'), or lane numbers; for --lanes.
-  std::vector<uint32_t> select_lanes(const std::string& spec) const;
+  // The lanes of --lanes: a comma-separated list of lane numbers (a
+  // feedlet's, as `info` prints it), thread or process names (exactly, or as
+  // a prefix followed by '.'/'#') and globs (fnmatch). Empty, with an error
+  // naming it, if an item matches no lane.
+  std::vector<uint32_t> select_lanes(const std::string& spec, std::string& error) const;
 
  private:
   void scan(Source& s, uint32_t source);
