@@ -1,6 +1,7 @@
 // Every event kind, recorded by real threads, read back from a file and from
 // live feeds over a Unix and a TCP socket.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -231,6 +232,35 @@ TEST(RecorderRoundTrip, RefusesToOverwriteAnExistingFile) {
   ts_stop();
   EXPECT_TRUE(read_trace(path).header.intact);
   unlink(path.c_str());
+}
+
+// Trust, fault 16: ts::Session on an existing file recorded nothing without
+// a word (the README's example, run twice). It says why on stderr, ok() is
+// false, and the file is as it was.
+TEST(RecorderRoundTrip, ASessionThatCannotRecordSaysSo) {
+  const std::string path = temp_path("exists_session"), said_path = temp_path("stderr");
+  write_file(path, "precious user data");
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  const int to = ::open(said_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(to, 0);
+  ::dup2(to, 2);
+  bool ok = true;
+  {
+    ts::Session rec(path.c_str());
+    ok = rec.ok();
+  }
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  ::close(to);
+  EXPECT_FALSE(ok);
+  const std::string said = slurp(said_path);
+  EXPECT_NE(said.find("refusing to overwrite"), std::string::npos) << said;
+  EXPECT_NE(said.find("not recording"), std::string::npos) << said;
+  EXPECT_EQ(slurp(path), "precious user data");
+  ::unlink(path.c_str());
+  ::unlink(said_path.c_str());
 }
 
 int connect_to(const std::string& address, int port) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string_view>
 #include <type_traits>
@@ -15,16 +16,19 @@
 
 namespace ts {
 
-// Starts recording into `path` (and/or serves a live feed); stops at scope exit.
+// Starts recording into `path` (and/or serves a live feed); stops at scope
+// exit. It never writes over an existing file (set ts_config::overwrite to
+// replace one): where it cannot record, it says why on stderr and ok() is
+// false, so a program that goes on without a trace does so knowingly.
 class Session {
  public:
   explicit Session(const char* path, const char* live_address = nullptr) {
     ts_config c{};
     c.file_path = path;
     c.live_address = live_address;
-    ok_ = ts_start(&c) == 0;
+    start(c);
   }
-  explicit Session(const ts_config& config) { ok_ = ts_start(&config) == 0; }
+  explicit Session(const ts_config& config) { start(config); }
   ~Session() {
     if (ok_) ts_stop();
   }
@@ -34,6 +38,10 @@ class Session {
   const char* error() const { return ts_last_error(); }
 
  private:
+  void start(const ts_config& c) {
+    ok_ = ts_start(&c) == 0;
+    if (!ok_) std::fprintf(stderr, "%s: not recording\n", ts_last_error());
+  }
   bool ok_;
 };
 
