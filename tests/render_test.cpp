@@ -318,6 +318,38 @@ TEST(Render, AnIntervalStreamsFigureDrawsEachIntervalFromItsStartToItsEnd) {
   for (uint32_t c = 0; c < W; ++c) EXPECT_EQ(left[c], c >= 200) << "column " << c;
 }
 
+// Trust, fault 20: a scope with no period used (t1 - t0) / 100, a nearly
+// black picture. Until the period is found by folding, it is the lane's
+// typical period: the median start-to-start of its busiest stream, which an
+// interruption now and then (a longer gap) does not move.
+TEST(Render, AScopeWithNoPeriodFoldsAtTheLanesTypicalPeriod) {
+  std::string json = "[";
+  uint64_t skipped = 0;
+  for (int i = 0; i < 6000; ++i) {
+    if (i % 100 == 99) {  // an interruption: one period missing
+      ++skipped;
+      continue;
+    }
+    const uint64_t ns = uint64_t(std::llround(i * 45351.5));
+    char ev[160];
+    std::snprintf(ev, sizeof ev, R"(%s{"ph":"X","name":"audio","pid":1,"tid":1,"ts":%llu.%03llu,"dur":10})",
+                  i ? "," : "", (unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000));
+    json += ev;
+  }
+  json += R"(,{"ph":"X","name":"other","pid":1,"tid":2,"ts":0,"dur":300000}])";
+  render::Scene scene;
+  import_into(scene, "typical_period", json);
+  if (::testing::Test::HasFatalFailure()) return;
+  FigureParams f;
+  f.type = FigureParams::Scope;
+  f.t0 = scene.first_ns(), f.t1 = scene.last_ns() + 1;
+  EXPECT_NEAR(render::default_period_ns(scene, f), 45351.5, 1.0) << skipped << " periods skipped";
+  std::string error;
+  f.lanes = scene.select_lanes("tid 2", error);
+  ASSERT_EQ(f.lanes.size(), 1u) << error;
+  EXPECT_NEAR(render::default_period_ns(scene, f), double(f.t1 - f.t0) / 100, 1.0) << "one interval: no period";
+}
+
 // An imported trace names its process's lanes after the process; under the
 // process's header the names column shows the rest.
 TEST(Render, LanesNamedAfterTheirProcessShowTheRestUnderItsHeader) {

@@ -72,7 +72,7 @@ std::unique_ptr<Viewer> Viewer::create(std::shared_ptr<render::Scene> scene, con
   v->figures_.push_back(std::make_unique<Figure>());
   v->figures_.back()->params = first;
   if (first.type == FigureParams::Scope && first.period_ns <= 0)
-    v->figures_.back()->params.period_ns = std::max(1.0, double(v->t1_ - v->t0_) / 100);
+    v->figures_.back()->params.period_ns = render::default_period_ns(*v->scene_, v->figures_.back()->params);
   v->overview_width_ = float(options.width);
   // Built once, so at the budget of a picture at rest (a live overview is
   // rebuilt as data arrives, at the interactive one).
@@ -151,7 +151,10 @@ void Viewer::add_figure(FigureParams::Type type) {
   for (auto& g : figures_)
     if (g->params.type == FigureParams::Scope) f->params = g->params;  // a second scope starts like the first
   f->params.type = type;
-  if (type == FigureParams::Scope && f->params.period_ns <= 0) f->params.period_ns = double(t1_ - t0_) / 100;
+  if (type == FigureParams::Scope && f->params.period_ns <= 0) {
+    f->params.t0 = t0_, f->params.t1 = t1_;
+    f->params.period_ns = render::default_period_ns(*scene_, f->params);
+  }
   figures_.push_back(std::move(f));
 }
 

@@ -21,17 +21,58 @@ TimelineRequest timeline_request(const Scene& scene, const FigureParams& f, cons
   return r;
 }
 
+namespace {
+
+// The lanes a scope folds: those asked for, else the first with intervals or job segments.
+std::vector<uint32_t> scope_lanes(const Scene& scene, const FigureParams& f) {
+  std::vector<uint32_t> lanes = f.lanes;
+  for (uint32_t i = 0; i < scene.lanes().size() && lanes.empty(); ++i)
+    if (scene.lanes()[i].has_intervals || !scene.lanes()[i].cpus.empty()) lanes.push_back(i);
+  return lanes;
+}
+
+}  // namespace
+
+double default_period_ns(const Scene& scene, const FigureParams& f) {
+  const double fallback = std::max(1.0, double(f.t1 - f.t0) / 100);
+  const std::vector<uint32_t> lanes = scope_lanes(scene, f);
+  if (lanes.empty() || lanes[0] >= scene.lanes().size()) return fallback;
+  const Lane& lane = scene.lanes()[lanes[0]];
+  const index::TraceIndex& ix = *scene.sources()[lane.source].index;
+  const std::vector<index::StreamInfo> streams = ix.streams();
+  // Its busiest stream of intervals or job segments.
+  int best = -1;
+  for (size_t id = 0; id < streams.size(); ++id) {
+    const index::StreamInfo& st = streams[id];
+    if (st.feedlet != lane.feedlet || (st.kind != index::StreamKind::Interval && st.kind != index::StreamKind::Sched))
+      continue;
+    if (best < 0 || st.items > streams[size_t(best)].items) best = int(id);
+  }
+  if (best < 0 || streams[size_t(best)].items < 3) return fallback;
+  // A stretch that holds about 2 000 of its items at their mean spacing.
+  const trace::ClockMap& clock = scene.sources()[lane.source].catalog->clock;
+  const uint64_t first = ix.first_ts(), last = ix.last_ts();
+  const uint64_t from = std::max(first, clock.to_ticks(f.t0));
+  const double spacing = double(last - first) / double(streams[size_t(best)].items);
+  const uint64_t to = from + uint64_t(std::min(double(UINT64_MAX - from), spacing * 2000 + 1));
+  std::vector<index::Item> items = ix.items(best, from, to);
+  std::sort(items.begin(), items.end(), [](const index::Item& a, const index::Item& b) { return a.start < b.start; });
+  std::vector<int64_t> gaps;
+  for (size_t i = 1; i < items.size(); ++i)
+    if (items[i].start > items[i - 1].start) gaps.push_back(clock.to_ns(items[i].start) - clock.to_ns(items[i - 1].start));
+  if (gaps.size() < 2) return fallback;
+  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+  return double(std::max<int64_t>(1, gaps[gaps.size() / 2]));
+}
+
 ScopeRequest scope_request(const Scene& scene, const FigureParams& f, const ScopeGeometry& g) {
   ScopeRequest r;
   r.start = f.t0;
-  r.period_ns = f.period_ns > 0 ? f.period_ns : std::max(1.0, double(f.t1 - f.t0) / 100);
+  r.period_ns = f.period_ns > 0 ? f.period_ns : default_period_ns(scene, f);
   r.fold = std::clamp(f.fold, 1u, 65536u);
   r.strips = std::max(1u, g.strips());
   r.columns = uint32_t(std::max(1.f, g.plot.w));
-  r.lanes = f.lanes;
-  if (r.lanes.empty())  // the first lane with intervals or job segments
-    for (uint32_t i = 0; i < scene.lanes().size() && r.lanes.empty(); ++i)
-      if (scene.lanes()[i].has_intervals || !scene.lanes()[i].cpus.empty()) r.lanes.push_back(i);
+  r.lanes = scope_lanes(scene, f);
   return r;
 }
 

@@ -16,7 +16,7 @@ struct FigureParams {
   enum Type { Timeline, Scope } type = Timeline;
   int64_t t0 = 0, t1 = 0;   // timeline: the window; scope: t0 is the first strip's start (ns)
   double theta = 0;         // log-time warp (per ns), 0 linear
-  double period_ns = 0;     // scope strip duration; 0: (t1 - t0) / 100
+  double period_ns = 0;     // scope strip duration; 0: default_period_ns()
   uint32_t fold = 1;
   uint32_t strip_px = 8;
   std::vector<uint32_t> lanes;           // timeline: lanes shown (all if empty); scope: lanes folded
@@ -27,6 +27,12 @@ struct FigureParams {
 LayoutOptions layout_options(const FigureParams& f);
 TimelineRequest timeline_request(const Scene& scene, const FigureParams& f, const TimelineGeometry& g);
 ScopeRequest scope_request(const Scene& scene, const FigureParams& f, const ScopeGeometry& g);
+// A scope's period until one is chosen: the typical period of the lane it
+// folds (the first of f.lanes, else the first with intervals or jobs), the
+// median time from one start to the next of its busiest stream (intervals of
+// one name, or a CPU's job segments) over a stretch of ~2 000 of them from
+// f.t0; (t1 - t0) / 100 where a lane has too few.
+double default_period_ns(const Scene& scene, const FigureParams& f);
 // A picture of all lanes over the whole scene, for the overview strip.
 TimelineRequest overview_request(const Scene& scene, float width);
 
