@@ -47,9 +47,20 @@ using index::TraceIndex;
 
 // A trace with every kind the index makes streams of, cut into small chunks.
 // A chunk ends after one event in `flush_one_in` (0: only when full).
+// Now and then a chunk follows dropped events, or a lost chunk (a sequence
+// number skipped): what was open then is closed at its start. Jobs of two
+// tasks start, are preempted and complete on two CPUs with their ids, the
+// CPU named at random: jobs move without a preempt, start on a CPU another
+// still runs on, end on a CPU they did not run on, or end not running.
 std::string mixed_trace(uint64_t events, uint64_t seed, uint64_t flush_one_in = 200) {
   TraceBytes trace("mixed");
-  auto flush = [&](ChunkBuilder& cb) { trace.flush(cb); };
+  std::mt19937_64 breaks(seed ^ 0xb4ea4);
+  auto flush = [&](ChunkBuilder& cb) {
+    const bool events_chunk = cb.feedlet != 0 && !cb.empty();
+    if (events_chunk && breaks() % 8 == 0) cb.pending_drops = 1 + breaks() % 5;
+    trace.flush(cb);
+    if (events_chunk && breaks() % 16 == 0) ++cb.sequence;  // the next one is lost
+  };
   ChunkBuilder meta;
   const char* names[] = {"", "a", "b", "c", "d", "ctr", "fctr", "task1", "task2"};
   for (uint64_t id = 1; id < std::size(names); ++id) {
@@ -62,6 +73,7 @@ std::string mixed_trace(uint64_t events, uint64_t seed, uint64_t flush_one_in = 
   std::mt19937_64 rng(seed);
   ChunkBuilder cb[3];
   uint64_t ts[3] = {1000, 1500, 900}, msg = 1;
+  uint64_t jobs[3][2] = {};  // each feedlet's tasks' current job ids
   int depth[3] = {};
   std::vector<std::pair<uint64_t, uint64_t>> inflight[3];  // (id, send ts) to that feedlet
   for (uint32_t f = 0; f < 3; ++f) cb[f].feedlet = f + 1;
@@ -115,8 +127,11 @@ std::string mixed_trace(uint64_t events, uint64_t seed, uint64_t flush_one_in = 
       }
       case 10: {
         uint16_t type = uint16_t(rng() % 2 ? kJobStart : (rng() % 2 ? kJobPreempt : kJobComplete));
-        p = c.begin(type, t), p = ChunkBuilder::put_u64(p, 7 + rng() % 2), p = ChunkBuilder::put_u64(p, i),
+        const uint32_t task = 7 + uint32_t(rng() % 2);
+        uint64_t& job = jobs[f][task - 7];
+        p = c.begin(type, t), p = ChunkBuilder::put_u64(p, task), p = ChunkBuilder::put_u64(p, job),
         p = ChunkBuilder::put_u64(p, rng() % 2);
+        if (type == kJobComplete) ++job;
         break;
       }
       default: p = c.begin(kFuncExit, t), p = ChunkBuilder::put_u64(p, 2); break;
@@ -140,8 +155,8 @@ struct BruteForce {
       uint64_t start;
     };
     std::map<uint32_t, std::vector<Frame>> stacks;
-    std::map<uint32_t, std::map<uint32_t, std::pair<uint32_t, uint64_t>>> running;  // feedlet -> cpu -> (task, start)
-    std::map<uint32_t, uint64_t> position;
+    std::map<uint32_t, std::vector<index::RunningJob>> running;  // feedlet -> the job segments open
+    std::map<uint32_t, uint64_t> position, sequence;  // feedlet -> events so far, the last chunk's sequence
     // The segment floor (span_streams.hpp): the chunk's first tick, then
     // the tick of the event before each kResumeEvery-th of the chunk.
     uint64_t floor = 0, prev_ts = 0;
@@ -153,10 +168,28 @@ struct BruteForce {
       prev_ts = e.ts;
       merged.emplace_back(e.ts, e.feedlet, position[e.feedlet]++, e.type);
       auto& st = stacks[e.feedlet];
+      auto& jobs = running[e.feedlet];
       auto add = [&](StreamKind k, uint32_t key, Item it) {
         it.kind = k;
         streams[{k, e.feedlet, key}].push_back(it);
       };
+      auto segment = [&](const index::RunningJob& r, uint64_t end) {
+        add(StreamKind::Sched, r.cpu, Item{.name = r.task, .cpu = r.cpu, .start = r.start, .end = end});
+      };
+      // A chunk after dropped events or a lost chunk closes, at its start,
+      // every interval and job segment open.
+      if (o.in_chunk == 0) {
+        const format::ChunkHeader& h = c.chunks[o.chunk].header;
+        auto last = sequence.find(e.feedlet);
+        if (last != sequence.end() && (h.dropped_before > 0 || h.sequence != last->second + 1)) {
+          for (size_t i = st.size(); i-- > 0;)
+            add(StreamKind::Interval, st[i].name, Item{.name = st[i].name, .depth = st[i].depth, .start = st[i].start, .end = h.first_ts});
+          st.clear();
+          for (const index::RunningJob& r : jobs) segment(r, h.first_ts);
+          jobs.clear();
+        }
+        sequence[e.feedlet] = h.sequence;
+      }
       switch (e.type) {
         case kIntervalBegin:
         case kFuncEnter: st.push_back({uint32_t(e.u[0]), uint32_t(st.size()), e.ts}); break;
@@ -180,18 +213,30 @@ struct BruteForce {
         case kCounterInt: add(StreamKind::Counter, uint32_t(e.u[0]), Item{.name = uint32_t(e.u[0]), .start = e.ts, .end = e.ts, .value = double(e.i(1))}); break;
         case kCounterFloat: add(StreamKind::Counter, uint32_t(e.u[0]), Item{.name = uint32_t(e.u[0]), .start = e.ts, .end = e.ts, .value = e.f(1)}); break;
         case kMessageSend: add(StreamKind::Send, uint32_t(e.u[1]), Item{.name = uint32_t(e.u[1]), .start = e.ts, .end = e.ts, .value = double(e.u[2])}); break;
+        // A job is (task, id). A start ends the same job's segment on another
+        // CPU and any job's on this one; an end, the job's segment wherever it runs.
         case kJobStart:
-        case kJobResume: running[e.feedlet][uint32_t(e.u[2])] = {uint32_t(e.u[0]), e.ts}; break;
-        case kJobPreempt:
-        case kJobBlock:
-        case kJobComplete: {
-          auto& r = running[e.feedlet];
-          auto it = r.find(uint32_t(e.u[2]));
-          if (it == r.end()) break;
-          add(StreamKind::Sched, uint32_t(e.u[2]), Item{.name = it->second.first, .cpu = uint32_t(e.u[2]), .start = it->second.second, .end = e.ts});
-          r.erase(it);
+        case kJobResume: {
+          const index::RunningJob now{uint32_t(e.u[2]), uint32_t(e.u[0]), e.ts, e.u[1]};
+          std::vector<index::RunningJob> left;
+          for (const index::RunningJob& r : jobs) {
+            if (r.cpu == now.cpu || (r.task == now.task && r.job == now.job)) segment(r, e.ts);
+            else left.push_back(r);
+          }
+          left.push_back(now);
+          jobs = left;
           break;
         }
+        case kJobPreempt:
+        case kJobBlock:
+        case kJobComplete:
+          for (size_t i = 0; i < jobs.size(); ++i)
+            if (jobs[i].task == uint32_t(e.u[0]) && jobs[i].job == e.u[1]) {
+              segment(jobs[i], e.ts);
+              jobs.erase(jobs.begin() + ptrdiff_t(i));
+              break;
+            }
+          break;
         default: break;
       }
     }
@@ -1056,20 +1101,39 @@ size_t expect_spanning(const BruteForce& bf, const TraceIndex& ix, uint32_t f, u
 // (a tick's events can run on into the next chunk), against the raw events;
 // and the complete intervals running across those times (expect_spanning).
 // *shared_ticks (if given): how many chunk boundaries lie inside one tick.
-// running_at(f, t) against f's events replayed up to t: a start or resume
-// runs its task on its CPU (in place of any there), a preempt, block or
-// complete ends what runs there. Returns how many run.
+// running_at(f, t) against f's events replayed up to t: a job is (task,
+// id); a start or resume runs it on its CPU, ending the same job elsewhere
+// and any job there; a preempt, block or complete ends the job wherever it
+// runs; a chunk after dropped events or a lost chunk ends them all. Returns
+// how many run.
 size_t expect_running(const Fixture& fx, uint32_t f, uint64_t t) {
-  std::map<uint32_t, std::pair<uint32_t, uint64_t>> running;  // cpu -> (task, start)
+  std::vector<index::RunningJob> running;
+  bool seen = false;
+  uint64_t sequence = 0;
   for (const OwnedEvent& o : fx.c.events) {
     const trace::Event& e = o.e;
     if (e.feedlet != f || e.ts > t) continue;
-    if (e.type == kJobStart || e.type == kJobResume) running[uint32_t(e.u[2])] = {uint32_t(e.u[0]), e.ts};
-    if (e.type == kJobPreempt || e.type == kJobBlock || e.type == kJobComplete) running.erase(uint32_t(e.u[2]));
+    if (o.in_chunk == 0) {
+      const format::ChunkHeader& h = fx.c.chunks[o.chunk].header;
+      if (seen && (h.dropped_before > 0 || h.sequence != sequence + 1)) running.clear();
+      seen = true, sequence = h.sequence;
+    }
+    const uint32_t task = uint32_t(e.u[0]), cpu = uint32_t(e.u[2]);
+    const uint64_t job = e.u[1];
+    if (e.type == kJobStart || e.type == kJobResume) {
+      std::erase_if(running, [&](const index::RunningJob& r) { return r.cpu == cpu || (r.task == task && r.job == job); });
+      running.push_back(index::RunningJob{cpu, task, e.ts, job});
+    }
+    if (e.type == kJobPreempt || e.type == kJobBlock || e.type == kJobComplete) {
+      auto it = std::find_if(running.begin(), running.end(), [&](const index::RunningJob& r) { return r.task == task && r.job == job; });
+      if (it != running.end()) running.erase(it);
+    }
   }
-  std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> want, got;
-  for (const auto& [cpu, job] : running) want.emplace_back(cpu, job.first, job.second);
-  for (const index::RunningJob& r : fx.ix->running_at(f, t)) got.emplace_back(r.cpu, r.task, r.start);
+  std::vector<std::tuple<uint32_t, uint32_t, uint64_t, uint64_t>> want, got;
+  for (const index::RunningJob& r : running) want.emplace_back(r.cpu, r.task, r.start, r.job);
+  for (const index::RunningJob& r : fx.ix->running_at(f, t)) got.emplace_back(r.cpu, r.task, r.start, r.job);
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
   EXPECT_EQ(got, want) << "running, feedlet " << f << " t " << t;
   return want.size();
 }
@@ -2574,6 +2638,86 @@ TEST(Index, NearestSamplesEqualAScanOfEverySample) {
       }
     }
   }
+}
+
+
+// Trust, faults 4 and 5, on a trace made for them. A stack across dropped
+// events or a lost chunk is closed there, never matched with ends after the
+// gap (a function drawn nested by its own later calls); a job that moves
+// CPUs, or an end naming the wrong CPU, ends its segment where it ran; a
+// start on a busy CPU ends that CPU's job, never deletes it. Each is
+// counted for `info`.
+TEST(Index, StacksAreCutAtBreaksAndJobsEndWhereTheyRan) {
+  TraceBytes trace = named_trace({"f", "T", "U", "X"});
+  ChunkBuilder lane[2];
+  lane[0].feedlet = 1, lane[1].feedlet = 2;
+  ChunkBuilder* at = &lane[0];
+  auto put = [&](uint16_t type, uint64_t ts, std::initializer_list<uint64_t> fields) {
+    ChunkBuilder& cb = *at;
+    uint8_t* p = cb.begin(type, ts);
+    for (uint64_t v : fields) p = ChunkBuilder::put_u64(p, v);
+    cb.end(p);
+  };
+  ChunkBuilder& cb = lane[0];
+  put(kIntervalBegin, 100, {1});
+  trace.flush(cb);
+  cb.pending_drops = 3;  // f's end was among the dropped events
+  put(kIntervalBegin, 200, {1});
+  put(kIntervalEnd, 210, {1});
+  put(kIntervalEnd, 220, {1});  // its begin was before the gap: unmatched
+  put(kIntervalBegin, 230, {1});
+  trace.flush(cb);
+  ++cb.sequence;  // a lost chunk
+  put(kIntervalEnd, 300, {1});  // unmatched too
+  trace.flush(cb);
+  at = &lane[1];
+  put(kJobStart, 100, {2, 1, 0});     // T#1 on cpu 0
+  put(kJobComplete, 150, {2, 1, 1});  // ... said to complete on cpu 1: it ran on cpu 0
+  put(kJobStart, 200, {2, 2, 0});     // T#2 on cpu 0
+  put(kJobStart, 250, {3, 1, 0});     // U#1 on cpu 0, where T#2 still runs: T#2 ends there
+  put(kJobStart, 300, {3, 1, 1});     // U#1 on cpu 1, no preempt seen: it left cpu 0
+  put(kJobComplete, 350, {3, 1, 1});
+  put(kJobComplete, 400, {4, 9, 0});  // X#9 never ran
+  put(kInstant, 500, {1});
+  trace.flush(lane[1]);
+  IndexedTrace t("cut_at_breaks", trace.out);
+  ASSERT_TRUE(t.ix);
+  auto items = [&](StreamKind kind, uint32_t feedlet, const std::string& key) {
+    std::vector<std::tuple<uint64_t, uint64_t, uint32_t, uint32_t>> out;  // start, end, depth or task, cpu
+    const int id = t.ix->find_stream(kind, feedlet, key);
+    if (id < 0) return out;
+    for (const Item& it : t.ix->items(id, 0, UINT64_MAX))
+      out.emplace_back(it.start, it.end, kind == StreamKind::Sched ? it.name : it.depth, it.cpu);
+    return out;
+  };
+  using V = std::vector<std::tuple<uint64_t, uint64_t, uint32_t, uint32_t>>;
+  EXPECT_EQ(items(StreamKind::Interval, 1, "f"), (V{{100, 200, 0, 0}, {200, 210, 0, 0}, {230, 300, 0, 0}}))
+      << "f at 100 ends at the drop; the one at 230 at the lost chunk; none nests in another";
+  // (Sched streams are keyed by CPU: find_stream takes the key's text.)
+  std::map<uint32_t, V> sched;
+  const auto streams = t.ix->streams();
+  for (size_t id = 0; id < streams.size(); ++id)
+    if (streams[id].kind == StreamKind::Sched && streams[id].feedlet == 2)
+      for (const Item& it : t.ix->items(int(id), 0, UINT64_MAX)) sched[it.cpu].emplace_back(it.start, it.end, it.name, it.cpu);
+  EXPECT_EQ(sched[0], (V{{100, 150, 2, 0}, {200, 250, 2, 0}, {250, 300, 3, 0}}));
+  EXPECT_EQ(sched[1], (V{{300, 350, 3, 1}}));
+  EXPECT_TRUE(t.ix->running_at(2, 450).empty()) << "nothing runs on to the end of the trace";
+  index::WalkCounts lane1, lane2;
+  for (const index::FeedletSummary& f : t.ix->feedlets()) (f.id == 1 ? lane1 : lane2) = f.counts;
+  EXPECT_EQ(lane1.truncated, 2u);
+  EXPECT_EQ(lane1.unmatched_ends, 2u);
+  EXPECT_EQ(lane2.job_end_elsewhere, 1u);
+  EXPECT_EQ(lane2.cpu_taken, 1u);
+  EXPECT_EQ(lane2.job_moved, 1u);
+  EXPECT_EQ(lane2.job_end_unmatched, 1u);
+  // The same after the index is written and opened again.
+  std::string error;
+  auto again = TraceIndex::open(t.path, error);
+  ASSERT_TRUE(again) << error;
+  for (const index::FeedletSummary& f : again->feedlets())
+    if (f.id == 2) {
+      EXPECT_EQ(f.counts.total(), 4u);
+    }
 }
 
 }  // namespace

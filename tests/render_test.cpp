@@ -581,23 +581,24 @@ TEST(Render, ScheduledJobsAreDrawnInARowPerCpu) {
   trace.flush(meta);
   ChunkBuilder cb;
   cb.feedlet = 1;
-  auto job = [&](uint16_t type, uint64_t ts, uint64_t task, uint64_t cpu) {
-    put_job(cb, type, ts, task, 7, cpu);
+  // (A job is its task and id: each segment here is a job of its own.)
+  auto job = [&](uint16_t type, uint64_t ts, uint64_t task, uint64_t cpu, uint64_t id) {
+    put_job(cb, type, ts, task, id, cpu);
     if (cb.full()) trace.flush(cb);
   };
   // CPU 0: audio and video in turn, 90 us each, every 100 us; CPU 1: video
   // until 500 us, then audio from 600 us to 1.5 ms (past the window); CPU 2:
   // video from 700 us on, still running when the trace ends (no segment of
   // CPU 2 ever ends: it has a row all the same).
-  job(kJobStart, 0, 2, 1);
+  job(kJobStart, 0, 2, 1, 1);
   for (uint64_t i = 0; i < 15; ++i) {
-    if (i == 5) job(kJobPreempt, 500'000, 2, 1);
-    if (i == 6) job(kJobStart, 600'000, 1, 1);
-    if (i == 7) job(kJobStart, 700'000, 2, 2);
-    job(kJobStart, i * 100'000, 1 + i % 2, 0);
-    job(kJobComplete, i * 100'000 + 90'000, 1 + i % 2, 0);
+    if (i == 5) job(kJobPreempt, 500'000, 2, 1, 1);
+    if (i == 6) job(kJobStart, 600'000, 1, 1, 2);
+    if (i == 7) job(kJobStart, 700'000, 2, 2, 3);
+    job(kJobStart, i * 100'000, 1 + i % 2, 0, 100 + i);
+    job(kJobComplete, i * 100'000 + 90'000, 1 + i % 2, 0, 100 + i);
   }
-  job(kJobComplete, 1'500'000, 1, 1);
+  job(kJobComplete, 1'500'000, 1, 1, 2);
   trace.flush(cb);
   render::Scene scene;
   std::string error;
@@ -657,19 +658,20 @@ TEST(Render, FoldingJobSegmentsShowsEachTaskAtItsPhase) {
   TraceBytes trace = named_trace({"audio", "video"});
   ChunkBuilder cb;
   cb.feedlet = 1;
-  auto job = [&](uint16_t type, uint64_t ts, uint64_t task, uint64_t cpu = 0) {
-    put_job(cb, type, ts, task, ts, cpu);
+  // (A job is its task and id: each job's id is its start time.)
+  auto job = [&](uint16_t type, uint64_t ts, uint64_t task, uint64_t id, uint64_t cpu = 0) {
+    put_job(cb, type, ts, task, id, cpu);
     if (cb.full()) trace.flush(cb);
   };
   // Every 100 us: audio for 30 us, then video from 50 to 80 us; the last
   // video is still running at the end of what is folded (running_at).
   for (uint64_t i = 0; i < 50; ++i) {
-    job(kJobStart, i * 100'000, 1);
-    job(kJobComplete, i * 100'000 + 30'000, 1);
-    job(kJobStart, i * 100'000 + 50'000, 2);
-    if (i < 49) job(kJobComplete, i * 100'000 + 80'000, 2);
+    job(kJobStart, i * 100'000, 1, i * 100'000);
+    job(kJobComplete, i * 100'000 + 30'000, 1, i * 100'000);
+    job(kJobStart, i * 100'000 + 50'000, 2, i * 100'000 + 50'000);
+    if (i < 49) job(kJobComplete, i * 100'000 + 80'000, 2, i * 100'000 + 50'000);
   }
-  job(kJobStart, 5'000'000, 1, 1);  // (the trace goes on past the last period, on another CPU)
+  job(kJobStart, 5'000'000, 1, 5'000'000, 1);  // (the trace goes on past the last period, on another CPU)
   trace.flush(cb);
   render::Scene scene;
   std::string error;

@@ -79,17 +79,18 @@ std::string write_sched_trace(const std::string& path) {
   TraceBytes trace = named_trace({"scheduler", "audio", "video"}, {1});  // feedlet 1: "scheduler"
   ChunkBuilder cb;
   cb.feedlet = 1;
-  auto job = [&](uint16_t type, uint64_t ts, uint64_t task, uint64_t cpu) {
-    put_job(cb, type, ts, task, ts, cpu);
+  // (A job is its task and id: each job's id is its start time.)
+  auto job = [&](uint16_t type, uint64_t ts, uint64_t task, uint64_t id, uint64_t cpu) {
+    put_job(cb, type, ts, task, id, cpu);
     if (cb.full()) trace.flush(cb);
   };
   const uint64_t start = 1'000'000;
   for (uint64_t i = 0; i < 200; ++i) {
     const uint64_t t = start + i * 1'000'000;
-    job(kJobStart, t, 2, i % 2);      // audio on CPU 0, then 1, ...
-    job(kJobStart, t, 3, 1 - i % 2);  // video on the other
-    job(kJobComplete, t + 900'000, 2, i % 2);
-    if (i < 199) job(kJobComplete, t + 900'000, 3, 1 - i % 2);
+    job(kJobStart, t, 2, t, i % 2);      // audio on CPU 0, then 1, ...
+    job(kJobStart, t, 3, t, 1 - i % 2);  // video on the other
+    job(kJobComplete, t + 900'000, 2, t, i % 2);
+    if (i < 199) job(kJobComplete, t + 900'000, 3, t, 1 - i % 2);
   }
   trace.flush(cb);
   write_file(path, trace.out);

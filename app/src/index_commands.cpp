@@ -99,9 +99,17 @@ nlohmann::json stats_json(const TraceIndex& ix) {
     if (per_type[t]) types[type_name(ix, t)] = per_type[t];
   j["events_per_kind"] = types;
   json feedlets = json::array();
-  for (const auto& f : ix.feedlets())
+  for (const auto& f : ix.feedlets()) {
+    const index::WalkCounts& w = f.counts;
     feedlets.push_back({{"id", f.id}, {"tid", f.tid}, {"name", f.name}, {"events", f.events}, {"chunks", f.chunks},
-                        {"dropped", f.dropped}, {"first_ns", ix.to_ns(f.first_ts)}, {"last_ns", ix.to_ns(f.last_ts)}});
+                        {"dropped", f.dropped}, {"first_ns", ix.to_ns(f.first_ts)}, {"last_ns", ix.to_ns(f.last_ts)},
+                        {"not_as_recorded", {{"unmatched_ends", w.unmatched_ends},
+                                             {"truncated", w.truncated},
+                                             {"job_moved", w.job_moved},
+                                             {"cpu_taken", w.cpu_taken},
+                                             {"job_end_elsewhere", w.job_end_elsewhere},
+                                             {"job_end_unmatched", w.job_end_unmatched}}}});
+  }
   j["feedlets"] = feedlets;
   json damage = json::array();
   for (const auto& d : ix.damage()) damage.push_back({{"offset", d.offset}, {"length", d.length}, {"reason", d.reason}});
@@ -228,6 +236,24 @@ void add_index_commands(CLI::App& app, int* exit_code) {
     }
     std::printf("kinds\n");
     for (auto& [k, v] : j["events_per_kind"].items()) std::printf("  %-22s %12" PRIu64 "\n", k.c_str(), v.get<uint64_t>());
+    // What the events did not fit (index::WalkCounts): drawn as the events
+    // allow, never made up; said here, lane by lane.
+    static const std::pair<const char*, const char*> kNotes[] = {
+        {"truncated", "intervals or job segments open at a drop or lost chunk, ended there"},
+        {"unmatched_ends", "interval ends with no begin of their name open"},
+        {"job_moved", "job starts while the job ran on another CPU (no preempt seen): ended there"},
+        {"cpu_taken", "job starts on a CPU another job still ran on: that one ended there"},
+        {"job_end_elsewhere", "job preempts, blocks or completes naming a CPU it did not run on"},
+        {"job_end_unmatched", "job preempts, blocks or completes of a job not running"}};
+    bool said_warnings = false;
+    for (auto& f : j["feedlets"])
+      for (auto [key, what] : kNotes) {
+        const uint64_t n = f["not_as_recorded"][key].get<uint64_t>();
+        if (!n) continue;
+        if (!said_warnings) std::printf("warnings  (what the events did not fit)\n"), said_warnings = true;
+        std::printf("  %4u  %-*s %12" PRIu64 " %s\n", f["id"].get<uint32_t>(), name_width,
+                    f["name"].get<std::string>().c_str(), n, what);
+      }
     std::printf("damaged   %zu ranges\n", j["damaged"].size());
     for (auto& d : j["damaged"])
       std::printf("  offset %" PRIu64 ", %" PRIu64 " bytes: %s\n", d["offset"].get<uint64_t>(), d["length"].get<uint64_t>(),

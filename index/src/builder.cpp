@@ -281,6 +281,7 @@ void Builder::walk(const Job& job, Scratch& scratch) {
   uint64_t position = f.events, prev_ts = f.last_ts;
   const bool first = f.events == 0;
   const uint32_t g = job.grid_shift;
+  const bool after_break = !f.chunks.empty() && follows_break(f.walked_sequence, h.sequence, h.dropped_before);
   bool ok = raw && walk_chunk(
       raw, h.raw_size, h, *layouts_, walk,
       [&](uint64_t ts, uint16_t type) __attribute__((always_inline)) {  // once per event: no call
@@ -315,7 +316,8 @@ void Builder::walk(const Job& job, Scratch& scratch) {
       [&](size_t offset, uint64_t ts, uint64_t prev_delta, const WalkState& st) {
         points.add(offset, ts, prev_delta, st, resume);
         segment.resume_at(ts);
-      });
+      },
+      after_break);
   if (!ok || position - f.events != h.event_count) {
     if (ok) why = "event count differs from the chunk header";
     on_damage(trace::Damage{job.offset, job.size, "undecodable chunk: " + why});
@@ -336,6 +338,7 @@ void Builder::walk(const Job& job, Scratch& scratch) {
   }
   f.chunks.vec().push_back(fc);
   f.walk = std::move(walk);
+  f.walked_sequence = h.sequence;
   f.events = position;
   f.first_ts = std::min(f.first_ts, h.first_ts);
   f.last_ts = std::max(f.last_ts, h.last_ts);

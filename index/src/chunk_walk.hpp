@@ -33,8 +33,8 @@ struct Layouts {
 // What a feedlet's decoding carries from one chunk to the next.
 struct WalkState {
   std::vector<OpenInterval> stack;  // open begin/enter, innermost last
-  std::vector<RunningJob> running;  // job segments open per CPU
-  uint64_t unmatched_ends = 0;
+  std::vector<RunningJob> running;  // job segments open, a CPU each
+  WalkCounts counts;                // what did not fit (trace_index.hpp)
 };
 
 // Resume points: every kResumeEvery events of a chunk, the indexer records
@@ -57,6 +57,72 @@ struct NoResume {
   void operator()(size_t, uint64_t, uint64_t, const WalkState&) const {}
 };
 
+// A job's segment on its CPU, from its start to `end`, as a Sched item.
+inline Item job_segment(const RunningJob& r, uint64_t end) {
+  Item it;
+  it.kind = StreamKind::Sched;
+  it.name = r.task;
+  it.cpu = r.cpu;
+  it.start = r.start;
+  it.end = end;
+  return it;
+}
+
+// A job (task, job id) starts or resumes on a CPU. What the events leave
+// out is closed, never deleted: the same job still running on another CPU
+// (it moved, no preempt seen) ends there, and another job still running on
+// this CPU ends where this one starts; each is counted.
+template <class OnItem>
+void start_job(WalkState& st, uint32_t task, uint64_t job, uint32_t cpu, uint64_t ts, OnItem&& on_item) {
+  for (size_t i = 0; i < st.running.size();) {
+    const RunningJob& r = st.running[i];
+    const bool same = r.task == task && r.job == job;
+    if (!same && r.cpu != cpu) {
+      ++i;
+      continue;
+    }
+    ++(r.cpu == cpu ? st.counts.cpu_taken : st.counts.job_moved);
+    on_item(job_segment(r, ts));
+    st.running.erase(st.running.begin() + ptrdiff_t(i));
+  }
+  st.running.push_back(RunningJob{cpu, task, ts, job});
+}
+
+// A job is preempted, blocks or completes: its segment ends where it runs,
+// whichever CPU the event names (one that names another is counted). An end
+// of a job that is not running is counted, and ends nothing.
+template <class OnItem>
+void end_job(WalkState& st, uint32_t task, uint64_t job, uint32_t cpu, uint64_t ts, OnItem&& on_item) {
+  for (size_t i = 0; i < st.running.size(); ++i) {
+    const RunningJob& r = st.running[i];
+    if (r.task != task || r.job != job) continue;
+    if (r.cpu != cpu) ++st.counts.job_end_elsewhere;
+    on_item(job_segment(r, ts));
+    st.running.erase(st.running.begin() + ptrdiff_t(i));
+    return;
+  }
+  ++st.counts.job_end_unmatched;
+}
+
+// After a break (walk_chunk's after_break): every open interval and job
+// segment is closed at `at`, counted as truncated.
+template <class OnItem>
+void cut_at_break(WalkState& st, uint64_t at, OnItem&& on_item) {
+  for (size_t i = st.stack.size(); i-- > 0;) {
+    Item it;
+    it.kind = StreamKind::Interval;
+    it.name = st.stack[i].name;
+    it.depth = st.stack[i].depth;
+    it.start = st.stack[i].start;
+    it.end = at;
+    on_item(it);
+  }
+  for (const RunningJob& r : st.running) on_item(job_segment(r, at));
+  st.counts.truncated += st.stack.size() + st.running.size();
+  st.stack.clear();
+  st.running.clear();
+}
+
 struct MessageEvent {
   bool send = false;
   uint64_t id = 0, ts = 0, channel = 0, size = 0;
@@ -73,11 +139,17 @@ struct MessageEvent {
 // `from` a resume point starts there, with `st` the state it recorded.
 // on_resume(offset, ts, prev_delta, st) is called before every
 // kResumeEvery-th event (the indexer records resume points).
+//
+// `after_break`: events were dropped, or chunks lost (or damaged), between
+// this chunk and the feedlet's previous one (follows_break()). What was
+// open then is closed at this chunk's start, never matched with an end after
+// the gap: an interval's end there is unmatched, counted. (A walk from a
+// resume point starts after the cut.)
 template <class OnEvent, class OnItem, class OnMessage, class OnResume = NoResume>
 bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, const Layouts& layouts, WalkState& st,
                 OnEvent&& on_event, OnItem&& on_item, OnMessage&& on_message, std::string& why,
                 uint64_t until = UINT64_MAX, bool* stopped = nullptr, const WalkFrom* from = nullptr,
-                OnResume&& on_resume = {}) {
+                OnResume&& on_resume = {}, bool after_break = false) {
   using namespace format;
   constexpr bool kRecordResume = !std::is_same_v<std::decay_t<OnResume>, NoResume>;
   const uint8_t* p = raw;
@@ -89,6 +161,8 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
       return false;
     }
     p = raw + from->offset, ts = from->ts, prev_delta = from->prev_delta;
+  } else if (after_break) {
+    cut_at_break(st, h.first_ts, on_item);
   }
   [[maybe_unused]] uint32_t to_resume = kResumeEvery + 1;  // (recording) the point goes before events kResumeEvery, 2 kResumeEvery, ...
   uint64_t u[kMaxFields];
@@ -113,7 +187,7 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
       on_item(it);
       return;
     }
-    ++st.unmatched_ends;
+    ++st.counts.unmatched_ends;
   };
   while (p < end) {
     if constexpr (kRecordResume) {
@@ -221,28 +295,13 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
         on_message(MessageEvent{type == kMessageSend, u[0], ts, u[1], u[2]});
         break;
       case kJobStart:
-      case kJobResume: {
-        uint32_t cpu = uint32_t(u[2]);
-        bool replaced = false;
-        for (RunningJob& r : st.running)
-          if (r.cpu == cpu) r = RunningJob{cpu, uint32_t(u[0]), ts}, replaced = true;
-        if (!replaced) st.running.push_back(RunningJob{cpu, uint32_t(u[0]), ts});
+      case kJobResume:
+        start_job(st, uint32_t(u[0]), u[1], uint32_t(u[2]), ts, on_item);
         break;
-      }
       case kJobPreempt:
       case kJobBlock:
       case kJobComplete:
-        for (size_t i = 0; i < st.running.size(); ++i) {
-          if (st.running[i].cpu != uint32_t(u[2])) continue;
-          it.kind = StreamKind::Sched;
-          it.name = st.running[i].task;
-          it.cpu = st.running[i].cpu;
-          it.start = st.running[i].start;
-          it.end = ts;
-          st.running.erase(st.running.begin() + ptrdiff_t(i));
-          on_item(it);
-          break;
-        }
+        end_job(st, uint32_t(u[0]), u[1], uint32_t(u[2]), ts, on_item);
         break;
       default: break;
     }

@@ -396,6 +396,7 @@ bool IndexFile::save(TraceIndex& ix, const std::string& path, std::string& error
     o.table(fs->pool);
     o.vec(fs->final_open);
     o.vec(fs->type_counts);
+    o.put(fs->counts);
     o.put(uint32_t(fs->streams.size()));
     for (const Stream& st : fs->streams) {
       o.put(st.info);
@@ -563,6 +564,7 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
     in.table(fs->pool);
     in.vec(fs->final_open);
     in.vec(fs->type_counts);
+    fs->counts = in.get<WalkCounts>();
     uint32_t ns = in.get<uint32_t>();
     if (in.ok && ns <= uint64_t(in.end - in.p) / sizeof(StreamInfo)) fs->streams.reserve(ns);  // (not grown: moves)
     for (uint32_t k = 0; in.ok && k < ns; ++k) {

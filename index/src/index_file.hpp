@@ -14,8 +14,10 @@ constexpr uint8_t kIndexMagic[8] = {'T', 'I', 'N', 'E', 'I', 'D', 'X', 0};
 // 7: depth streams, and interval pages with a tenth column (the longest item's name);
 // 8: flow blocks; 9: span streams (long complete intervals, for spanning());
 // 10: Sched nodes name their longest segment's task, and the open entries after
-// the last chunk hold its running jobs (running_at())
-constexpr uint32_t kIndexVersion = 10;
+// the last chunk hold its running jobs (running_at()); 11: open job entries and
+// resume points hold job ids, frames open at a drop or lost chunk are closed
+// there, per-feedlet WalkCounts
+constexpr uint32_t kIndexVersion = 11;
 
 struct IndexFile {
   // Writes the directory and footer after the pages already in `path`.

@@ -123,7 +123,7 @@ class PieceWalker {
     auto no_event = [](uint64_t, uint16_t) {};
     auto no_messages = [](const MessageEvent&) {};
     walk_chunk(raw_, std::min<size_t>(p.end, hi_), h_, *s_.layouts, w, no_event, on_item, no_messages, why,
-               until, nullptr, p.point ? &p.from : nullptr);
+               until, nullptr, p.point ? &p.from : nullptr, NoResume{}, chunk_after_break(s_, f_, p.k));
   }
 
  private:

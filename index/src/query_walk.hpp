@@ -38,6 +38,15 @@ inline bool chunk_readable(const State& s, const FeedletState& f, size_t k) {
   return f.chunks.readable(k) && s.chunks.readable(c) && s.chunks[c].feedlet == f.id;
 }
 
+// Whether chunk k of f follows a break (follows_break()); an unreadable
+// chunk before it is one too.
+inline bool chunk_after_break(const State& s, const FeedletState& f, size_t k) {
+  if (k == 0) return false;  // nothing is open before a feedlet's first chunk
+  if (!chunk_readable(s, f, k - 1)) return true;
+  const ChunkRecord& c = s.chunks[f.chunks[k].chunk];
+  return follows_break(s.chunks[f.chunks[k - 1].chunk].sequence, c.sequence, c.dropped_before);
+}
+
 inline WalkState state_at(const FeedletState& f, size_t k) {
   WalkState w;
   const FeedletChunk& c = f.chunks[k];
@@ -137,14 +146,17 @@ bool walk_feedlet_chunk(const State& s, const Layouts& layouts, const FeedletSta
   auto item = [&](const Item& it) __attribute__((always_inline)) { skip_items ? void(--skip_items) : (++items, on_item(it)); };
   bool stopped = false;
   const WalkState before = size < h.raw_size ? w : WalkState{};
-  const bool ok = walk_chunk(raw, size, h, layouts, w, event, item, no_messages, why, until, &stopped, from, on_resume);
+  const bool after_break = chunk_after_break(s, f, k);
+  const bool ok =
+      walk_chunk(raw, size, h, layouts, w, event, item, no_messages, why, until, &stopped, from, on_resume, after_break);
   if (size == h.raw_size || (ok && stopped)) return ok;
   // The guess fell short: the whole chunk, passing over what was given.
   w = before;
   skip_events = events, skip_items = items;
   if (!blocks.read(s, c, buf.chunk.data(), 0, h.raw_size, why) || !(raw = s.payload(chunk, buf.payload, why))) return false;
   // (Its points are passed again, in order, before the first item not yet given.)
-  return walk_chunk(raw, h.raw_size, h, layouts, w, event, item, no_messages, why, until, &stopped, from, on_resume);
+  return walk_chunk(raw, h.raw_size, h, layouts, w, event, item, no_messages, why, until, &stopped, from, on_resume,
+                    after_break);
 }
 
 // Lends this thread's buffers (the chunk's bytes and its payload), kept from

@@ -16,9 +16,9 @@ void put(std::vector<uint8_t>& out, uint64_t v) {
 // Reads past a point's open intervals and running jobs; false if malformed.
 bool skip_state(const uint8_t*& p, const uint8_t* end) {
   uint64_t n, v;
-  for (int part = 0; part < 2; ++part) {  // intervals (2 varints each), then running jobs (3)
+  for (int part = 0; part < 2; ++part) {  // intervals (2 varints each), then running jobs (4)
     if (!get_varint(p, end, n) || n > uint64_t(end - p)) return false;
-    for (uint64_t i = 0; i < n * (part ? 3 : 2); ++i)
+    for (uint64_t i = 0; i < n * (part ? 4 : 2); ++i)
       if (!get_varint(p, end, v)) return false;
   }
   return true;
@@ -35,7 +35,8 @@ void ResumeWriter::add(size_t offset, uint64_t ts, uint64_t prev_delta, const Wa
   put(out, st.stack.size());
   for (const OpenInterval& o : st.stack) put(out, o.name), put(out, zigzag(int64_t(ts - o.start)));
   put(out, st.running.size());
-  for (const RunningJob& r : st.running) put(out, r.cpu), put(out, r.task), put(out, zigzag(int64_t(ts - r.start)));
+  for (const RunningJob& r : st.running)
+    put(out, r.cpu), put(out, r.task), put(out, r.job), put(out, zigzag(int64_t(ts - r.start)));
 }
 
 bool find_resume(const uint8_t* p, const uint8_t* end, uint64_t first_ts, uint64_t before_ts, uint64_t max_event,
@@ -55,9 +56,9 @@ bool find_resume(const uint8_t* p, const uint8_t* end, uint64_t first_ts, uint64
   }
   if (!chosen) return false;
   WalkState got;
-  got.unmatched_ends = st.unmatched_ends;
+  got.counts = st.counts;
   p = chosen;
-  uint64_t n, name, task, cpu, back;
+  uint64_t n, name, task, cpu, job, back;
   if (!get_varint(p, end, n)) return false;
   for (uint64_t i = 0; i < n; ++i) {
     if (!get_varint(p, end, name) || !get_varint(p, end, back)) return false;
@@ -65,8 +66,9 @@ bool find_resume(const uint8_t* p, const uint8_t* end, uint64_t first_ts, uint64
   }
   if (!get_varint(p, end, n)) return false;
   for (uint64_t i = 0; i < n; ++i) {
-    if (!get_varint(p, end, cpu) || !get_varint(p, end, task) || !get_varint(p, end, back)) return false;
-    got.running.push_back(RunningJob{uint32_t(cpu), uint32_t(task), best.ts - uint64_t(unzigzag(back))});
+    if (!get_varint(p, end, cpu) || !get_varint(p, end, task) || !get_varint(p, end, job) || !get_varint(p, end, back))
+      return false;
+    got.running.push_back(RunningJob{uint32_t(cpu), uint32_t(task), best.ts - uint64_t(unzigzag(back)), job});
   }
   st = std::move(got);
   from = best;

@@ -22,19 +22,34 @@ namespace tinescope::index {
 // Entries of the open-interval pool with this bit in `depth` are running
 // job segments (depth & ~bit = the CPU), not intervals.
 constexpr uint32_t kRunningJobBit = 0x80000000u;
+// A running job's entry is followed by one that holds its job id (start).
+constexpr uint32_t kJobIdEntry = 0x40000000u;
 
 // A walk's state as pool entries, and back.
 template <class Out>  // a std::vector or the pool's GrowArray
 void add_open_entries(const WalkState& w, Out& out) {
   for (const OpenInterval& o : w.stack) out.push_back(o);
-  for (const RunningJob& r : w.running) out.push_back(OpenInterval{r.task, kRunningJobBit | r.cpu, r.start});
+  for (const RunningJob& r : w.running) {
+    out.push_back(OpenInterval{r.task, kRunningJobBit | r.cpu, r.start});
+    out.push_back(OpenInterval{0, kJobIdEntry, r.job});
+  }
 }
 inline void add_to_state(WalkState& w, const OpenInterval& o) {
-  if (o.depth & kRunningJobBit) {
-    w.running.push_back(RunningJob{o.depth & ~kRunningJobBit, o.name, o.start});
+  if (o.depth == kJobIdEntry) {
+    if (!w.running.empty()) w.running.back().job = o.start;
+  } else if (o.depth & kRunningJobBit) {
+    w.running.push_back(RunningJob{o.depth & ~kRunningJobBit, o.name, o.start, 0});
   } else {
     w.stack.push_back(o);
   }
+}
+
+// Whether a feedlet's chunk follows a break from the one before it among
+// its chunks (`prev_sequence`): events dropped just before it, or chunks
+// between them lost or damaged. Its walk then closes what was open
+// (walk_chunk's after_break): the indexer and every query decide alike.
+inline bool follows_break(uint64_t prev_sequence, uint64_t sequence, uint64_t dropped_before) {
+  return dropped_before > 0 || sequence != prev_sequence + 1;
 }
 
 // A walk's buffers, kept from walk to walk: the chunk's bytes as read, its
@@ -72,9 +87,11 @@ struct FeedletState {
 
   // Carried from chunk to chunk while indexing.
   WalkState walk;
+  uint64_t walked_sequence = 0;  // (the builder's) of the last chunk walked: follows_break()
   uint32_t grid_shift = 0;
   std::vector<std::pair<uint64_t, uint64_t>> grid_hits;  // (j, events before j << grid_shift)
   std::vector<OpenInterval> final_open;  // open after the last chunk (pool entries: running jobs too)
+  WalkCounts counts;                     // the walk's, after the last chunk
 };
 
 using FlowRecord = Flow;

@@ -383,7 +383,10 @@ bool TraceIndex::run_builder(bool eof, std::string& error) {
   if (eof) builder_->finish();
   if (!s_->layouts && builder_->parser().header_done()) s_->layouts = std::make_unique<Layouts>(header_.schema);
   builder_->publish_flows(eof);
-  for (auto& [id, f] : s_->feedlets) f->final_open.clear(), add_open_entries(f->walk, f->final_open);
+  for (auto& [id, f] : s_->feedlets) {
+    f->final_open.clear(), add_open_entries(f->walk, f->final_open);
+    f->counts = f->walk.counts;
+  }
   s_->publish(builder_->grid_shift());
   covered_ = builder_->consumed();
   if (!s_->pages->flush() || !s_->pages->error().empty()) {
@@ -574,6 +577,7 @@ std::vector<FeedletSummary> TraceIndex::feedlets() const {
     fs.chunks = f->chunks.size();
     fs.dropped = f->dropped;
     fs.first_ts = f->first_ts;
+    fs.counts = f->counts;
     fs.last_ts = f->last_ts;
     out.push_back(std::move(fs));
   }

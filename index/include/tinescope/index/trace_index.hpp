@@ -104,6 +104,21 @@ struct OpenInterval {
 struct RunningJob {
   uint32_t cpu = 0, task = 0;  // task: string id
   uint64_t start = 0;
+  uint64_t job = 0;  // the job's id (its task's jobs are told apart by it)
+};
+
+// What a feedlet's events did not fit, counted while indexing (`info`):
+// each is drawn as the events allow, never made up.
+struct WalkCounts {
+  uint64_t unmatched_ends = 0;     // an interval's end with no begin of its name open
+  uint64_t truncated = 0;          // intervals and job segments open at a drop or a lost chunk, closed there
+  uint64_t job_moved = 0;          // a job started on a CPU while running on another: its segment there ended
+  uint64_t cpu_taken = 0;          // a job started on a CPU while another ran there: that one's segment ended
+  uint64_t job_end_elsewhere = 0;  // a preempt/block/complete named a CPU the job did not run on
+  uint64_t job_end_unmatched = 0;  // ... of a job that was not running
+  uint64_t total() const {
+    return unmatched_ends + truncated + job_moved + cpu_taken + job_end_elsewhere + job_end_unmatched;
+  }
 };
 
 // Everything of a feedlet that runs across a time t: what a picture draws
@@ -174,6 +189,7 @@ struct FeedletSummary {
   std::string name;
   uint64_t events = 0, chunks = 0, dropped = 0;
   uint64_t first_ts = 0, last_ts = 0;
+  WalkCounts counts;
 };
 
 // The answer to a window query: buckets of 2^shift ticks, in order.
