@@ -724,6 +724,101 @@ TEST(ChromeImport, ALaneNamedByMetadataAloneDoesNotStartTheTraceAtZero) {
   ::unlink(in.c_str());
 }
 
+// Trust, fault 12: one event that is not JSON in the middle of a file costs
+// that event only: it is counted and named (file, byte), and every event
+// after it is kept, in this run of events and in those after it.
+TEST(ChromeImport, AMalformedEventCostsItselfOnly) {
+  const std::string in = temp_path("malformed_event.json");
+  std::string text = "[";
+  const int kGood = 40000;  // ~2.5 MB: the bad events fall in the first and a later run
+  size_t bad_at[2] = {0, 0};
+  for (int i = 0; i < kGood; ++i) {
+    if (i == 100 || i == 30000) {
+      bad_at[i == 30000] = text.size();
+      text += R"({"ph":"X","name":"bad","pid":1,"tid":1,"ts":12a,"dur":1},)" "\n";
+    }
+    text += R"({"ph":"X","name":"w","pid":1,"tid":1,"ts":)" + std::to_string(i * 10) + R"(,"dur":5})";
+    text += i + 1 < kGood ? ",\n" : "]\n";
+  }
+  write_file(in, text);
+  Imported im(AtPath{in}, "malformed_event");
+  ASSERT_TRUE(im.ix);
+  EXPECT_EQ(im.result.events_read, uint64_t(kGood)) << "every event but the two bad ones";
+  EXPECT_EQ(im.items(StreamKind::Interval, "tid 1", "w").size(), size_t(kGood));
+  EXPECT_TRUE(im.items(StreamKind::Interval, "tid 1", "bad").empty());
+  EXPECT_EQ(im.result.malformed_events, 2u);
+  ASSERT_EQ(im.result.malformed.size(), 2u);
+  for (int k = 0; k < 2; ++k) {
+    const std::string& m = im.result.malformed[k];
+    EXPECT_EQ(m.find(in + ": JSON error at byte "), 0u) << m;
+    const uint64_t byte = std::stoull(m.substr(m.find("byte ") + 5));
+    EXPECT_GE(byte, bad_at[k]) << m;
+    EXPECT_LT(byte, bad_at[k] + 60) << m << ": within the bad event";
+  }
+  EXPECT_TRUE(im.result.warning.empty()) << im.result.warning;
+  // The command says so.
+  const std::string out = temp_path("malformed_cli");
+  ::unlink(out.c_str());
+  std::string said;
+  ASSERT_EQ(run(bin("app/tinescope") + " import " + in + " -o " + out + " 2>&1", &said), 0) << said;
+  EXPECT_NE(said.find("2 events not JSON, skipped"), std::string::npos) << said;
+  EXPECT_NE(said.find(im.result.malformed[0]), std::string::npos) << said;
+  ::unlink(out.c_str());
+  ::unlink(in.c_str());
+}
+
+// Trust, fault 13: pids and tids given as names keep them; a time given as
+// a number in a string is that number, another string is reported.
+TEST(ChromeImport, NamedPidsAndTidsAndTimesInStrings) {
+  const std::string in = temp_path("named_ids.json");
+  write_file(in, R"([
+    {"ph":"X","name":"paint","pid":"browser","tid":"main","ts":"3000","dur":"10"},
+    {"ph":"X","name":"load","pid":"browser","tid":"io","ts":3005,"dur":2},
+    {"ph":"X","name":"late","pid":"browser","tid":"io","ts":"soon","dur":2},
+    {"ph":"X","name":"gpu","pid":"7","tid":"8","ts":3001,"dur":1}])");
+  Imported im(AtPath{in}, "named_ids");
+  ASSERT_TRUE(im.ix);
+  expect_one_interval(im, "main", "paint", 3000, 3010, 0);
+  expect_one_interval(im, "io", "load", 3005, 3007, 0);
+  expect_one_interval(im, "tid 8", "gpu", 3001, 3002, 0);  // numbers in strings are the numbers
+  EXPECT_EQ(im.result.unsupported["X with ts not a number"], 1u);
+  std::map<std::string, std::string> process;
+  for (const auto& f : im.ix->feedlets()) process[f.name] = im.ix->catalog().metadata.at("feedlet." + std::to_string(f.id) + ".process");
+  EXPECT_EQ(process["main"], "browser");
+  EXPECT_EQ(process["io"], "browser");
+  EXPECT_EQ(process["tid 8"], "pid 7");
+  ::unlink(in.c_str());
+}
+
+// Trust, fault 11: what the importer does not read is reported (the
+// top-level samples, frames as a list, systemTraceEvents as an object), and
+// flows given as bind_id / flow_out / flow_in on slices (flow events v2,
+// Chrome's current form) are imported, a step where a slice has both.
+TEST(ChromeImport, BoundFlowsAreImportedAndWhatIsNotReadIsReported) {
+  const std::string in = temp_path("bound_flows.json");
+  write_file(in, R"({"traceEvents":[
+    {"ph":"X","name":"post","pid":1,"tid":1,"ts":10,"dur":5,"bind_id":"0x1f","flow_out":true},
+    {"ph":"X","name":"relay","pid":1,"tid":2,"ts":20,"dur":5,"bind_id":"0x1f","flow_in":true,"flow_out":true},
+    {"ph":"B","name":"run","pid":2,"tid":3,"ts":30,"bind_id":"0x1f","flow_in":true},
+    {"ph":"E","pid":2,"tid":3,"ts":40},
+    {"ph":"X","name":"again","pid":1,"tid":1,"ts":50,"dur":5,"bind_id":31,"flow_out":true},
+    {"ph":"X","name":"lone","pid":1,"tid":2,"ts":60,"dur":5,"bind_id":"0x99","flow_in":true}],
+  "samples":[{"cpu":0,"tid":1,"ts":11,"sf":1,"weight":1},{"cpu":0,"tid":1,"ts":12,"sf":1,"weight":1}],
+  "stackFrames":[{"name":"main"}],
+  "systemTraceEvents":{"type":"fuchsia","events":[]}})");
+  Imported im(AtPath{in}, "bound_flows");
+  ASSERT_TRUE(im.ix);
+  std::map<uint64_t, uint64_t> recv_of_send;
+  for (const index::Flow& f : im.ix->flows(0, UINT64_MAX))
+    if (f.matched()) recv_of_send[f.send_ts / us] = f.recv_ts / us;
+  EXPECT_EQ(recv_of_send, (std::map<uint64_t, uint64_t>{{10, 20}, {20, 30}}));
+  EXPECT_EQ(im.result.unmatched_flow_ends, 1u) << "lone's flow never began";
+  EXPECT_EQ(im.result.unsupported["samples (the top-level array of CPU samples)"], 2u);
+  EXPECT_EQ(im.result.unsupported["stackFrames given as an array"], 1u);
+  EXPECT_EQ(im.result.unsupported["systemTraceEvents given as an object"], 1u);
+  ::unlink(in.c_str());
+}
+
 TEST(ChromeImport, BadInputGetsAClearError) {
   std::string dir = ::testing::TempDir();
   std::string out = temp_path("import_bad");

@@ -283,6 +283,13 @@ void add_index_commands(CLI::App& app, int* exit_code) {
     if (r.unmatched_flow_ends)
       std::printf("  %" PRIu64 " flow steps or ends with no flow of their id open (no arrow)\n", r.unmatched_flow_ends);
     for (const std::string& n : r.notes) std::printf("  %s\n", n.c_str());
+    if (r.malformed_events) {
+      std::fprintf(stderr, "tinescope: warning: %" PRIu64 " event%s not JSON, skipped (the events after %s kept):\n",
+                   r.malformed_events, r.malformed_events == 1 ? "" : "s", r.malformed_events == 1 ? "it" : "them");
+      for (const std::string& m : r.malformed) std::fprintf(stderr, "  %s\n", m.c_str());
+      if (r.malformed_events > r.malformed.size())
+        std::fprintf(stderr, "  and %" PRIu64 " more\n", r.malformed_events - r.malformed.size());
+    }
     if (!r.warning.empty()) std::fprintf(stderr, "tinescope: warning: %s\n", r.warning.c_str());
   });
 

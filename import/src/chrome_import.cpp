@@ -22,6 +22,7 @@ namespace od = simdjson::ondemand;
 
 constexpr size_t kReadBytes = 1 << 20;  // read from the stream at a time
 constexpr size_t kRunBytes = 1 << 20;   // events parsed at a time: about this many bytes
+constexpr size_t kMalformedNamed = 5;   // malformed events named (all are counted)
 
 bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)); }
 
@@ -49,6 +50,7 @@ class ChromeReader {
   std::string error_what;
   std::string system_trace;  // the object form's "systemTraceEvents": ftrace text
   std::unordered_map<std::string, std::string> frames;  // the object form's "stackFrames": id -> name
+  std::vector<std::pair<uint64_t, std::string>> malformed;  // the first events that are not JSON: byte, what
 
  private:
   std::istream& in_;
@@ -170,19 +172,29 @@ class ChromeReader {
   }
 
   // The events in text [from, to): after the first run, it starts with the
-  // comma that follows the run before.
+  // comma that follows the run before. One event that is not JSON costs
+  // itself only: the events before it are taken, then each after it is
+  // parsed alone (parse_each).
   bool parse_run(size_t from, size_t to, bool first) {
-    auto past_space = [&](size_t k) {
-      while (k < to && is_space(text_[k])) ++k;
-      return k;
-    };
-    size_t k = past_space(from);
+    size_t k = past_space(from, to);
     if (!first && k < to) {
       if (text_[k] != ',') return fail("expected ',' between events", base_ + k);
       const size_t comma = k;
-      k = past_space(k + 1);
+      k = past_space(k + 1, to);
       if (k == to) return fail("a comma after the last event", base_ + comma);
     }
+    size_t done = 0;
+    return parse_events(k, to, done) || parse_each(k, to, done);
+  }
+
+  size_t past_space(size_t k, size_t to) const {
+    while (k < to && is_space(text_[k])) ++k;
+    return k;
+  }
+
+  // Parses text [k, to), events separated by commas, as one array; `done`
+  // counts the elements taken. False at the first error (error_at, error_what).
+  bool parse_events(size_t k, size_t to, size_t& done) {
     const uint64_t at = base_ + k - 1;  // the file offset of run_[1] is at + 1
     run_.reserve(to - k + 2 + simdjson::SIMDJSON_PADDING);
     run_.assign(1, '[');
@@ -203,11 +215,51 @@ class ChromeReader {
       od::json_type type;
       if (auto e = element.get(v)) return located(e);
       if (auto e = v.type().get(type)) return located(e);
-      if (type != od::json_type::object) continue;  // not an event: skipped
-      RawEvent ev;
-      if (auto e = event(v, ev)) return located(e);
-      m_.take(ev);
+      if (type == od::json_type::object) {  // (anything else is not an event: skipped)
+        RawEvent ev;
+        if (auto e = event(v, ev)) return located(e);
+        m_.take(ev);
+      }
+      ++done;
     }
+    return true;
+  }
+
+  // Text [k, to) element by element, each parsed alone, from the element
+  // `skip` on: one that does not parse is counted and named, and skipped.
+  // Elements end where their brackets close (the scan in events() found
+  // them balanced), or at a comma outside any.
+  bool parse_each(size_t k, size_t to, size_t skip) {
+    for (size_t n = 0; (k = past_space(k, to)) < to; ++n) {
+      size_t end = k;
+      int depth = 0;
+      for (bool in_string = false; end < to; ++end) {
+        const char c = text_[end];
+        if (in_string) {
+          if (c == '\\') ++end;
+          else if (c == '"') in_string = false;
+        } else if (c == '"') {
+          in_string = true;
+        } else if (c == '{' || c == '[') {
+          ++depth;
+        } else if (c == '}' || c == ']') {
+          if (--depth <= 0) {
+            ++end;
+            break;
+          }
+        } else if (c == ',' && depth == 0) {
+          break;
+        }
+      }
+      size_t one = 0;
+      if (n >= skip && !parse_events(k, end, one)) {
+        ++r_.malformed_events;
+        if (malformed.size() < kMalformedNamed) malformed.push_back({error_at, error_what});
+      }
+      k = past_space(end, to);
+      if (k < to && text_[k] == ',') ++k;
+    }
+    error_at = 0, error_what.clear();
     return true;
   }
 
@@ -239,21 +291,38 @@ class ChromeReader {
         });
       }
       if (type == od::json_type::array) return simdjson::SUCCESS;
-      // Numbers; strings (null and booleans read as "").
+      // Numbers; strings; booleans (null reads as "" and false).
       double d = 0;
       std::string_view s;
+      bool b = false;
       if (type == od::json_type::number) {
         if (auto e = value.get_double().get(d)) return e;
       } else if (type == od::json_type::string) {
         if (auto e = value.get_string().get(s)) return e;
+      } else if (type == od::json_type::boolean) {
+        if (auto e = value.get_bool().get(b)) return e;
       }
       const bool number = type == od::json_type::number;
-      if (key == "pid") ev.pid = number ? as_int(d) : named_id(s), ev.has_pid = true;
-      else if (key == "tid") ev.tid = number ? as_int(d) : named_id(s), ev.has_tid = true;
+      if (key == "pid") {
+        ev.pid = number ? as_int(d) : named_id(s), ev.has_pid = true;
+        if (!number && named(s)) m_.process_names.emplace(ev.pid, s);  // (metadata names it over this)
+      } else if (key == "tid") {
+        ev.tid = number ? as_int(d) : named_id(s), ev.has_tid = true;
+        if (!number && named(s)) m_.tid_names.emplace(ev.tid, s);
+      } else if (key == "ts" || key == "dur") {
+        // A number, or a number in a string ("ts": "3000"); another string is reported.
+        const bool text = type == od::json_type::string, text_number = text && to_number(s, d);
+        if (text && !text_number) ev.not_a_number = key;
+        else if (number || text_number) {
+          if (key == "ts") ev.ts = d, ev.has_ts = true;
+          else ev.dur = d, ev.has_dur = true;
+        }
+      }
       else if (key == "id") ev.id = number ? number_text(value) : std::string(s);
+      else if (key == "bind_id") ev.bind_id = number ? number_text(value) : std::string(s);
       else if (key == "sf") ev.sf = number ? number_text(value) : std::string(s);
-      else if (number && key == "ts") ev.ts = d, ev.has_ts = true;
-      else if (number && key == "dur") ev.dur = d, ev.has_dur = true;
+      else if (key == "flow_in") ev.flow_in = b;
+      else if (key == "flow_out") ev.flow_out = b;
       else if (number) return simdjson::SUCCESS;
       else if (key == "ph") ev.ph = s;
       else if (key == "name") ev.name = s;
@@ -310,9 +379,11 @@ class ChromeReader {
         if (!skip_value(from)) return fail("a member's value does not end");
         if (key == "displayTimeUnit" || key == "systemTraceEvents") {
           std::string& into = key == "displayTimeUnit" ? r_.display_time_unit : system_trace;
-          if (!string_value(from, into)) return false;
+          if (!string_value(from, into, key)) return false;
         } else if (key == "stackFrames") {
           if (!frames_value(from)) return false;
+        } else if (key == "samples") {  // CPU samples beside the events (with "stackFrames"): not read
+          if (!count_unread(from, "samples (the top-level array of CPU samples)")) return false;
         }
       }
       skip_space();
@@ -360,9 +431,9 @@ class ChromeReader {
     return e ? fail(simdjson::error_message(e), base_ + from) : true;
   }
 
-  // A string value, unescaped (null and booleans: ""); numbers, objects and
-  // arrays leave `into` as it was.
-  bool string_value(size_t from, std::string& into) {
+  // A string value, unescaped (null and booleans: ""); a number, an object
+  // or an array is counted as not read (named by `key`), `into` left as it was.
+  bool string_value(size_t from, std::string& into, const std::string& key) {
     return parse_value(from, [&](od::document& doc) {
       std::string_view s;
       od::json_type type;
@@ -370,6 +441,20 @@ class ChromeReader {
       if (!e && type == od::json_type::string) e = doc.get_string().get(s);
       if (!e && (type == od::json_type::string || type == od::json_type::null || type == od::json_type::boolean))
         into = s;
+      else if (!e)
+        ++r_.unsupported[key + (type == od::json_type::object ? " given as an object" : " not a string")];
+      return e;
+    });
+  }
+
+  // A member not read: its array's elements (or 1 for another value) counted as `what`.
+  bool count_unread(size_t from, const std::string& what) {
+    return parse_value(from, [&](od::document& doc) {
+      od::json_type type;
+      simdjson::error_code e = doc.type().get(type);
+      size_t n = 1;
+      if (!e && type == od::json_type::array) e = doc.count_elements().get(n);
+      if (!e && n) r_.unsupported[what] += n;
       return e;
     });
   }
@@ -381,6 +466,11 @@ class ChromeReader {
       od::json_type type;
       od::value v;
       if (auto e = doc.type().get(type)) return e;
+      if (type == od::json_type::array) {  // (another tool's frames, as a list: not read)
+        size_t n = 0;
+        if (auto e = doc.count_elements().get(n)) return e;
+        if (n) r_.unsupported["stackFrames given as an array"] += n;
+      }
       if (type != od::json_type::object) return simdjson::SUCCESS;
       if (auto e = doc.get_value().get(v)) return e;
       return each_member(v, [&](std::string_view id, od::value& frame, od::json_type t) {
@@ -408,7 +498,12 @@ class ChromeReader {
     while (!t.empty() && is_space(t.back())) t.remove_suffix(1);
     return std::string(t);
   }
-  // Some tools write pid/tid as strings: give each its own number.
+  // Whether a pid/tid string is a name rather than a number in a string.
+  static bool named(std::string_view s) {
+    int64_t v;
+    return !to_number(s, v);
+  }
+  // Some tools write pid/tid as strings: a number as it, a name gets its own number.
   int64_t named_id(std::string_view s) {
     const std::string text(s);
     char* end = nullptr;
@@ -435,6 +530,8 @@ bool read_chrome_json(std::istream& in, const std::string& name, ImportModel& m,
     // A trace cut short (a crashed browser): keep every complete event.
     r.warning = where + "; kept the " + std::to_string(r.events_read - before) + " events before it";
   }
+  for (auto& [at, what] : reader.malformed)
+    r.malformed.push_back(name + ": JSON error at byte " + std::to_string(at) + ": " + what);
   // Samples are named by their leaf frame where "stackFrames" (read after
   // the events, or before) names it.
   for (const SampleFrame& s : m.sample_frames) {
@@ -455,6 +552,10 @@ bool read_chrome_json(std::istream& in, const std::string& name, ImportModel& m,
     ftrace.finish();
   }
   if (parsed && r.events_read == before && system_trace.empty()) {
+    if (!r.malformed.empty()) {
+      error = r.malformed[0] + " (and no event that is JSON)";
+      return false;
+    }
     error = name + ": no trace events (neither an array of events nor an object with \"traceEvents\")";
     return false;
   }

@@ -102,6 +102,10 @@ void ImportModel::take(const RawEvent& e) {
   }
   const char ph = e.ph[0];
   if (ph == 'M') return metadata(e);
+  if (!e.not_a_number.empty()) {
+    ++r.unsupported[e.ph + " with " + e.not_a_number + " not a number"];
+    return;
+  }
   if (!e.has_ts) {
     ++r.unsupported[e.ph + " without ts"];
     return;
@@ -120,12 +124,14 @@ void ImportModel::take(const RawEvent& e) {
     case 'E': {
       Feedlet& f = feedlet(e.pid, e.tid, "");
       f.be.push_back(BeginEnd{ticks(e.ts), seq_++, ph == 'B', name});
+      if (ph == 'B') bound_flow(e, f, name);
       return;
     }
     case 'X': {
       Feedlet& f = feedlet(e.pid, e.tid, "");
       uint64_t t = ticks(e.ts);
       f.spans.push_back(Span{t, t + (e.has_dur ? ticks(std::max(0.0, e.dur)) : 0), name, seq_++});
+      bound_flow(e, f, name);
       return;
     }
     case 'i':
@@ -193,6 +199,14 @@ void ImportModel::take(const RawEvent& e) {
     }
     default: ++r.unsupported[e.ph];
   }
+}
+
+void ImportModel::bound_flow(const RawEvent& e, const Feedlet& f, uint32_t name) {
+  if (!e.flow_in && !e.flow_out) return;
+  // Apart from s/t/f's ids, which are (cat, id): a v2 flow's id is its own.
+  const std::string id = "bind_id " + (e.bind_id.empty() ? e.id : e.bind_id);
+  const char ph = e.flow_in && e.flow_out ? 't' : e.flow_in ? 'f' : 's';
+  flows.push_back(Flow{checksum(id.data(), id.size()), ticks(e.ts), seq_++, ph, false, f.id, name});
 }
 
 void ImportModel::metadata(const RawEvent& e) {
@@ -431,7 +445,7 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
   }
   for (Feedlet& f : feedlets) {
     std::string process = process_names.count(f.pid) ? process_names[f.pid] : "pid " + std::to_string(f.pid);
-    if (f.name.empty()) f.name = "tid " + std::to_string(f.tid);
+    if (f.name.empty()) f.name = tid_names.count(f.tid) ? tid_names[f.tid] : "tid " + std::to_string(f.tid);
     else if (f.name == "process" || f.name == "counters" || f.name.rfind("async ", 0) == 0 ||
              f.name.rfind("objects ", 0) == 0)
       f.name = process + " " + f.name;

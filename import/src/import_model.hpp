@@ -51,6 +51,9 @@ struct RawEvent {
   std::string id_scope;    // "scope": an object's id is unique within its process and scope
   std::string arg_labels;  // args.labels (process_labels)
   std::string sf;          // a sample's leaf stack frame, an id into the file's "stackFrames"
+  std::string bind_id;     // a slice's flow id ("flow_in"/"flow_out", flow events v2)
+  std::string not_a_number;  // "ts" or "dur" given as a string that is no number
+  bool flow_in = false, flow_out = false;  // the slice ends / starts the flow bind_id (or id)
   bool bind_enclosing = false;  // "bp": "e": a flow's end binds to the slice around it, not the next one
   bool local_id = false;        // "id2": {"local": ...} (or atrace's cookie): the id is the process's own
   bool has_pid = false, has_tid = false, has_ts = false, has_dur = false, has_sort = false;
@@ -150,6 +153,7 @@ class ImportModel {
   std::map<int64_t, std::string> process_labels;
   std::string num_cpus;
   std::string trace_process;  // the trace's process name where no lane's process is it (Grasp's groups)
+  std::map<int64_t, std::string> tid_names;  // tids given as names ("tid": "main"), if no thread_name
 
   uint32_t intern(const std::string& s);
   // The lane of a thread (lane "") or a named lane of a process.
@@ -172,6 +176,8 @@ class ImportModel {
   std::map<std::tuple<int64_t, int64_t, std::string>, uint32_t> feedlet_of_;
 
   void point(Feedlet& f, const RawEvent& e, uint16_t type, uint32_t name, uint64_t a);
+  // A slice's flow_in / flow_out (flow events v2): it receives / sends on its flow.
+  void bound_flow(const RawEvent& e, const Feedlet& f, uint32_t name);
   // Pairs the async events into intervals on their lanes (write()).
   void pair_async();
   // Makes each object's lifetime an interval, its snapshots instants (write()).

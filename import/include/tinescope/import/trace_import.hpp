@@ -18,12 +18,16 @@
 //   b/e/n, S/T/F (async)        -> begin/end/instant paired by (cat, id), on feedlets per (pid,
 //                                  name) packed by what runs at once
 //   s/t/f (flows)               -> message send/receive, a link per step
+//   bind_id + flow_out/flow_in  -> the same, from the slice that carries them (flow events v2)
 //   P (samples)                 -> instants on the thread, named by their leaf stack frame
 //   N/O/D (objects)             -> a lifetime per object, snapshots as instants, on feedlets per
 //                                  (pid, type) packed as async ones are
 //   M                           -> thread and process names (with process labels), sort indices and
 //                                  num_cpus as metadata
-// Anything else (c clock sync, ...) is counted by kind and reported.
+// Anything else (c clock sync, ...) is counted by kind and reported, as are
+// the top-level "samples" and a "stackFrames" list. An event that is not
+// JSON is skipped, counted and named by its byte; the events after it are kept.
+// A pid or tid given as a name names its process or thread.
 // ftrace: a lane per CPU (sched_switch slices, named COMM-PID; wakeups as
 // flows to the next slice; cpu_frequency, cpu_idle counters); atrace's
 // tracing_mark_write B/E, C, S/F as for Chrome's B/E, C, b/e.
@@ -46,6 +50,8 @@ struct ImportResult {
   std::map<std::string, uint64_t> unsupported;  // ph -> count, not imported
   uint64_t unmatched_ends = 0;   // E/e/F with no open begin
   uint64_t unmatched_flow_ends = 0;  // t/f of a flow id with no flow open: no arrow
+  uint64_t malformed_events = 0;     // events that are not JSON: skipped, those after them kept
+  std::vector<std::string> malformed;  // the first few, "FILE: JSON error at byte N: what"
   std::string display_time_unit;
   std::string warning;           // e.g. the JSON ended early; what was read is kept
   std::vector<std::string> notes;  // what an importer worked out (a Grasp trace's clock alignment)
