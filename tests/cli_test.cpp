@@ -114,5 +114,30 @@ TEST(Cli, LanesAreChosenByInfosNumbersNamesAndGlobsAndAnUnknownOneIsAnError) {
   ::unlink((trace + ".idx").c_str());
 }
 
+// Trust, fault 14: a time past the clock's range (2^63 ns), at an event's
+// start or its end, is refused and counted, not wrapped into nonsense
+// ("duration 2562047h47m8589934608.854s", a negative last time); a long
+// trace's duration prints in whole numbers.
+TEST(Cli, TimesPastTheClocksRangeAreRefusedAndCounted) {
+  const std::string in = temp_path("huge_ts.json"), trace = temp_path("huge_ts");
+  write_file(in, R"([{"ph":"X","name":"a","pid":1,"tid":1,"ts":1000,"dur":10},)"
+                 R"({"ph":"X","name":"b","pid":1,"tid":1,"ts":1e30,"dur":10},)"
+                 R"({"ph":"X","name":"c","pid":1,"tid":1,"ts":9.1e15,"dur":1e15},)"
+                 R"({"ph":"X","name":"d","pid":1,"tid":1,"ts":9e15,"dur":10}])");
+  ::unlink(trace.c_str());
+  ::unlink((trace + ".idx").c_str());
+  std::string said;
+  ASSERT_EQ(run(tinescope("import " + in + " -o " + trace), &said), 0) << said;
+  EXPECT_NE(said.find("not imported: 2 \"X with ts or dur out of range\" events"), std::string::npos) << said;
+  ASSERT_EQ(run(tinescope("info " + trace), &said), 0) << said;
+  // From 1 ms to 9e18 ns + 10 us: 8 999 999 999 s and 999 010 us.
+  EXPECT_NE(said.find("duration  2499999h59m59.999010s\n"), std::string::npos) << said;
+  ASSERT_EQ(run(tinescope("find " + trace + " --longest 1"), &said), 0) << said;
+  EXPECT_NE(said.find("\"duration_ns\": 10000,"), std::string::npos) << said;
+  ::unlink(in.c_str());
+  ::unlink(trace.c_str());
+  ::unlink((trace + ".idx").c_str());
+}
+
 }  // namespace
 }  // namespace tinescope::test

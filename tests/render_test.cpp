@@ -128,6 +128,21 @@ TEST(TimeAxis, LinearIsExactAndWarpKeepsOrderAndEnds) {
   EXPECT_NEAR(big / one, std::log1p(0.1 * 891) / std::log1p(0.1 * 1), 1e-6);
 }
 
+// Trust, fault 14: times print in the unit that fits their size, with the
+// digits the resolution asks ("1.5 us", never "0.000 001 5 s").
+TEST(TimeAxis, TimesPrintInTheUnitThatFitsThem) {
+  EXPECT_EQ(render::format_time(1500, 100), "1.5 us");
+  EXPECT_EQ(render::format_time(1500), "1.500 us");
+  EXPECT_EQ(render::format_time(-1500), "-1.500 us");
+  EXPECT_EQ(render::format_time(12), "12 ns");
+  EXPECT_EQ(render::format_time(0, 1000), "0 us");
+  EXPECT_EQ(render::format_time(0, 1000000000), "0 s");
+  EXPECT_EQ(render::format_time(2'500'000, 1000), "2.500 ms");
+  EXPECT_EQ(render::format_time(3'000'001'500), "3.000 001 500 s");
+  EXPECT_EQ(render::format_time(3'000'001'500, 1'000'000), "3.000 s");
+  EXPECT_EQ(render::format_time(INT64_MIN).substr(0, 12), "-9223372036.");
+}
+
 TEST(Render, OneNanosecondIntervalsHundredHoursInAreExactlyWhereTheyBelong) {
   const uint64_t T = 100ull * 3600 * 1'000'000'000;  // 100 hours of nanoseconds
   std::vector<std::tuple<uint64_t, uint64_t, uint32_t>> iv = {{1000, 2000, 1}};

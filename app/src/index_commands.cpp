@@ -154,16 +154,19 @@ nlohmann::json stats_json(const TraceIndex& ix) {
   return j;
 }
 
+// A trace's duration: "1h02m03.456789s", "2m03.456789s", "3.456789s" (in
+// integers: a duration of centuries prints as one).
 std::string duration(int64_t ns) {
   char b[64];
-  double s = double(ns) / 1e9;
-  if (s >= 3600) {
-    std::snprintf(b, sizeof b, "%dh%02dm%06.3fs", int(s / 3600), int(s / 60) % 60, s - 60 * int(s / 60));
-  } else if (s >= 60) {
-    std::snprintf(b, sizeof b, "%dm%06.3fs", int(s / 60), s - 60 * int(s / 60));
-  } else {
-    std::snprintf(b, sizeof b, "%.6fs", s);
-  }
+  const uint64_t v = ns < 0 ? 0 : uint64_t(ns), s = v / 1000000000, micros = v % 1000000000 / 1000;
+  if (s >= 3600)
+    std::snprintf(b, sizeof b, "%lluh%02llum%02llu.%06llus", (unsigned long long)(s / 3600),
+                  (unsigned long long)(s / 60 % 60), (unsigned long long)(s % 60), (unsigned long long)micros);
+  else if (s >= 60)
+    std::snprintf(b, sizeof b, "%llum%02llu.%06llus", (unsigned long long)(s / 60), (unsigned long long)(s % 60),
+                  (unsigned long long)micros);
+  else
+    std::snprintf(b, sizeof b, "%llu.%06llus", (unsigned long long)s, (unsigned long long)micros);
   return b;
 }
 

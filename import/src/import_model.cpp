@@ -114,7 +114,9 @@ void ImportModel::take(const RawEvent& e) {
     ++r.unsupported[e.ph + " with negative ts"];
     return;
   }
-  if (!(e.ts < kMaxUs) || !(e.dur < kMaxUs)) {  // nanoseconds past 2^63 (NaN fails too)
+  // Nanoseconds past 2^63, at its start or its end (NaN fails too): refused,
+  // not wrapped into a trace of centuries.
+  if (!(e.ts < kMaxUs) || !(e.dur < kMaxUs) || !(e.ts + (e.has_dur ? std::max(0.0, e.dur) : 0.0) < kMaxUs)) {
     ++r.unsupported[e.ph + " with ts or dur out of range"];
     return;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 
 namespace tinescope::render {
 
@@ -89,24 +90,35 @@ std::vector<Tick> ticks(const TimeAxis& axis, double min_spacing_px, int64_t ori
 }
 
 std::string format_time(int64_t ns, int64_t resolution_ns) {
-  // Seconds with the digits the resolution needs, grouped in threes.
+  // In the unit that fits the time (s from a second, ms, us, ns below), with
+  // the digits the resolution needs, grouped in threes: "1.500 us", never
+  // "0.000 001 5 s".
   const bool neg = ns < 0;
-  uint64_t v = neg ? uint64_t(-ns) : uint64_t(ns);
-  int digits = 9;
+  const uint64_t v = neg ? uint64_t(0) - uint64_t(ns) : uint64_t(ns);
+  static constexpr struct {
+    uint64_t ns;
+    int digits;  // of the unit's fraction at a resolution of 1 ns
+    const char* name;
+  } kUnits[] = {{1000000000, 9, " s"}, {1000000, 6, " ms"}, {1000, 3, " us"}, {1, 0, " ns"}};
+  // (Zero in the resolution's unit: a ruler's "0 s" beside "1 s", "0 us" beside "500 us".)
+  const uint64_t size = v ? v : uint64_t(std::max<int64_t>(resolution_ns, 1));
+  size_t u = 0;
+  while (u + 1 < std::size(kUnits) && size < kUnits[u].ns) ++u;
+  int digits = kUnits[u].digits;
   for (int64_t r = resolution_ns; r >= 10 && digits > 0; r /= 10) --digits;
   char frac[16];
-  std::snprintf(frac, sizeof frac, "%09llu", (unsigned long long)(v % 1000000000));
+  std::snprintf(frac, sizeof frac, "%09llu", (unsigned long long)(v % kUnits[u].ns));
   // (Appended, not "-" + to_string(): g++ 12 warns falsely on that, -Wrestrict.)
   std::string out = neg ? "-" : "";
-  out += std::to_string(v / 1000000000);
+  out += std::to_string(v / kUnits[u].ns);
   if (digits > 0) {
     out += '.';
     for (int i = 0; i < digits; ++i) {
       if (i && i % 3 == 0) out += ' ';
-      out += frac[i];
+      out += frac[9 - kUnits[u].digits + i];
     }
   }
-  return out + " s";
+  return out + kUnits[u].name;
 }
 
 std::string format_duration(int64_t ns) {

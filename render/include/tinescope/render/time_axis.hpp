@@ -55,7 +55,7 @@ struct Tick {
 };
 std::vector<Tick> ticks(const TimeAxis& axis, double min_spacing_px, int64_t origin = 0);  // round from origin
 // "1.234 567 s", "45.351 us", "12 ns": a time (or a duration) for a label,
-// with as many digits as `resolution_ns` asks.
+// in the unit that fits its size, with as many digits as `resolution_ns` asks.
 std::string format_time(int64_t ns, int64_t resolution_ns = 1);
 std::string format_duration(int64_t ns);
 
