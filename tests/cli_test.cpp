@@ -139,5 +139,32 @@ TEST(Cli, TimesPastTheClocksRangeAreRefusedAndCounted) {
   ::unlink((trace + ".idx").c_str());
 }
 
+// Trust, fault 9: `stats --by-thread` and `find` label a thread whose name
+// others share with its process and tid: five "IOThread" rows from five
+// processes could not be told apart.
+TEST(Cli, ThreadsThatShareANameAreToldApartByProcessAndTid) {
+  const std::string in = temp_path("twins.json"), trace = temp_path("twins");
+  write_file(in, R"([{"ph":"M","pid":1,"tid":1,"name":"process_name","args":{"name":"Browser"}},
+{"ph":"M","pid":1,"tid":2,"name":"thread_name","args":{"name":"IOThread"}},
+{"ph":"M","pid":4,"tid":5,"name":"thread_name","args":{"name":"IOThread"}},
+{"ph":"M","pid":4,"tid":6,"name":"thread_name","args":{"name":"Main"}},
+{"ph":"X","pid":1,"tid":2,"ts":1,"dur":5,"name":"read"},
+{"ph":"X","pid":4,"tid":5,"ts":1,"dur":7,"name":"read"},
+{"ph":"X","pid":4,"tid":6,"ts":1,"dur":2,"name":"read"}])");
+  ::unlink(trace.c_str());
+  ::unlink((trace + ".idx").c_str());
+  std::string said;
+  ASSERT_EQ(run(tinescope("import " + in + " -o " + trace), &said), 0) << said;
+  ASSERT_EQ(run(tinescope("stats " + trace + " --by-thread --json"), &said), 0) << said;
+  for (const char* want : {"\"thread\": \"IOThread (Browser, tid 2)\"", "\"thread\": \"IOThread (pid 4, tid 5)\"",
+                           "\"thread\": \"Main\""})
+    EXPECT_NE(said.find(want), std::string::npos) << want << " in " << said;
+  ASSERT_EQ(run(tinescope("find " + trace + " --longest 1"), &said), 0) << said;
+  EXPECT_NE(said.find("\"thread\": \"IOThread (pid 4, tid 5)\""), std::string::npos) << said;
+  ::unlink(in.c_str());
+  ::unlink(trace.c_str());
+  ::unlink((trace + ".idx").c_str());
+}
+
 }  // namespace
 }  // namespace tinescope::test

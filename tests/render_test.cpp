@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <random>
 
 #include "synthetic_trace.hpp"
@@ -379,6 +380,24 @@ TEST(Render, LanesNamedAfterTheirProcessShowTheRestUnderItsHeader) {
   for (const render::Lane& l : scene.lanes()) label[l.name] = std::string(l.label());
   EXPECT_EQ(label, (std::map<std::string, std::string>{
                        {"BrowserMain", "BrowserMain"}, {"Browser counters", "counters"}, {"tid 1", "tid 1"}}));
+}
+
+// Trust, fault 9: threads of one process that share a name get labels told
+// apart by their tids; the same name in two processes is told apart by the
+// processes' headers.
+TEST(Render, LanesThatShareANameAreToldApartByTheirTids) {
+  render::Scene scene;
+  import_into(scene, "twins", R"([{"ph":"M","pid":1,"tid":2,"name":"thread_name","args":{"name":"IOThread"}},
+{"ph":"M","pid":1,"tid":3,"name":"thread_name","args":{"name":"IOThread"}},
+{"ph":"M","pid":4,"tid":5,"name":"thread_name","args":{"name":"IOThread"}},
+{"ph":"X","pid":1,"tid":2,"ts":1,"dur":5,"name":"read"},
+{"ph":"X","pid":1,"tid":3,"ts":1,"dur":5,"name":"read"},
+{"ph":"X","pid":4,"tid":5,"ts":1,"dur":5,"name":"read"}])");
+  if (::testing::Test::HasFatalFailure()) return;
+  std::multiset<std::string> labels;
+  for (const render::Lane& l : scene.lanes()) labels.insert(l.group + ": " + l.label());
+  EXPECT_EQ(labels, (std::multiset<std::string>{"pid 1: IOThread (tid 2)", "pid 1: IOThread (tid 3)",
+                                                 "pid 4: IOThread"}));
 }
 
 // Lanes in the order the trace gives (Chrome's process_sort_index and

@@ -76,6 +76,7 @@ std::vector<DurationStats> duration_stats(const index::TraceIndex& ix, const Exp
   }
   if (error = cursor->error(); !error.empty()) return {};
   auto catalog = ix.catalog_snapshot();
+  const auto threads = catalog->thread_labels();
   std::map<uint32_t, DurationStats> names;
   for (auto& [key, h] : per) {
     DurationStats& n = names[key.first];
@@ -89,8 +90,8 @@ std::vector<DurationStats> duration_stats(const index::TraceIndex& ix, const Exp
       DurationStats t;
       t.name = out.back().name;
       t.feedlet = it->first.second;
-      auto f = catalog->feedlets.find(t.feedlet);
-      t.thread = f != catalog->feedlets.end() ? f->second.name : "feedlet " + std::to_string(t.feedlet);
+      auto f = threads.find(t.feedlet);
+      t.thread = f != threads.end() ? f->second : "feedlet " + std::to_string(t.feedlet);
       t.h = it->second;
       out.push_back(std::move(t));
     }

@@ -57,9 +57,10 @@ struct Names {
   int64_t origin = ix.to_ns(ix.first_ts());
   int64_t ns(uint64_t ticks) const { return ix.to_ns(ticks) - origin; }
   std::string name(uint32_t id) const { return id ? std::string(catalog->string(id)) : std::string(); }
+  std::unordered_map<uint32_t, std::string> threads = catalog->thread_labels();
   std::string thread(uint32_t feedlet) const {
-    auto f = catalog->feedlets.find(feedlet);
-    return f == catalog->feedlets.end() ? std::string() : f->second.name;
+    auto f = threads.find(feedlet);
+    return f == threads.end() ? std::string() : f->second;
   }
   json interval(const Record& r) const {
     return json{{"start_ns", ns(r.start)}, {"end_ns", ns(r.end)}, {"duration_ns", ns(r.end) - ns(r.start)},

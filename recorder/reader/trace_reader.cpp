@@ -164,6 +164,27 @@ bool chunk_range_bytes(const uint8_t* chunk, size_t from, size_t to, size_t* beg
 
 // ---------------------------------------------------------------- catalog
 
+std::string Catalog::process_of(uint32_t feedlet) const {
+  auto p = metadata.find("feedlet." + std::to_string(feedlet) + ".process");
+  return p != metadata.end() ? p->second : process_name;
+}
+
+std::unordered_map<uint32_t, std::string> Catalog::thread_labels() const {
+  std::unordered_map<std::string, uint32_t> named;
+  for (const auto& [id, f] : feedlets) ++named[f.name];
+  std::unordered_map<uint32_t, std::string> out;
+  for (const auto& [id, f] : feedlets) {
+    const std::string tid = "tid " + std::to_string(f.tid);
+    if (f.name.empty()) out[id] = tid;
+    else if (named[f.name] == 1) out[id] = f.name;
+    else {
+      const std::string process = process_of(id);
+      out[id] = f.name + " (" + (process.empty() ? "" : process + ", ") + tid + ")";
+    }
+  }
+  return out;
+}
+
 void Catalog::apply(const Event& e) {
   if (e.type >= kFirstUserType) return;
   ++version;

@@ -41,7 +41,7 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
   dl->PushClipRect({g.names.x, g.names.y}, {g.names.x + g.names.w, g.names.y + g.names.h}, true);
   for (const Layout::LaneRows& lr : p.request.layout.lanes) {
     const Lane& lane = scene.lanes()[lr.lane];
-    const std::string_view shown = lane.label();  // under its group's header
+    const std::string shown = lane.label();  // under its group's header
     dl->AddText({g.names.x + 14, plot.y + lr.y0 - scroll_y}, kText, shown.data(), shown.data() + shown.size());
     for (uint32_t r = lr.first; r < lr.end; ++r) {
       const ImVec2 at{g.names.x + 20, plot.y + rows[r].y - scroll_y + 2};

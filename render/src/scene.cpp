@@ -135,6 +135,7 @@ void Scene::scan(Source& s, uint32_t source) {
     l.source = source;
     l.feedlet = f.id;
     l.name = f.name.empty() ? "thread " + std::to_string(f.tid) : f.name;
+    l.tid = f.tid;
     const std::string key = "feedlet." + std::to_string(f.id);
     auto p = cat.metadata.find(key + ".process");
     l.group = p != cat.metadata.end() ? p->second : cat.process_name;
@@ -142,6 +143,10 @@ void Scene::scan(Source& s, uint32_t source) {
     if (auto pid = cat.metadata.find(key + ".pid"); pid != cat.metadata.end())
       l.group_sort_index = metadata_int(cat, "process." + pid->second + ".sort_index");
   }
+  // Lanes of a group that share a name are told apart by their tids.
+  std::map<std::pair<std::string, std::string>, uint32_t> named;
+  for (const auto& [id, l] : by_feedlet) ++named[{l.group, l.name}];
+  for (auto& [id, l] : by_feedlet) l.shares_name = named[{l.group, l.name}] > 1;
   // A row for a CPU of the lane, in order of the CPUs' numbers.
   auto add_cpu = [&](Lane& l, uint32_t cpu, int stream) {
     const auto at = std::lower_bound(l.cpu_numbers.begin(), l.cpu_numbers.end(), cpu);

@@ -105,6 +105,13 @@ struct Catalog {
     return d ? std::string_view(d->name) : std::string_view("<unknown type>");
   }
   void apply(const Event& e);  // metadata and naming events
+
+  // The process of a feedlet's thread: an import's feedlet.N.process, else the trace's.
+  std::string process_of(uint32_t feedlet) const;
+  // Each feedlet's thread as a reader tells it from the others: its name,
+  // and where other threads share that name, with its process and thread
+  // id ("IOThread (Browser, tid 12)"; a thread with no name: "tid 12").
+  std::unordered_map<uint32_t, std::string> thread_labels() const;
 };
 
 struct Visitor {

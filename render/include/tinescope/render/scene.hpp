@@ -42,6 +42,8 @@ struct Lane {
   uint32_t feedlet = 0;
   std::string name;   // the thread
   std::string group;  // the process
+  uint64_t tid = 0;
+  bool shares_name = false;  // another lane of its group has its name: the label says its tid
   // The trace's own order (an import's process_sort_index and
   // thread_sort_index): lanes and groups that have one come first, lower first.
   std::optional<int64_t> sort_index, group_sort_index;
@@ -57,12 +59,13 @@ struct Lane {
   std::vector<std::string> cpu_names;
 
   // Its name under its group's header: without the group's name where it
-  // starts with it ("Browser async ..." -> "async ...", as imports name lanes).
-  std::string_view label() const {
+  // starts with it ("Browser async ..." -> "async ...", as imports name
+  // lanes), and with its thread id where it shares its name ("IOThread (tid 12)").
+  std::string label() const {
     std::string_view shown = name;
     if (!group.empty() && shown.size() > group.size() + 1 && shown.starts_with(group) && shown[group.size()] == ' ')
       shown.remove_prefix(group.size() + 1);
-    return shown;
+    return shares_name ? std::string(shown) + " (tid " + std::to_string(tid) + ")" : std::string(shown);
   }
 };
 
