@@ -106,7 +106,7 @@ std::string format_time(int64_t ns, int64_t resolution_ns) {
   while (u + 1 < std::size(kUnits) && size < kUnits[u].ns) ++u;
   int digits = kUnits[u].digits;
   for (int64_t r = resolution_ns; r >= 10 && digits > 0; r /= 10) --digits;
-  char frac[16];
+  char frac[24];  // (9 digits: the remainder is below a second)
   std::snprintf(frac, sizeof frac, "%09llu", (unsigned long long)(v % kUnits[u].ns));
   // (Appended, not "-" + to_string(): g++ 12 warns falsely on that, -Wrestrict.)
   std::string out = neg ? "-" : "";
