@@ -186,12 +186,17 @@ TEST(Render, ALaneHasARowForEachDepthItNests) {
     trace.flush(cb);
     return save(trace, "rows" + std::to_string(depth) + ".tine");
   };
-  for (auto [depth, n, rows] : {std::tuple{3u, 1u, 3u}, {16u, 20u, 16u}, {30u, 1u, render::Scene::kMaxDepthRows}}) {
+  // (Trust, fault 6: 24 rows were drawn, and deeper calls overprinted each
+  // other in the last; a row a depth now, up to 256, the last labelled.)
+  constexpr uint32_t cap = render::Scene::kMaxDepthRows;
+  for (auto [depth, n, rows] : {std::tuple{3u, 1u, 3u}, {16u, 20u, 16u}, {30u, 1u, 30u}, {100u, 3u, 100u},
+                                {cap + 44, 1u, cap}}) {
     render::Scene scene;
     std::string error;
     ASSERT_TRUE(scene.add_trace(write_nested(depth, n), error)) << error;
     ASSERT_EQ(scene.lanes().size(), 1u);
     EXPECT_EQ(scene.lanes()[0].depth_rows, rows) << "nested " << depth << " deep, " << n << " names";
+    EXPECT_EQ(scene.lanes()[0].depths, depth) << "nested " << depth << " deep, " << n << " names";
   }
 }
 

@@ -50,6 +50,10 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
         char range[64];
         std::snprintf(range, sizeof range, " %.6g..%.6g", lo, hi);
         dl->AddText(at, kDim, (lane.counter_names[rows[r].index] + range).c_str());
+      } else if (rows[r].kind == Row::Interval && rows[r].index + 1 == lane.depth_rows && lane.depths > lane.depth_rows) {
+        // The last row holds the calls deeper than the rows go: it says so.
+        const std::string deeper = "depths " + std::to_string(rows[r].index) + ".." + std::to_string(lane.depths - 1);
+        dl->AddText({g.names.x + g.names.w - ImGui::CalcTextSize(deeper.c_str()).x - 4, at.y}, kDim, deeper.c_str());
       } else if (rows[r].kind == Row::Cpu) {  // at the right: the lane's name may be on this row
         const char* cpu = lane.cpu_names[rows[r].index].c_str();
         dl->AddText({g.names.x + g.names.w - ImGui::CalcTextSize(cpu).x - 4, at.y}, kDim, cpu);

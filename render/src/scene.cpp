@@ -172,11 +172,10 @@ void Scene::scan(Source& s, uint32_t source) {
         // name, thousands on a real thread, at every live update). Only the
         // last, which holds every deeper one, is asked how deep.
         if (st.key + 1 < index::kDepthStreams) {
-          l.depth_rows = std::max(l.depth_rows, std::min(kMaxDepthRows, st.key + 1));
+          l.depths = std::max(l.depths, st.key + 1);
         } else {
           const index::Buckets b = ix.query(int(id), first_ts, last_ts, 1);
-          for (const index::Node& n : b.nodes)
-            l.depth_rows = std::max(l.depth_rows, std::min(kMaxDepthRows, n.max_depth + 1));
+          for (const index::Node& n : b.nodes) l.depths = std::max(l.depths, n.max_depth + 1);
         }
         break;
       case StreamKind::Instant: l.has_instants = true; break;
@@ -196,12 +195,15 @@ void Scene::scan(Source& s, uint32_t source) {
   for (auto& [f, l] : by_feedlet) {
     for (const index::OpenInterval& o : ix.open_at(f, last_ts)) {
       l.has_intervals = true;
-      l.depth_rows = std::max(l.depth_rows, std::min(kMaxDepthRows, o.depth + 1));
+      l.depths = std::max(l.depths, o.depth + 1);
     }
     for (const index::RunningJob& r : ix.running_at(f, last_ts))
       if (!std::binary_search(l.cpu_numbers.begin(), l.cpu_numbers.end(), r.cpu)) add_cpu(l, r.cpu, -1);
   }
-  for (auto& [f, l] : by_feedlet) scan->lanes.push_back(std::move(l));
+  for (auto& [f, l] : by_feedlet) {
+    l.depth_rows = std::min(l.depths, kMaxDepthRows);
+    scan->lanes.push_back(std::move(l));
+  }
 
   // Gaps: drops before a chunk, lost chunks, damaged bytes (the index keeps
   // them: a scan of every chunk here cost O(trace) at each live update).

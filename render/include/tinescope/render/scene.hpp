@@ -47,7 +47,9 @@ struct Lane {
   // The trace's own order (an import's process_sort_index and
   // thread_sort_index): lanes and groups that have one come first, lower first.
   std::optional<int64_t> sort_index, group_sort_index;
-  uint32_t depth_rows = 1;        // interval rows (deepest nesting + 1, capped)
+  uint32_t depths = 1;            // deepest nesting + 1
+  uint32_t depth_rows = 1;        // interval rows: a row a depth, up to kMaxDepthRows (the last holds
+                                  // those deeper, and its label says so)
   bool has_intervals = false, has_instants = false;
   std::vector<int> counters;       // counter stream ids
   std::vector<std::string> counter_names;
@@ -94,7 +96,9 @@ struct ClockWindow {
 
 class Scene {
  public:
-  static constexpr uint32_t kMaxDepthRows = 24;
+  // A row a depth: a lane of a deep stack scrolls (the layout is as tall as
+  // its rows). Past this, the last row holds the deeper calls, labelled.
+  static constexpr uint32_t kMaxDepthRows = 256;
   // Opens (indexing if needed) a trace and adds its lanes.
   bool add_trace(const std::string& path, std::string& error, const index::BuildOptions& options = {});
   // The same for an index already open (a live, growing trace).
