@@ -42,6 +42,11 @@ TEST(Cli, DumpAndFindCountTimeFromTheSameZero) {
   ASSERT_EQ(run(bin("app/tinescope") + " dump " + trace + " 2>&1", &said), 0) << said;
   EXPECT_NE(said.find("     0.000000000  f1   interval_begin     name=\"w\""), std::string::npos) << said;
   EXPECT_NE(said.find("     0.000250000  f1   interval_begin     name=\"v\""), std::string::npos) << said;
+  // Without an index, the same zero, and dump neither builds nor writes one.
+  ::unlink((trace + ".idx").c_str());
+  ASSERT_EQ(run(bin("app/tinescope") + " dump " + trace + " 2>&1", &said), 0) << said;
+  EXPECT_NE(said.find("     0.000250000  f1   interval_begin     name=\"v\""), std::string::npos) << said;
+  EXPECT_NE(::access((trace + ".idx").c_str(), F_OK), 0) << "dump wrote an index";
   ::unlink(in.c_str());
   ::unlink(trace.c_str());
   ::unlink((trace + ".idx").c_str());

@@ -1,5 +1,6 @@
 // `tinescope dump TRACE`: the header, chunks and events as text, and every
 // damaged byte range, lost chunk and dropped event.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
@@ -38,7 +39,7 @@ struct Dumper : Visitor {
   uint64_t limit = UINT64_MAX;
   uint64_t shown = 0, chunks = 0, events = 0, dropped = 0, lost_chunks = 0, damaged_bytes = 0, damages = 0;
   int64_t t0 = 0;            // ns of the trace's clock that print as 0
-  bool t0_from_index = false;  // the first event's (else the recording's start)
+  bool t0_first_event = false;  // the first event's (else the recording's start)
   std::map<uint32_t, uint64_t> events_per_feedlet;
   std::map<std::string, uint64_t> events_per_type;
 
@@ -49,7 +50,7 @@ struct Dumper : Visitor {
       std::printf("header: DAMAGED; reading chunks with this reader's built-in schema\n");
       return;
     }
-    if (!t0_from_index) t0 = int64_t(h.clock.ref_mono_ns);
+    if (!t0_first_event) t0 = int64_t(h.clock.ref_mono_ns);
     time_t wall = time_t(h.clock.ref_real_ns / 1000000000u);
     char when[64];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", gmtime(&wall));
@@ -116,13 +117,30 @@ struct Dumper : Visitor {
   }
 };
 
+// The trace's first event as the index takes it (the earliest first_ts of
+// the data chunks' headers), on the trace's clock: a pass over the chunks'
+// headers that decodes only the metadata, and builds or writes no index.
+struct FirstEvent : Visitor {
+  uint64_t first_ts = UINT64_MAX;
+  void on_chunk(const ChunkInfo& c) override {
+    if (c.header.feedlet != format::kMetadataFeedlet && c.header.event_count)
+      first_ts = std::min(first_ts, c.header.first_ts);
+  }
+};
+
 int run_dump(const std::string& path, bool chunks_only, bool summary_only, uint64_t limit) {
   Dumper d;
   // Times count from the trace's first event, as in every other command
-  // (find, stream, stats, render, the viewer); the index knows which it is.
-  // A file that cannot be indexed counts from the recording's start.
-  if (auto ix = open_index(path, true)) d.t0 = ix->to_ns(ix->first_ts()), d.t0_from_index = true;
-  std::printf("times: seconds from the %s\n", d.t0_from_index ? "trace's first event" : "recording's start (no index)");
+  // (find, stream, stats, render, the viewer). A trace with no event counts
+  // from the recording's start.
+  {
+    FirstEvent first;
+    Parser headers(first, ReaderOptions{.decode_data = false});
+    std::string error;
+    if (read_file(path, headers, error) && first.first_ts != UINT64_MAX)
+      d.t0 = headers.catalog().clock.to_ns(first.first_ts), d.t0_first_event = true;
+  }
+  std::printf("times: seconds from the %s\n", d.t0_first_event ? "trace's first event" : "recording's start (no event)");
   d.show_events = !chunks_only && !summary_only;
   d.show_chunks = !summary_only;
   d.limit = limit;
