@@ -337,6 +337,15 @@ TEST(Render, AnIntervalStreamsFigureDrawsEachIntervalFromItsStartToItsEnd) {
   }
   const std::vector<bool> left = covered(0, 2'000'000);  // the first runs on past the right edge
   for (uint32_t c = 0; c < W; ++c) EXPECT_EQ(left[c], c >= 200) << "column " << c;
+  // Each interval once: one past the right edge, in the window's last
+  // bucket, is not drawn again by the look past the edge (a review finding).
+  for (int64_t t1 : {2'000'000, 2'999'000, 3'000'000}) {
+    const render::TimeAxis axis(0, t1, W);
+    const render::StreamPicture p = render::build_stream_picture(*s, clock, axis, 0, t1, W);
+    size_t over = 0;  // bars over the first interval's middle
+    for (const auto& b : p.bars) over += b.x0 <= axis.x(2'000'000) && axis.x(2'000'000) < b.x1;
+    EXPECT_EQ(over, 1u) << "window to " << t1;
+  }
 }
 
 // Trust, fault 20: a scope with no period used (t1 - t0) / 100, a nearly

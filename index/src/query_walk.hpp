@@ -40,19 +40,33 @@ inline bool chunk_readable(const State& s, const FeedletState& f, size_t k) {
 
 // Whether chunk k of f follows a break (follows_break()); an unreadable
 // chunk before it is one too.
+// A damaged index table (the record of chunk k - 1 unreadable; the trace
+// was whole when the indexer walked it) leaves chunk k's own record: the
+// drops it says came before it.
 inline bool chunk_after_break(const State& s, const FeedletState& f, size_t k) {
   if (k == 0) return false;  // nothing is open before a feedlet's first chunk
-  if (!chunk_readable(s, f, k - 1)) return true;
   const ChunkRecord& c = s.chunks[f.chunks[k].chunk];
+  if (!chunk_readable(s, f, k - 1)) return c.dropped_before != 0;
   return follows_break(s.chunks[f.chunks[k - 1].chunk].sequence, c.sequence, c.dropped_before);
 }
 
+// The walk's state at chunk k's start, from its open entries in the pool.
+// A damaged entry is left out (its intervals' ends are then counted, not
+// drawn); a running job is kept only with its job id entry (the next one)
+// readable, and an id entry whose job is damaged is passed over.
 inline WalkState state_at(const FeedletState& f, size_t k) {
   WalkState w;
   const FeedletChunk& c = f.chunks[k];
-  for (uint64_t i = c.open_first; i < c.open_first + c.open_count && i < f.pool.size(); ++i) {
-    if (!f.pool.readable(i)) continue;  // damaged: its intervals' ends are then counted, not drawn
-    add_to_state(w, f.pool[i]);
+  const uint64_t end = std::min<uint64_t>(c.open_first + c.open_count, f.pool.size());
+  for (uint64_t i = c.open_first; i < end; ++i) {
+    if (!f.pool.readable(i) || f.pool[i].depth == kJobIdEntry) continue;
+    const OpenInterval& o = f.pool[i];
+    if (o.depth & kRunningJobBit) {
+      const bool id = i + 1 < end && f.pool.readable(i + 1) && f.pool[i + 1].depth == kJobIdEntry;
+      if (id) add_to_state(w, o), add_to_state(w, f.pool[++i]);
+      continue;
+    }
+    add_to_state(w, o);
   }
   return w;
 }

@@ -44,10 +44,14 @@ StreamPicture build_stream_picture(const analysis::DerivedStream& s, const trace
   // stream's longest duration.
   uint64_t longest = 0;
   for (const index::Node& n : s.query_shift(0, UINT64_MAX, s.top_shift()).nodes) longest = std::max(longest, n.iv.max_dur);
-  if (longest && k1 < UINT64_MAX) {
+  // (From past the last bucket of the window's answer, which holds ends
+  // after k1 up to its own end: those it holds are drawn once.)
+  const uint64_t covered = b.shift >= 64 ? UINT64_MAX : ((k1 >> b.shift) << b.shift) | ((uint64_t(1) << b.shift) - 1);
+  if (longest && covered < UINT64_MAX) {
     const uint64_t until = k1 + std::min(longest, UINT64_MAX - k1);
-    for (const index::Node& n : s.query_shift(k1 + 1, until, b.shift).nodes)
-      if (n.count && n.iv.min_start <= k1) add_bar(p, n, clock, axis);
+    if (until > covered)
+      for (const index::Node& n : s.query_shift(covered + 1, until, b.shift).nodes)
+        if (n.count && n.iv.min_start <= k1) add_bar(p, n, clock, axis);
   }
   return p;
 }
