@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 build=build minutes=30 seed=1
 # The tests whose traces, cuts, queries or bytes come from test_seed(), and
 # (below) the programs that hold them: a test seeded anew goes in both.
-default_regex='^(Index\.|Synthetic\.|DurationHistogram\.|Live\.(CaptureInPieces|Garbage|FollowsATraceFile)|TraceDamage\.|TraceFormat\.Varints|Fault\.LiveSourceThatFloods)'
+default_regex='^(Oracle\.|Index\.|Synthetic\.|DurationHistogram\.|Live\.(CaptureInPieces|Garbage|FollowsATraceFile)|TraceDamage\.|TraceFormat\.Varints|Fault\.LiveSourceThatFloods)'
 regex=$default_regex
 while getopts "b:m:s:R:" opt; do
   case $opt in
@@ -29,7 +29,7 @@ while getopts "b:m:s:R:" opt; do
 done
 [ -f "$build/CMakeCache.txt" ] || { echo "soak.sh: $build is not a build directory (run scripts/test.sh first)"; exit 2; }
 # The default tests' programs, or every one for a regex of your own.
-targets=(--target index_test analysis_test live_test trace_damage_test trace_format_test fault_test)
+targets=(--target oracle_test index_test analysis_test live_test trace_damage_test trace_format_test fault_test)
 [ "$regex" = "$default_regex" ] || targets=()
 cmake --build "$build" -j "$(nproc)" "${targets[@]}" >/dev/null
 mkdir -p "$build/soak"

@@ -177,13 +177,20 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
       if (st.stack[i].name != name) continue;
       Item it;
       it.kind = StreamKind::Interval;
+      // Frames above it never ended: they end here, with it, as truncated
+      // (dropped, they showed while open at a window's right edge and were
+      // gone from a wider window). (Not resize(): it has a growing path, so
+      // it was a call for every end, 5 % of a walk.)
+      for (; st.stack.size() > i + 1; st.stack.pop_back()) {
+        it.name = st.stack.back().name, it.depth = st.stack.back().depth, it.start = st.stack.back().start, it.end = at;
+        ++st.counts.truncated;
+        on_item(it);
+      }
       it.name = name;
       it.depth = st.stack[i].depth;
       it.start = st.stack[i].start;
       it.end = at;
-      // Frames above it never ended: they end unseen. (Not resize(): it
-      // has a growing path, so it was a call for every end, 5 % of a walk.)
-      while (st.stack.size() > i) st.stack.pop_back();
+      st.stack.pop_back();
       on_item(it);
       return;
     }

@@ -17,7 +17,7 @@ constexpr uint8_t kIndexMagic[8] = {'T', 'I', 'N', 'E', 'I', 'D', 'X', 0};
 // the last chunk hold its running jobs (running_at()); 11: open job entries and
 // resume points hold job ids, frames open at a drop or lost chunk are closed
 // there, per-feedlet WalkCounts
-constexpr uint32_t kIndexVersion = 11;
+constexpr uint32_t kIndexVersion = 12;
 
 struct IndexFile {
   // Writes the directory and footer after the pages already in `path`.

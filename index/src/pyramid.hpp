@@ -231,6 +231,25 @@ inline void fold_items(std::vector<Node>& out, StreamKind kind, uint32_t shift, 
   }
 }
 
+// Folds intervals as fold_items does, but a node holds one depth: a bucket
+// has a node for each depth its items are at, at the tail of `out` (a lane's
+// decoded answer by name, whose nodes the timeline draws in their depth's
+// row: one node for a recursion that ended in one column drew the outer call
+// in the inner one's row, its own row empty).
+inline void fold_intervals_by_depth(std::vector<Node>& out, uint32_t shift, const Item* items, size_t n) {
+  size_t first = out.size();  // where the last bucket's nodes begin
+  while (first > 0 && out[first - 1].bucket == out.back().bucket) --first;
+  for (size_t j = 0; j < n; ++j) {
+    const Item& it = items[j];
+    const uint64_t bucket = it.key() >> shift;
+    if (out.empty() || out.back().bucket != bucket) first = out.size();
+    size_t k = first;
+    while (k < out.size() && out[k].max_depth != it.depth) ++k;
+    if (k == out.size()) set_leaf(out.emplace_back(), it, bucket);
+    else accumulate(out[k], StreamKind::Interval, shift, j, j + 1, [items](size_t i) -> const Item& { return items[i]; });
+  }
+}
+
 // Folds `b` (whose items all come after a's) into `a`. Always inline: it is
 // the inner step of every fold, and a training that folded few stored nodes
 // made it a call in query_levels (docs/PERFORMANCE.md, index.query_warm_us).

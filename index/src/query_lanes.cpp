@@ -315,7 +315,12 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     if (kind == (by_depth ? StreamKind::Interval : StreamKind::Depth)) continue;
     if (kind == StreamKind::Span) continue;  // (its intervals are in the names' and depths' streams too)
     Buckets& b = next(id);
-    if (shift >= st.info.leaf_shift || !affordable || kind == StreamKind::Depth) {
+    // By name, a stream's intervals are decoded wherever the window is
+    // affordable, even at zooms its stored leaves answer: a stored node of
+    // several items knows only their deepest depth, and one name at two
+    // depths (a recursion) was drawn whole in the deeper row.
+    const bool stored_leaves_do = shift >= st.info.leaf_shift && kind != StreamKind::Interval;
+    if (stored_leaves_do || !affordable || kind == StreamKind::Depth) {
       const uint32_t at_shift = stored_shift(st, shift);
       stored.push_back({n - 1, &st, at_shift});
       stored_buckets += std::min(((t1 - t0) >> at_shift) + 1, st.info.items);
@@ -388,8 +393,10 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
       const Item* run = runs[slot].data();
       std::vector<Node>& answer = into(slot);
       const uint64_t buckets = (run[n - 1].key() >> shift) - (run[0].key() >> shift) + 1;
+      const StreamKind kind = f->streams[slot].info.kind;
       reserve_prefaulted(answer, answer.size() + size_t(std::min<uint64_t>(n, buckets)));
-      fold_items(answer, f->streams[slot].info.kind, shift, run, n);
+      if (kind == StreamKind::Interval) fold_intervals_by_depth(answer, shift, run, n);
+      else fold_items(answer, kind, shift, run, n);
     }
     trim_runs(runs, kResumeEvery);
   };
@@ -451,8 +458,19 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
       const std::vector<Node>& b = side[i][slot];
       if (!sink[slot] || b.empty()) continue;
       std::vector<Node>& a = *sink[slot];
+      const StreamKind kind = f->streams[slot].info.kind;
       size_t j = 0;
-      if (!a.empty() && a.back().bucket == b[0].bucket) merge(f->streams[slot].info.kind, a.back(), b[j++]);
+      // (Intervals: a node a depth of the bucket cut by the boundary.)
+      if (kind != StreamKind::Interval) {
+        if (!a.empty() && a.back().bucket == b[0].bucket) merge(kind, a.back(), b[j++]);
+      } else {
+        for (; j < b.size() && !a.empty() && a.back().bucket == b[j].bucket; ++j) {
+          size_t k = a.size();
+          while (k > 0 && a[k - 1].bucket == b[j].bucket && a[k - 1].max_depth != b[j].max_depth) --k;
+          if (k > 0 && a[k - 1].bucket == b[j].bucket) merge(kind, a[k - 1], b[j]);
+          else a.push_back(b[j]);
+        }
+      }
       reserve_prefaulted(a, a.size() + (b.size() - j));  // (new memory mapped in one call, as the walks' own)
       a.insert(a.end(), b.begin() + ptrdiff_t(j), b.end());
     }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 
 namespace tinescope::trace {
 
@@ -30,8 +31,11 @@ void ClockMap::add_point(uint64_t ticks, uint64_t ns) {
   if (ns - n0 >= 10'000'000) nominal_ = double(ticks - t0) / double(ns - n0);
 }
 
+// Offsets from a calibration point are taken in integers before any double
+// (and a nanosecond clock's not scaled at all): a tick count near 2^62 as a
+// double is a microsecond off.
 int64_t ClockMap::to_ns(uint64_t ticks) const {
-  if (points_.empty()) return int64_t(double(ticks) / nominal_);
+  if (points_.empty()) return nominal_ == 1.0 ? int64_t(ticks) : int64_t(double(ticks) / nominal_);
   auto it = std::upper_bound(points_.begin(), points_.end(), ticks,
                              [](uint64_t t, const std::pair<uint64_t, uint64_t>& p) { return t < p.first; });
   if (it != points_.begin() && it != points_.end()) {  // inside a segment: interpolate
@@ -40,12 +44,14 @@ int64_t ClockMap::to_ns(uint64_t ticks) const {
     return int64_t(n0) + int64_t(double(ticks - t0) * double(n1 - n0) / double(t1 - t0));
   }
   const auto& [t, n] = it == points_.begin() ? points_.front() : points_.back();
-  return int64_t(n) + int64_t((double(ticks) - double(t)) / nominal_);
+  const int64_t d = int64_t(ticks - t);  // (two's complement: ticks before t are negative)
+  const int64_t scaled = nominal_ == 1.0 ? d : int64_t(double(d) / nominal_);
+  return int64_t(uint64_t(n) + uint64_t(scaled));  // (wraps as the tick counter would, never UB)
 }
 
 uint64_t ClockMap::to_ticks(int64_t ns) const {
   auto clamp = [](double t) { return t <= 0 ? uint64_t(0) : uint64_t(t + 0.5); };
-  if (points_.empty()) return clamp(double(ns) * nominal_);
+  if (points_.empty()) return nominal_ == 1.0 ? uint64_t(std::max<int64_t>(ns, 0)) : clamp(double(ns) * nominal_);
   auto it = std::upper_bound(points_.begin(), points_.end(), ns,
                              [](int64_t n, const std::pair<uint64_t, uint64_t>& p) { return n < int64_t(p.second); });
   if (it != points_.begin() && it != points_.end()) {
@@ -55,7 +61,15 @@ uint64_t ClockMap::to_ticks(int64_t ns) const {
     return t0 + uint64_t(double(ns - int64_t(n0)) * double(t1 - t0) / double(n1 - n0) + 0.5);
   }
   const auto& [t, n] = it == points_.begin() ? points_.front() : points_.back();
-  return clamp(double(t) + double(ns - int64_t(n)) * nominal_);
+  int64_t d;
+  if (__builtin_sub_overflow(ns, int64_t(n), &d)) return ns < 0 ? 0 : UINT64_MAX;
+  if (nominal_ != 1.0) {
+    const double v = double(d) * nominal_;
+    if (!(std::fabs(v) < 9.2e18)) return v < 0 ? 0 : UINT64_MAX;
+    d = std::llround(v);
+  }
+  if (d < 0) return uint64_t(0) - uint64_t(d) > t ? 0 : t - (uint64_t(0) - uint64_t(d));
+  return UINT64_MAX - t < uint64_t(d) ? UINT64_MAX : t + uint64_t(d);
 }
 
 // ----------------------------------------------------------------- chunks

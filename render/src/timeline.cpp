@@ -259,9 +259,20 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       // drawn as its longest item's name.
       const bool by_depth = st.kind == StreamKind::Depth;
       if ((st.kind == StreamKind::Interval || by_depth) && depth_rows) {
+        // The last depth stream holds every depth from its own on: a bucket
+        // of several of them (it knows only the deepest) is drawn in each
+        // row from its depth to the deepest, not in the deepest alone.
+        const bool from_here_down = by_depth && st.key + 1 == index::kDepthStreams;
         for (const Node& n : b.nodes) {
           const uint32_t name = by_depth ? uint32_t(n.iv.longest_name) : st.key;
           const uint32_t colour = by_depth ? colour_of(lane.source, name) : src.stream_colour[size_t(id)];
+          if (from_here_down && n.count > 1) {
+            const double x0 = axis.x(q.clock.ns(n.iv.min_start)), x1 = axis.x(q.clock.ns(n.iv.max_end));
+            const double len = double(n.iv.max_end - n.iv.min_start);
+            const double density = len <= 0 ? 1.0 : std::min(1.0, double(n.iv.busy) / len);
+            for (uint32_t d = st.key; d < n.max_depth && depth_row(d) < depth_row(n.max_depth); ++d)
+              paint.span(depth_row(d), x0, std::max(x1, x0), density, colour, name, n.count);
+          }
           paint_intervals(depth_row(n.max_depth), n, name, colour);
         }
       } else if (st.kind == StreamKind::Sched) {

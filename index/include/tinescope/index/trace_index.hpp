@@ -111,7 +111,8 @@ struct RunningJob {
 // each is drawn as the events allow, never made up.
 struct WalkCounts {
   uint64_t unmatched_ends = 0;     // an interval's end with no begin of its name open
-  uint64_t truncated = 0;          // intervals and job segments open at a drop or a lost chunk, closed there
+  uint64_t truncated = 0;          // intervals and job segments open at a drop or a lost chunk, closed there;
+                                   // intervals never ended, closed with an outer one that ended
   uint64_t job_moved = 0;          // a job started on a CPU while running on another: its segment there ended
   uint64_t cpu_taken = 0;          // a job started on a CPU while another ran there: that one's segment ended
   uint64_t job_end_elsewhere = 0;  // a preempt/block/complete named a CPU the job did not run on

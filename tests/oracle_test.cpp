@@ -1,0 +1,294 @@
+// Pictures and numbers against the reference model (oracle.hpp), on random
+// traces that hold the cases that went wrong before: stacks deeper than 64,
+// ends with no begin, begins never ended, drops and lost chunks in the middle
+// of stacks, counters sampled seldom (windows between two samples), threads
+// that share a name, timestamps near the top of the clock's range. For each,
+// the timeline's picture data (before GL) of random windows must draw every
+// column the oracle says something covers and nothing where nothing is, a
+// counter's row must hold the value carried in, and the statistics and the
+// index's counts must equal the oracle's. A fixed seed in the suite; under
+// scripts/soak.sh (TINESCOPE_TEST_SEED) a random one.
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "oracle.hpp"
+#include "tinescope/analysis/duration_stats.hpp"
+#include "tinescope/render/figure.hpp"
+#include "tinescope/render/figure_params.hpp"
+#include "tinescope/render/picture.hpp"
+#include "tinescope/render/scene.hpp"
+
+namespace tinescope::test {
+namespace {
+
+using namespace format;
+
+enum Name : uint64_t { kA = 1, kB, kC, kD, kCtr, kFctr, kWorker, kOther, kNames };
+const std::vector<std::string> kNameText = {"a", "b", "c", "d", "ctr", "fctr", "worker", "other"};
+
+struct Shape {
+  uint32_t feedlets = 3, events = 2000;
+  uint64_t base = 1'000'000;  // the first timestamp
+};
+
+// A random trace: per feedlet a stack of begins and ends (some ends name
+// nothing open, some begins never end, now and then a run 70 deep), complete
+// intervals, instants, two counters sampled seldom; chunks that follow
+// drops or lost chunks. Threads 1 and 2 share the name "worker".
+std::string random_trace(uint64_t seed, const Shape& shape) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint64_t> threads;
+  for (uint32_t f = 0; f < shape.feedlets; ++f) threads.push_back(f < 2 ? kWorker : kOther);
+  TraceBytes trace = named_trace(kNameText, threads);
+  std::vector<ChunkBuilder> cb(shape.feedlets);
+  std::vector<uint64_t> ts(shape.feedlets, shape.base);
+  std::vector<std::vector<uint64_t>> open(shape.feedlets);
+  for (uint32_t f = 0; f < shape.feedlets; ++f) cb[f].feedlet = f + 1;
+  auto flush = [&](ChunkBuilder& c) {
+    if (c.empty()) return;
+    if (rng() % 6 == 0) c.pending_drops = 1 + rng() % 9;
+    trace.flush(c);
+    if (rng() % 10 == 0) ++c.sequence;  // the next chunk is lost
+  };
+  auto put = [&](ChunkBuilder& c, uint16_t type, uint64_t t, uint64_t name) { put_named(c, type, t, name); };
+  for (uint32_t i = 0; i < shape.events; ++i) {
+    const uint32_t f = uint32_t(rng() % shape.feedlets);
+    ChunkBuilder& c = cb[f];
+    ts[f] += rng() % 4 == 0 ? rng() % 20000 : rng() % 300;
+    const uint64_t t = ts[f];
+    std::vector<uint64_t>& stack = open[f];
+    switch (rng() % 10) {
+      case 0:
+      case 1:
+      case 2: {
+        const uint64_t n = 1 + rng() % 4;
+        put(c, kIntervalBegin, t, n), stack.push_back(n);
+        if (rng() % 200 == 0)  // a deep run
+          for (int d = 0; d < 70; ++d, ++ts[f]) put(c, kIntervalBegin, ts[f], kA + d % 3), stack.push_back(kA + d % 3);
+        break;
+      }
+      case 3:
+      case 4:
+      case 5: {
+        // Mostly the innermost; sometimes one further down, or a name not open.
+        uint64_t n = 1 + rng() % 4;
+        if (!stack.empty() && rng() % 8) n = stack[stack.size() - 1 - (rng() % 6 == 0 ? rng() % stack.size() : 0)];
+        put(c, kIntervalEnd, t, n);
+        while (!stack.empty() && stack.back() != n) stack.pop_back();
+        if (!stack.empty()) stack.pop_back();
+        break;
+      }
+      case 6: {
+        uint8_t* p = c.begin(kIntervalComplete, t);
+        p = ChunkBuilder::put_u64(p, 1 + rng() % 4);
+        p = ChunkBuilder::put_u64(p, rng() % std::min<uint64_t>(t - shape.base + 1, 5000));
+        c.end(p);
+        break;
+      }
+      case 7: put(c, kInstant, t, kD); break;
+      case 8:
+        if (rng() % 4 == 0) {
+          uint8_t* p = c.begin(kCounterInt, t);
+          p = ChunkBuilder::put_u64(p, kCtr);
+          p = ChunkBuilder::put_i64(p, int64_t(rng() % 2000) - 1000);
+          c.end(p);
+        }
+        break;
+      default:
+        if (rng() % 4 == 0) {
+          uint8_t* p = c.begin(kCounterFloat, t);
+          p = ChunkBuilder::put_u64(p, kFctr);
+          p = ChunkBuilder::put_f64(p, double(rng() % 100000) / 7.0);
+          c.end(p);
+        }
+        break;
+    }
+    if (c.full() || rng() % 150 == 0) flush(c);
+  }
+  for (ChunkBuilder& c : cb) flush(c);
+  return trace.out;
+}
+
+std::string save(const std::string& bytes, const std::string& name) {
+  const std::string path = temp_path(name);
+  ::unlink((path + ".idx").c_str());
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+// The held value of a counter at tick t: the last sample at or before it.
+bool held(const std::vector<std::pair<uint64_t, double>>& samples, uint64_t t, double& v) {
+  auto it = std::upper_bound(samples.begin(), samples.end(), t, [](uint64_t x, auto& s) { return x < s.first; });
+  if (it == samples.begin()) return false;
+  v = std::prev(it)->second;
+  return true;
+}
+
+// One window of one trace: the picture's rows against the oracle's columns.
+// Returns the number of mismatches (each reported). At rest (the budget of
+// a headless render) a small trace is drawn from its events, exactly; a
+// picture over its decode budget (`coarse`: drawn from the stored levels, a
+// bucket's intervals as a smear of their density) must still draw every
+// column something covers, and may smear into the columns around.
+int check_window(const render::Scene& scene, const oracle::Model& m, int64_t t0, int64_t t1, uint32_t width,
+                 bool coarse, const std::string& what) {
+  render::FigureParams f;
+  f.t0 = t0, f.t1 = t1;
+  render::TimelineRequest req =
+      render::timeline_request(scene, f, render::TimelineGeometry::of({0, 0, float(width) + 150, 4000}));
+  req.decode_per_column = coarse ? 1 : render::kAtRestDecodePerColumn;
+  const render::TimelinePicture p = render::build_timeline(scene, req);
+  if (!coarse) {
+    EXPECT_FALSE(p.over_budget) << what << ": a small trace is drawn from its events at rest";
+  }
+  const trace::ClockMap& clock = m.catalog.clock;
+  auto x = [&](uint64_t ticks) { return p.axis.x(clock.to_ns(ticks)); };
+  const double right = double(p.columns) + 2;
+  int bad = 0;
+  auto report = [&](const std::string& row, uint32_t c, const std::string& why) {
+    if (++bad <= 5) ADD_FAILURE() << what << " " << row << " column " << c << ": " << why;
+  };
+  for (const render::Layout::LaneRows& lr : req.layout.lanes) {
+    const render::Lane& lane = scene.lanes()[lr.lane];
+    const auto found = m.lanes.find(lane.feedlet);
+    if (found == m.lanes.end()) continue;
+    const oracle::Lane& ol = found->second;
+    for (uint32_t r = lr.first; r < lr.end; ++r) {
+      const render::Row& row = req.layout.rows[r];
+      const std::string name = "lane " + std::to_string(lane.feedlet) + " row " + std::to_string(r - lr.first);
+      if (row.kind == render::Row::Interval || row.kind == render::Row::Instant) {
+        oracle::Columns want(p.columns);
+        if (row.kind == render::Row::Interval) {
+          const bool last = row.index + 1 == lane.depth_rows;
+          for (const oracle::Interval& iv : ol.intervals)
+            if (iv.depth == row.index || (last && iv.depth > row.index))
+              want.cover(x(iv.start), iv.end == UINT64_MAX ? right : x(iv.end));
+        } else {
+          for (uint64_t t : ol.instants) want.cover(x(t), x(t));
+          want.must.assign(want.must.size(), false);  // (an instant's column may be drawn: no must)
+        }
+        for (uint32_t c = 0; c < p.columns; ++c) {
+          const bool drawn = p.rgba[size_t(r) * p.columns + c] != 0;
+          if (want.must[c] && !drawn) report(name, c, "an interval covers it, nothing is drawn");
+          if (drawn && !want.may[c] && !(coarse && p.over_budget)) report(name, c, "drawn where nothing happened");
+        }
+      } else if (row.kind == render::Row::Counter) {
+        const std::string& counter = lane.counter_names[row.index];
+        const auto samples = ol.counters.find(counter == "ctr" ? kCtr : kFctr);
+        if (samples == ol.counters.end()) continue;
+        const auto [lo, hi] = p.counter_range[r];
+        std::vector<bool> quiet(p.columns, true);  // no sample (nor the trace's end) within a column of it
+        std::vector<uint64_t> edges{m.last_ts};
+        for (auto& [t, v] : samples->second) edges.push_back(t);
+        for (uint64_t t : edges) {  // (a column of slack, and a tick: columns may be finer than ticks)
+          const double sx0 = x(t > 0 ? t - 1 : t), sx1 = x(t + 1);
+          for (int64_t c = int64_t(std::floor(sx0)) - 1; c <= int64_t(std::floor(sx1)) + 1; ++c)
+            if (c >= 0 && c < int64_t(p.columns)) quiet[size_t(c)] = false;
+        }
+        const double tick_per_col = double(t1 - t0) / p.columns;
+        for (uint32_t c = 0; c < p.columns; ++c) {
+          if (!quiet[c]) continue;
+          const uint64_t mid = clock.to_ticks(t0 + int64_t((c + 0.5) * tick_per_col));
+          double v;
+          const bool has = held(samples->second, mid, v) && mid <= m.last_ts;
+          const float a = p.envelope[(size_t(r) * p.columns + c) * 2], z = p.envelope[(size_t(r) * p.columns + c) * 2 + 1];
+          if (std::isnan(a) != !has) {
+            report(name + " (" + counter + ")", c, has ? "a value is held, none drawn" : "a value drawn, none held");
+            continue;
+          }
+          if (!has) continue;
+          // Exactly the value held; coarse, a bucket's range that holds it.
+          const double tol = 1e-3 * (hi - lo) + 1e-9 * std::fabs(v);
+          const double dlo = lo + a * (hi - lo), dhi = lo + z * (hi - lo);
+          const bool fits = coarse && p.over_budget ? dlo - tol <= v && v <= dhi + tol
+                                                    : std::fabs(dlo - v) <= tol && std::fabs(dhi - v) <= tol;
+          if (!fits)
+            report(name + " (" + counter + ")", c,
+                   "held " + std::to_string(v) + ", drawn " + std::to_string(lo + a * (hi - lo)) + ".." +
+                       std::to_string(lo + z * (hi - lo)));
+        }
+      }
+    }
+  }
+  return bad;
+}
+
+// The statistics and the index's counts against the oracle's.
+void check_numbers(const render::Scene& scene, const oracle::Model& m, const std::string& what) {
+  const index::TraceIndex& ix = *scene.sources()[0].index;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> want;  // name -> (count, longest)
+  for (auto& [f, lane] : m.lanes)
+    for (const oracle::Interval& iv : lane.intervals) {
+      if (iv.end == UINT64_MAX) continue;  // still open: no duration yet
+      auto& [n, longest] = want[kNameText[iv.name - 1]];
+      ++n, longest = std::max(longest, iv.end - iv.start);
+    }
+  std::string error;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> got;
+  for (const analysis::DurationStats& s : analysis::duration_stats(ix, analysis::Expr{}, false, error))
+    got[s.name] = {s.h.count(), s.h.max()};
+  EXPECT_TRUE(error.empty()) << error;
+  EXPECT_EQ(got, want) << what << ": stats per name (count, longest)";
+  for (const index::FeedletSummary& f : ix.feedlets()) {
+    const auto lane = m.lanes.find(f.id);
+    if (lane == m.lanes.end()) continue;
+    EXPECT_EQ(f.counts.unmatched_ends, lane->second.unmatched_ends) << what << ": feedlet " << f.id;
+    EXPECT_EQ(f.counts.truncated, lane->second.truncated) << what << ": feedlet " << f.id;
+  }
+}
+
+void check_trace(uint64_t seed, const Shape& shape) {
+  const std::string what = "seed " + std::to_string(seed);
+  const std::string bytes = random_trace(seed, shape);
+  const oracle::Model m = oracle::build(read_bytes(bytes));
+  const std::string path = save(bytes, "oracle_" + std::to_string(seed));
+  render::Scene scene;
+  std::string error;
+  ASSERT_TRUE(scene.add_trace(path, error)) << what << ": " << error;
+  check_numbers(scene, m, what);
+  std::mt19937_64 rng(seed * 31 + 7);
+  const int64_t first = m.catalog.clock.to_ns(m.first_ts), last = m.catalog.clock.to_ns(m.last_ts);
+  const int64_t span = std::max<int64_t>(last - first, 1);
+  int bad = 0;
+  for (int w = 0; w < 12 && bad < 20; ++w) {
+    // The whole trace, zooms anywhere (some past its ends), and a window
+    // between two samples of a counter.
+    int64_t t0 = first, t1 = last + 1;
+    if (w > 0) {
+      const int64_t len = std::max<int64_t>(50, span >> (rng() % 14));
+      t0 = first - span / 20 + int64_t(rng() % uint64_t(span + span / 10));
+      t1 = t0 + len;
+    }
+    if (w == 11)
+      for (auto& [f, lane] : m.lanes)
+        for (auto& [name, samples] : lane.counters)
+          for (size_t k = 1; k < samples.size(); ++k)
+            if (samples[k].first - samples[k - 1].first > 400) {
+              t0 = m.catalog.clock.to_ns(samples[k - 1].first + 100), t1 = m.catalog.clock.to_ns(samples[k].first - 100);
+              break;
+            }
+    const uint32_t width = 50 + uint32_t(rng() % 700);
+    const std::string window = what + " window " + std::to_string(t0) + ".." + std::to_string(t1);
+    bad += check_window(scene, m, t0, t1, width, false, window);
+    bad += check_window(scene, m, t0, t1, width, true, window + " (coarse)");
+  }
+  EXPECT_EQ(bad, 0) << what;
+  ::unlink(path.c_str());
+  ::unlink((path + ".idx").c_str());
+}
+
+TEST(Oracle, PicturesAndNumbersEqualTheEventsOnRandomTraces) {
+  const uint64_t seed = test_seed(20261129);
+  const int traces = soaking() ? 200 : 40;
+  for (int i = 0; i < traces && !::testing::Test::HasFailure(); ++i) {
+    Shape shape;
+    shape.feedlets = 1 + uint32_t(i % 4);
+    shape.events = 300 + uint32_t((seed + uint64_t(i) * 7919) % 3000);
+    shape.base = i % 5 == 4 ? (uint64_t(1) << 62) : 1'000'000;  // near the top of the clock's range
+    check_trace(seed + uint64_t(i), shape);
+  }
+}
+
+}  // namespace
+}  // namespace tinescope::test
