@@ -82,10 +82,11 @@ struct Cell {
 };
 
 // A counter holds its value between samples: what it held at the window's
-// left edge, and whether a sample comes after the right edge.
+// left edge. (Past the last sample in the window it holds to the right edge
+// or the trace's end, whichever comes first: no need to find the next one.)
 struct CounterEdges {
-  bool has_before = false, has_after = false;
-  index::Item before, after;
+  bool has_before = false;
+  index::Item before;
 };
 
 struct LaneQuery {
@@ -165,10 +166,22 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     std::erase_if(q.buckets, [&](const auto& b) { return size_t(b.first) >= known; });
     q.edge = ix.running_across(lane.feedlet, q.clock.k1);
     q.counters.resize(lane.counters.size());
+    const uint64_t first_column_end =  // (warped, columns differ: none)
+        req.theta > 0 ? 0 : q.clock.ticks(req.t0 + int64_t(double(req.t1 - req.t0) / std::max(1.0, req.width)));
     for (size_t k = 0; k < lane.counters.size(); ++k) {
+      // The value held at the left edge, unless a sample of the window's
+      // answer comes within its first column (a dense counter's every
+      // picture: that search descends the pyramid and decodes a leaf).
+      bool sampled_at_edge = false;
+      for (const auto& [id, b] : q.buckets)
+        if (id == lane.counters[k])
+          for (const Node& n : b.nodes)
+            if (n.count) {
+              sampled_at_edge = n.s.first_ts <= first_column_end;
+              break;
+            }
       CounterEdges& e = q.counters[k];
-      e.has_before = ix.sample_before(lane.counters[k], q.clock.k0, e.before);
-      e.has_after = ix.sample_after(lane.counters[k], q.clock.k1, e.after);
+      if (!sampled_at_edge) e.has_before = ix.sample_before(lane.counters[k], q.clock.k0, e.before);
     }
     queries.push_back(std::move(q));
   }
@@ -328,7 +341,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
         }
       }
       if (held) {
-        const uint64_t until = e.has_after ? e.after.end : ix.last_ts();
+        const uint64_t until = ix.last_ts();
         const double x1 = until > q.clock.k1 ? double(P.columns) : axis.x(q.clock.ns(until));
         put(held_x, x1, held_value, held_value);
       }
