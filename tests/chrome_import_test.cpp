@@ -819,6 +819,48 @@ TEST(ChromeImport, BoundFlowsAreImportedAndWhatIsNotReadIsReported) {
   ::unlink(in.c_str());
 }
 
+// Found by the second parser's review (sample_counts_test): flows were keyed
+// by hash(cat) ^ hash(id), so every flow whose cat equals its id shared one
+// key, and an end took another flow's link.
+TEST(ChromeImport, FlowsWhoseCategoryIsTheirIdAreApart) {
+  const std::string in = temp_path("cat_is_id.json");
+  write_file(in, R"([
+    {"ph":"X","name":"a","pid":1,"tid":1,"ts":0,"dur":100},
+    {"ph":"X","name":"b","pid":1,"tid":2,"ts":0,"dur":100},
+    {"ph":"s","name":"m","cat":"x","id":"x","pid":1,"tid":1,"ts":1,"bp":"e"},
+    {"ph":"s","name":"m","cat":"y","id":"y","pid":1,"tid":1,"ts":2,"bp":"e"},
+    {"ph":"f","name":"m","cat":"x","id":"x","pid":1,"tid":2,"ts":3,"bp":"e"},
+    {"ph":"f","name":"m","cat":"y","id":"y","pid":1,"tid":2,"ts":4,"bp":"e"}])");
+  Imported im(AtPath{in}, "cat_is_id");
+  ASSERT_TRUE(im.ix);
+  std::map<uint64_t, uint64_t> recv_of_send;
+  for (const index::Flow& f : im.ix->flows(0, UINT64_MAX))
+    if (f.matched()) recv_of_send[f.send_ts / us] = f.recv_ts / us;
+  EXPECT_EQ(recv_of_send, (std::map<uint64_t, uint64_t>{{1, 3}, {2, 4}}));
+  EXPECT_EQ(im.result.unmatched_flow_ends, 0u);
+  ::unlink(in.c_str());
+}
+
+// A begin never ended inside a complete event stays open (to the end of the
+// trace); it was written as a complete event 2^64 ns long.
+TEST(ChromeImport, ABeginNeverEndedInsideASpanStaysOpen) {
+  const std::string in = temp_path("open_inside.json");
+  write_file(in, R"([{"ph":"X","name":"x","pid":1,"tid":1,"ts":0,"dur":10},
+    {"ph":"B","name":"open","pid":1,"tid":1,"ts":5},
+    {"ph":"X","name":"later","pid":1,"tid":1,"ts":20,"dur":5}])");
+  Imported im(AtPath{in}, "open_inside");
+  ASSERT_TRUE(im.ix);
+  const uint32_t lane = im.lane.at("tid 1");
+  const auto open = im.ix->open_at(lane, im.ix->last_ts());
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].start, 5 * us);
+  EXPECT_EQ(im.ix->catalog().string(open[0].name), "open");
+  expect_one_interval(im, "tid 1", "x", 0, 10, 1);  // (under the open one, which began before it ended)
+  EXPECT_TRUE(im.items(StreamKind::Interval, "tid 1", "open").empty()) << "no end: no item";
+  EXPECT_EQ(im.ix->to_ns(im.ix->last_ts()), 25'000);
+  ::unlink(in.c_str());
+}
+
 TEST(ChromeImport, BadInputGetsAClearError) {
   std::string dir = ::testing::TempDir();
   std::string out = temp_path("import_bad");

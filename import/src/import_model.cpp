@@ -44,9 +44,10 @@ BulkArray<Point> nest(Feedlet& f, uint64_t& unmatched) {
   out.reserve(2 * f.spans.size() + f.points.size());
   uint64_t seq = 0;
   std::vector<const Span*> stack;
+  std::vector<size_t> begun_at;  // each stacked span's begin, in out
   auto pop = [&] {
     const Span* s = stack.back();
-    stack.pop_back();
+    stack.pop_back(), begun_at.pop_back();
     if (s->end != UINT64_MAX) out.push_back(Point{s->end, seq++, kIntervalEnd, s->name, 0});
   };
   for (const Span& s : f.spans) {
@@ -54,12 +55,21 @@ BulkArray<Point> nest(Feedlet& f, uint64_t& unmatched) {
       if (stack.back()->end > s.start) break;  // overlaps without nesting
       pop();
     }
-    if (!stack.empty() && s.end > stack.back()->end) {
+    if (s.end == UINT64_MAX) {
+      // Never ended, begun inside spans that end: it cannot be a complete
+      // event (it has no end), so they become complete events and it stays
+      // open (as a complete it would end at 2^64 ns).
+      for (; !stack.empty() && stack.back()->end != UINT64_MAX; stack.pop_back(), begun_at.pop_back()) {
+        const Span* t = stack.back();
+        Point& begin = out[begun_at.back()];
+        begin = Point{t->end, begin.seq, kIntervalComplete, t->name, t->end - t->start};
+      }
+    } else if (!stack.empty() && s.end > stack.back()->end) {
       out.push_back(Point{s.end, seq++, kIntervalComplete, s.name, s.end - s.start});
       continue;
     }
     out.push_back(Point{s.start, seq++, kIntervalBegin, s.name, 0});
-    stack.push_back(&s);
+    stack.push_back(&s), begun_at.push_back(out.size() - 1);
   }
   while (!stack.empty()) pop();
   for (Point& p : f.points) p.seq += uint64_t(1) << 62;  // after intervals at the same time
@@ -195,8 +205,11 @@ void ImportModel::take(const RawEvent& e) {
     case 't':
     case 'f': {
       Feedlet& f = feedlet(e.pid, e.tid, "");
-      flows.push_back(Flow{checksum(e.id.data(), e.id.size()) ^ checksum(e.cat.data(), e.cat.size()), ticks(e.ts),
-                           seq_++, ph, ph == 'f' && !e.bind_enclosing, f.id, name});
+      // Keyed by (cat, id) as one text: XOR of their hashes made every flow
+      // whose cat equals its id one key, and (a, b) the same as (b, a).
+      const std::string key = e.cat + '\x1f' + e.id;
+      flows.push_back(Flow{checksum(key.data(), key.size()), ticks(e.ts), seq_++, ph, ph == 'f' && !e.bind_enclosing,
+                           f.id, name});
       return;
     }
     default: ++r.unsupported[e.ph];
