@@ -303,6 +303,65 @@ TEST(Render, ACounterHoldsItsValueBetweenSamples) {
   for (size_t c = 0; c < before.size(); ++c) EXPECT_TRUE(std::isnan(before[c])) << "column " << c;
 }
 
+// Trust, fault 7: the arrow limit counts the messages of the lanes shown
+// (two lanes chosen of a busy trace got no arrows, for the messages of lanes
+// not shown), and a message in flight across the whole window is drawn.
+TEST(Render, ArrowsAreThoseOfTheLanesShownAndThoseInFlightAcrossTheWindow) {
+  std::string json = R"([{"ph":"X","name":"w","pid":1,"tid":1,"ts":0,"dur":10000},
+    {"ph":"X","name":"w","pid":1,"tid":2,"ts":0,"dur":10000},
+    {"ph":"X","name":"w","pid":1,"tid":3,"ts":0,"dur":10000},
+    {"ph":"X","name":"w","pid":1,"tid":4,"ts":0,"dur":10000},
+    {"ph":"s","name":"long","cat":"c","id":"long","pid":1,"tid":1,"ts":100,"bp":"e"},
+    {"ph":"f","name":"long","cat":"c","id":"long","pid":1,"tid":2,"ts":9000,"bp":"e"})";
+  for (int i = 0; i < 10; ++i)  // lanes 1 and 2: ten messages
+    json += R"(,{"ph":"s","name":"m","cat":"a","id":)" + std::to_string(i) + R"(,"pid":1,"tid":1,"ts":)" +
+            std::to_string(2000 + i * 10) + R"(,"bp":"e"},{"ph":"f","name":"m","cat":"a","id":)" + std::to_string(i) +
+            R"(,"pid":1,"tid":2,"ts":)" + std::to_string(2005 + i * 10) + R"(,"bp":"e"})";
+  for (int i = 0; i < 1000; ++i)  // lanes 3 and 4: a thousand
+    json += R"(,{"ph":"s","name":"m","cat":"b","id":)" + std::to_string(i) + R"(,"pid":1,"tid":3,"ts":)" +
+            std::to_string(2000 + i) + R"(,"bp":"e"},{"ph":"f","name":"m","cat":"b","id":)" + std::to_string(i) +
+            R"(,"pid":1,"tid":4,"ts":)" + std::to_string(2000 + i) + R"(,"bp":"e"})";
+  render::Scene scene;
+  import_into(scene, "arrows", json + "]");
+  if (::testing::Test::HasFatalFailure()) return;
+  auto picture = [&](int64_t t0, int64_t t1, const std::string& lanes) {
+    FigureParams f;
+    f.t0 = t0, f.t1 = t1;
+    std::string error;
+    if (!lanes.empty()) f.lanes = scene.select_lanes(lanes, error);
+    EXPECT_TRUE(error.empty()) << error;
+    const render::TimelineRequest req =
+        render::timeline_request(scene, f, render::TimelineGeometry::of({0, 0, 550, 300}));
+    return render::build_timeline(scene, req);
+  };
+  const int64_t t0 = scene.first_ns();
+  // The whole window, lanes 1 and 2: their ten and the long one, though all
+  // four lanes hold more than the limit.
+  render::TimelinePicture p = picture(t0 + 1'500'000, t0 + 3'500'000, "tid 1,tid 2");
+  EXPECT_EQ(p.arrows.size(), 11u);
+  EXPECT_EQ(p.arrows_left_out, 0u);
+  // All lanes: more than the limit, none drawn, said.
+  p = picture(t0 + 1'500'000, t0 + 3'500'000, "");
+  EXPECT_TRUE(p.arrows.empty());
+  EXPECT_GT(p.arrows_left_out, 800u);
+  // Between the long one's send and receive, nothing else in the window: it
+  // is drawn from before the left edge to past the right one.
+  p = picture(t0 + 5'000'000, t0 + 6'000'000, "tid 1,tid 2");
+  ASSERT_EQ(p.arrows.size(), 1u);
+  EXPECT_LT(p.arrows[0].x0, 0);
+  EXPECT_GT(p.arrows[0].x1, 400);
+  // Going to a message (a search hit) at a zoom where its arrow is drawn:
+  // the window 2 ms wide around lanes 3 and 4's 500th holds too many.
+  const int64_t send = t0 + 2'500'000;
+  const auto [w0, w1] = render::message_window(scene, send, send, 2'000'000);
+  EXPECT_LT(w0, send);
+  EXPECT_GT(w1, send);
+  EXPECT_LT(w1 - w0, 2'000'000);
+  p = picture(w0, w1, "");
+  EXPECT_EQ(p.arrows_left_out, 0u);
+  EXPECT_TRUE(std::any_of(p.arrows.begin(), p.arrows.end(), [&](const render::Arrow& a) { return a.send == send; }));
+}
+
 // The analysis panel's figure of an interval stream draws each interval
 // where it lies, [start, end) (trust, fault 3: buckets keyed by the end drew
 // a 1 px line at each end), and one that runs on past the window too.

@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "tinescope/analysis/needles.hpp"
+#include "tinescope/render/figure_params.hpp"
 
 namespace tinescope::app {
 
@@ -167,7 +168,10 @@ void AnalysisPanel::go_to_hit(SharedView& v, size_t i) {
   const SearchHit& h = hits_[i];
   current_hit_ = int(i);
   const int64_t span = v.t1 - v.t0, len = h.t1 - h.t0;
-  if (len * 10 > span * 8) {  // does not fit: zoom to it
+  if (h.kind == SearchHit::Message) {  // at a zoom where its arrow is drawn
+    const auto [t0, t1] = render::message_window(*v.scene, h.t0, h.t1, span);
+    v.set_window(t0, t1);
+  } else if (len * 10 > span * 8) {  // does not fit: zoom to it
     const int64_t pad = std::max<int64_t>(2, len / 10);
     v.set_window(h.t0 - pad, h.t1 + pad);
   } else {

@@ -13,13 +13,16 @@
 
 namespace tinescope::index {
 
-std::vector<Flow> TraceIndex::flows(uint64_t t0, uint64_t t1, size_t limit) const {
+std::vector<Flow> TraceIndex::flows(uint64_t t0, uint64_t t1, size_t limit, bool across) const {
   std::shared_lock lock(mu_);
   std::vector<Flow> out;
   if (limit < SIZE_MAX) ++limit;  // one more than asked tells the caller there are more
+  // (A flow across the window has its block's times around it: the blocks
+  // that meet the window hold it.)
   auto in = [&](const Flow& f) {
     return ((f.flags & kFlowSent) && f.send_ts >= t0 && f.send_ts <= t1) ||
-           ((f.flags & kFlowReceived) && f.recv_ts >= t0 && f.recv_ts <= t1);
+           ((f.flags & kFlowReceived) && f.recv_ts >= t0 && f.recv_ts <= t1) ||
+           (across && f.matched() && f.send_ts < t0 && f.recv_ts > t1);
   };
   if (!s_->flows) {
     // The index file's blocks, in order: only those whose times meet the window.

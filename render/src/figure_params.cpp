@@ -33,6 +33,23 @@ std::vector<uint32_t> scope_lanes(const Scene& scene, const FigureParams& f) {
 
 }  // namespace
 
+std::pair<int64_t, int64_t> message_window(const Scene& scene, int64_t send, int64_t recv, int64_t span,
+                                           uint32_t max_arrows) {
+  const int64_t len = std::max<int64_t>(recv - send, 0), mid = send + len / 2;
+  const int64_t narrowest = std::max<int64_t>(len + len / 5, 100);
+  span = std::max(span, narrowest);
+  auto crowded = [&](int64_t t0, int64_t t1) {
+    size_t n = 0;
+    for (const Source& src : scene.sources()) {
+      const ClockWindow cw(src.catalog->clock, t0, t1);
+      n += src.index->flows(cw.k0, cw.k1, max_arrows, true).size();
+    }
+    return n > max_arrows;
+  };
+  while (span / 2 >= narrowest && crowded(mid - span / 2, mid - span / 2 + span)) span /= 2;
+  return {mid - span / 2, mid - span / 2 + span};
+}
+
 double default_period_ns(const Scene& scene, const FigureParams& f) {
   const double fallback = std::max(1.0, double(f.t1 - f.t0) / 100);
   const std::vector<uint32_t> lanes = scope_lanes(scene, f);

@@ -103,10 +103,14 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
       dl->AddText({x + 4, plot.y + plot.h - 16}, kDark, s.c_str());
     }
   }
-  if (p.arrows_left_out || p.boxes_left_out) {
+  if (p.arrows_left_out) {
+    // In the ruler, at its right end, on its own ground: over the lanes it
+    // hid what it was drawn on.
     char note[96];
     std::snprintf(note, sizeof note, "more than %u messages here: zoom in to see their arrows", p.request.max_arrows);
-    if (p.arrows_left_out) dl->AddText({plot.x + 4, plot.y + plot.h - 32}, kDim, note);
+    const float w = ImGui::CalcTextSize(note).x, x = g.ruler.x + g.ruler.w - w - 6;
+    dl->AddRectFilled({x - 4, g.ruler.y}, {g.ruler.x + g.ruler.w, g.ruler.y + g.ruler.h}, IM_COL32(28, 28, 34, 255));
+    dl->AddText({x, g.ruler.y + 3}, kDim, note);
   }
 }
 

@@ -398,7 +398,9 @@ class TraceIndex {
   // Messages with their send or receive in [t0, t1], by time. With a limit,
   // at most limit + 1 of them (which ones is unspecified): more than the
   // caller can use.
-  std::vector<Flow> flows(uint64_t t0, uint64_t t1, size_t limit = SIZE_MAX) const;
+  // With `across`, also those in flight across the whole window (sent before
+  // t0, received after t1), among them by their send.
+  std::vector<Flow> flows(uint64_t t0, uint64_t t1, size_t limit = SIZE_MAX, bool across = false) const;
 
   // ---- feedlet sub-index and global order
   std::vector<FeedletChunk> feedlet_chunks(uint32_t feedlet) const;

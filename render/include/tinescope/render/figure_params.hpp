@@ -33,6 +33,12 @@ ScopeRequest scope_request(const Scene& scene, const FigureParams& f, const Scop
 // one name, or a CPU's job segments) over a stretch of ~2 000 of them from
 // f.t0; (t1 - t0) / 100 where a lane has too few.
 double default_period_ns(const Scene& scene, const FigureParams& f);
+// The window to show a message [send, recv] in (a search hit, a bookmark):
+// `span` wide, centred on it, narrowed (halved) until the window holds at
+// most max_arrows messages, so that its arrow is drawn; never narrower than
+// the message and a fifth. Returns [t0, t1].
+std::pair<int64_t, int64_t> message_window(const Scene& scene, int64_t send, int64_t recv, int64_t span,
+                                           uint32_t max_arrows = TimelineRequest{}.max_arrows);
 // A picture of all lanes over the whole scene, for the overview strip.
 TimelineRequest overview_request(const Scene& scene, float width);
 
