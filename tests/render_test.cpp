@@ -455,6 +455,26 @@ TEST(Render, LanesNamedAfterTheirProcessShowTheRestUnderItsHeader) {
                        {"BrowserMain", "BrowserMain"}, {"Browser counters", "counters"}, {"tid 1", "tid 1"}}));
 }
 
+// Trust, fault 21: the names' column can be widened (the viewer drags its
+// border) so that a long name can be read; it keeps a plot to draw in.
+TEST(Render, TheNamesColumnWidensAndKeepsAPlot) {
+  using G = render::TimelineGeometry;
+  const render::Rect f{10, 0, 1000, 500};
+  EXPECT_EQ(G::of(f).names.w, G::kNamesPx);
+  const G wide = G::of(f, 400);
+  EXPECT_EQ(wide.names.w, 400);
+  EXPECT_EQ(wide.plot.x, 410);
+  EXPECT_EQ(wide.plot.w, 600);
+  EXPECT_EQ(wide.ruler.x, 410);
+  EXPECT_EQ(G::of(f, 5).names.w, G::kMinNamesPx);
+  EXPECT_EQ(G::of(f, 5000).plot.w, G::kMinPlotPx);
+  EXPECT_EQ(G::of({0, 0, 120, 100}, 500).names.w, G::kMinNamesPx);
+  // A picture laid out for the wider column draws in its plot's columns.
+  render::FigureParams p;
+  p.names_px = 400;
+  EXPECT_EQ(render::TimelineGeometry::of(f, p.names_px).plot.w, 600);
+}
+
 // Trust, fault 9: threads of one process that share a name get labels told
 // apart by their tids; the same name in two processes is told apart by the
 // processes' headers.

@@ -17,6 +17,8 @@ void add_figure_options(CLI::App& cmd, FigureOptions& o) {
   cmd.add_option("--strip", o.strip_px, "scope: strip height in pixels (>= 1)")->check(CLI::Range(1, 1000));
   cmd.add_option("--theta", o.theta, "log-time warp: 0 is linear; larger opens up bursts (per microsecond)");
   cmd.add_option("--lanes", o.lanes, "lanes by thread or process name, or number, comma separated");
+  cmd.add_option("--names-width", o.names_px, "timeline: the lane names' column, in pixels (long names; the viewer: drag its border)")
+      ->check(CLI::Range(60, 4000));
   cmd.add_option("--cursor", o.cursor, "a cursor at this time");
   cmd.add_option("--select", o.select, "a selected range FROM:TO");
 }
@@ -53,6 +55,7 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
   }
   f.fold = o.fold;
   f.strip_px = o.strip_px;
+  f.names_px = o.names_px;
   f.theta = o.theta / 1e3;
   if (!o.lanes.empty()) {
     f.lanes = scene.select_lanes(o.lanes, error);

@@ -15,6 +15,7 @@ struct FigureOptions {
   std::string from, to, period, lanes, cursor, select;
   uint32_t fold = 1, strip_px = 8;
   double theta = 0;  // per microsecond on the command line
+  float names_px = render::TimelineGeometry::kNamesPx;
 };
 
 void add_figure_options(CLI::App& cmd, FigureOptions& o);

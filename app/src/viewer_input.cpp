@@ -79,6 +79,18 @@ void Viewer::handle_timeline_input(Figure& f, size_t index) {
   const ImVec2 m = io.MousePos;
   const render::TimelineGeometry g = f.tg();
   const bool in_plot = g.plot.contains(m.x, m.y), in_names = g.names.contains(m.x, m.y);
+  // The border of the names' column: dragged, it widens or narrows it.
+  const bool on_border = std::fabs(m.x - g.plot.x) <= 3 && m.y >= g.figure.y && m.y < g.figure.y + g.figure.h;
+  if (on_border || (drag_ == Drag::Names && drag_figure_ == index)) ImGui::SetMouseCursor(ImGuiMouseCursor_ResizeEW);
+  if (drag_ == Drag::None && on_border && ImGui::IsMouseClicked(0)) {
+    drag_ = Drag::Names, drag_figure_ = index;
+    return;
+  }
+  if (drag_ == Drag::Names) {
+    if (drag_figure_ == index) f.params.names_px = m.x - g.figure.x;
+    if (!ImGui::IsMouseDown(0)) drag_ = Drag::None;
+    return;
+  }
   if (io.MouseWheel != 0) {
     if (in_plot) zoom(std::pow(0.8, io.MouseWheel), m.x - g.plot.x);
     if (in_names) f.params.scroll_y -= io.MouseWheel * 40;
@@ -200,8 +212,21 @@ void Viewer::tooltip(Figure& f) {
   const ImVec2 m = ImGui::GetIO().MousePos;
   if (f.params.type != FigureParams::Timeline || !f.timeline) return;
   const render::TimelineGeometry g = f.tg();
-  if (!g.plot.contains(m.x, m.y)) return;
   const render::TimelinePicture& p = *f.timeline;
+  if (g.names.contains(m.x, m.y)) {
+    // A lane's name whole (the column cuts a long one), with its process and thread.
+    const render::Scene& scene = f.scene ? *f.scene : *scene_;
+    const render::Layout::LaneRows* lr = p.request.layout.lane_at_y(m.y - g.plot.y + f.params.scroll_y);
+    if (!lr) return;
+    const render::Lane& lane = scene.lanes()[lr->lane];
+    ImGui::BeginTooltip();
+    ImGui::Text("%s", lane.name.c_str());
+    ImGui::TextDisabled("%s%stid %llu", lane.group.c_str(), lane.group.empty() ? "" : ", ", (unsigned long long)lane.tid);
+    ImGui::TextDisabled("drag the column's border to widen it");
+    ImGui::EndTooltip();
+    return;
+  }
+  if (!g.plot.contains(m.x, m.y)) return;
   const Hit h = hit(f, m.x, m.y);
   if (h.row < 0) return;
   const uint32_t r = uint32_t(h.row);

@@ -93,7 +93,7 @@ void Viewer::worker_loop() {
     job->scene = scene;
     job->scene_serial = serial;
     if (job->params.type == FigureParams::Timeline) {
-      const render::TimelineGeometry g = render::TimelineGeometry::of(job->rect);
+      const render::TimelineGeometry g = render::TimelineGeometry::of(job->rect, job->params.names_px);
       render::TimelineRequest request = render::timeline_request(*scene, job->params, g);
       if (job->at_rest) request.decode_per_column = render::kAtRestDecodePerColumn, request.stop = &jobs_waiting_;
       job->timeline = std::make_shared<render::TimelinePicture>(render::build_timeline(*scene, request));

@@ -24,7 +24,7 @@ struct Viewer::Figure {
   std::shared_ptr<render::Scene> scene;  // the picture's (a live scene moves on)
   int64_t shown_until = INT64_MIN;       // newest data time in the picture
 
-  render::TimelineGeometry tg() const { return render::TimelineGeometry::of(rect); }
+  render::TimelineGeometry tg() const { return render::TimelineGeometry::of(rect, params.names_px); }
   render::ScopeGeometry sg() const { return render::ScopeGeometry::of(rect, params.strip_px); }
   render::Rect plot() const { return params.type == render::FigureParams::Timeline ? tg().plot : sg().plot; }
 };

@@ -156,7 +156,7 @@ HeadlessRenderer::Timing HeadlessRenderer::draw(const Scene& scene, const Figure
   auto start = clock::now();
   TimelinePicture timeline;
   ScopePicture scope;
-  const TimelineGeometry tg = TimelineGeometry::of(area);
+  const TimelineGeometry tg = TimelineGeometry::of(area, f.names_px);
   const ScopeGeometry sg = ScopeGeometry::of(area, f.strip_px);
   if (f.type == FigureParams::Timeline) {
     TimelineRequest request = timeline_request(scene, f, tg);

@@ -164,7 +164,7 @@ class Viewer {
   render::Rect overview_rect_;
 
   // Mouse gestures.
-  enum class Drag { None, Pan, Select, Overview, ScopePan } drag_ = Drag::None;
+  enum class Drag { None, Pan, Select, Overview, ScopePan, Names } drag_ = Drag::None;
   double drag_x_ = 0, drag_y_ = 0;
   int64_t drag_t0_ = 0, drag_t1_ = 0, drag_anchor_ = 0;
   bool drag_moved_ = false;

@@ -22,16 +22,21 @@ struct Marks {
   bool has_selection() const { return sel0 != kNone && sel1 > sel0; }
 };
 
-// Timeline: lane names on the left, the time ruler on top, lanes below.
+// Timeline: lane names on the left (names_px wide: the viewer lets it be
+// widened, so that long names can be read), the time ruler on top, lanes below.
 struct TimelineGeometry {
-  static constexpr float kNamesPx = 150, kRulerPx = 22;
+  static constexpr float kNamesPx = 150, kRulerPx = 22, kMinNamesPx = 60, kMinPlotPx = 100;
   Rect figure, names, ruler, plot;
-  static TimelineGeometry of(Rect f) {
+  static TimelineGeometry of(Rect f, float names_px = kNamesPx) {
+    // Between its narrowest and what leaves the plot its narrowest (a figure
+    // narrower than both: the names' narrowest).
+    const float widest = f.w - kMinPlotPx > kMinNamesPx ? f.w - kMinPlotPx : kMinNamesPx;
+    const float w = names_px < kMinNamesPx ? kMinNamesPx : names_px > widest ? widest : names_px;
     TimelineGeometry g;
     g.figure = f;
-    g.names = {f.x, f.y + kRulerPx, kNamesPx, f.h - kRulerPx};
-    g.ruler = {f.x + kNamesPx, f.y, f.w - kNamesPx, kRulerPx};
-    g.plot = {f.x + kNamesPx, f.y + kRulerPx, f.w - kNamesPx, f.h - kRulerPx};
+    g.names = {f.x, f.y + kRulerPx, w, f.h - kRulerPx};
+    g.ruler = {f.x + w, f.y, f.w - w, kRulerPx};
+    g.plot = {f.x + w, f.y + kRulerPx, f.w - w, f.h - kRulerPx};
     return g;
   }
 };

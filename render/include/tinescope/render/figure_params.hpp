@@ -22,6 +22,7 @@ struct FigureParams {
   std::vector<uint32_t> lanes;           // timeline: lanes shown (all if empty); scope: lanes folded
   std::vector<std::string> collapsed;    // process groups folded away
   float scroll_y = 0;
+  float names_px = TimelineGeometry::kNamesPx;  // timeline: the lane names' column
 };
 
 LayoutOptions layout_options(const FigureParams& f);
