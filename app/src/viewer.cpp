@@ -56,6 +56,9 @@ std::unique_ptr<Viewer> Viewer::create(std::shared_ptr<render::Scene> scene, con
   ImGui::CreateContext();
   ImGui::GetIO().IniFilename = nullptr;
   ImGui::StyleColorsDark();
+  // (Before ImGui's: its callback calls the one it finds, so both see every key.)
+  glfwSetWindowUserPointer(v->window_, v.get());
+  glfwSetKeyCallback(v->window_, &Viewer::on_key);
   ImGui_ImplGlfw_InitForOpenGL(v->window_, true);
   ImGui_ImplOpenGL3_Init("#version 450 core");
 

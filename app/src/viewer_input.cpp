@@ -16,37 +16,59 @@ namespace tinescope::app {
 
 using render::FigureParams;
 
+void Viewer::on_key(GLFWwindow* window, int key, int, int action, int) {
+  auto* v = static_cast<Viewer*>(glfwGetWindowUserPointer(window));
+  if (v && (action == GLFW_PRESS || action == GLFW_REPEAT)) v->keys_.push_back(key);
+}
+
+void Viewer::apply_key(int key, double at) {
+  const double span = double(t1_ - t0_);
+  switch (key) {
+    case GLFW_KEY_W: zoom(0.8, at); break;
+    case GLFW_KEY_S: zoom(1.25, at); break;
+    case GLFW_KEY_A:
+    case GLFW_KEY_D: {
+      const int64_t dt = int64_t(span * 0.1) * (key == GLFW_KEY_A ? -1 : 1);
+      set_window(t0_ + dt, t1_ + dt);
+      if (play_ == Play::Live) pause();  // moving through time by hand leaves live (zooming does not)
+      break;
+    }
+    case GLFW_KEY_F: fit(); break;
+    case GLFW_KEY_Z:
+      if (marks_.has_selection()) set_window(marks_.sel0, marks_.sel1);
+      break;
+    case GLFW_KEY_L: theta_us_ = 0; break;
+    case GLFW_KEY_ESCAPE: marks_.sel0 = marks_.sel1 = render::Marks::kNone, has_selected_ = false; break;
+    case GLFW_KEY_B:
+      if (marks_.cursor != render::Marks::kNone) marks_.bookmarks.push_back(marks_.cursor);
+      break;
+    case GLFW_KEY_SPACE: play_ == Play::Paused ? play(false) : pause(); break;
+    case GLFW_KEY_R: play(true); break;
+    case GLFW_KEY_END: go_live(); break;
+    case GLFW_KEY_COMMA: step(-1); break;
+    case GLFW_KEY_PERIOD: step(+1); break;
+    case GLFW_KEY_LEFT_BRACKET: set_speed(speed_ / 2); break;
+    case GLFW_KEY_RIGHT_BRACKET: set_speed(speed_ * 2); break;
+    case GLFW_KEY_N: jump_bookmark(+1); break;
+    case GLFW_KEY_P: jump_bookmark(-1); break;
+    case GLFW_KEY_T: analysis_open_ = !analysis_open_; break;
+    default: break;
+  }
+}
+
 void Viewer::handle_input() {
   ImGuiIO& io = ImGui::GetIO();
   const ImVec2 m = io.MousePos;
+  // Every key pressed since the last frame, in order (typed into a text
+  // field: ImGui's, not the view's).
+  std::vector<int> keys;
+  keys.swap(keys_);
   if (!io.WantCaptureKeyboard) {
-    const double mid = double(t1_ - t0_);
     Figure* hovered = nullptr;
     for (auto& f : figures_)
       if (f->params.type == FigureParams::Timeline && f->plot().contains(m.x, m.y)) hovered = f.get();
     const double at = hovered ? m.x - hovered->plot().x : (figures_.empty() ? 0 : figures_[0]->axis.width() / 2);
-    if (ImGui::IsKeyPressed(GLFW_KEY_W)) zoom(0.8, at);
-    if (ImGui::IsKeyPressed(GLFW_KEY_S)) zoom(1.25, at);
-    if (ImGui::IsKeyPressed(GLFW_KEY_A)) set_window(t0_ - int64_t(mid * 0.1), t1_ - int64_t(mid * 0.1));
-    if (ImGui::IsKeyPressed(GLFW_KEY_D)) set_window(t0_ + int64_t(mid * 0.1), t1_ + int64_t(mid * 0.1));
-    if (ImGui::IsKeyPressed(GLFW_KEY_F)) fit();
-    if (ImGui::IsKeyPressed(GLFW_KEY_Z) && marks_.has_selection()) set_window(marks_.sel0, marks_.sel1);
-    if (ImGui::IsKeyPressed(GLFW_KEY_L)) theta_us_ = 0;
-    if (ImGui::IsKeyPressed(GLFW_KEY_ESCAPE)) marks_.sel0 = marks_.sel1 = render::Marks::kNone, has_selected_ = false;
-    if (ImGui::IsKeyPressed(GLFW_KEY_B) && marks_.cursor != render::Marks::kNone)
-      marks_.bookmarks.push_back(marks_.cursor);
-    if (ImGui::IsKeyPressed(GLFW_KEY_SPACE)) play_ == Play::Paused ? play(false) : pause();
-    if (ImGui::IsKeyPressed(GLFW_KEY_R)) play(true);
-    if (ImGui::IsKeyPressed(GLFW_KEY_END)) go_live();
-    if (ImGui::IsKeyPressed(GLFW_KEY_COMMA)) step(-1);
-    if (ImGui::IsKeyPressed(GLFW_KEY_PERIOD)) step(+1);
-    if (ImGui::IsKeyPressed(GLFW_KEY_LEFT_BRACKET)) set_speed(speed_ / 2);
-    if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT_BRACKET)) set_speed(speed_ * 2);
-    if (ImGui::IsKeyPressed(GLFW_KEY_N)) jump_bookmark(+1);
-    if (ImGui::IsKeyPressed(GLFW_KEY_P)) jump_bookmark(-1);
-    if (ImGui::IsKeyPressed(GLFW_KEY_T)) analysis_open_ = !analysis_open_;
-    // Moving through time by hand leaves live (zooming does not).
-    if ((ImGui::IsKeyPressed(GLFW_KEY_A) || ImGui::IsKeyPressed(GLFW_KEY_D)) && play_ == Play::Live) pause();
+    for (int key : keys) apply_key(key, at);
   }
   if (io.WantCaptureMouse && drag_ == Drag::None) return;
 

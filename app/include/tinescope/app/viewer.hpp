@@ -114,6 +114,11 @@ class Viewer {
   // Figure f shows a timeline that the worker is to draw again at rest.
   bool awaits_rest(const Figure& f) const;
   void handle_input();
+  // A key press (or repeat) as GLFW reports it, queued: a quick tap goes
+  // down and up within one frame, where ImGui 1.86's key state never shows it.
+  static void on_key(GLFWwindow* window, int key, int scancode, int action, int mods);
+  void apply_key(int key, double at);  // one queued key, in order
+  std::vector<int> keys_;               // pressed since the last frame
   void handle_timeline_input(Figure& f, size_t index);
   void handle_scope_input(Figure& f);
   // What is under (x, y) in a timeline figure: the row, the picture's
