@@ -245,21 +245,37 @@ TEST(RecorderRoundTrip, ASessionThatCannotRecordSaysSo) {
   const int to = ::open(said_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   ASSERT_GE(to, 0);
   ::dup2(to, 2);
-  bool ok = true;
+  bool ok = true, second_ok = true, first_ok = false;
+  const std::string other = temp_path("second_session");
+  ::unlink(other.c_str());
   {
     ts::Session rec(path.c_str());
     ok = rec.ok();
+  }
+  {
+    // A second session while one records (as under TINESCOPE_OUT) says that
+    // one runs, not "not recording".
+    ts::Session first(other.c_str());
+    first_ok = first.ok();
+    ts::Session second(temp_path("third_session").c_str());
+    second_ok = second.ok();
   }
   std::fflush(stderr);
   ::dup2(saved, 2);
   ::close(saved);
   ::close(to);
   EXPECT_FALSE(ok);
+  EXPECT_TRUE(first_ok);
+  EXPECT_FALSE(second_ok);
   const std::string said = slurp(said_path);
   EXPECT_NE(said.find("refusing to overwrite"), std::string::npos) << said;
   EXPECT_NE(said.find("not recording"), std::string::npos) << said;
+  EXPECT_NE(said.find("a recording already runs"), std::string::npos) << said;
+  EXPECT_EQ(said.find("already recording: not recording"), std::string::npos) << said;
   EXPECT_EQ(slurp(path), "precious user data");
   ::unlink(path.c_str());
+  ::unlink(other.c_str());
+  ::unlink(temp_path("third_session").c_str());
   ::unlink(said_path.c_str());
 }
 

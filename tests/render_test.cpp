@@ -455,6 +455,23 @@ TEST(Render, LanesNamedAfterTheirProcessShowTheRestUnderItsHeader) {
                        {"BrowserMain", "BrowserMain"}, {"Browser counters", "counters"}, {"tid 1", "tid 1"}}));
 }
 
+// Lanes chosen by a spec that names none say so (a review finding: "," gave
+// no lanes and no error), and a thread named by digits alone is chosen by
+// its name where no lane has that number.
+TEST(Render, LanesChosenByNothingSaySoAndDigitNamesAreNames) {
+  render::Scene scene;
+  import_into(scene, "digit_names", R"([{"ph":"M","pid":1,"tid":7,"name":"thread_name","args":{"name":"42"}},
+{"ph":"X","pid":1,"tid":7,"ts":1,"dur":5,"name":"w"},{"ph":"X","pid":1,"tid":8,"ts":1,"dur":5,"name":"w"}])");
+  if (::testing::Test::HasFatalFailure()) return;
+  std::string error;
+  EXPECT_TRUE(scene.select_lanes(",", error).empty());
+  EXPECT_FALSE(error.empty());
+  error.clear();
+  const std::vector<uint32_t> named = scene.select_lanes("42", error);
+  ASSERT_EQ(named.size(), 1u) << error;
+  EXPECT_EQ(scene.lanes()[named[0]].name, "42");
+}
+
 // Trust, fault 21: the names' column can be widened (the viewer drags its
 // border) so that a long name can be read; it keeps a plot to draw in.
 TEST(Render, TheNamesColumnWidensAndKeepsAPlot) {

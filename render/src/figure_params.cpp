@@ -70,8 +70,10 @@ double default_period_ns(const Scene& scene, const FigureParams& f) {
   const trace::ClockMap& clock = scene.sources()[lane.source].catalog->clock;
   const uint64_t first = ix.first_ts(), last = ix.last_ts();
   const uint64_t from = std::max(first, clock.to_ticks(f.t0));
-  const double spacing = double(last - first) / double(streams[size_t(best)].items);
-  const uint64_t to = from + uint64_t(std::min(double(UINT64_MAX - from), spacing * 2000 + 1));
+  // (In integers: a double of 2^64 - 1 rounds up to 2^64, which no uint64_t holds.)
+  const uint64_t spacing = (last - first) / streams[size_t(best)].items;
+  const uint64_t stretch = spacing > (UINT64_MAX - 1) / 2000 ? UINT64_MAX : spacing * 2000 + 1;
+  const uint64_t to = from + std::min(stretch, UINT64_MAX - from);
   std::vector<index::Item> items = ix.items(best, from, to);
   std::sort(items.begin(), items.end(), [](const index::Item& a, const index::Item& b) { return a.start < b.start; });
   std::vector<int64_t> gaps;

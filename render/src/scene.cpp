@@ -224,11 +224,14 @@ std::vector<uint32_t> Scene::select_lanes(const std::string& spec, std::string& 
     if (want.empty()) continue;
     bool any = false;
     if (std::all_of(want.begin(), want.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      // A lane's number as `info` prints it: its feedlet's.
+      // A lane's number as `info` prints it: its feedlet's (of one trace:
+      // with several, numbers name a lane of each); else a thread named so.
       uint64_t n = 0;
       const auto [end, ec] = std::from_chars(want.data(), want.data() + want.size(), n);
       for (uint32_t i = 0; ec == std::errc() && end == want.data() + want.size() && i < lanes_.size(); ++i)
         if (lanes_[i].feedlet == n) take(i), any = true;
+      for (uint32_t i = 0; !any && i < lanes_.size(); ++i)
+        if (lanes_[i].name == want) take(i), any = true;
     } else {
       // A name (the thread's or its process's): exactly, as a prefix that
       // '.' or '#' follows, or as a glob (* ? [...]).
@@ -246,6 +249,7 @@ std::vector<uint32_t> Scene::select_lanes(const std::string& spec, std::string& 
       return {};
     }
   }
+  if (out.empty()) error = "no lane named in '" + spec + "' (lanes by number as info prints them, name or glob, comma separated)";
   return out;
 }
 

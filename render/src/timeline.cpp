@@ -326,6 +326,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       auto put = [&](double x0, double x1, double a, double z) {
         const int64_t c0 = std::max<int64_t>(0, int64_t(std::floor(std::max(x0, -1.0))));
         const int64_t c1 = std::min<int64_t>(P.columns - 1, int64_t(std::floor(std::min(x1, double(P.columns)))));
+        if (c0 > c1) return;  // (off the picture: no column, and no say in the row's range)
         for (int64_t c = c0; c <= c1; ++c) {
           mn[size_t(c)] = std::isnan(mn[size_t(c)]) ? a : std::min(mn[size_t(c)], a);
           mx[size_t(c)] = std::isnan(mx[size_t(c)]) ? z : std::max(mx[size_t(c)], z);

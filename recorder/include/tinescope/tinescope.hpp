@@ -39,8 +39,14 @@ class Session {
 
  private:
   void start(const ts_config& c) {
+    const bool running = ts_is_running() != 0;  // (TINESCOPE_OUT's recording, or another session)
     ok_ = ts_start(&c) == 0;
-    if (!ok_) std::fprintf(stderr, "%s: not recording\n", ts_last_error());
+    if (ok_) return;
+    if (running)
+      std::fprintf(stderr, "tinescope: a recording already runs (TINESCOPE_OUT, or another session): "
+                           "this session's events go to it\n");
+    else
+      std::fprintf(stderr, "%s: not recording\n", ts_last_error());
   }
   bool ok_;
 };
