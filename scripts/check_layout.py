@@ -5,8 +5,10 @@
 
 A stage's files may include its own headers and the public headers
 (STAGE/include/tinescope/...) of the stages before it, never those of a later
-stage, and never another folder's private headers (STAGE/src/...). A stage's
-CMakeLists.txt links only targets of its own stage and earlier ones.
+stage, and never another folder's private headers (STAGE/src/...), by name or
+by a relative path; a public header includes no private one of its own stage.
+Comments and `#if 0` blocks are not read. A stage's CMakeLists.txt links only
+targets of its own stage and earlier ones (by name: a ${VARIABLE} is not read).
 tests/ and bench/ may include any stage's public headers; their white-box
 tests reach the private headers that their CMakeLists.txt names.
 
@@ -26,7 +28,7 @@ TARGETS = {
     "tinescope_analysis": "analysis", "tinescope_render": "render",
     "tinescope_viewer": "app", "tinescope_cli": "app",
 }
-SOURCE = re.compile(r"\.(c|cc|cpp|h|hpp)$")
+SOURCE = re.compile(r"\.(c|cc|cpp|cxx|h|hh|hpp|hxx|inl|ipp)$")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
 LINK = re.compile(r"target_link_libraries\s*\(([^)]*)\)", re.S)
 
@@ -70,10 +72,38 @@ def check(root):
     return problems
 
 
+def without_comments(text):
+    """The text with comments and `#if 0` blocks blanked (newlines kept, so lines still count)."""
+    blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))
+    text = re.sub(r'"(?:\\.|[^"\\\n])*"|/\*.*?\*/|//[^\n]*',
+                  lambda m: m.group(0) if m.group(0).startswith('"') else blank(m), text, flags=re.S)
+    out, depth = [], 0
+    for line in text.split("\n"):
+        directive = re.match(r"\s*#\s*(if|ifdef|ifndef|endif)\b\s*(\S*)", line)
+        if depth == 0 and directive and directive.group(1) == "if" and directive.group(2) == "0":
+            depth = 1
+        elif depth and directive:
+            depth += 1 if directive.group(1) != "endif" else -1
+            line = ""
+        if depth:
+            line = ""
+        out.append(line)
+    return "\n".join(out)
+
+
+def stage_of_path(root, path):
+    """(stage, public) of a file in the tree, or (None, False)."""
+    rel = os.path.relpath(path, root).split(os.sep)
+    if rel[0] not in STAGES:
+        return None, False
+    return rel[0], len(rel) > 1 and rel[1] == "include"
+
+
 def check_file(root, folder, path, rel, private):
     out = []
     with open(path, encoding="utf-8", errors="replace") as fh:
-        text = fh.read()
+        text = without_comments(fh.read())
+    in_public = folder in STAGES and stage_of_path(root, path)[1]
     for m in INCLUDE.finditer(text):
         header = m.group(1)
         line = text.count("\n", 0, m.start()) + 1
@@ -89,10 +119,25 @@ def check_file(root, folder, path, rel, private):
             if folder in STAGES and STAGES.index(stage) > STAGES.index(folder):
                 out.append(f"{where}: {folder}/ includes from {stage}/, a later stage")
             continue
-        if folder not in STAGES or "/" in header:
-            continue  # tests/ and bench/: white-box; a path with folders is a library's
-        if os.path.exists(os.path.join(os.path.dirname(path), header)):
-            continue  # its own folder's
+        if folder not in STAGES:
+            continue  # tests/ and bench/: white-box
+        beside = os.path.normpath(os.path.join(os.path.dirname(path), header))
+        if os.path.exists(beside):
+            # By a path from this file: a file of the tree, whichever folder it is in.
+            stage, public = stage_of_path(root, beside)
+            if stage is not None and stage != folder:
+                if not public:
+                    out.append(f"{where}: a private header of {stage}/ (only its public include/tinescope/... is shared)")
+                elif STAGES.index(stage) > STAGES.index(folder):
+                    out.append(f"{where}: {folder}/ includes from {stage}/, a later stage")
+            elif stage == folder and in_public and not public:
+                out.append(f"{where}: a public header includes a private one of its own stage")
+            continue
+        if "/" in header:
+            continue  # a path with folders, not in the tree: a library's
+        if in_public and folder in private.get(header, set()):
+            out.append(f"{where}: a public header includes a private one of its own stage")
+            continue
         owners = private.get(header, set()) - {folder}
         if owners:
             out.append(f"{where}: a private header of {', '.join(sorted(owners))}/ (only its public include/tinescope/... is shared)")
@@ -127,10 +172,15 @@ def self_test():
         "render/src/missing.cpp": '#include "tinescope/render/nothing.hpp"\n',
         "index/CMakeLists.txt": "target_link_libraries(tinescope_index PUBLIC tinescope_reader PRIVATE tinescope_render)\n",
         "tests/white_box.cpp": '#include "own.hpp"\n#include "tinescope/render/picture.hpp"\n',
+        "index/src/relative.cpp": '#include "../../import/src/model.hpp"\n',
+        "index/src/later.inl": '#include "../../render/include/tinescope/render/picture.hpp"\n',
+        "index/include/tinescope/index/exposes.hpp": '#include "own.hpp"\n',
+        "index/src/commented.cpp": '// #include "model.hpp"\n/* #include "model.hpp" */\n#if 0\n#include "model.hpp"\n#endif\n',
     }
     expect = [
         "index/src/back.cpp:1", "index/src/private.cpp:1", "import/src/reach.cpp:1",
-        "render/src/missing.cpp:1", "index/CMakeLists.txt:1",
+        "render/src/missing.cpp:1", "index/CMakeLists.txt:1", "index/src/relative.cpp:1", "index/src/later.inl:1",
+        "index/include/tinescope/index/exposes.hpp:1",
     ]
     with tempfile.TemporaryDirectory() as root:
         for rel, text in files.items():
