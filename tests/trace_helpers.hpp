@@ -238,6 +238,9 @@ inline std::string as_version_one(const std::string& trace) {
 // A program of this build (TINESCOPE_BIN, set by ctest): bin("app/tinescope").
 inline std::string bin(const std::string& rel) {
   const char* b = std::getenv("TINESCOPE_BIN");
+#ifdef TINESCOPE_BINARY_DIR
+  if (!b) b = TINESCOPE_BINARY_DIR;  // (the build these tests belong to)
+#endif
   return std::string(b ? b : ".") + "/" + rel;
 }
 
