@@ -1,6 +1,6 @@
 #version 450 core
 // Lines and triangles in framebuffer pixels: arrows, cursor, selection,
-// hatched gaps. Few of them per frame, by design.
+// hatched gaps and cut items. Few of them per frame, by design.
 layout(location = 0) in vec2 a_pos;
 layout(location = 1) in vec4 a_colour;
 layout(location = 2) in float a_pattern;

@@ -6,10 +6,16 @@
 #include <cstdio>
 #include <string>
 
+#include <map>
+
+#include <nlohmann/json.hpp>
+
 #include "trace_helpers.hpp"
 
 namespace tinescope::test {
 namespace {
+
+using nlohmann::json;
 
 std::string tinescope(const std::string& args) { return bin("app/tinescope") + " " + args + " 2>&1"; }
 
@@ -169,6 +175,43 @@ TEST(Cli, ThreadsThatShareANameAreToldApartByProcessAndTid) {
   ::unlink(in.c_str());
   ::unlink(trace.c_str());
   ::unlink((trace + ".idx").c_str());
+}
+
+
+// Trust, fault 5: intervals whose end was not recorded (cut at dropped
+// events, or never ended and closed with the outer frame) are flagged where
+// a user reads durations: `find` marks each, `stats` counts them per name.
+TEST(Cli, IntervalsWhoseEndWasNotRecordedAreFlaggedInFindAndStats) {
+  using namespace format;
+  TraceBytes trace = named_trace({"outer", "mid", "work"});
+  ChunkBuilder cb;
+  cb.feedlet = 1;
+  put_named(cb, kIntervalBegin, 1'000, 1), put_named(cb, kIntervalBegin, 2'000, 2);
+  trace.flush(cb);
+  cb.pending_drops = 3;  // outer and mid are cut at 50 us
+  put_named(cb, kIntervalBegin, 50'000, 3), put_named(cb, kIntervalEnd, 51'000, 3);
+  put_named(cb, kIntervalBegin, 60'000, 1), put_named(cb, kIntervalBegin, 61'000, 2);
+  put_named(cb, kIntervalEnd, 90'000, 1);  // mid never ended: cut with outer, which is not
+  trace.flush(cb);
+  const std::string path = temp_path("cut");
+  write_file(path, trace.out);
+  std::string said;
+  ASSERT_EQ(run(tinescope("find " + path + " --longest 5"), &said), 0) << said;
+  // Longest first: outer 49 us (cut), mid 48 us (cut), outer 30 us, mid 29 us (cut), work 1 us.
+  const json j = json::parse(said.substr(said.find('{')));
+  ASSERT_EQ(j["longest"].size(), 5u) << said;
+  const bool cut[] = {true, true, false, true, false};
+  for (size_t i = 0; i < 5; ++i)
+    EXPECT_EQ(j["longest"][i].value("truncated", false), cut[i]) << j["longest"][i].dump();
+  ASSERT_EQ(run(tinescope("stats " + path + " --durations --json"), &said), 0) << said;
+  const json s = json::parse(said.substr(said.find('{')));
+  std::map<std::string, uint64_t> truncated;
+  for (const json& r : s["durations"]) truncated[r["name"]] = r.value("truncated", uint64_t(0));
+  EXPECT_EQ(truncated, (std::map<std::string, uint64_t>{{"mid", 2}, {"outer", 1}, {"work", 0}})) << said;
+  ASSERT_EQ(run(tinescope("stats " + path + " --durations"), &said), 0) << said;
+  EXPECT_NE(said.find("truncated: intervals whose end was not recorded"), std::string::npos) << said;
+  ::unlink(path.c_str());
+  ::unlink((path + ".idx").c_str());
 }
 
 }  // namespace

@@ -173,8 +173,8 @@ struct BruteForce {
         it.kind = k;
         streams[{k, e.feedlet, key}].push_back(it);
       };
-      auto segment = [&](const index::RunningJob& r, uint64_t end) {
-        add(StreamKind::Sched, r.cpu, Item{.name = r.task, .cpu = r.cpu, .start = r.start, .end = end});
+      auto segment = [&](const index::RunningJob& r, uint64_t end, bool cut = false) {
+        add(StreamKind::Sched, r.cpu, Item{.truncated = cut, .name = r.task, .cpu = r.cpu, .start = r.start, .end = end});
       };
       // A chunk after dropped events or a lost chunk closes, at its start,
       // every interval and job segment open.
@@ -183,9 +183,9 @@ struct BruteForce {
         auto last = sequence.find(e.feedlet);
         if (last != sequence.end() && (h.dropped_before > 0 || h.sequence != last->second + 1)) {
           for (size_t i = st.size(); i-- > 0;)
-            add(StreamKind::Interval, st[i].name, Item{.name = st[i].name, .depth = st[i].depth, .start = st[i].start, .end = h.first_ts});
+            add(StreamKind::Interval, st[i].name, Item{.truncated = true, .name = st[i].name, .depth = st[i].depth, .start = st[i].start, .end = h.first_ts});
           st.clear();
-          for (const index::RunningJob& r : jobs) segment(r, h.first_ts);
+          for (const index::RunningJob& r : jobs) segment(r, h.first_ts, true);
           jobs.clear();
         }
         sequence[e.feedlet] = h.sequence;
@@ -197,9 +197,9 @@ struct BruteForce {
         case kFuncExit:
           for (size_t i = st.size(); i-- > 0;)
             if (st[i].name == e.u[0]) {
-              // It ends, and with it the frames above it (never ended).
+              // It ends, and with it the frames above it (never ended: truncated).
               for (size_t k = st.size(); k-- > i;)
-                add(StreamKind::Interval, st[k].name, Item{.name = st[k].name, .depth = st[k].depth, .start = st[k].start, .end = e.ts});
+                add(StreamKind::Interval, st[k].name, Item{.truncated = k > i, .name = st[k].name, .depth = st[k].depth, .start = st[k].start, .end = e.ts});
               st.resize(i);
               break;
             }
@@ -290,9 +290,17 @@ struct BruteForce {
         const bool named = kind == StreamKind::Depth || kind == StreamKind::Span || kind == StreamKind::Sched;
         const bool tie = named && n.count && dur == n.iv.max_dur &&
                          (it.end < n.iv.longest_end || (it.end == n.iv.longest_end && it.name < n.iv.longest_name));
+        // Cut items are counted; the high bit says the longest is one, or
+        // one alike with it (same duration, end and, where named, name).
+        const uint32_t cut = (n.iv.truncated & ~index::kLongestTruncated) + (it.truncated ? 1 : 0);
+        n.iv.truncated = (n.iv.truncated & index::kLongestTruncated) | cut;
         if (dur > n.iv.max_dur || n.count == 0 || tie) {
           n.iv.max_dur = dur, n.iv.longest_end = it.end;
           if (named) n.iv.longest_name = it.name;
+          n.iv.truncated = cut | (it.truncated ? index::kLongestTruncated : 0);
+        } else if (it.truncated && dur == n.iv.max_dur && it.end == n.iv.longest_end &&
+                   (!named || it.name == n.iv.longest_name)) {
+          n.iv.truncated |= index::kLongestTruncated;
         }
         n.iv.min_start = std::min(n.iv.min_start, it.start);
         n.iv.max_end = std::max(n.iv.max_end, it.end);
@@ -346,6 +354,7 @@ void expect_same_nodes(StreamKind kind, const std::vector<Node>& want, const std
       ASSERT_EQ(a.iv.min_start, b.iv.min_start) << what << " node " << i;
       ASSERT_EQ(a.iv.max_end, b.iv.max_end) << what << " node " << i;
       ASSERT_EQ(a.iv.longest_name, b.iv.longest_name) << what << " node " << i;
+      ASSERT_EQ(a.iv.truncated, b.iv.truncated) << what << " node " << i;
     }
   }
 }

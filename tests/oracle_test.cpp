@@ -125,6 +125,58 @@ bool held(const std::vector<std::pair<uint64_t, double>>& samples, uint64_t t, d
   return true;
 }
 
+// Hatching in an interval row (trust, fault 5) against the oracle's cut
+// intervals. At rest: a cut interval is hatched over its columns (in a row
+// of one depth), and nothing else is. Coarse: each cut interval ending in
+// the window has a hatch where it ends, within a column (rows of one depth:
+// the last depth stream's buckets are hatched in their deepest item's row).
+template <class X>
+int check_cuts(const render::TimelinePicture& p, uint32_t r, const render::Row& row, const render::Lane& lane,
+               const oracle::Lane& ol, X&& x, bool coarse, const std::string& what) {
+  std::vector<bool> hatched(p.columns, false);
+  for (const render::CutRect& c : p.cuts)
+    if (c.row == r)
+      for (int64_t k = std::max<int64_t>(0, int64_t(std::floor(c.x0))); k < std::min<double>(p.columns, c.x1); ++k)
+        hatched[size_t(k)] = true;
+  const bool last = row.index + 1 == lane.depth_rows;
+  const bool one_depth = !last && row.index + 1 < index::kDepthStreams;
+  // (A cut interval that ends past the right edge is drawn as one open
+  // there, as it is in the window: it may be hatched, need not be. Cut
+  // intervals too short to draw are hatched over their bucket's keys, up to
+  // two columns: a column more of slack.)
+  oracle::Columns want(p.columns), ends_inside(p.columns);
+  for (const oracle::Interval& iv : ol.intervals)
+    if (iv.truncated && (iv.depth == row.index || (last && iv.depth > row.index))) {
+      want.cover(x(iv.start) - 1, x(iv.end) + 1);
+      if (x(iv.end) <= p.columns) ends_inside.cover(x(iv.start), x(iv.end));
+    }
+  int bad = 0;
+  auto report = [&](uint32_t c, const std::string& why) {
+    if (++bad <= 5) ADD_FAILURE() << what << " column " << c << ": " << why;
+  };
+  if (!coarse) {
+    for (uint32_t c = 0; c < p.columns; ++c) {
+      if (hatched[c] && !want.may[c]) report(c, "hatched where nothing was cut");
+      if (one_depth && ends_inside.must[c] && !hatched[c]) report(c, "a cut interval covers it, not hatched");
+    }
+    return bad;
+  }
+  if (!one_depth) return 0;
+  for (const oracle::Interval& iv : ol.intervals) {
+    if (!iv.truncated || iv.depth != row.index) continue;
+    const double e = x(iv.end);
+    if (e < 0 || e >= p.columns) continue;
+    bool near = false;
+    for (int64_t k = int64_t(e) - 1; k <= int64_t(e) + 1; ++k) near |= k >= 0 && k < int64_t(p.columns) && hatched[size_t(k)];
+    if (!near) {
+      std::string rects;
+      for (const render::CutRect& c : p.cuts) if (c.row == r) rects += " [" + std::to_string(c.x0) + "," + std::to_string(c.x1) + "]";
+      report(uint32_t(e), "a cut interval ends here, no hatch: " + std::to_string(x(iv.start)) + ".." + std::to_string(e) + " depth " + std::to_string(iv.depth) + rects);
+    }
+  }
+  return bad;
+}
+
 // One window of one trace: the picture's rows against the oracle's columns.
 // Returns the number of mismatches (each reported). At rest (the budget of
 // a headless render) a small trace is drawn from its events, exactly; a
@@ -173,6 +225,7 @@ int check_window(const render::Scene& scene, const oracle::Model& m, int64_t t0,
           if (want.must[c] && !drawn) report(name, c, "an interval covers it, nothing is drawn");
           if (drawn && !want.may[c] && !(coarse && p.over_budget)) report(name, c, "drawn where nothing happened");
         }
+        if (row.kind == render::Row::Interval) bad += check_cuts(p, r, row, lane, ol, x, coarse, what + " " + name);
       } else if (row.kind == render::Row::Counter) {
         const std::string& counter = lane.counter_names[row.index];
         const auto samples = ol.counters.find(counter == "ctr" ? kCtr : kFctr);
@@ -217,19 +270,19 @@ int check_window(const render::Scene& scene, const oracle::Model& m, int64_t t0,
 // The statistics and the index's counts against the oracle's.
 void check_numbers(const render::Scene& scene, const oracle::Model& m, const std::string& what) {
   const index::TraceIndex& ix = *scene.sources()[0].index;
-  std::map<std::string, std::pair<uint64_t, uint64_t>> want;  // name -> (count, longest)
+  std::map<std::string, std::tuple<uint64_t, uint64_t, uint64_t>> want;  // name -> (count, longest, truncated)
   for (auto& [f, lane] : m.lanes)
     for (const oracle::Interval& iv : lane.intervals) {
       if (iv.end == UINT64_MAX) continue;  // still open: no duration yet
-      auto& [n, longest] = want[kNameText[iv.name - 1]];
-      ++n, longest = std::max(longest, iv.end - iv.start);
+      auto& [n, longest, cut] = want[kNameText[iv.name - 1]];
+      ++n, longest = std::max(longest, iv.end - iv.start), cut += iv.truncated;
     }
   std::string error;
-  std::map<std::string, std::pair<uint64_t, uint64_t>> got;
+  std::map<std::string, std::tuple<uint64_t, uint64_t, uint64_t>> got;
   for (const analysis::DurationStats& s : analysis::duration_stats(ix, analysis::Expr{}, false, error))
-    got[s.name] = {s.h.count(), s.h.max()};
+    got[s.name] = {s.h.count(), s.h.max(), s.truncated};
   EXPECT_TRUE(error.empty()) << error;
-  EXPECT_EQ(got, want) << what << ": stats per name (count, longest)";
+  EXPECT_EQ(got, want) << what << ": stats per name (count, longest, truncated)";
   for (const index::FeedletSummary& f : ix.feedlets()) {
     const auto lane = m.lanes.find(f.id);
     if (lane == m.lanes.end()) continue;

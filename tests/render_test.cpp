@@ -254,6 +254,120 @@ void import_into(render::Scene& scene, const std::string& name, const std::strin
   ASSERT_TRUE(scene.add_trace(trace, error)) << error;
 }
 
+// Trust, fault 14's other half: a Chrome trace's displayTimeUnit is how its
+// times print, in the viewer's ruler, read-outs, tooltips and details
+// (Scene::time_unit()): every time in ns ("ns") or ms ("ms"), grouped in
+// threes; traces that name none, or differ, print in the unit that fits.
+TEST(TimeAxis, TimesPrintInTheUnitTheTraceNames) {
+  using render::TimeUnit;
+  EXPECT_EQ(render::format_time(1500, 1, TimeUnit::Ns), "1 500 ns");
+  EXPECT_EQ(render::format_time(-2'500'000'123, 1, TimeUnit::Ns), "-2 500 000 123 ns");
+  EXPECT_EQ(render::format_duration(999, TimeUnit::Ns), "999 ns");
+  EXPECT_EQ(render::format_time(1500, 1, TimeUnit::Ms), "0.001 500 ms");
+  EXPECT_EQ(render::format_time(1500, 1000, TimeUnit::Ms), "0.001 ms");
+  EXPECT_EQ(render::format_duration(12'345'678'000, TimeUnit::Ms), "12 345.678 000 ms");
+  auto unit_of = [](const std::vector<std::string>& units) {
+    render::Scene scene;
+    for (size_t i = 0; i < units.size(); ++i) {
+      const std::string unit = units[i].empty() ? "" : R"("displayTimeUnit":")" + units[i] + R"(",)";
+      import_into(scene, "unit" + std::to_string(i) + units[i],
+                  "{" + unit + R"("traceEvents":[{"ph":"X","name":"w","pid":1,"tid":1,"ts":1,"dur":2}]})");
+    }
+    return scene.time_unit();
+  };
+  EXPECT_EQ(unit_of({"ns"}), TimeUnit::Ns);
+  EXPECT_EQ(unit_of({"ms"}), TimeUnit::Ms);
+  EXPECT_EQ(unit_of({""}), TimeUnit::Fit);
+  EXPECT_EQ(unit_of({"ns", "ns"}), TimeUnit::Ns);
+  EXPECT_EQ(unit_of({"ns", ""}), TimeUnit::Fit);
+  EXPECT_EQ(unit_of({"ns", "ms"}), TimeUnit::Fit);
+}
+
+// Items whose end was not recorded are hatched, never drawn as if they had
+// ended there (trust, fault 5): frames and a job segment open at dropped
+// events, cut at the next chunk; a frame never ended, closed with the outer
+// one; and, at a zoom where they are too short to draw, where they end. The
+// items that ended as recorded are not hatched.
+TEST(Render, ItemsWhoseEndWasNotRecordedAreHatched) {
+  TraceBytes trace = named_trace({"outer", "mid", "inner", "work", "job", "a", "b"});
+  ChunkBuilder cb;
+  cb.feedlet = 1;
+  put_named(cb, kIntervalBegin, 1'000, 1);
+  put_job(cb, kJobStart, 1'500, 5, 1, 0);
+  put_named(cb, kIntervalBegin, 2'000, 2);
+  put_named(cb, kIntervalBegin, 3'000, 3), put_named(cb, kIntervalEnd, 4'000, 3);
+  put_named(cb, kIntervalBegin, 5'000, 3);
+  trace.flush(cb);
+  cb.pending_drops = 7;  // outer, mid, inner and the job are cut at 10 us
+  put_named(cb, kIntervalBegin, 10'000, 4), put_named(cb, kIntervalEnd, 11'000, 4);
+  put_named(cb, kIntervalEnd, 12'000, 1);  // after the gap: unmatched
+  put_named(cb, kIntervalBegin, 20'000, 1), put_named(cb, kIntervalBegin, 21'000, 2);
+  put_named(cb, kIntervalEnd, 30'000, 1);  // mid never ended: cut with outer
+  // 40..80 us: 2 000 short frames b, each never ended, cut with its a.
+  for (uint64_t t = 40'000; t < 80'000; t += 20)
+    put_named(cb, kIntervalBegin, t, 6), put_named(cb, kIntervalBegin, t + 2, 7), put_named(cb, kIntervalEnd, t + 5, 6);
+  trace.flush(cb);
+  render::Scene scene;
+  std::string error;
+  ASSERT_TRUE(scene.add_trace(save(trace, "cut.tine"), error)) << error;
+  ASSERT_EQ(scene.lanes().size(), 1u);
+
+  const uint32_t W = 800;
+  auto picture = [&](int64_t t0, int64_t t1, uint32_t budget) {
+    FigureParams f;
+    f.t0 = t0, f.t1 = t1;
+    render::TimelineRequest req = render::timeline_request(scene, f, render::TimelineGeometry::of({0, 0, float(W) + 150, 300}));
+    req.decode_per_column = budget;
+    return render::build_timeline(scene, req);
+  };
+  auto row_of = [](const render::TimelinePicture& p, render::Row::Kind kind, uint32_t depth) {
+    for (uint32_t r = 0; r < p.rows; ++r) {
+      const render::Row& row = p.request.layout.rows[r];
+      if (row.kind == kind && (kind != render::Row::Interval || row.index == depth)) return r;
+    }
+    return UINT32_MAX;
+  };
+  {
+    const render::TimelinePicture p = picture(0, 35'000, render::kAtRestDecodePerColumn);
+    const double per_ns = p.columns / 35'000.0;
+    struct Want { render::Row::Kind kind; uint32_t depth; int64_t start, end; bool cut; };
+    const Want want[] = {{render::Row::Interval, 0, 1'000, 10'000, true}, {render::Row::Interval, 1, 2'000, 10'000, true},
+                         {render::Row::Interval, 2, 5'000, 10'000, true}, {render::Row::Cpu, 0, 1'500, 10'000, true},
+                         {render::Row::Interval, 1, 21'000, 30'000, true}, {render::Row::Interval, 2, 3'000, 4'000, false},
+                         {render::Row::Interval, 0, 10'000, 11'000, false}, {render::Row::Interval, 0, 20'000, 30'000, false}};
+    size_t cuts = 0;
+    for (const Want& w : want) {
+      const uint32_t row = row_of(p, w.kind, w.depth);
+      ASSERT_NE(row, UINT32_MAX) << "depth " << w.depth;
+      const render::Box* box = nullptr;
+      for (const render::Box& b : p.boxes)
+        if (b.row == row && b.start == w.start && b.end == w.end) box = &b;
+      ASSERT_TRUE(box) << "a box at " << w.start << ".." << w.end << " in row " << row;
+      EXPECT_EQ(box->truncated, w.cut) << "the box at " << w.start << ".." << w.end;
+      bool hatched = false;
+      for (const render::CutRect& c : p.cuts)
+        hatched |= c.row == row && std::abs(c.x0 - w.start * per_ns) < 1 && std::abs(c.x1 - w.end * per_ns) < 1;
+      EXPECT_EQ(hatched, w.cut) << "hatching over " << w.start << ".." << w.end;
+      cuts += w.cut;
+    }
+    EXPECT_EQ(p.cuts.size(), cuts) << "nothing else is hatched";
+  }
+  // The short cut frames: at rest (decoded) and while moving (from the
+  // pyramid), every column of their stretch has a hatch where they end, in
+  // b's row only.
+  for (uint32_t budget : {render::kAtRestDecodePerColumn, 1u}) {
+    const render::TimelinePicture p = picture(40'000, 80'000, budget);
+    const uint32_t row_b = row_of(p, render::Row::Interval, 1);
+    std::vector<bool> hatched(p.columns);
+    for (const render::CutRect& c : p.cuts) {
+      EXPECT_EQ(c.row, row_b) << "budget " << budget;
+      for (int64_t x = std::max<int64_t>(0, int64_t(std::floor(c.x0))); x < std::min<double>(p.columns, c.x1); ++x)
+        hatched[size_t(x)] = true;
+    }
+    for (uint32_t c = 1; c + 1 < p.columns; ++c) EXPECT_TRUE(hatched[c]) << "column " << c << ", budget " << budget;
+  }
+}
+
 // A counter holds its last value (trust, fault 2): a window that falls
 // between two samples draws the value held across its whole row, and one
 // with a sample in it, the old value up to it and the new one after; past

@@ -69,10 +69,12 @@ std::vector<DurationStats> duration_stats(const index::TraceIndex& ix, const Exp
   Record r;
   std::pair<uint32_t, uint32_t> last_key{UINT32_MAX, 0};
   DurationHistogram* last = nullptr;
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> truncated;  // (rare)
   while (cursor->next(r)) {
     std::pair<uint32_t, uint32_t> key{r.name, r.feedlet};
     if (key != last_key) last_key = key, last = &per[key];
     last->add(uint64_t(std::llround(double(r.duration()) / tpn)));
+    if (r.truncated()) [[unlikely]] ++truncated[key];
   }
   if (error = cursor->error(); !error.empty()) return {};
   auto catalog = ix.catalog_snapshot();
@@ -82,6 +84,7 @@ std::vector<DurationStats> duration_stats(const index::TraceIndex& ix, const Exp
     DurationStats& n = names[key.first];
     n.name = std::string(catalog->string(key.first));
     n.h.merge(h);
+    if (auto c = truncated.find(key); c != truncated.end()) n.truncated += c->second;
   }
   for (auto& [id, s] : names) {
     out.push_back(std::move(s));
@@ -93,6 +96,7 @@ std::vector<DurationStats> duration_stats(const index::TraceIndex& ix, const Exp
       auto f = threads.find(t.feedlet);
       t.thread = f != threads.end() ? f->second : "feedlet " + std::to_string(t.feedlet);
       t.h = it->second;
+      if (auto c = truncated.find(it->first); c != truncated.end()) t.truncated = c->second;
       out.push_back(std::move(t));
     }
   }

@@ -41,7 +41,7 @@ struct IndexSource {
   uint32_t top(size_t i) const { return info[i].leaf_shift + std::max(info[i].levels, 1u) - 1; }
   Buckets nodes(size_t i, uint64_t t0, uint64_t t1, uint32_t shift) const { return ix.query_shift(ids[i], t0, t1, shift); }
   void items(size_t i, uint64_t t0, uint64_t t1, std::vector<Record>& out) const {
-    for (const index::Item& it : ix.items(ids[i], t0, t1)) out.push_back(Record{it.start, it.end, 0, it.name, info[i].feedlet});
+    for (const index::Item& it : ix.items(ids[i], t0, t1)) out.push_back(Record{it.start, it.end, Record::interval_value(it), it.name, info[i].feedlet});
   }
 };
 

@@ -167,7 +167,7 @@ class BaseCursor : public Cursor {
           if (!keep_.holds(it.end - it.start)) return;
           for (const ValueTest& t : filter_.values)
             if (!t.passes(it.value)) return;
-          out.push_back(Record{it.start, it.end, it.value, it.name, l.feedlet});
+          out.push_back(Record{it.start, it.end, it.truncated ? Record::interval_value(it) : it.value, it.name, l.feedlet});
         });
         events_read_ += seen;
       }

@@ -63,8 +63,10 @@ struct Names {
     return f == threads.end() ? std::string() : f->second;
   }
   json interval(const Record& r) const {
-    return json{{"start_ns", ns(r.start)}, {"end_ns", ns(r.end)}, {"duration_ns", ns(r.end) - ns(r.start)},
-                {"name", name(r.name)}, {"thread", thread(r.feedlet)}};
+    json j{{"start_ns", ns(r.start)}, {"end_ns", ns(r.end)}, {"duration_ns", ns(r.end) - ns(r.start)},
+           {"name", name(r.name)}, {"thread", thread(r.feedlet)}};
+    if (r.truncated()) j["truncated"] = true;  // its end was not recorded: as long as the trace saw it
+    return j;
   }
   json sample(const Record& r) const {
     return json{{"time_ns", ns(r.end)}, {"virtual_ns", ns(r.start)}, {"value", r.value}};
@@ -82,6 +84,7 @@ json stats_row(const analysis::DurationStats& s) {
          {"mean_ns", h.mean()}, {"max_ns", h.max()}, {"p50_ns", h.percentile(50)}, {"p90_ns", h.percentile(90)},
          {"p99_ns", h.percentile(99)}, {"p99_9_ns", h.percentile(99.9)}};
   if (!s.thread.empty()) j["thread"] = s.thread;
+  if (s.truncated) j["truncated"] = s.truncated;  // ends not recorded: their durations are as far as the trace saw
   return j;
 }
 
@@ -98,14 +101,22 @@ bool add_duration_table(json& out, const TraceIndex& ix, const std::string& stre
 }
 
 void print_duration_table(const json& table) {
-  std::printf("%-28s %-14s %10s %12s %10s %10s %10s %10s %10s %10s %10s\n", "name", "thread", "count", "total ms",
-              "min us", "mean us", "p50 us", "p90 us", "p99 us", "p99.9 us", "max us");
-  for (const json& r : table)
-    std::printf("%-28s %-14s %10" PRIu64 " %12.3f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n",
+  // A last column, where some were cut: how many ends were not recorded.
+  bool cut = false;
+  for (const json& r : table) cut |= r.contains("truncated");
+  std::printf("%-28s %-14s %10s %12s %10s %10s %10s %10s %10s %10s %10s%s\n", "name", "thread", "count", "total ms",
+              "min us", "mean us", "p50 us", "p90 us", "p99 us", "p99.9 us", "max us", cut ? "  truncated" : "");
+  for (const json& r : table) {
+    std::printf("%-28s %-14s %10" PRIu64 " %12.3f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f",
                 r["name"].get<std::string>().c_str(), r.value("thread", "").c_str(), r["count"].get<uint64_t>(),
                 r["total_ns"].get<double>() / 1e6, r["min_ns"].get<double>() / 1e3, r["mean_ns"].get<double>() / 1e3,
                 r["p50_ns"].get<double>() / 1e3, r["p90_ns"].get<double>() / 1e3, r["p99_ns"].get<double>() / 1e3,
                 r["p99_9_ns"].get<double>() / 1e3, r["max_ns"].get<double>() / 1e3);
+    if (cut) std::printf(" %10" PRIu64, r.value("truncated", uint64_t(0)));
+    std::printf("\n");
+  }
+  if (cut) std::printf("truncated: intervals whose end was not recorded (cut where events were lost, or never ended); "
+                       "counted with the durations the trace saw\n");
 }
 
 void add_analysis_commands(CLI::App& app, int* exit_code) {

@@ -124,7 +124,9 @@ void AnalysisPanel::stats_tab(SharedView& v) {
     int col = 0;
     ImGui::TableSetColumnIndex(col++);
     ImGui::PushID(int(i));
-    if (ImGui::Selectable(s.name.empty() ? "(made)" : s.name.c_str(), false, ImGuiSelectableFlags_SpanAllColumns)) {
+    const std::string label = (s.name.empty() ? std::string("(made)") : s.name) +
+                              (s.truncated ? "  (" + std::to_string(s.truncated) + " cut)" : std::string());
+    if (ImGui::Selectable(label.c_str(), false, ImGuiSelectableFlags_SpanAllColumns)) {
       want_tab_ = 2;
       evaluate(v, base_stream(analysis::Op::Intervals, exact_name_filter(s.name),
                               s.thread.empty() ? std::string() : exact_name_filter(s.thread)));

@@ -259,9 +259,11 @@ void Viewer::tooltip(Figure& f) {
   if (const render::Box* b = h.box) {
     ImGui::BeginTooltip();
     ImGui::Text("%s", std::string(scene.string(b->source, b->name)).c_str());
-    ImGui::Text("start    %s", render::format_time(b->start - scene.first_ns(), 1).c_str());
-    if (b->end != INT64_MAX) ImGui::Text("duration %s", render::format_duration(b->end - b->start).c_str());
+    const render::TimeUnit unit = scene.time_unit();
+    ImGui::Text("start    %s", render::format_time(b->start - scene.first_ns(), 1, unit).c_str());
+    if (b->end != INT64_MAX) ImGui::Text("duration %s", render::format_duration(b->end - b->start, unit).c_str());
     else ImGui::Text("duration (still open)");
+    if (b->truncated) ImGui::TextDisabled("its end was not recorded: cut where events were lost, or never ended");
     if (row.kind == render::Row::Cpu) ImGui::Text("cpu      %s   (%s)", lane.cpu_names[row.index].c_str(), lane.name.c_str());
     else ImGui::Text("thread   %s   depth %u", lane.name.c_str(), b->depth);
     ImGui::EndTooltip();
@@ -277,7 +279,7 @@ void Viewer::tooltip(Figure& f) {
     if (!std::isnan(a)) ImGui::Text("%.6g .. %.6g", lo + a * (hi - lo), lo + z * (hi - lo));
   } else if (p.count[cell]) {
     ImGui::Text("%u x %s ...", p.count[cell], std::string(scene.string(lane.source, p.top_name[cell])).c_str());
-    ImGui::Text("at %s", render::format_time(f.axis.time(m.x - g.plot.x) - scene.first_ns(), 1).c_str());
+    ImGui::Text("at %s", render::format_time(f.axis.time(m.x - g.plot.x) - scene.first_ns(), 1, scene.time_unit()).c_str());
     ImGui::TextDisabled("zoom in for each one");
   } else {
     ImGui::Text("%s", lane.name.c_str());
@@ -296,10 +298,12 @@ void Viewer::details() {
   const render::Box& b = selected_;
   ImGui::Text("%s", selected_name_.c_str());
   ImGui::Text("thread  %s (%s)", selected_thread_.c_str(), selected_process_.c_str());
-  ImGui::Text("start   %s", render::format_time(b.start - scene_->first_ns(), 1).c_str());
+  const render::TimeUnit unit = scene_->time_unit();
+  ImGui::Text("start   %s", render::format_time(b.start - scene_->first_ns(), 1, unit).c_str());
   if (b.end != INT64_MAX) {
-    ImGui::Text("end     %s", render::format_time(b.end - scene_->first_ns(), 1).c_str());
-    ImGui::Text("length  %s   depth %u", render::format_duration(b.end - b.start).c_str(), b.depth);
+    ImGui::Text("end     %s%s", render::format_time(b.end - scene_->first_ns(), 1, unit).c_str(),
+                b.truncated ? "   (cut: not recorded)" : "");
+    ImGui::Text("length  %s   depth %u", render::format_duration(b.end - b.start, unit).c_str(), b.depth);
     if (ImGui::Button("Zoom to it")) {
       const int64_t pad = std::max<int64_t>(2, (b.end - b.start) / 10);
       set_window(b.start - pad, b.end + pad);

@@ -57,10 +57,10 @@ void Viewer::controls() {
   if (ImGui::Button(analysis_open_ ? "Analysis <<" : "Analysis >>")) analysis_open_ = !analysis_open_;
   record_control("analysis");
   ImGui::SameLine();
-  ImGui::TextDisabled("window %s", render::format_duration(t1_ - t0_).c_str());
+  ImGui::TextDisabled("window %s", render::format_duration(t1_ - t0_, scene_->time_unit()).c_str());
   if (marks_.cursor != render::Marks::kNone) {
     ImGui::SameLine();
-    ImGui::TextDisabled("cursor %s", render::format_time(marks_.cursor - scene_->first_ns(), 1).c_str());
+    ImGui::TextDisabled("cursor %s", render::format_time(marks_.cursor - scene_->first_ns(), 1, scene_->time_unit()).c_str());
   }
 
   play_controls();

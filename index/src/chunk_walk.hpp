@@ -115,9 +115,14 @@ void cut_at_break(WalkState& st, uint64_t at, OnItem&& on_item) {
     it.depth = st.stack[i].depth;
     it.start = st.stack[i].start;
     it.end = at;
+    it.truncated = true;
     on_item(it);
   }
-  for (const RunningJob& r : st.running) on_item(job_segment(r, at));
+  for (const RunningJob& r : st.running) {
+    Item it = job_segment(r, at);
+    it.truncated = true;
+    on_item(it);
+  }
   st.counts.truncated += st.stack.size() + st.running.size();
   st.stack.clear();
   st.running.clear();
@@ -177,6 +182,7 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
       if (st.stack[i].name != name) continue;
       Item it;
       it.kind = StreamKind::Interval;
+      it.truncated = true;
       // Frames above it never ended: they end here, with it, as truncated
       // (dropped, they showed while open at a window's right edge and were
       // gone from a wider window). (Not resize(): it has a growing path, so
@@ -190,6 +196,7 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
       it.depth = st.stack[i].depth;
       it.start = st.stack[i].start;
       it.end = at;
+      it.truncated = false;
       st.stack.pop_back();
       on_item(it);
       return;

@@ -59,8 +59,12 @@ void DepthFold::fold_run(const Item* run, size_t n) {
     a.iv.min_dur = std::min(a.iv.min_dur, dur);
     a.iv.min_start = std::min(a.iv.min_start, it.start);
     a.iv.max_end = std::max(a.iv.max_end, it.end);
-    if (longer(dur, it.end, name, a.iv.max_dur, a.iv.longest_end, a.iv.longest_name))
-      a.iv.max_dur = dur, a.iv.longest_end = it.end, a.iv.longest_name = name;
+    if (longer(dur, it.end, name, a.iv.max_dur, a.iv.longest_end, a.iv.longest_name)) {
+      a.iv.max_dur = dur, a.iv.longest_end = it.end, a.iv.longest_name = uint32_t(name);
+      a.iv.truncated = longest_truncated(a.iv.truncated, it.truncated);
+    }
+    if (it.truncated) [[unlikely]]
+      a.iv.truncated = count_cut(a.iv.truncated, dur, it.end, name, a.iv.max_dur, a.iv.longest_end, a.iv.longest_name);
   }
 }
 

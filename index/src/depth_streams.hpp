@@ -47,8 +47,15 @@ inline void fold_depth_item(std::vector<Node>& out, const Item& it, uint32_t shi
   Node& n = out.back();
   const uint64_t dur = it.end - it.start;
   const bool longest = longer(dur, it.end, it.name, n.iv.max_dur, n.iv.longest_end, n.iv.longest_name);
+  const uint32_t cut = n.iv.truncated;  // (add_item() judges the longest without names: set again here)
   add_item(n, it);
-  if (longest) n.iv.max_dur = dur, n.iv.longest_end = it.end, n.iv.longest_name = it.name;
+  n.iv.truncated = cut;
+  if (longest) {
+    n.iv.max_dur = dur, n.iv.longest_end = it.end, n.iv.longest_name = it.name;
+    n.iv.truncated = longest_truncated(cut, it.truncated);
+  }
+  if (it.truncated)
+    n.iv.truncated = count_cut(n.iv.truncated, dur, it.end, it.name, n.iv.max_dur, n.iv.longest_end, n.iv.longest_name);
 }
 
 // A worker's buffers for folding chunks into depth streams, kept from chunk to chunk.

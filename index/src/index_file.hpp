@@ -16,8 +16,9 @@ constexpr uint8_t kIndexMagic[8] = {'T', 'I', 'N', 'E', 'I', 'D', 'X', 0};
 // 10: Sched nodes name their longest segment's task, and the open entries after
 // the last chunk hold its running jobs (running_at()); 11: open job entries and
 // resume points hold job ids, frames open at a drop or lost chunk are closed
-// there, per-feedlet WalkCounts
-constexpr uint32_t kIndexVersion = 12;
+// there, per-feedlet WalkCounts; 12: frames above a matched end close with it;
+// 13: the tenth column's high half counts truncated items (Node::iv.truncated)
+constexpr uint32_t kIndexVersion = 13;
 
 struct IndexFile {
   // Writes the directory and footer after the pages already in `path`.

@@ -109,7 +109,8 @@ bool unpack_doubles(const uint8_t*& p, const uint8_t* end, double* v, int n) {
 // shift and a mask per field with no branch on lengths (varints made a
 // coarse query's nodes wait on mispredicted branches). The tenth column, the
 // longest item's name, is used by depth streams only: elsewhere it is all
-// zeros, a width of 0 and one byte a page.
+// zeros, a width of 0 and one byte a page. Its high 32 bits hold the
+// truncated items (Node::iv.truncated), zero in nearly every page.
 constexpr int kColumns = 10;
 
 // The columns of an interval-like node.
@@ -124,7 +125,7 @@ inline void node_columns(const Node& n, uint64_t prev, uint32_t shift, uint64_t 
   v[6] = n.iv.longest_end - base;
   v[7] = format::zigzag(int64_t(n.iv.min_start - base));
   v[8] = last - n.iv.max_end;  // keys are ends: the latest is near the bucket's end
-  v[9] = n.iv.longest_name;
+  v[9] = uint64_t(n.iv.truncated) << 32 | n.iv.longest_name;
 }
 
 size_t pack_columns(uint32_t shift, const Node* nodes, uint32_t count, uint8_t* out) {
@@ -170,7 +171,7 @@ bool unpack_columns(uint32_t shift, uint64_t first_bucket, const uint8_t* p, siz
     n.iv.longest_end = base + v[6][i];
     n.iv.min_start = base + uint64_t(format::unzigzag(v[7][i]));
     n.iv.max_end = last - v[8][i];
-    n.iv.longest_name = v[9][i];
+    n.iv.longest_name = uint32_t(v[9][i]), n.iv.truncated = uint32_t(v[9][i] >> 32);
   }
   return true;
 }

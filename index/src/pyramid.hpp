@@ -98,6 +98,26 @@ class PageWriter {
 // Inline: the indexer folds every item of a trace through these.
 inline bool interval_like(StreamKind kind) { return kind != StreamKind::Counter; }
 
+// Node::iv.truncated plus k items cut (the count stops short of the high bit).
+[[gnu::always_inline]] inline uint32_t plus_truncated(uint32_t t, uint32_t k) {
+  const uint64_t n = std::min<uint64_t>(uint64_t(t & ~kLongestTruncated) + k, ~kLongestTruncated);
+  return (t & kLongestTruncated) | uint32_t(n);
+}
+// Node::iv.truncated with its high bit saying whether the longest item (a new one) is cut.
+[[gnu::always_inline]] inline uint32_t longest_truncated(uint32_t t, bool cut) {
+  return (t & ~kLongestTruncated) | (cut ? kLongestTruncated : 0);
+}
+// A cut item (dur, end, name) counted into a node whose longest it may be
+// alike with. Alike ones (a frame cut where the outer one ended, begun at
+// its tick) are one to the picture, and which of them a bucket keeps
+// depends on the order they were folded in (a lane's nodes by depth, merged,
+// against its stream's): the longest is cut if any of them is.
+[[gnu::always_inline]] inline uint32_t count_cut(uint32_t t, uint64_t dur, uint64_t end, uint64_t name,
+                                                 uint64_t max_dur, uint64_t longest_end, uint64_t longest_name) {
+  t = plus_truncated(t, 1);
+  return dur == max_dur && end == longest_end && name == longest_name ? t | kLongestTruncated : t;
+}
+
 // The node of one item: `n` must be value-initialized (zero).
 inline void set_leaf(Node& n, const Item& it, uint64_t bucket) {
   n.bucket = bucket;
@@ -113,6 +133,7 @@ inline void set_leaf(Node& n, const Item& it, uint64_t bucket) {
   n.iv.min_dur = n.iv.max_dur = dur;
   n.iv.longest_end = it.end;
   if (it.kind == StreamKind::Sched) n.iv.longest_name = it.name;  // the task
+  n.iv.truncated = it.truncated ? 1 | kLongestTruncated : 0;
   n.iv.min_start = it.start;
   n.iv.max_end = it.end;
 }
@@ -152,12 +173,19 @@ inline Node leaf_node(const Item& it, uint64_t bucket) {
   a.max_depth = std::max(a.max_depth, it.depth);
   a.iv.busy += it.kind == StreamKind::Send ? uint64_t(it.value) : dur;
   a.iv.min_dur = std::min(a.iv.min_dur, dur);
-  if (it.kind == StreamKind::Sched) {  // a CPU's segments: the longest one's task, as merge() keeps it
-    if (longer(dur, it.end, it.name, a.iv.max_dur, a.iv.longest_end, a.iv.longest_name))
+  const bool sched = it.kind == StreamKind::Sched;
+  if (sched) {  // a CPU's segments: the longest one's task, as merge() keeps it
+    if (longer(dur, it.end, it.name, a.iv.max_dur, a.iv.longest_end, a.iv.longest_name)) {
       a.iv.max_dur = dur, a.iv.longest_end = it.end, a.iv.longest_name = it.name;
+      a.iv.truncated = longest_truncated(a.iv.truncated, it.truncated);
+    }
   } else if (dur > a.iv.max_dur) {
     a.iv.max_dur = dur, a.iv.longest_end = it.end;
+    a.iv.truncated = longest_truncated(a.iv.truncated, it.truncated);
   }
+  if (it.truncated) [[unlikely]]
+    a.iv.truncated = count_cut(a.iv.truncated, dur, it.end, sched ? it.name : 0, a.iv.max_dur, a.iv.longest_end,
+                               sched ? a.iv.longest_name : 0);
   a.iv.min_start = std::min(a.iv.min_start, it.start);
   a.iv.max_end = std::max(a.iv.max_end, it.end);
 }
@@ -196,22 +224,26 @@ template <class ItemAt>
     uint32_t depth = open.max_depth;
     uint64_t busy = open.iv.busy, min_dur = open.iv.min_dur, max_dur = open.iv.max_dur;
     uint64_t longest_end = open.iv.longest_end, min_start = open.iv.min_start, max_end = open.iv.max_end;
-    uint64_t longest_name = open.iv.longest_name;
+    uint32_t longest_name = open.iv.longest_name, truncated = open.iv.truncated;
     for (; j < n && item(j).key() >> shift == bucket; ++j) {
       const Item& it = item(j);
       const uint64_t dur = it.end - it.start;
       depth = std::max(depth, it.depth);
       busy += send ? uint64_t(it.value) : dur;
       min_dur = std::min(min_dur, dur);
-      if (sched ? longer(dur, it.end, it.name, max_dur, longest_end, longest_name) : dur > max_dur)
+      if (sched ? longer(dur, it.end, it.name, max_dur, longest_end, longest_name) : dur > max_dur) {
         max_dur = dur, longest_end = it.end, longest_name = sched ? it.name : longest_name;
+        truncated = longest_truncated(truncated, it.truncated);
+      }
+      if (it.truncated) [[unlikely]]
+        truncated = count_cut(truncated, dur, it.end, sched ? it.name : 0, max_dur, longest_end, sched ? longest_name : 0);
       min_start = std::min(min_start, it.start);
       max_end = std::max(max_end, it.end);
     }
     open.max_depth = depth;
     open.iv.busy = busy, open.iv.min_dur = min_dur, open.iv.max_dur = max_dur;
     open.iv.longest_end = longest_end, open.iv.min_start = min_start, open.iv.max_end = max_end;
-    open.iv.longest_name = longest_name;
+    open.iv.longest_name = longest_name, open.iv.truncated = truncated;
   }
   open.count += uint32_t(j - first);
   return j;
@@ -273,8 +305,14 @@ inline void fold_intervals_by_depth(std::vector<Node>& out, uint32_t shift, cons
   a.max_depth = std::max(a.max_depth, b.max_depth);
   a.iv.busy += b.iv.busy;
   a.iv.min_dur = std::min(a.iv.min_dur, b.iv.min_dur);
-  if (longer(b.iv.max_dur, b.iv.longest_end, b.iv.longest_name, a.iv.max_dur, a.iv.longest_end, a.iv.longest_name))
+  a.iv.truncated = plus_truncated(a.iv.truncated, truncated_items(b));
+  if (longer(b.iv.max_dur, b.iv.longest_end, b.iv.longest_name, a.iv.max_dur, a.iv.longest_end, a.iv.longest_name)) {
     a.iv.max_dur = b.iv.max_dur, a.iv.longest_end = b.iv.longest_end, a.iv.longest_name = b.iv.longest_name;
+    a.iv.truncated = longest_truncated(a.iv.truncated, b.iv.truncated & kLongestTruncated);
+  } else if (b.iv.max_dur == a.iv.max_dur && b.iv.longest_end == a.iv.longest_end &&
+             b.iv.longest_name == a.iv.longest_name) {
+    a.iv.truncated |= b.iv.truncated & kLongestTruncated;  // alike: count_cut()
+  }
   a.iv.min_start = std::min(a.iv.min_start, b.iv.min_start);
   a.iv.max_end = std::max(a.iv.max_end, b.iv.max_end);
 }

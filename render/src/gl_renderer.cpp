@@ -232,6 +232,10 @@ void GlRenderer::draw_timeline(const TimelinePicture& p, TextureSlot& slot, cons
   auto px = [&](float column) { return plot.x + offset + column * scale; };
   for (const GapRect& gap : p.gaps)
     rect(px(gap.x0), plot.y + gap.y0 - scroll_y, px(gap.x1), plot.y + gap.y1 - scroll_y, kGapColour, 1);
+  for (const CutRect& c : p.cuts) {
+    const Row& row = rows[c.row];
+    rect(px(c.x0), plot.y + row.y - scroll_y, px(c.x1), plot.y + row.y + row.h - 1 - scroll_y, kCutColour, 2);
+  }
   const bool heads = p.arrows.size() <= 400;
   for (const Arrow& a : p.arrows) {
     const float x0 = px(a.x0), y0 = plot.y + a.y0 - scroll_y, x1 = px(a.x1), y1 = plot.y + a.y1 - scroll_y;

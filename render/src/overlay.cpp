@@ -32,7 +32,7 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
   for (const Tick& t : tk) {
     const float x = plot.x + float(t.x);
     dl->AddLine({x, g.ruler.y + g.ruler.h - 6}, {x, g.ruler.y + g.ruler.h}, kDim);
-    dl->AddText({x + 3, g.ruler.y + 2}, kDim, format_time(t.t - origin, view.linear() ? step : 1).c_str());
+    dl->AddText({x + 3, g.ruler.y + 2}, kDim, format_time(t.t - origin, view.linear() ? step : 1, scene.time_unit()).c_str());
   }
   dl->PopClipRect();
 
@@ -88,7 +88,7 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
   // Cursor and selection read-outs on the ruler.
   if (marks.has_selection()) {
     const float a = plot.x + float(view.x(marks.sel0)), z = plot.x + float(view.x(marks.sel1));
-    const std::string d = "dt " + format_duration(marks.sel1 - marks.sel0);
+    const std::string d = "dt " + format_duration(marks.sel1 - marks.sel0, scene.time_unit());
     const float w = ImGui::CalcTextSize(d.c_str()).x;
     const float x = std::clamp((a + z - w) / 2, plot.x, plot.x + plot.w - w);
     dl->AddRectFilled({x - 3, g.ruler.y + 2}, {x + w + 3, g.ruler.y + g.ruler.h - 2}, IM_COL32(96, 176, 255, 230));
@@ -97,7 +97,7 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
   if (marks.cursor != Marks::kNone) {
     const float x = plot.x + float(view.x(marks.cursor));
     if (x >= plot.x && x <= plot.x + plot.w) {
-      const std::string s = format_time(marks.cursor - origin, 1);
+      const std::string s = format_time(marks.cursor - origin, 1, scene.time_unit());
       dl->AddRectFilled({x + 2, plot.y + plot.h - 16}, {x + 6 + ImGui::CalcTextSize(s.c_str()).x, plot.y + plot.h},
                         IM_COL32(255, 224, 64, 220));
       dl->AddText({x + 4, plot.y + plot.h - 16}, kDark, s.c_str());

@@ -99,6 +99,15 @@ void Scene::refresh() {
     last_ns_ = std::max(last_ns_, s.scan->last_ns);
   }
   if (first_ns_ > last_ns_) first_ns_ = last_ns_ = 0;
+  std::string unit;  // the one every trace names, else none
+  for (size_t i = 0; i < sources_.size(); ++i) {
+    const auto& meta = sources_[i].catalog->metadata;
+    const auto named = meta.find("displayTimeUnit");
+    const std::string this_one = named == meta.end() ? std::string() : named->second;
+    if (i == 0) unit = this_one;
+    else if (this_one != unit) unit.clear();
+  }
+  time_unit_ = time_unit_named(unit);
   // By process (those the trace orders first, as it orders them, then by
   // name), then by trace, then as the trace orders the lanes of a process
   // (those it orders first), then by feedlet: Catapult's order, with lanes

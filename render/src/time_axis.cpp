@@ -89,7 +89,11 @@ std::vector<Tick> ticks(const TimeAxis& axis, double min_spacing_px, int64_t ori
   return out;
 }
 
-std::string format_time(int64_t ns, int64_t resolution_ns) {
+TimeUnit time_unit_named(std::string_view name) {
+  return name == "ns" ? TimeUnit::Ns : name == "ms" ? TimeUnit::Ms : TimeUnit::Fit;
+}
+
+std::string format_time(int64_t ns, int64_t resolution_ns, TimeUnit unit) {
   // In the unit that fits the time (s from a second, ms, us, ns below), with
   // the digits the resolution needs, grouped in threes: "1.500 us", never
   // "0.000 001 5 s".
@@ -102,15 +106,19 @@ std::string format_time(int64_t ns, int64_t resolution_ns) {
   } kUnits[] = {{1000000000, 9, " s"}, {1000000, 6, " ms"}, {1000, 3, " us"}, {1, 0, " ns"}};
   // (Zero in the resolution's unit: a ruler's "0 s" beside "1 s", "0 us" beside "500 us".)
   const uint64_t size = v ? v : uint64_t(std::max<int64_t>(resolution_ns, 1));
-  size_t u = 0;
-  while (u + 1 < std::size(kUnits) && size < kUnits[u].ns) ++u;
+  size_t u = unit == TimeUnit::Ms ? 1 : unit == TimeUnit::Ns ? 3 : 0;
+  while (unit == TimeUnit::Fit && u + 1 < std::size(kUnits) && size < kUnits[u].ns) ++u;
   int digits = kUnits[u].digits;
   for (int64_t r = resolution_ns; r >= 10 && digits > 0; r /= 10) --digits;
   char frac[24];  // (9 digits: the remainder is below a second)
   std::snprintf(frac, sizeof frac, "%09llu", (unsigned long long)(v % kUnits[u].ns));
   // (Appended, not "-" + to_string(): g++ 12 warns falsely on that, -Wrestrict.)
   std::string out = neg ? "-" : "";
-  out += std::to_string(v / kUnits[u].ns);
+  const std::string whole = std::to_string(v / kUnits[u].ns);
+  for (size_t i = 0; i < whole.size(); ++i) {  // grouped in threes where a unit is named ("1 500 ns")
+    if (unit != TimeUnit::Fit && i && (whole.size() - i) % 3 == 0) out += ' ';
+    out += whole[i];
+  }
   if (digits > 0) {
     out += '.';
     for (int i = 0; i < digits; ++i) {
@@ -121,7 +129,8 @@ std::string format_time(int64_t ns, int64_t resolution_ns) {
   return out + kUnits[u].name;
 }
 
-std::string format_duration(int64_t ns) {
+std::string format_duration(int64_t ns, TimeUnit unit) {
+  if (unit != TimeUnit::Fit) return format_time(ns, 1, unit);
   char buf[48];
   const double v = double(ns < 0 ? -ns : ns);
   const char* sign = ns < 0 ? "-" : "";

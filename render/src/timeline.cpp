@@ -215,14 +215,19 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
   Painter paint{P.columns, std::vector<Cell>(size_t(P.rows) * P.columns)};
   std::vector<double> lo(P.rows, std::numeric_limits<double>::quiet_NaN()), hi = lo;
   std::vector<std::vector<double>> cmin(P.rows), cmax(P.rows);
+  auto add_cut = [&](uint32_t row, double x0, double x1) {
+    if (x1 >= -2 && x0 <= req.width + 2) P.cuts.push_back({row, float(std::max(x0, -2.0)), float(std::min(x1, req.width + 2))});
+  };
   auto add_box = [&](uint32_t row, uint32_t source, uint32_t name, double x0, double x1, int64_t s, int64_t e,
-                     uint32_t depth) {
+                     uint32_t depth, bool cut) {
+    // A cut item is hatched however narrow (a loss is never too small to see).
+    if (cut) add_cut(row, std::min(x0, (x0 + x1) / 2 - 1), std::max(x1, (x0 + x1) / 2 + 1));
     if (x1 - x0 < 3) return;
     if (P.boxes.size() >= req.max_boxes) {
       ++P.boxes_left_out;
       return;
     }
-    P.boxes.push_back({row, source, name, float(std::max(x0, -1.0)), float(std::min(x1, req.width + 1)), s, e, depth});
+    P.boxes.push_back({row, source, name, float(std::max(x0, -1.0)), float(std::min(x1, req.width + 1)), s, e, depth, cut});
   };
   // Depth streams name a bucket's longest item: its colour, by (source, name), hashed once a picture.
   std::unordered_map<uint64_t, uint32_t> name_colours;
@@ -247,15 +252,18 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
         if (req.layout.rows[r].kind == Row::Cpu && req.layout.rows[r].index == k) return r;
       return UINT32_MAX;
     };
-    // A bucket of intervals (a name's, a depth's, a CPU's) in its row.
-    auto paint_intervals = [&](uint32_t row, const Node& n, uint32_t name, uint32_t colour) {
+    // A bucket of intervals (a name's, a depth's, a CPU's; buckets of
+    // 2^shift ticks) in its row. Its box is its one item, or its longest:
+    // hatched if that was cut.
+    auto paint_intervals = [&](uint32_t row, const Node& n, uint32_t shift, uint32_t name, uint32_t colour) {
+      const bool cut = n.iv.truncated & index::kLongestTruncated;
       const int64_t s = q.clock.ns(n.iv.min_start), e = q.clock.ns(n.iv.max_end);
       const double x0 = axis.x(s), x1 = axis.x(e);
       const double len = double(e - s);
       const double density = n.count == 1 || len <= 0 ? 1.0 : std::min(1.0, double(n.iv.busy) / len);
       paint.span(row, x0, std::max(x1, x0), density, colour, name, n.count);
       if (n.count == 1) {
-        add_box(row, lane.source, name, x0, x1, s, e, n.max_depth);
+        add_box(row, lane.source, name, x0, x1, s, e, n.max_depth, cut);
         return;
       }
       // A bucket wider than a column (a leaf answering a finer zoom) is a
@@ -264,9 +272,18 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       // covers a column or more, as it would be at full resolution.
       const int64_t ls = q.clock.ns(n.iv.longest_end - n.iv.max_dur), le = q.clock.ns(n.iv.longest_end);
       const double lx0 = axis.x(ls), lx1 = axis.x(le);
-      if (lx1 - lx0 < 1) return;
+      const bool whole = lx1 - lx0 >= 1;
+      if (index::truncated_items(n) > (cut && whole ? 1u : 0u)) {
+        // Cut items too short to be drawn: hatched where they end (the
+        // bucket's keys, within its items).
+        const uint64_t k0 = std::max(n.bucket << shift, n.iv.min_start);
+        const uint64_t k1 = std::min(((n.bucket + 1) << shift) - 1, n.iv.max_end);
+        const double a = axis.x(q.clock.ns(k0)), z = axis.x(q.clock.ns(k1));
+        add_cut(row, std::min(a, (a + z) / 2 - 1), std::max(z, (a + z) / 2 + 1));
+      }
+      if (!whole) return;
       paint.span(row, lx0, lx1, 1.0, colour, name, 0);
-      add_box(row, lane.source, name, lx0, lx1, ls, le, n.max_depth);
+      add_box(row, lane.source, name, lx0, lx1, ls, le, n.max_depth, cut);
     };
     for (const auto& [id, b] : q.buckets) {
       const index::StreamInfo& st = streams[lane.source][size_t(id)];
@@ -291,7 +308,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
             for (uint32_t d = st.key; d < n.max_depth && depth_row(d) < depth_row(n.max_depth); ++d)
               paint.span(depth_row(d), x0, std::max(x1, x0), density, colour, name, n.count);
           }
-          paint_intervals(depth_row(n.max_depth), n, name, colour);
+          paint_intervals(depth_row(n.max_depth), n, b.shift, name, colour);
         }
       } else if (st.kind == StreamKind::Sched) {
         // A CPU's bucket is drawn as the task of its longest segment.
@@ -300,7 +317,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
         if (row == UINT32_MAX) continue;
         for (const Node& n : b.nodes) {
           const uint32_t task = uint32_t(n.iv.longest_name);
-          paint_intervals(row, n, task, colour_of(lane.source, task));
+          paint_intervals(row, n, b.shift, task, colour_of(lane.source, task));
         }
       } else if (st.kind == StreamKind::Instant && instant_row != UINT32_MAX) {
         const uint32_t colour = src.stream_colour[size_t(id)];
@@ -360,7 +377,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       const std::string_view name = src.catalog->string(o.name);
       const uint32_t row = depth_row(o.depth);
       paint.span(row, x0, req.width, 1.0, name_colour(name), o.name, 1);
-      add_box(row, lane.source, o.name, x0, req.width + 1, s, INT64_MAX, o.depth);
+      add_box(row, lane.source, o.name, x0, req.width + 1, s, INT64_MAX, o.depth, false);
     }
     // Job segments still running at the right edge, in their CPU's row.
     for (const index::RunningJob& r : q.edge.jobs) {
@@ -370,7 +387,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       const int64_t s = q.clock.ns(r.start);
       const double x0 = axis.x(s);
       paint.span(row, x0, req.width, 1.0, colour_of(lane.source, r.task), r.task, 1);
-      add_box(row, lane.source, r.task, x0, req.width + 1, s, INT64_MAX, 0);
+      add_box(row, lane.source, r.task, x0, req.width + 1, s, INT64_MAX, 0, false);
     }
     // Complete intervals across the right edge, from their start on; those
     // that end in the last bucket of their stream's answer (by name or by
@@ -391,7 +408,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       const double x0 = axis.x(s);
       const uint32_t row = depth_row(it.depth);
       paint.span(row, x0, req.width, 1.0, colour_of(lane.source, it.name), it.name, 1);
-      add_box(row, lane.source, it.name, x0, req.width + 1, s, q.clock.ns(it.end), it.depth);
+      add_box(row, lane.source, it.name, x0, req.width + 1, s, q.clock.ns(it.end), it.depth, false);
     }
   }
 

@@ -41,6 +41,7 @@ struct DurationStats {
   std::string thread;   // "" : every thread together
   uint32_t feedlet = kNoFeedlet;
   DurationHistogram h;
+  uint64_t truncated = 0;  // of them, intervals whose end was not recorded (Record::truncated): in h as seen
 };
 
 // One row per name (every thread together), then with by_thread one per

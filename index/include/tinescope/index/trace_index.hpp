@@ -68,7 +68,8 @@ struct Node {
       uint64_t longest_end;  // end of the longest item (its start: longest_end - max_dur)
       uint64_t min_start;    // earliest start
       uint64_t max_end;      // latest end
-      uint64_t longest_name; // Depth, Span: the longest item's name; Sched: its task (0 in other kinds)
+      uint32_t longest_name; // Depth, Span: the longest item's name; Sched: its task (0 in other kinds)
+      uint32_t truncated;    // items cut (Item::truncated), up to 2^31 - 1; | kLongestTruncated: the longest is one
     } iv;
     struct {                 // Counter
       double min, max, first, last, sum;
@@ -79,11 +80,17 @@ struct Node {
 };
 static_assert(sizeof(Node) == 72);
 
+// Node::iv.truncated's high bit: the bucket's longest item is truncated.
+constexpr uint32_t kLongestTruncated = 1u << 31;
+inline uint32_t truncated_items(const Node& n) { return n.iv.truncated & ~kLongestTruncated; }
+
 // An item of a stream, decoded from the trace: an interval, an instant
 // (start = end), a sample (start = end, value), a send (value = bytes).
 struct Item {
   StreamKind kind{};
   bool complete = false;  // an Interval from one complete event (not a begin/end pair): on no stack
+  bool truncated = false; // an Interval or job segment whose end was not recorded: cut at a drop or a lost
+                          // chunk, or never ended and closed with an outer frame (WalkCounts::truncated)
   uint32_t name = 0;   // string id; Sched: the task; Send: the channel
   uint32_t depth = 0;  // nesting depth of an interval, 0 outermost
   uint32_t cpu = 0;    // Sched

@@ -74,6 +74,15 @@ struct Box {
   float x0 = 0, x1 = 0;       // columns
   int64_t start = 0, end = 0; // ns
   uint32_t depth = 0;
+  bool truncated = false;     // its end was not recorded (index::Item::truncated): drawn hatched
+};
+
+// Where an interval or job segment whose end was not recorded is drawn: cut
+// at dropped events or a lost chunk, or never ended and closed with an outer
+// frame (index::Item::truncated). Hatched over its box.
+struct CutRect {
+  uint32_t row = 0;
+  float x0 = 0, x1 = 0;  // columns
 };
 
 struct Arrow {
@@ -104,6 +113,7 @@ struct TimelinePicture {
   std::vector<Box> boxes;
   std::vector<Arrow> arrows;
   std::vector<GapRect> gaps;
+  std::vector<CutRect> cuts;
   uint64_t nodes = 0, arrows_left_out = 0, boxes_left_out = 0;  // arrows: at least this many
   bool from_events = false;        // some lane was below its finest stored level
   bool over_budget = false;        // some lane was drawn coarser than its columns: over request.decode_per_column

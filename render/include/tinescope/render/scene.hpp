@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tinescope/index/trace_index.hpp"
+#include "tinescope/render/time_axis.hpp"
 
 namespace tinescope::render {
 
@@ -112,6 +113,9 @@ class Scene {
   const std::vector<Lane>& lanes() const { return lanes_; }
   int64_t first_ns() const { return first_ns_; }
   int64_t last_ns() const { return last_ns_; }
+  // The unit its traces ask times to be printed in (each the same
+  // displayTimeUnit), else Fit.
+  TimeUnit time_unit() const { return time_unit_; }
   std::string_view string(uint32_t source, uint32_t id) const {
     return sources_[source].catalog->string(id);
   }
@@ -126,6 +130,7 @@ class Scene {
   std::vector<Source> sources_;
   std::vector<Lane> lanes_;
   int64_t first_ns_ = 0, last_ns_ = 0;
+  TimeUnit time_unit_ = TimeUnit::Fit;
 };
 
 }  // namespace tinescope::render

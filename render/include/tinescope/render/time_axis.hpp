@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tinescope::render {
@@ -54,9 +55,16 @@ struct Tick {
   int64_t t;
 };
 std::vector<Tick> ticks(const TimeAxis& axis, double min_spacing_px, int64_t origin = 0);  // round from origin
+// The unit times print in: the one that fits each time (the default), or
+// the one a trace names (Chrome JSON's displayTimeUnit "ns" or "ms"), as
+// its own viewer prints them: every time in it.
+enum class TimeUnit { Fit, Ns, Ms };
+TimeUnit time_unit_named(std::string_view name);  // "ns", "ms"; anything else: Fit
+
 // "1.234 567 s", "45.351 us", "12 ns": a time (or a duration) for a label,
-// in the unit that fits its size, with as many digits as `resolution_ns` asks.
-std::string format_time(int64_t ns, int64_t resolution_ns = 1);
-std::string format_duration(int64_t ns);
+// in the unit that fits its size (or `unit`), with as many digits as
+// `resolution_ns` asks ("1 500 ns" and "0.001 500 ms" in those units).
+std::string format_time(int64_t ns, int64_t resolution_ns = 1, TimeUnit unit = TimeUnit::Fit);
+std::string format_duration(int64_t ns, TimeUnit unit = TimeUnit::Fit);
 
 }  // namespace tinescope::render
