@@ -474,6 +474,24 @@ TEST(Render, ArrowsAreThoseOfTheLanesShownAndThoseInFlightAcrossTheWindow) {
   p = picture(w0, w1, "");
   EXPECT_EQ(p.arrows_left_out, 0u);
   EXPECT_TRUE(std::any_of(p.arrows.begin(), p.arrows.end(), [&](const render::Arrow& a) { return a.send == send; }));
+  // The same going to a bookmark on that message (N from a view before it,
+  // P from one after), where a bookmark at a time keeps the zoom.
+  render::Marks marks;
+  marks.bookmarks = {send, t0 + 2'700'000};
+  marks.bookmark_messages[send] = send;
+  int64_t to, b0, b1;
+  ASSERT_TRUE(render::bookmark_window(scene, marks, t0, t0 + 2'000'000, +1, to, b0, b1));
+  EXPECT_EQ(to, send);
+  EXPECT_EQ(std::make_pair(b0, b1), std::make_pair(w0, w1));
+  p = picture(b0, b1, "");
+  EXPECT_TRUE(std::any_of(p.arrows.begin(), p.arrows.end(), [&](const render::Arrow& a) { return a.send == send; }));
+  ASSERT_TRUE(render::bookmark_window(scene, marks, t0 + 2'600'000, t0 + 2'800'000, -1, to, b0, b1));
+  EXPECT_EQ(to, send);
+  EXPECT_EQ(std::make_pair(b0, b1), render::message_window(scene, send, send, 200'000));
+  ASSERT_TRUE(render::bookmark_window(scene, marks, t0 + 600'000, t0 + 4'600'000, +1, to, b0, b1));
+  EXPECT_EQ(to, t0 + 2'700'000);
+  EXPECT_EQ(b1 - b0, 4'000'000) << "a bookmark at a time keeps the zoom";
+  EXPECT_FALSE(render::bookmark_window(scene, marks, t0 + 3'000'000, t0 + 5'000'000, +1, to, b0, b1));
 }
 
 // The analysis panel's figure of an interval stream draws each interval

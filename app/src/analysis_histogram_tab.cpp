@@ -126,7 +126,7 @@ void AnalysisPanel::histogram_tab(SharedView& v) {
     if (ImGui::IsItemClicked()) {
       // The intervals of that bin (up to the play head) become the bookmarks.
       auto& marks = v.marks->bookmarks;
-      marks.clear();
+      v.marks->clear_bookmarks();
       const double ns_per_tick = 1 / catalog_->clock.ticks_per_ns();
       const auto rec = stream_->records();
       for (size_t i = 0; i < hist_shown_ && marks.size() < kMaxBookmarks; ++i)

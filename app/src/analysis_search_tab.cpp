@@ -157,8 +157,11 @@ void AnalysisPanel::find_needles(const SharedView& v, const std::string& text, b
 
 void AnalysisPanel::bookmark_hits(SharedView& v) {
   std::vector<int64_t>& b = v.marks->bookmarks;
-  b.clear();
-  for (const SearchHit& h : hits_) b.push_back(h.t0);
+  v.marks->clear_bookmarks();
+  for (const SearchHit& h : hits_) {
+    b.push_back(h.t0);
+    if (h.kind == SearchHit::Message) v.marks->bookmark_messages[h.t0] = h.t1;
+  }
   std::sort(b.begin(), b.end());
   status_ = std::to_string(b.size()) + " bookmarks from the hit list";
 }

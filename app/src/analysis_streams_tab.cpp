@@ -60,10 +60,14 @@ void AnalysisPanel::evaluate(const SharedView& v, const std::string& text, bool 
 void AnalysisPanel::bookmark_stream(SharedView& v) {
   if (!stream_ || !catalog_) return;
   std::vector<int64_t>& b = v.marks->bookmarks;
-  b.clear();
+  v.marks->clear_bookmarks();
+  analysis::Expr e;  // messages(...): each record a message, (send, receive)
+  std::string error;
+  const bool messages = analysis::parse_stream(stream_text_, e, error) && e.op == analysis::Op::Messages;
   for (const Record& r : stream_->records()) {
     if (b.size() == kMaxBookmarks) break;
     b.push_back(catalog_->clock.to_ns(r.start));
+    if (messages) v.marks->bookmark_messages[b.back()] = catalog_->clock.to_ns(r.end);
   }
   std::sort(b.begin(), b.end());
   status_ = std::to_string(b.size()) + " bookmarks" +
@@ -86,7 +90,7 @@ void AnalysisPanel::streams_tab(SharedView& v) {
   v.record_control("stream_bookmark");
   ImGui::EndDisabled();
   ImGui::SameLine();
-  if (ImGui::Button("Clear bookmarks")) v.marks->bookmarks.clear();
+  if (ImGui::Button("Clear bookmarks")) v.marks->clear_bookmarks();
   ImGui::Separator();
 
   // "label [field]" on one line, the field recorded under `id` for tests.

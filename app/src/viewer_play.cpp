@@ -44,20 +44,10 @@ void Viewer::step(int direction) {
 }
 
 void Viewer::jump_bookmark(int direction) {
-  std::vector<int64_t> b = marks_.bookmarks;
-  std::sort(b.begin(), b.end());
-  const int64_t mid = t0_ + (t1_ - t0_) / 2, half = (t1_ - t0_) / 2;
-  int64_t to = render::Marks::kNone;
-  if (direction > 0) {
-    auto it = std::upper_bound(b.begin(), b.end(), mid + 1);
-    if (it != b.end()) to = *it;
-  } else {
-    auto it = std::lower_bound(b.begin(), b.end(), mid - 1);
-    if (it != b.begin()) to = *std::prev(it);
-  }
-  if (to == render::Marks::kNone) return;
+  int64_t to, w0, w1;
+  if (!render::bookmark_window(*scene_, marks_, t0_, t1_, direction, to, w0, w1)) return;
   play_ = Play::Paused;
-  t0_ = to - half, t1_ = t0_ + 2 * half;
+  t0_ = w0, t1_ = w1;
   marks_.cursor = to;
 }
 

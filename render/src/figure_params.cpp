@@ -50,6 +50,28 @@ std::pair<int64_t, int64_t> message_window(const Scene& scene, int64_t send, int
   return {mid - span / 2, mid - span / 2 + span};
 }
 
+bool bookmark_window(const Scene& scene, const Marks& marks, int64_t t0, int64_t t1, int direction, int64_t& to,
+                     int64_t& w0, int64_t& w1) {
+  std::vector<int64_t> b = marks.bookmarks;
+  std::sort(b.begin(), b.end());
+  const int64_t mid = t0 + (t1 - t0) / 2, half = (t1 - t0) / 2;
+  if (direction > 0) {
+    auto it = std::upper_bound(b.begin(), b.end(), mid + 1);
+    if (it == b.end()) return false;
+    to = *it;
+  } else {
+    auto it = std::lower_bound(b.begin(), b.end(), mid - 1);
+    if (it == b.begin()) return false;
+    to = *std::prev(it);
+  }
+  if (auto m = marks.bookmark_messages.find(to); m != marks.bookmark_messages.end()) {
+    std::tie(w0, w1) = message_window(scene, m->first, m->second, t1 - t0);
+  } else {
+    w0 = to - half, w1 = w0 + 2 * half;
+  }
+  return true;
+}
+
 double default_period_ns(const Scene& scene, const FigureParams& f) {
   const double fallback = std::max(1.0, double(f.t1 - f.t0) / 100);
   const std::vector<uint32_t> lanes = scope_lanes(scene, f);

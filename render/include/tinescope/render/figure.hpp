@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 namespace tinescope::render {
@@ -19,6 +20,10 @@ struct Marks {
   int64_t cursor = kNone;
   int64_t sel0 = kNone, sel1 = kNone;  // a range selection (sel0 <= sel1)
   std::vector<int64_t> bookmarks;
+  // Bookmarks on messages (a search's hits, a stream of messages): send ->
+  // receive, so that going to one picks a zoom at which its arrow is drawn.
+  std::map<int64_t, int64_t> bookmark_messages;
+  void clear_bookmarks() { bookmarks.clear(), bookmark_messages.clear(); }
   bool has_selection() const { return sel0 != kNone && sel1 > sel0; }
 };
 
