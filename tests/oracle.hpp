@@ -3,7 +3,8 @@
 // trace with the trace reader and works out by brute force, from the rules
 // docs/INDEX.md states (Stream items, Breaks), what happened on each lane:
 // its intervals (with their depths, the truncated ones, those never ended),
-// its instants and its counters' samples. From that it says what each pixel
+// its instants and its counters' samples, its job segments per CPU, and the
+// messages between lanes. From that it says what each pixel
 // column of a window must show, and what it may show (a column of slack on
 // each side of an edge, where rounding decides). It shares no code with the
 // index or the renderer.
@@ -26,15 +27,33 @@ struct Interval {
   bool truncated = false;       // cut at a break (drops or lost chunks before its end)
 };
 
+// A job's segment on a CPU (docs/INDEX.md, Sched): a job is (task, id).
+struct Segment {
+  uint64_t start = 0, end = 0;  // ticks; end UINT64_MAX: still running at the end
+  uint32_t task = 0;
+  bool truncated = false;
+};
+
+// A message: a send and its receive, matched by id (the tests' ids are
+// never reused); an orphan has one half.
+struct Message {
+  bool sent = false, received = false;
+  uint64_t send = 0, recv = 0;  // ticks
+  uint32_t src = 0, dst = 0;    // feedlets
+};
+
 struct Lane {
   std::vector<Interval> intervals;
+  std::map<uint32_t, std::vector<Segment>> cpus;  // by CPU
   std::vector<uint64_t> instants;
   std::map<uint32_t, std::vector<std::pair<uint64_t, double>>> counters;  // name -> (ts, value), in time order
   uint64_t unmatched_ends = 0, truncated = 0;
+  uint64_t job_moved = 0, cpu_taken = 0, job_end_elsewhere = 0, job_end_unmatched = 0;
 };
 
 struct Model {
   std::map<uint32_t, Lane> lanes;  // by feedlet
+  std::map<uint64_t, Message> messages;  // by id
   uint64_t first_ts = UINT64_MAX, last_ts = 0;
   trace::Catalog catalog;
 };
@@ -48,6 +67,14 @@ inline Model build(const Collected& c) {
     uint64_t start;
   };
   std::map<uint32_t, std::vector<Frame>> stacks;
+  struct Job {
+    uint32_t task, cpu;
+    uint64_t id, start;
+  };
+  std::map<uint32_t, std::vector<Job>> running;  // per feedlet
+  auto segment_ends = [&](Lane& lane, const Job& j, uint64_t end, bool cut) {
+    lane.cpus[j.cpu].push_back({j.start, end, j.task, cut});
+  };
   std::map<uint32_t, uint64_t> last_sequence;  // per feedlet
   uint32_t chunk = UINT32_MAX;
   for (const OwnedEvent& o : c.events) {
@@ -64,8 +91,10 @@ inline Model build(const Collected& c) {
       if (brk) {  // every open frame ends here, truncated
         for (size_t d = 0; d < stack.size(); ++d)
           lane.intervals.push_back({stack[d].start, e.ts, stack[d].name, uint32_t(d), true});
-        lane.truncated += stack.size();
+        lane.truncated += stack.size() + running[e.feedlet].size();
         stack.clear();
+        for (const Job& j : running[e.feedlet]) segment_ends(lane, j, e.ts, true);
+        running[e.feedlet].clear();
       }
     }
     m.first_ts = std::min(m.first_ts, e.ts), m.last_ts = std::max(m.last_ts, e.ts);
@@ -91,6 +120,45 @@ inline Model build(const Collected& c) {
         m.first_ts = std::min(m.first_ts, e.ts - std::min(e.ts, e.u[1]));
         break;
       case format::kInstant: lane.instants.push_back(e.ts); break;
+      case format::kJobStart:
+      case format::kJobResume: {
+        // It ends the same job running elsewhere (moved) and whatever runs on its CPU.
+        const Job now{uint32_t(e.u[0]), uint32_t(e.u[2]), e.u[1], e.ts};
+        std::vector<Job> left;
+        for (const Job& j : running[e.feedlet]) {
+          if (j.cpu == now.cpu || (j.task == now.task && j.id == now.id)) {
+            segment_ends(lane, j, e.ts, false);
+            ++(j.cpu == now.cpu ? lane.cpu_taken : lane.job_moved);
+          } else {
+            left.push_back(j);
+          }
+        }
+        left.push_back(now);
+        running[e.feedlet] = left;
+        break;
+      }
+      case format::kJobPreempt:
+      case format::kJobBlock:
+      case format::kJobComplete: {  // ends the job where it runs, whichever CPU it names
+        std::vector<Job>& jobs = running[e.feedlet];
+        size_t i = 0;
+        while (i < jobs.size() && !(jobs[i].task == uint32_t(e.u[0]) && jobs[i].id == e.u[1])) ++i;
+        if (i == jobs.size()) {
+          ++lane.job_end_unmatched;
+          break;
+        }
+        if (jobs[i].cpu != uint32_t(e.u[2])) ++lane.job_end_elsewhere;
+        segment_ends(lane, jobs[i], e.ts, false);
+        jobs.erase(jobs.begin() + ptrdiff_t(i));
+        break;
+      }
+      case format::kMessageSend:
+      case format::kMessageRecv: {
+        Message& msg = m.messages[e.u[0]];
+        if (e.type == format::kMessageSend) msg.sent = true, msg.send = e.ts, msg.src = e.feedlet;
+        else msg.received = true, msg.recv = e.ts, msg.dst = e.feedlet;
+        break;
+      }
       case format::kCounterInt: lane.counters[uint32_t(e.u[0])].push_back({e.ts, double(e.i(1))}); break;
       case format::kCounterFloat: lane.counters[uint32_t(e.u[0])].push_back({e.ts, e.f(1)}); break;
       default: break;
@@ -99,6 +167,8 @@ inline Model build(const Collected& c) {
   for (auto& [f, stack] : stacks)  // never ended: open at the end, drawn to the right edge
     for (size_t d = 0; d < stack.size(); ++d)
       m.lanes[f].intervals.push_back({stack[d].start, UINT64_MAX, stack[d].name, uint32_t(d), false});
+  for (auto& [f, jobs] : running)
+    for (const Job& j : jobs) segment_ends(m.lanes[f], j, UINT64_MAX, false);
   for (auto& [f, lane] : m.lanes)
     for (auto& [name, samples] : lane.counters)
       std::stable_sort(samples.begin(), samples.end(), [](auto& a, auto& b) { return a.first < b.first; });

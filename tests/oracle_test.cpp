@@ -2,14 +2,18 @@
 // traces that hold the cases that went wrong before: stacks deeper than 64,
 // ends with no begin, begins never ended, drops and lost chunks in the middle
 // of stacks, counters sampled seldom (windows between two samples), threads
-// that share a name, timestamps near the top of the clock's range. For each,
+// that share a name, timestamps near the top of the clock's range, jobs that
+// migrate and collide, messages never received or never sent. For each,
 // the timeline's picture data (before GL) of random windows must draw every
-// column the oracle says something covers and nothing where nothing is, a
-// counter's row must hold the value carried in, and the statistics and the
-// index's counts must equal the oracle's. A fixed seed in the suite; under
+// column the oracle says something covers (an interval at its depth, a job
+// on its CPU) and nothing where nothing is, hatch what was cut, draw an
+// arrow for each message in view, hold a counter's value carried in, and
+// the statistics and the index's counts must equal the oracle's. A fixed seed in the suite; under
 // scripts/soak.sh (TINESCOPE_TEST_SEED) a random one.
+#include <array>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "oracle.hpp"
@@ -34,8 +38,11 @@ struct Shape {
 
 // A random trace: per feedlet a stack of begins and ends (some ends name
 // nothing open, some begins never end, now and then a run 70 deep), complete
-// intervals, instants, two counters sampled seldom; chunks that follow
-// drops or lost chunks. Threads 1 and 2 share the name "worker".
+// intervals, instants, two counters sampled seldom; jobs of tasks a and b
+// on CPUs 0-2 that migrate, collide, and end naming the wrong CPU or a job
+// not running; messages between the threads, some never received, some
+// received never sent; chunks that follow drops or lost chunks. Threads 1
+// and 2 share the name "worker".
 std::string random_trace(uint64_t seed, const Shape& shape) {
   std::mt19937_64 rng(seed);
   std::vector<uint64_t> threads;
@@ -44,6 +51,9 @@ std::string random_trace(uint64_t seed, const Shape& shape) {
   std::vector<ChunkBuilder> cb(shape.feedlets);
   std::vector<uint64_t> ts(shape.feedlets, shape.base);
   std::vector<std::vector<uint64_t>> open(shape.feedlets);
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> inflight(shape.feedlets);  // to receive: (id, sent at)
+  uint64_t next_id = 1;
+  std::vector<std::array<uint64_t, 2>> job(shape.feedlets, {0, 0});  // per task: its current job
   for (uint32_t f = 0; f < shape.feedlets; ++f) cb[f].feedlet = f + 1;
   auto flush = [&](ChunkBuilder& c) {
     if (c.empty()) return;
@@ -58,7 +68,7 @@ std::string random_trace(uint64_t seed, const Shape& shape) {
     ts[f] += rng() % 4 == 0 ? rng() % 20000 : rng() % 300;
     const uint64_t t = ts[f];
     std::vector<uint64_t>& stack = open[f];
-    switch (rng() % 10) {
+    switch (rng() % 13) {
       case 0:
       case 1:
       case 2: {
@@ -87,6 +97,37 @@ std::string random_trace(uint64_t seed, const Shape& shape) {
         break;
       }
       case 7: put(c, kInstant, t, kD); break;
+      case 10: {  // a send to another thread (every 8th never received)
+        const uint64_t id = next_id++;
+        uint8_t* p = c.begin(kMessageSend, t);
+        p = c.put_delta(p, id), p = ChunkBuilder::put_u64(p, 1), p = ChunkBuilder::put_u64(p, rng() % 64);
+        c.end(ChunkBuilder::put_bytes(p, "x", 1));
+        if (id % 8) inflight[(f + 1 + rng() % 2) % shape.feedlets].emplace_back(id, t);
+        break;
+      }
+      case 11: {  // a receive: of a message sent to it, or now and then of one never sent
+        uint64_t id = next_id++;
+        if (!inflight[f].empty() && rng() % 10) {
+          id = inflight[f].front().first;
+          ts[f] = std::max(ts[f], inflight[f].front().second);
+          inflight[f].erase(inflight[f].begin());
+        }
+        uint8_t* p = c.begin(kMessageRecv, ts[f]);
+        p = c.put_delta(p, id), p = ChunkBuilder::put_u64(p, 1), p = ChunkBuilder::put_u64(p, 0);
+        c.end(ChunkBuilder::put_bytes(p, nullptr, 0));
+        break;
+      }
+      case 12: {  // a job event: mostly as a scheduler says them, sometimes not
+        const uint32_t task = uint32_t(rng() % 2);
+        const uint64_t cpu = rng() % 3;
+        static constexpr uint16_t kTypes[] = {kJobStart, kJobResume, kJobPreempt, kJobBlock, kJobComplete};
+        const uint16_t type = kTypes[rng() % std::size(kTypes)];
+        uint8_t* p = c.begin(type, t);
+        p = ChunkBuilder::put_u64(p, kA + task), p = ChunkBuilder::put_u64(p, job[f][task]);
+        c.end(ChunkBuilder::put_u64(p, cpu));
+        if (type == kJobComplete) ++job[f][task];
+        break;
+      }
       case 8:
         if (rng() % 4 == 0) {
           uint8_t* p = c.begin(kCounterInt, t);
@@ -125,28 +166,27 @@ bool held(const std::vector<std::pair<uint64_t, double>>& samples, uint64_t t, d
   return true;
 }
 
-// Hatching in an interval row (trust, fault 5) against the oracle's cut
-// intervals. At rest: a cut interval is hatched over its columns (in a row
-// of one depth), and nothing else is. Coarse: each cut interval ending in
-// the window has a hatch where it ends, within a column (rows of one depth:
-// the last depth stream's buckets are hatched in their deepest item's row).
+// Hatching in a row (trust, fault 5) against the oracle's cut intervals or
+// job segments of the row (`spans`). At rest: a cut one is hatched over its
+// columns (in a row of one depth, or a CPU's), and nothing else is. Coarse:
+// each cut one ending in the window has a hatch where it ends, within a
+// column (the last depth stream's buckets are hatched in their deepest
+// item's row: not checked there).
 template <class X>
-int check_cuts(const render::TimelinePicture& p, uint32_t r, const render::Row& row, const render::Lane& lane,
-               const oracle::Lane& ol, X&& x, bool coarse, const std::string& what) {
+int check_cuts(const render::TimelinePicture& p, uint32_t r, const std::vector<oracle::Interval>& spans,
+               bool one_depth, X&& x, bool coarse, const std::string& what) {
   std::vector<bool> hatched(p.columns, false);
   for (const render::CutRect& c : p.cuts)
     if (c.row == r)
       for (int64_t k = std::max<int64_t>(0, int64_t(std::floor(c.x0))); k < std::min<double>(p.columns, c.x1); ++k)
         hatched[size_t(k)] = true;
-  const bool last = row.index + 1 == lane.depth_rows;
-  const bool one_depth = !last && row.index + 1 < index::kDepthStreams;
   // (A cut interval that ends past the right edge is drawn as one open
   // there, as it is in the window: it may be hatched, need not be. Cut
   // intervals too short to draw are hatched over their bucket's keys, up to
   // two columns: a column more of slack.)
   oracle::Columns want(p.columns), ends_inside(p.columns);
-  for (const oracle::Interval& iv : ol.intervals)
-    if (iv.truncated && (iv.depth == row.index || (last && iv.depth > row.index))) {
+  for (const oracle::Interval& iv : spans)
+    if (iv.truncated) {
       want.cover(x(iv.start) - 1, x(iv.end) + 1);
       if (x(iv.end) <= p.columns) ends_inside.cover(x(iv.start), x(iv.end));
     }
@@ -162,8 +202,8 @@ int check_cuts(const render::TimelinePicture& p, uint32_t r, const render::Row& 
     return bad;
   }
   if (!one_depth) return 0;
-  for (const oracle::Interval& iv : ol.intervals) {
-    if (!iv.truncated || iv.depth != row.index) continue;
+  for (const oracle::Interval& iv : spans) {
+    if (!iv.truncated) continue;
     const double e = x(iv.end);
     if (e < 0 || e >= p.columns) continue;
     bool near = false;
@@ -177,7 +217,12 @@ int check_cuts(const render::TimelinePicture& p, uint32_t r, const render::Row& 
   return bad;
 }
 
-// One window of one trace: the picture's rows against the oracle's columns.
+int check_arrows(const render::TimelinePicture& p, const oracle::Model& m, int64_t t0, int64_t t1,
+                 const std::string& what);
+
+// One window of one trace: the picture's rows against the oracle's columns
+// (intervals by depth, a CPU's job segments, instants, counters), its
+// hatching and its arrows.
 // Returns the number of mismatches (each reported). At rest (the budget of
 // a headless render) a small trace is drawn from its events, exactly; a
 // picture over its decode budget (`coarse`: drawn from the stored levels, a
@@ -201,6 +246,7 @@ int check_window(const render::Scene& scene, const oracle::Model& m, int64_t t0,
   auto report = [&](const std::string& row, uint32_t c, const std::string& why) {
     if (++bad <= 5) ADD_FAILURE() << what << " " << row << " column " << c << ": " << why;
   };
+  bad += check_arrows(p, m, t0, t1, what);
   for (const render::Layout::LaneRows& lr : req.layout.lanes) {
     const render::Lane& lane = scene.lanes()[lr.lane];
     const auto found = m.lanes.find(lane.feedlet);
@@ -209,23 +255,32 @@ int check_window(const render::Scene& scene, const oracle::Model& m, int64_t t0,
     for (uint32_t r = lr.first; r < lr.end; ++r) {
       const render::Row& row = req.layout.rows[r];
       const std::string name = "lane " + std::to_string(lane.feedlet) + " row " + std::to_string(r - lr.first);
-      if (row.kind == render::Row::Interval || row.kind == render::Row::Instant) {
+      if (row.kind == render::Row::Interval || row.kind == render::Row::Instant || row.kind == render::Row::Cpu) {
         oracle::Columns want(p.columns);
+        std::vector<oracle::Interval> spans;  // the row's intervals, or its CPU's job segments
+        bool one_depth = true;
         if (row.kind == render::Row::Interval) {
           const bool last = row.index + 1 == lane.depth_rows;
+          one_depth = !last && row.index + 1 < index::kDepthStreams;
           for (const oracle::Interval& iv : ol.intervals)
-            if (iv.depth == row.index || (last && iv.depth > row.index))
-              want.cover(x(iv.start), iv.end == UINT64_MAX ? right : x(iv.end));
+            if (iv.depth == row.index || (last && iv.depth > row.index)) spans.push_back(iv);
+        } else if (row.kind == render::Row::Cpu) {
+          const uint32_t cpu = lane.cpu_numbers[row.index];
+          if (auto segments = ol.cpus.find(cpu); segments != ol.cpus.end())
+            for (const oracle::Segment& s : segments->second) spans.push_back({s.start, s.end, s.task, 0, s.truncated});
+        }
+        if (row.kind != render::Row::Instant) {
+          for (const oracle::Interval& iv : spans) want.cover(x(iv.start), iv.end == UINT64_MAX ? right : x(iv.end));
         } else {
           for (uint64_t t : ol.instants) want.cover(x(t), x(t));
           want.must.assign(want.must.size(), false);  // (an instant's column may be drawn: no must)
         }
         for (uint32_t c = 0; c < p.columns; ++c) {
           const bool drawn = p.rgba[size_t(r) * p.columns + c] != 0;
-          if (want.must[c] && !drawn) report(name, c, "an interval covers it, nothing is drawn");
+          if (want.must[c] && !drawn) report(name, c, "an interval (or job segment) covers it, nothing is drawn");
           if (drawn && !want.may[c] && !(coarse && p.over_budget)) report(name, c, "drawn where nothing happened");
         }
-        if (row.kind == render::Row::Interval) bad += check_cuts(p, r, row, lane, ol, x, coarse, what + " " + name);
+        if (row.kind != render::Row::Instant) bad += check_cuts(p, r, spans, one_depth, x, coarse, what + " " + name);
       } else if (row.kind == render::Row::Counter) {
         const std::string& counter = lane.counter_names[row.index];
         const auto samples = ol.counters.find(counter == "ctr" ? kCtr : kFctr);
@@ -267,6 +322,50 @@ int check_window(const render::Scene& scene, const oracle::Model& m, int64_t t0,
   return bad;
 }
 
+// The picture's message arrows against the oracle's messages (every lane
+// is shown): each with a half in the window or in flight across it, a
+// matched one from its send to its receive, an orphan at the half it has,
+// and no other; past the picture's limit, none, and said. A message within
+// a tick of an edge may be either way.
+int check_arrows(const render::TimelinePicture& p, const oracle::Model& m, int64_t t0, int64_t t1,
+                 const std::string& what) {
+  const trace::ClockMap& clock = m.catalog.clock;
+  const uint64_t k0 = clock.to_ticks(t0), k1 = clock.to_ticks(t1);
+  auto near = [](uint64_t t, uint64_t k) { return t + 1 >= k && t <= k + 1; };
+  auto near_edge = [&](uint64_t t) { return near(t, k0) || near(t, k1); };
+  auto in = [&](uint64_t t) { return t >= k0 && t <= k1; };
+  using ArrowKey = std::tuple<int, int64_t, int64_t>;  // (orphan, send ns, receive ns)
+  std::multiset<ArrowKey> want, maybe, got;
+  for (const auto& [id, msg] : m.messages) {
+    ArrowKey arrow;
+    bool shown = false, edge = false;
+    if (msg.sent && msg.received) {
+      arrow = {0, clock.to_ns(msg.send), clock.to_ns(msg.recv)};
+      shown = in(msg.send) || in(msg.recv) || (msg.send < k0 && msg.recv > k1);
+      edge = near_edge(msg.send) || near_edge(msg.recv);
+    } else if (msg.sent) {
+      arrow = {1, clock.to_ns(msg.send), 0}, shown = in(msg.send), edge = near_edge(msg.send);
+    } else {
+      arrow = {2, 0, clock.to_ns(msg.recv)}, shown = in(msg.recv), edge = near_edge(msg.recv);
+    }
+    if (edge) maybe.insert(arrow);
+    else if (shown) want.insert(arrow);
+  }
+  for (const render::Arrow& a : p.arrows)
+    if (!maybe.count({a.orphan, a.send, a.recv})) got.insert({a.orphan, a.send, a.recv});
+  if (want.size() + maybe.size() > p.request.max_arrows) return 0;  // (the limit's own test: render_test)
+  int bad = 0;
+  auto text = [](const ArrowKey& a) {
+    return std::to_string(std::get<0>(a)) + " " + std::to_string(std::get<1>(a)) + " -> " + std::to_string(std::get<2>(a));
+  };
+  for (const ArrowKey& a : want)
+    if (got.count(a) != want.count(a) && ++bad <= 5) ADD_FAILURE() << what << ": arrows for message " << text(a) << ": " << got.count(a);
+  for (const ArrowKey& a : got)
+    if (!want.count(a) && ++bad <= 5) ADD_FAILURE() << what << ": an arrow for no message in view: " << text(a);
+  if (p.arrows_left_out && ++bad <= 5) ADD_FAILURE() << what << ": " << p.arrows_left_out << " arrows left out";
+  return bad;
+}
+
 // The statistics and the index's counts against the oracle's.
 void check_numbers(const render::Scene& scene, const oracle::Model& m, const std::string& what) {
   const index::TraceIndex& ix = *scene.sources()[0].index;
@@ -288,6 +387,10 @@ void check_numbers(const render::Scene& scene, const oracle::Model& m, const std
     if (lane == m.lanes.end()) continue;
     EXPECT_EQ(f.counts.unmatched_ends, lane->second.unmatched_ends) << what << ": feedlet " << f.id;
     EXPECT_EQ(f.counts.truncated, lane->second.truncated) << what << ": feedlet " << f.id;
+    EXPECT_EQ(f.counts.job_moved, lane->second.job_moved) << what << ": feedlet " << f.id;
+    EXPECT_EQ(f.counts.cpu_taken, lane->second.cpu_taken) << what << ": feedlet " << f.id;
+    EXPECT_EQ(f.counts.job_end_elsewhere, lane->second.job_end_elsewhere) << what << ": feedlet " << f.id;
+    EXPECT_EQ(f.counts.job_end_unmatched, lane->second.job_end_unmatched) << what << ": feedlet " << f.id;
   }
 }
 
