@@ -2620,6 +2620,7 @@ TEST(Index, CacheDirectoryWhenTheTracesDirectoryIsReadOnly) {
 // silences, chunks of all sizes) over several levels of their pyramids.
 TEST(Index, NearestSamplesEqualAScanOfEverySample) {
   std::mt19937_64 rng(0x5a3e1e5);
+  uint64_t walked = 0;
   for (int round = 0; round < 3; ++round) {
     TraceBytes trace = named_trace({"load", "other"});
     ChunkBuilder cb;
@@ -2677,8 +2678,23 @@ TEST(Index, NearestSamplesEqualAScanOfEverySample) {
         EXPECT_EQ(got.end, after->first) << "t " << t0;
         EXPECT_EQ(got.value, double(after->second)) << "t " << t0;
       }
+      // A decoded lane answer that passed the sample before its first bucket
+      // holds it: the same as the search from that bucket's start.
+      if (t0 > UINT64_MAX - 100'000) continue;
+      std::vector<std::pair<int, index::Buckets>> lane;
+      t.ix->query_lane(1, t0, t0 + 1 + rng() % 100'000, 1 + uint32_t(rng() % 1000), lane, 1u << 20);
+      for (const auto& [sid, b] : lane) {
+        if (sid != id || !b.has_before) continue;
+        ++walked;
+        ASSERT_TRUE(b.from_events);
+        const uint64_t from = b.shift >= 64 ? 0 : (t0 >> b.shift) << b.shift;
+        ASSERT_TRUE(t.ix->sample_before(id, from, got)) << "t " << t0;
+        EXPECT_EQ(b.before.end, got.end) << "t " << t0;
+        EXPECT_EQ(b.before.value, got.value) << "t " << t0;
+      }
     }
   }
+  EXPECT_GT(walked, 1000u) << "answers that held the sample before them";
 }
 
 

@@ -282,6 +282,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     Buckets& b = out[n++].second;
     b.nodes.clear();  // keeps its memory
     b.over_budget = false;
+    b.has_before = false;
     return b;
   };
   struct Stored {
@@ -381,7 +382,18 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     if (runs.size() < sink.size()) runs.resize(sink.size());
     for (size_t slot = 0; slot < sink.size(); ++slot) runs[slot].clear();
     walker.walk(pieces[i], w, to, [&](const Item& it) __attribute__((always_inline)) {
-      if (it.key() < from || it.key() > to) return;
+      if (it.key() < from) [[unlikely]] {
+        // (Only the first piece starts before the window: a counter's last
+        // sample there is the value it holds into it. One thread writes it.)
+        if (it.kind != StreamKind::Counter || i != 0) return;
+        const size_t slot = size_t(f->find(stream_key(it)));
+        if (slot < sink.size() && sink[slot]) {
+          Buckets& b = out[size_t(raw[slot])].second;
+          b.has_before = true, b.before = it;
+        }
+        return;
+      }
+      if (it.key() > to) return;
       const size_t slot = size_t(f->find(stream_key(it)));
       if (slot < sink.size() && sink[slot]) runs[slot].add(it);
     });

@@ -177,16 +177,20 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       // The value held at the left edge, unless a sample of the window's
       // answer comes within its first column (a dense counter's every
       // picture: that search descends the pyramid and decodes a leaf).
-      bool sampled_at_edge = false;
-      for (const auto& [id, b] : q.buckets)
-        if (id == lane.counters[k])
-          for (const Node& n : b.nodes)
-            if (n.count) {
-              sampled_at_edge = n.s.first_ts <= first_column_end;
-              break;
-            }
+      // A decoded answer may hold it already: the walk passed it (fine
+      // zooms, where the search was most of a picture's cost).
+      bool sampled_at_edge = false, walked = false;
       CounterEdges& e = q.counters[k];
-      if (!sampled_at_edge) e.has_before = ix.sample_before(lane.counters[k], q.clock.k0, e.before);
+      for (const auto& [id, b] : q.buckets) {
+        if (id != lane.counters[k]) continue;
+        for (const Node& n : b.nodes)
+          if (n.count) {
+            sampled_at_edge = n.s.first_ts <= first_column_end;
+            break;
+          }
+        if (b.has_before) walked = e.has_before = true, e.before = b.before;
+      }
+      if (!sampled_at_edge && !walked) e.has_before = ix.sample_before(lane.counters[k], q.clock.k0, e.before);
     }
     queries.push_back(std::move(q));
   }
@@ -454,7 +458,12 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     // the lanes shown: those of lanes not shown do not count against the
     // limit (two lanes chosen of a busy trace got none). Past `looked` of
     // them in all, which are shown is not looked for.
-    const size_t looked = size_t(req.max_arrows) * kArrowsLookedPerShown;
+    // (With every lane of the trace shown, no flow is another lane's: the
+    // limit is the look. Looking through 64 times it cost a coarse view
+    // ~40 ms, where its picture had taken 6.)
+    bool every_lane = true;
+    for (const Lane& l : scene.lanes()) every_lane &= l.source != s || lane_of.count({s, l.feedlet}) > 0;
+    const size_t looked = size_t(req.max_arrows) * (every_lane ? 1 : kArrowsLookedPerShown);
     std::vector<index::Flow> flows = ix.flows(cw.k0, cw.k1, looked, true);
     const bool more = flows.size() > looked;
     std::erase_if(flows, [&](const index::Flow& f) {

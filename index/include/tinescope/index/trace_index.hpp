@@ -208,6 +208,11 @@ struct Buckets {
   // lane's events than the decode budget: a larger budget would decode it.
   bool over_budget = false;
   std::vector<Node> nodes;
+  // A decoded counter's last sample before the answer's first bucket, where
+  // the walk (from the resume point before the window) passed one: the
+  // value it holds into the window, which sample_before() would search for.
+  bool has_before = false;
+  Item before;
 };
 
 // Below a stream's finest stored level a query decodes the lane's chunks in
