@@ -203,6 +203,9 @@ TEST(Cli, IntervalsWhoseEndWasNotRecordedAreFlaggedInFindAndStats) {
   const bool cut[] = {true, true, false, true, false};
   for (size_t i = 0; i < 5; ++i)
     EXPECT_EQ(j["longest"][i].value("truncated", false), cut[i]) << j["longest"][i].dump();
+  ASSERT_EQ(run(tinescope("stream " + path + " 'intervals(name=\"mid\")' --csv"), &said), 0) << said;
+  EXPECT_NE(said.find("start_ns,end_ns,duration_ns,name,thread,truncated\n"), std::string::npos) << said;
+  EXPECT_NE(said.find(",mid,,1\n"), std::string::npos) << said;
   ASSERT_EQ(run(tinescope("stats " + path + " --durations --json"), &said), 0) << said;
   const json s = json::parse(said.substr(said.find('{')));
   std::map<std::string, uint64_t> truncated;

@@ -147,12 +147,12 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
       const bool iv = s->intervals();
       uint64_t shown = 0;
       if (csv) {
-        std::printf(iv ? "start_ns,end_ns,duration_ns,name,thread\n" : "time_ns,virtual_ns,value\n");
+        std::printf(iv ? "start_ns,end_ns,duration_ns,name,thread,truncated\n" : "time_ns,virtual_ns,value\n");
         for (const Record& r : s->records()) {
           if (shown++ == limit) break;
           if (iv) {
-            std::printf("%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%s\n", n.ns(r.start), n.ns(r.end), n.ns(r.end) - n.ns(r.start),
-                        n.name(r.name).c_str(), n.thread(r.feedlet).c_str());
+            std::printf("%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%s,%d\n", n.ns(r.start), n.ns(r.end), n.ns(r.end) - n.ns(r.start),
+                        n.name(r.name).c_str(), n.thread(r.feedlet).c_str(), r.truncated() ? 1 : 0);
           } else {
             std::printf("%" PRId64 ",%" PRId64 ",%.17g\n", n.ns(r.end), n.ns(r.start), r.value);
           }

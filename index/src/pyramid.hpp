@@ -305,13 +305,17 @@ inline void fold_intervals_by_depth(std::vector<Node>& out, uint32_t shift, cons
   a.max_depth = std::max(a.max_depth, b.max_depth);
   a.iv.busy += b.iv.busy;
   a.iv.min_dur = std::min(a.iv.min_dur, b.iv.min_dur);
-  a.iv.truncated = plus_truncated(a.iv.truncated, truncated_items(b));
-  if (longer(b.iv.max_dur, b.iv.longest_end, b.iv.longest_name, a.iv.max_dur, a.iv.longest_end, a.iv.longest_name)) {
+  const bool b_longer =
+      longer(b.iv.max_dur, b.iv.longest_end, b.iv.longest_name, a.iv.max_dur, a.iv.longest_end, a.iv.longest_name);
+  if (b_longer) {
     a.iv.max_dur = b.iv.max_dur, a.iv.longest_end = b.iv.longest_end, a.iv.longest_name = b.iv.longest_name;
     a.iv.truncated = longest_truncated(a.iv.truncated, b.iv.truncated & kLongestTruncated);
-  } else if (b.iv.max_dur == a.iv.max_dur && b.iv.longest_end == a.iv.longest_end &&
-             b.iv.longest_name == a.iv.longest_name) {
-    a.iv.truncated |= b.iv.truncated & kLongestTruncated;  // alike: count_cut()
+  }
+  if (b.iv.truncated) [[unlikely]] {  // (nearly never: the stored levels' folds pass it by)
+    a.iv.truncated = plus_truncated(a.iv.truncated, truncated_items(b));
+    if (!b_longer && b.iv.max_dur == a.iv.max_dur && b.iv.longest_end == a.iv.longest_end &&
+        b.iv.longest_name == a.iv.longest_name)
+      a.iv.truncated |= b.iv.truncated & kLongestTruncated;  // alike: count_cut()
   }
   a.iv.min_start = std::min(a.iv.min_start, b.iv.min_start);
   a.iv.max_end = std::max(a.iv.max_end, b.iv.max_end);
