@@ -192,6 +192,11 @@ TEST(Cli, IntervalsWhoseEndWasNotRecordedAreFlaggedInFindAndStats) {
   put_named(cb, kIntervalBegin, 50'000, 3), put_named(cb, kIntervalEnd, 51'000, 3);
   put_named(cb, kIntervalBegin, 60'000, 1), put_named(cb, kIntervalBegin, 61'000, 2);
   put_named(cb, kIntervalEnd, 90'000, 1);  // mid never ended: cut with outer, which is not
+  for (uint16_t type : {kMessageSend, kMessageRecv}) {  // a message of 1 byte: never "truncated"
+    uint8_t* p = cb.begin(type, type == kMessageSend ? 91'000 : 92'000);
+    p = cb.put_delta(p, 7), p = ChunkBuilder::put_u64(p, 1), p = ChunkBuilder::put_u64(p, 1);
+    cb.end(ChunkBuilder::put_bytes(p, "x", 1));
+  }
   trace.flush(cb);
   const std::string path = temp_path("cut");
   write_file(path, trace.out);
@@ -206,6 +211,9 @@ TEST(Cli, IntervalsWhoseEndWasNotRecordedAreFlaggedInFindAndStats) {
   ASSERT_EQ(run(tinescope("stream " + path + " 'intervals(name=\"mid\")' --csv"), &said), 0) << said;
   EXPECT_NE(said.find("start_ns,end_ns,duration_ns,name,thread,truncated\n"), std::string::npos) << said;
   EXPECT_NE(said.find(",mid,,1\n"), std::string::npos) << said;
+  ASSERT_EQ(run(tinescope("stream " + path + " 'messages()' --csv"), &said), 0) << said;
+  EXPECT_NE(said.find(",0\n"), std::string::npos) << said;
+  EXPECT_EQ(said.find(",1\n"), std::string::npos) << said;
   ASSERT_EQ(run(tinescope("stats " + path + " --durations --json"), &said), 0) << said;
   const json s = json::parse(said.substr(said.find('{')));
   std::map<std::string, uint64_t> truncated;

@@ -474,24 +474,39 @@ TEST(Render, ArrowsAreThoseOfTheLanesShownAndThoseInFlightAcrossTheWindow) {
   p = picture(w0, w1, "");
   EXPECT_EQ(p.arrows_left_out, 0u);
   EXPECT_TRUE(std::any_of(p.arrows.begin(), p.arrows.end(), [&](const render::Arrow& a) { return a.send == send; }));
-  // The same going to a bookmark on that message (N from a view before it,
-  // P from one after), where a bookmark at a time keeps the zoom.
+  // The same going to a bookmark on that message (N), and on the long one
+  // (sent at 0.1 ms, received at 9 ms): N and P step from the bookmark gone
+  // to last (the cursor), not from the middle of a window centred on its
+  // message, and a bookmark at a time keeps the zoom.
+  const int64_t long_send = t0 + 100'000, long_recv = t0 + 9'000'000, at = t0 + 2'700'000;
   render::Marks marks;
-  marks.bookmarks = {send, t0 + 2'700'000};
-  marks.bookmark_messages[send] = send;
+  marks.bookmarks = {at, send, long_send};
+  marks.bookmark_messages = {{send, send}, {long_send, long_recv}};
   int64_t to, b0, b1;
-  ASSERT_TRUE(render::bookmark_window(scene, marks, t0, t0 + 2'000'000, +1, to, b0, b1));
+  auto go = [&](int direction) {
+    const bool went = render::bookmark_window(scene, marks, b0, b1, direction, to, b0, b1);
+    if (went) marks.cursor = to;  // (as the viewer does)
+    return went;
+  };
+  b0 = t0, b1 = t0 + 2'000'000;
+  ASSERT_TRUE(go(+1));
   EXPECT_EQ(to, send);
   EXPECT_EQ(std::make_pair(b0, b1), std::make_pair(w0, w1));
   p = picture(b0, b1, "");
   EXPECT_TRUE(std::any_of(p.arrows.begin(), p.arrows.end(), [&](const render::Arrow& a) { return a.send == send; }));
-  ASSERT_TRUE(render::bookmark_window(scene, marks, t0 + 2'600'000, t0 + 2'800'000, -1, to, b0, b1));
-  EXPECT_EQ(to, send);
-  EXPECT_EQ(std::make_pair(b0, b1), render::message_window(scene, send, send, 200'000));
-  ASSERT_TRUE(render::bookmark_window(scene, marks, t0 + 600'000, t0 + 4'600'000, +1, to, b0, b1));
-  EXPECT_EQ(to, t0 + 2'700'000);
-  EXPECT_EQ(b1 - b0, 4'000'000) << "a bookmark at a time keeps the zoom";
-  EXPECT_FALSE(render::bookmark_window(scene, marks, t0 + 3'000'000, t0 + 5'000'000, +1, to, b0, b1));
+  ASSERT_TRUE(go(-1));
+  EXPECT_EQ(to, long_send);
+  EXPECT_EQ(std::make_pair(b0, b1), render::message_window(scene, long_send, long_recv, w1 - w0));
+  p = picture(b0, b1, "tid 1,tid 2");
+  EXPECT_TRUE(std::any_of(p.arrows.begin(), p.arrows.end(), [&](const render::Arrow& a) { return a.send == long_send; }));
+  EXPECT_FALSE(go(-1)) << "none before the first";
+  ASSERT_TRUE(go(+1));
+  EXPECT_EQ(to, send) << "the next after the long message's send, not after its window's middle";
+  const int64_t zoom = b1 - b0;
+  ASSERT_TRUE(go(+1));
+  EXPECT_EQ(to, at);
+  EXPECT_EQ(b1 - b0, zoom) << "a bookmark at a time keeps the zoom";
+  EXPECT_FALSE(go(+1)) << "none after the last";
 }
 
 // The analysis panel's figure of an interval stream draws each interval

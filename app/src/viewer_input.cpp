@@ -40,7 +40,10 @@ void Viewer::apply_key(int key, double at) {
     case GLFW_KEY_L: theta_us_ = 0; break;
     case GLFW_KEY_ESCAPE: marks_.sel0 = marks_.sel1 = render::Marks::kNone, has_selected_ = false; break;
     case GLFW_KEY_B:
-      if (marks_.cursor != render::Marks::kNone) marks_.bookmarks.push_back(marks_.cursor);  // a time: no message
+      if (marks_.cursor != render::Marks::kNone) {  // a time, not a message there
+        marks_.bookmarks.push_back(marks_.cursor);
+        marks_.bookmark_messages.erase(marks_.cursor);
+      }
       break;
     case GLFW_KEY_SPACE: play_ == Play::Paused ? play(false) : pause(); break;
     case GLFW_KEY_R: play(true); break;

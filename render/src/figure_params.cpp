@@ -54,13 +54,15 @@ bool bookmark_window(const Scene& scene, const Marks& marks, int64_t t0, int64_t
                      int64_t& w0, int64_t& w1) {
   std::vector<int64_t> b = marks.bookmarks;
   std::sort(b.begin(), b.end());
-  const int64_t mid = t0 + (t1 - t0) / 2, half = (t1 - t0) / 2;
+  const int64_t half = (t1 - t0) / 2;
+  const bool cursor = marks.cursor != Marks::kNone && marks.cursor >= t0 && marks.cursor <= t1;
+  const int64_t from = cursor ? marks.cursor : t0 + half;
   if (direction > 0) {
-    auto it = std::upper_bound(b.begin(), b.end(), mid + 1);
+    auto it = std::upper_bound(b.begin(), b.end(), cursor ? from : from + 1);
     if (it == b.end()) return false;
     to = *it;
   } else {
-    auto it = std::lower_bound(b.begin(), b.end(), mid - 1);
+    auto it = std::lower_bound(b.begin(), b.end(), cursor ? from : from - 1);
     if (it == b.begin()) return false;
     to = *std::prev(it);
   }

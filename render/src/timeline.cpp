@@ -188,7 +188,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
             sampled_at_edge = n.s.first_ts <= first_column_end;
             break;
           }
-        if (b.has_before) walked = e.has_before = true, e.before = b.before;
+        if (b.has_before && !sampled_at_edge) walked = e.has_before = true, e.before = b.before;
       }
       if (!sampled_at_edge && !walked) e.has_before = ix.sample_before(lane.counters[k], q.clock.k0, e.before);
     }
@@ -463,14 +463,23 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     // ~40 ms, where its picture had taken 6.)
     bool every_lane = true;
     for (const Lane& l : scene.lanes()) every_lane &= l.source != s || lane_of.count({s, l.feedlet}) > 0;
-    const size_t looked = size_t(req.max_arrows) * (every_lane ? 1 : kArrowsLookedPerShown);
-    std::vector<index::Flow> flows = ix.flows(cw.k0, cw.k1, looked, true);
-    const bool more = flows.size() > looked;
-    std::erase_if(flows, [&](const index::Flow& f) {
-      const bool sent = f.flags & index::kFlowSent, received = f.flags & index::kFlowReceived;
-      const bool a = lane_of.count({s, f.src}), b = lane_of.count({s, f.dst});
-      return sent && received ? !(a && b) : sent ? !a : !b;
-    });
+    size_t looked = size_t(req.max_arrows) * (every_lane ? 1 : kArrowsLookedPerShown);
+    std::vector<index::Flow> flows;
+    bool more = false;
+    for (;;) {
+      flows = ix.flows(cw.k0, cw.k1, looked, true);
+      more = flows.size() > looked;
+      const size_t all = flows.size();
+      std::erase_if(flows, [&](const index::Flow& f) {
+        const bool sent = f.flags & index::kFlowSent, received = f.flags & index::kFlowReceived;
+        const bool a = lane_of.count({s, f.src}), b = lane_of.count({s, f.dst});
+        return sent && received ? !(a && b) : sent ? !a : !b;
+      });
+      // A growing trace's new lanes, not in the scene yet: flows of lanes
+      // not shown after all, so the look goes on as for lanes not shown.
+      if (!more || flows.size() == all || looked > req.max_arrows) break;
+      looked = size_t(req.max_arrows) * kArrowsLookedPerShown;
+    }
     // Arrows only where they can be told apart: a wall of lines says nothing.
     if (flows.size() > req.max_arrows || more) {
       P.arrows_left_out += std::max<size_t>(flows.size(), req.max_arrows + 1);

@@ -30,14 +30,14 @@ constexpr uint32_t kNoFeedlet = UINT32_MAX;
 struct Record {
   uint64_t start = 0;  // intervals: the start; samples: the virtual time (exclude) or the time
   uint64_t end = 0;    // the key: intervals end, samples' time
-  double value = 0;    // samples: the value; messages: the size; a base interval: 1 if truncated, else 0
+  double value = 0;    // samples: the value; messages: the size; a base interval: -1 if truncated, else 0
   uint32_t name = 0;   // string id in the trace's catalog; 0 for intervals an operator made
   uint32_t feedlet = kNoFeedlet;  // where it happened; kNoFeedlet for intervals an operator made
   uint64_t duration() const { return end - start; }
   // An interval whose end was not recorded (index::Item::truncated): its
-  // duration is as far as the trace saw it.
-  bool truncated() const { return value == 1; }
-  static double interval_value(const index::Item& it) { return it.truncated ? 1 : 0; }
+  // duration is as far as the trace saw it. (-1: never a message's size.)
+  bool truncated() const { return value == -1; }
+  static double interval_value(const index::Item& it) { return it.truncated ? -1 : 0; }
 };
 static_assert(sizeof(Record) == 32);
 

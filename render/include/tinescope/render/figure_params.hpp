@@ -40,10 +40,11 @@ double default_period_ns(const Scene& scene, const FigureParams& f);
 // the message and a fifth. Returns [t0, t1].
 std::pair<int64_t, int64_t> message_window(const Scene& scene, int64_t send, int64_t recv, int64_t span,
                                            uint32_t max_arrows = TimelineRequest{}.max_arrows);
-// Going from the view [t0, t1] to the next bookmark after its middle
-// (direction > 0) or the one before: false if there is none; else `to`, and
-// the window [w0, w1] that shows it: centred on it at the view's zoom, or,
-// for a bookmark on a message, message_window()'s.
+// Going from the view [t0, t1] to the next bookmark after the cursor (the
+// bookmark gone to last; with none, the view's middle) (direction > 0) or
+// the one before: false if there is none; else `to`, and the window [w0,
+// w1] that shows it: centred on it at the view's zoom, or, for a bookmark
+// on a message, message_window()'s (centred on the message, not on it).
 bool bookmark_window(const Scene& scene, const Marks& marks, int64_t t0, int64_t t1, int direction, int64_t& to,
                      int64_t& w0, int64_t& w1);
 // A picture of all lanes over the whole scene, for the overview strip.
