@@ -219,13 +219,16 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
   Painter paint{P.columns, std::vector<Cell>(size_t(P.rows) * P.columns)};
   std::vector<double> lo(P.rows, std::numeric_limits<double>::quiet_NaN()), hi = lo;
   std::vector<std::vector<double>> cmin(P.rows), cmax(P.rows);
+  // A hatch over [x0, x1], at least 2 px wide around its middle (a loss is
+  // never too small to see).
   auto add_cut = [&](uint32_t row, double x0, double x1) {
+    const double mid = (x0 + x1) / 2;
+    x0 = std::min(x0, mid - 1), x1 = std::max(x1, mid + 1);
     if (x1 >= -2 && x0 <= req.width + 2) P.cuts.push_back({row, float(std::max(x0, -2.0)), float(std::min(x1, req.width + 2))});
   };
   auto add_box = [&](uint32_t row, uint32_t source, uint32_t name, double x0, double x1, int64_t s, int64_t e,
                      uint32_t depth, bool cut) {
-    // A cut item is hatched however narrow (a loss is never too small to see).
-    if (cut) add_cut(row, std::min(x0, (x0 + x1) / 2 - 1), std::max(x1, (x0 + x1) / 2 + 1));
+    if (cut) add_cut(row, x0, x1);
     if (x1 - x0 < 3) return;
     if (P.boxes.size() >= req.max_boxes) {
       ++P.boxes_left_out;
@@ -283,7 +286,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
         const uint64_t k0 = std::max(n.bucket << shift, n.iv.min_start);
         const uint64_t k1 = std::min(((n.bucket + 1) << shift) - 1, n.iv.max_end);
         const double a = axis.x(q.clock.ns(k0)), z = axis.x(q.clock.ns(k1));
-        add_cut(row, std::min(a, (a + z) / 2 - 1), std::max(z, (a + z) / 2 + 1));
+        add_cut(row, a, z);
       }
       if (!whole) return;
       paint.span(row, lx0, lx1, 1.0, colour, name, 0);
