@@ -1,6 +1,7 @@
 // Analysis for scripts and CI (docs/ANALYSIS.md):
 //   tinescope stream TRACE EXPR [--csv] [--from T --to T] [--limit N]
 //   tinescope find TRACE [--stream EXPR | --name GLOB] [--longest K] [--longer D] [--outliers F] [--search RE]
+//                        [--event FEEDLET:SEQ] [--message ID]
 //   tinescope compare A B [--percentile P] [--threshold X] [--min-delta D] [--stream EXPR]
 // Output is stable JSON (or CSV for stream); times are ns from the start of
 // the trace. compare exits 1 when a name regressed, 2 on an error.
@@ -14,6 +15,7 @@
 #include "figure_options.hpp"
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/duration_stats.hpp"
+#include "tinescope/analysis/event_details.hpp"
 #include "tinescope/analysis/needles.hpp"
 
 namespace tinescope::app {
@@ -70,6 +72,40 @@ struct Names {
   }
   json sample(const Record& r) const {
     return json{{"time_ns", ns(r.end)}, {"virtual_ns", ns(r.start)}, {"value", r.value}};
+  }
+  // An event with every field (find --event, --message): each field's name,
+  // schema type and value; bytes as hex and their printable text.
+  json event(const analysis::EventView& v) const {
+    auto fields = [](const std::vector<analysis::FieldView>& list) {
+      json a = json::array();
+      for (const analysis::FieldView& f : list) {
+        json j{{"name", f.name}, {"type", std::string(1, f.type)}};
+        if (f.type == 'b' || f.type == '?') {
+          std::string hex, text;
+          for (unsigned char c : f.bytes) {
+            char b[3];
+            std::snprintf(b, sizeof b, "%02x", c);
+            hex += b;
+            text += c >= 0x20 && c < 0x7f ? char(c) : '.';
+          }
+          j["size"] = f.bytes.size(), j["hex"] = hex, j["ascii"] = text;
+        } else if (f.numeric && f.type == 'f') {
+          j["value"] = std::isfinite(f.number) ? json(f.number) : json(f.text);
+        } else if (f.numeric) {
+          j["value"] = f.type == 'i' ? json(int64_t(std::stoll(f.text))) : json(uint64_t(std::stoull(f.text)));
+        } else {
+          j["value"] = f.text;
+        }
+        a.push_back(j);
+      }
+      return a;
+    };
+    const index::EventData& d = v.data;
+    json j{{"feedlet", d.feedlet}, {"sequence", d.position}, {"type", v.type_name}, {"type_code", d.type},
+           {"time_ns", ns(d.ts)}, {"thread", v.thread}, {"process", v.process}, {"fields", fields(v.fields)},
+           {"chunk", {{"offset", d.chunk_offset}, {"sequence", d.chunk_sequence}, {"payload_offset", d.payload_offset}}}};
+    if (!v.args.empty()) j["args"] = fields(v.args);
+    return j;
   }
 };
 
@@ -171,9 +207,10 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
 
   // ---- find
   {
-    static std::string trace, text, name, longer, search;
+    static std::string trace, text, name, longer, search, event;
     static Window w;
     static size_t longest = 0, per_name = 10, limit = 100;
+    static std::vector<uint64_t> message_ids;
     static double outlier_factor = 0;
     auto* cmd = app.add_subcommand("find", "needles: the longest intervals, intervals longer than D, outliers per name, search");
     cmd->add_option("trace", trace, "trace file")->required();
@@ -185,6 +222,8 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
     cmd->add_option("--per-name", per_name, "--outliers: at most this many per name");
     cmd->add_option("--search", search, "names, threads and message ids matching this regular expression");
     cmd->add_option("--limit", limit, "at most this many hits listed");
+    cmd->add_option("--event", event, "FEEDLET:SEQ: that event with every field (the details panel's \"place\")");
+    cmd->add_option("--message", message_ids, "the message with this id: send, receive and their payloads");
     cmd->add_option("--from", w.from, "only from this time");
     cmd->add_option("--to", w.to, "only up to this time");
     cmd->callback([=] {
@@ -264,8 +303,30 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
           list.push_back(r);
         }
       }
-      if (search.empty() && !longest && longer.empty() && outlier_factor <= 0)
-        return fail(exit_code, "find: say what to find: --longest K, --longer D, --outliers F or --search RE");
+      if (!event.empty()) {
+        unsigned long long feedlet = 0, seq = 0;
+        char tail = 0;
+        if (std::sscanf(event.c_str(), "%llu:%llu%c", &feedlet, &seq, &tail) != 2 || feedlet > UINT32_MAX)
+          return fail(exit_code, "--event: say FEEDLET:SEQ (e.g. 3:1200), not " + event);
+        analysis::EventView v;
+        if (!analysis::read_event(*ix, uint32_t(feedlet), seq, v, error)) return fail(exit_code, trace + ": " + error);
+        j["event"] = n.event(v);
+      }
+      for (uint64_t id : message_ids) {
+        index::Flow f;
+        if (!analysis::find_message(*ix, id, f)) return fail(exit_code, trace + ": no message has id " + std::to_string(id));
+        std::vector<analysis::EventView> halves;
+        if (!analysis::message_events(*ix, f, halves, error)) return fail(exit_code, trace + ": " + error);
+        json m{{"id", f.id}, {"channel", f.channel}, {"size", f.size}};
+        if (f.flags & index::kFlowSent) m["from"] = n.thread(f.src), m["send_ns"] = n.ns(f.send_ts);
+        if (f.flags & index::kFlowReceived) m["to"] = n.thread(f.dst), m["receive_ns"] = n.ns(f.recv_ts);
+        if (f.matched()) m["latency_ns"] = n.ns(f.recv_ts) - n.ns(f.send_ts);
+        for (const analysis::EventView& v : halves)
+          m[v.data.type == format::kMessageSend ? "send" : "receive"] = n.event(v);
+        j["messages"].push_back(m);
+      }
+      if (search.empty() && !longest && longer.empty() && outlier_factor <= 0 && event.empty() && message_ids.empty())
+        return fail(exit_code, "find: say what to find: --longest K, --longer D, --outliers F, --search RE, --event F:SEQ or --message ID");
       std::printf("%s\n", j.dump(1).c_str());
     });
   }

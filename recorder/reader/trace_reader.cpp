@@ -239,7 +239,8 @@ void Catalog::apply(const Event& e) {
 // ----------------------------------------------------------------- events
 
 bool decode_events(const uint8_t* raw, size_t n, const ChunkHeader& h, const Schema& schema,
-                   const std::function<void(const Event&)>& emit, std::string& why, uint64_t& skipped) {
+                   const std::function<void(const Event&)>& emit, std::string& why, uint64_t& skipped,
+                   bool emit_unknown) {
   const uint8_t* p = raw;
   const uint8_t* const end = raw + n;
   Event e;
@@ -253,6 +254,7 @@ bool decode_events(const uint8_t* raw, size_t n, const ChunkHeader& h, const Sch
   };
   while (p < end) {
     uint64_t type, delta;
+    const uint8_t* const at = p;
     if (!get_varint(p, end, type) || !get_varint(p, end, delta)) return fail("truncated event", p, count);
     const EventTypeDef* def = type <= kMaxEventType ? schema.find(uint16_t(type)) : nullptr;
     const uint8_t* fields_end = end;
@@ -261,8 +263,16 @@ bool decode_events(const uint8_t* raw, size_t n, const ChunkHeader& h, const Sch
       if (!get_varint(p, end, len) || len > uint64_t(end - p)) return fail("truncated event", p, count);
       fields_end = p + len;
       if (!def) {  // its definition is lost or newer than this reader: skip it
-        p = fields_end;
         ts += delta;
+        if (emit_unknown) {
+          Event u;
+          u.type = uint16_t(std::min<uint64_t>(type, UINT16_MAX)), u.feedlet = h.feedlet, u.ts = ts, u.unknown = true;
+          u.index = uint32_t(count), u.offset = uint32_t(at - raw);
+          u.bytes[0] = std::string_view(reinterpret_cast<const char*>(p), size_t(fields_end - p));
+          u.u[0] = uint64_t(fields_end - p);
+          emit(u);
+        }
+        p = fields_end;
         ++count;
         ++skipped;
         continue;
@@ -272,6 +282,7 @@ bool decode_events(const uint8_t* raw, size_t n, const ChunkHeader& h, const Sch
     ts += delta;
     e.type = uint16_t(type);
     e.ts = ts;
+    e.index = uint32_t(count), e.offset = uint32_t(at - raw);
     e.field_count = uint8_t(def->fields.size());
     for (size_t k = 0; k < def->fields.size(); ++k) {
       uint64_t v;

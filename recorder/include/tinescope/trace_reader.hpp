@@ -52,6 +52,11 @@ struct Event {
   uint32_t feedlet = 0;
   uint64_t ts = 0;  // ticks; Catalog::clock converts
   uint8_t field_count = 0;
+  // Its type's definition is not in the schema (decode_events with
+  // emit_unknown): bytes[0] holds its fields as written, undecoded.
+  bool unknown = false;
+  uint32_t index = 0;   // in its chunk, from 0
+  uint32_t offset = 0;  // of its first byte in the chunk's raw payload
   // Per field: integers and string ids as is, I64 as int64 bits, F64 as double bits.
   uint64_t u[format::kMaxFields] = {};
   std::string_view bytes[format::kMaxFields];  // Bytes fields; valid during the callback
@@ -176,9 +181,11 @@ class Parser {
 
 // Decodes the events of one chunk's raw payload. Returns false (with a
 // reason) if the payload is not what its schema and header say. Self-sized
-// events of unknown types are skipped and counted in `skipped`.
+// events of unknown types are skipped and counted in `skipped`, or, with
+// emit_unknown, given as they are (Event::unknown; what a details view shows).
 bool decode_events(const uint8_t* raw, size_t n, const format::ChunkHeader& h, const format::Schema& schema,
-                   const std::function<void(const Event&)>& emit, std::string& why, uint64_t& skipped);
+                   const std::function<void(const Event&)>& emit, std::string& why, uint64_t& skipped,
+                   bool emit_unknown = false);
 
 // The raw payload of a valid chunk (its bytes from the begin marker):
 // decompressed into `buf`, or pointing into the chunk when stored raw. Null

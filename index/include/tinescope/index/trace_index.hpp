@@ -245,6 +245,25 @@ struct Flow {  // 48 bytes
   uint64_t first_half() const { return (flags & kFlowSent) ? send_ts : recv_ts; }
 };
 
+// One event as the trace holds it, with every field: what a details view
+// and `find --event` show. Read from its chunk when asked (the index keeps
+// no fields: they stay in the trace).
+struct EventData {
+  uint32_t feedlet = 0;
+  uint64_t position = 0;        // in the feedlet (FEEDLET:SEQ names it)
+  uint64_t chunk_offset = 0;    // of its chunk's begin marker in the trace file
+  uint64_t chunk_sequence = 0;  // its chunk's sequence number in the feedlet
+  uint32_t payload_offset = 0;  // of its first byte in that chunk's raw (decompressed) payload
+  uint16_t type = 0;
+  uint64_t ts = 0;
+  bool unknown = false;  // its type is not in the schema: bytes[0] holds its fields undecoded
+  // Per field of its type, as trace::Event's: integers and string ids as
+  // they are, signed as int64 bits, doubles as their bits; bytes fields'
+  // bytes in `bytes` (their length in `values`).
+  std::vector<uint64_t> values;
+  std::vector<std::string> bytes;
+};
+
 struct Progress {
   uint64_t bytes_done = 0, bytes_total = 0;
 };
@@ -420,6 +439,17 @@ class TraceIndex {
   bool feedlet_event(uint32_t feedlet, uint64_t k, EventRef& out) const;
   // Position of the first event of the feedlet with ts >= t (its event count if none).
   uint64_t feedlet_position_at(uint32_t feedlet, uint64_t t) const;
+  // Events [k, k + count) of a feedlet with every field, decoded from their
+  // chunks (fewer past its end). False with why where a chunk they are in
+  // cannot be read; the events before it are in out.
+  bool read_events(uint32_t feedlet, uint64_t k, uint64_t count, std::vector<EventData>& out,
+                   std::string& why) const;
+  // Every event of a feedlet with its timestamp at ts (at most `limit`),
+  // with every field: where a drawn item's events are (an interval's begin
+  // at its start, its end or complete event at its end; arguments follow
+  // their event at its time).
+  bool events_at(uint32_t feedlet, uint64_t ts, std::vector<EventData>& out, std::string& why,
+                 size_t limit = 4096) const;
   // The k-th event of the whole trace in merged order (false past the end).
   bool global_event(uint64_t k, EventRef& out) const;
   // Number of checkpoints and their grid (for tools and tests).

@@ -1,0 +1,227 @@
+#include "tinescope/analysis/event_details.hpp"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace tinescope::analysis {
+
+using format::FieldType;
+
+namespace {
+
+std::string number_text(double d) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", d);
+  // The shortest text that reads back as the same double.
+  for (int p = 1; p <= 17; ++p) {
+    char t[40];
+    std::snprintf(t, sizeof t, "%.*g", p, d);
+    if (std::strtod(t, nullptr) == d) return t;
+  }
+  return buf;
+}
+
+FieldView field_view(const trace::Catalog& c, const format::FieldDef& def, uint64_t v, const std::string& bytes) {
+  FieldView f;
+  f.name = def.name;
+  f.type = char(def.type);
+  switch (def.type) {
+    case FieldType::U64:
+    case FieldType::DeltaU64:
+      f.numeric = true, f.number = double(v), f.text = std::to_string(v);
+      break;
+    case FieldType::I64:
+      f.numeric = true, f.number = double(int64_t(v)), f.text = std::to_string(int64_t(v));
+      break;
+    case FieldType::F64: {
+      double d;
+      std::memcpy(&d, &v, 8);
+      f.numeric = true, f.number = d, f.text = std::isfinite(d) ? number_text(d) : (std::isnan(d) ? "NaN" : d > 0 ? "Infinity" : "-Infinity");
+      break;
+    }
+    case FieldType::String:
+      f.text = std::string(c.string(v));
+      break;
+    case FieldType::Bytes:
+      f.bytes = bytes, f.text = std::to_string(bytes.size()) + " bytes";
+      break;
+    default:
+      f.type = '?', f.bytes = bytes, f.text = std::to_string(bytes.size()) + " bytes of an unknown field type";
+  }
+  return f;
+}
+
+}  // namespace
+
+const FieldView* EventView::field(std::string_view name) const {
+  for (const auto* list : {&fields, &args})
+    for (const FieldView& f : *list)
+      if (f.name == name) return &f;
+  return nullptr;
+}
+
+bool is_argument_type(const trace::Catalog& c, uint16_t type) {
+  const format::EventTypeDef* d = c.schema.find(type);
+  return d && type >= format::kFirstUserType && !d->name.empty() && d->name[0] == '.';
+}
+
+EventView describe(const trace::Catalog& c, const index::EventData& e) {
+  EventView v;
+  v.data = e;
+  const format::EventTypeDef* def = e.unknown ? nullptr : c.schema.find(e.type);
+  v.type_name = def ? def->name : "type " + std::to_string(e.type) + " (not in the schema)";
+  if (!def) {
+    FieldView f;
+    f.name = "bytes", f.type = '?', f.bytes = e.bytes.empty() ? std::string() : e.bytes[0];
+    f.text = std::to_string(f.bytes.size()) + " bytes, undecoded";
+    v.fields.push_back(std::move(f));
+  } else {
+    for (size_t i = 0; i < def->fields.size() && i < e.values.size(); ++i)
+      v.fields.push_back(field_view(c, def->fields[i], e.values[i], i < e.bytes.size() ? e.bytes[i] : std::string()));
+  }
+  auto labels = c.thread_labels();
+  auto t = labels.find(e.feedlet);
+  v.thread = t != labels.end() ? t->second : "feedlet " + std::to_string(e.feedlet);
+  v.process = c.process_of(e.feedlet);
+  return v;
+}
+
+namespace {
+
+// The events from `first` on that are `e` and its arguments: e, then the
+// argument events right after it.
+void attach_arguments(const trace::Catalog& c, std::vector<index::EventData>& events, size_t at, EventView& v) {
+  for (size_t k = at + 1; k < events.size() && is_argument_type(c, events[k].type); ++k) {
+    EventView a = describe(c, events[k]);
+    for (FieldView& f : a.fields) v.args.push_back(std::move(f));
+  }
+}
+
+}  // namespace
+
+bool read_event(const index::TraceIndex& ix, uint32_t feedlet, uint64_t position, EventView& out, std::string& why) {
+  auto cat = ix.catalog_snapshot();
+  std::vector<index::EventData> events;
+  // The event and up to a type's worth of argument events after it.
+  if (!ix.read_events(feedlet, position, 1 + 4, events, why)) return false;
+  if (events.empty() || events[0].position != position) {
+    why = "feedlet " + std::to_string(feedlet) + " has no event " + std::to_string(position);
+    return false;
+  }
+  out = describe(*cat, events[0]);
+  attach_arguments(*cat, events, 0, out);
+  return true;
+}
+
+namespace {
+
+// Of the events at one time, the first of a type in `types` whose field
+// `field` is `value` (every one if field < 0), from `from` on; SIZE_MAX if none.
+size_t pick(const std::vector<index::EventData>& events, std::initializer_list<uint16_t> types, int field,
+            uint64_t value, size_t from = 0) {
+  for (size_t i = from; i < events.size(); ++i) {
+    const index::EventData& e = events[i];
+    if (e.unknown || std::find(types.begin(), types.end(), e.type) == types.end()) continue;
+    if (field < 0 || (size_t(field) < e.values.size() && e.values[size_t(field)] == value)) return i;
+  }
+  return SIZE_MAX;
+}
+
+bool add_at(const index::TraceIndex& ix, const trace::Catalog& c, uint32_t feedlet, uint64_t ts,
+            std::initializer_list<uint16_t> types, int field, uint64_t value, std::vector<EventView>& out,
+            std::string& why, uint64_t duration = UINT64_MAX) {
+  std::vector<index::EventData> events;
+  if (!ix.events_at(feedlet, ts, events, why)) return false;
+  for (size_t i = pick(events, types, field, value); i != SIZE_MAX; i = pick(events, types, field, value, i + 1)) {
+    // A complete event names its duration: of two at one end, the one of this item.
+    if (duration != UINT64_MAX && (events[i].values.size() < 2 || events[i].values[1] != duration)) continue;
+    EventView v = describe(c, events[i]);
+    attach_arguments(c, events, i, v);
+    out.push_back(std::move(v));
+    return true;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool item_events(const index::TraceIndex& ix, uint32_t feedlet, const index::Item& it, std::vector<EventView>& out,
+                 std::string& why) {
+  using namespace format;
+  auto cat = ix.catalog_snapshot();
+  const size_t before = out.size();
+  bool ok = true;
+  switch (it.kind) {
+    case index::StreamKind::Interval:
+    case index::StreamKind::Depth:
+    case index::StreamKind::Span:
+      if (it.complete) {
+        ok = add_at(ix, *cat, feedlet, it.end, {kIntervalComplete}, 0, it.name, out, why, it.end - it.start);
+        break;
+      }
+      ok = add_at(ix, *cat, feedlet, it.start, {kIntervalBegin, kFuncEnter}, 0, it.name, out, why);
+      if (ok && !it.truncated) ok = add_at(ix, *cat, feedlet, it.end, {kIntervalEnd, kFuncExit}, 0, it.name, out, why);
+      if (ok && out.size() == before)  // a complete event after all
+        ok = add_at(ix, *cat, feedlet, it.end, {kIntervalComplete}, 0, it.name, out, why, it.end - it.start);
+      break;
+    case index::StreamKind::Instant:
+      ok = add_at(ix, *cat, feedlet, it.start, {kInstant}, 0, it.name, out, why);
+      break;
+    case index::StreamKind::Counter:
+      ok = add_at(ix, *cat, feedlet, it.start, {kCounterInt, kCounterFloat}, 0, it.name, out, why);
+      break;
+    case index::StreamKind::Sched:
+      ok = add_at(ix, *cat, feedlet, it.start, {kJobStart, kJobResume}, 0, it.name, out, why);
+      if (ok && !it.truncated)
+        ok = add_at(ix, *cat, feedlet, it.end, {kJobPreempt, kJobBlock, kJobComplete}, 0, it.name, out, why);
+      break;
+    case index::StreamKind::Send:
+      ok = add_at(ix, *cat, feedlet, it.start, {kMessageSend}, 1, it.name, out, why);
+      break;
+  }
+  return ok;
+}
+
+bool message_events(const index::TraceIndex& ix, const index::Flow& f, std::vector<EventView>& out, std::string& why) {
+  auto cat = ix.catalog_snapshot();
+  if ((f.flags & index::kFlowSent) &&
+      !add_at(ix, *cat, f.src, f.send_ts, {format::kMessageSend}, 0, f.id, out, why))
+    return false;
+  if ((f.flags & index::kFlowReceived) &&
+      !add_at(ix, *cat, f.dst, f.recv_ts, {format::kMessageRecv}, 0, f.id, out, why))
+    return false;
+  return true;
+}
+
+bool find_message(const index::TraceIndex& ix, uint64_t id, index::Flow& out) {
+  for (const index::Flow& f : ix.flows(0, UINT64_MAX))
+    if (f.id == id) return out = f, true;
+  return false;
+}
+
+std::string hex_ascii(std::string_view bytes, size_t per_line) {
+  std::string out;
+  if (per_line == 0) per_line = 16;
+  char buf[24];
+  for (size_t line = 0; line < bytes.size(); line += per_line) {
+    std::snprintf(buf, sizeof buf, "%04zx ", line);
+    out += buf;
+    for (size_t i = 0; i < per_line; ++i) {
+      if (line + i < bytes.size()) std::snprintf(buf, sizeof buf, " %02x", uint8_t(bytes[line + i]));
+      else std::snprintf(buf, sizeof buf, "   ");
+      out += buf;
+    }
+    out += "  ";
+    for (size_t i = 0; i < per_line && line + i < bytes.size(); ++i) {
+      const unsigned char ch = uint8_t(bytes[line + i]);
+      out += ch >= 0x20 && ch < 0x7f ? char(ch) : '.';
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace tinescope::analysis

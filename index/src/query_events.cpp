@@ -1,0 +1,92 @@
+// An event's every field, on demand: the chunk that holds it is read and
+// decoded whole (one chunk: ~64 KB, a fraction of a millisecond), with the
+// schema the trace's metadata gives. The index keeps no fields.
+#include <algorithm>
+
+#include "query_walk.hpp"
+#include "tinescope/index/trace_index.hpp"
+
+namespace tinescope::index {
+
+namespace {
+
+size_t chunk_holding(const FeedletState& f, uint64_t k) {
+  return partition_index(f.chunks, 0, f.chunks.size(), [&](const FeedletChunk& c) { return c.first_event <= k; }) - 1;
+}
+
+EventData event_data(const trace::Event& e, const format::Schema& schema, uint64_t position, const ChunkRecord& r) {
+  EventData d;
+  d.feedlet = r.feedlet, d.position = position, d.chunk_offset = r.offset, d.chunk_sequence = r.sequence;
+  d.payload_offset = e.offset, d.type = e.type, d.ts = e.ts, d.unknown = e.unknown;
+  const size_t n = e.unknown ? 1 : e.field_count;
+  d.values.assign(e.u, e.u + n);
+  d.bytes.resize(n);
+  const format::EventTypeDef* def = schema.find(e.type);
+  for (size_t i = 0; i < n; ++i)
+    if (e.unknown || (def && def->fields[i].type == format::FieldType::Bytes)) d.bytes[i] = std::string(e.bytes[i]);
+  return d;
+}
+
+}  // namespace
+
+bool TraceIndex::read_events(uint32_t feedlet, uint64_t k, uint64_t count, std::vector<EventData>& out,
+                             std::string& why) const {
+  std::shared_lock lock(mu_);
+  const FeedletState* f = s_->feedlet(feedlet);
+  if (!f || f->chunks.empty()) return true;
+  const uint64_t end = std::min(f->events, k + std::min<uint64_t>(count, f->events));
+  PayloadBuffer lease;
+  ChunkBuffers& buf = lease.get();
+  for (size_t c = k < end ? chunk_holding(*f, k) : f->chunks.size(); k < end && c < f->chunks.size(); ++c) {
+    const FeedletChunk& fc = f->chunks[c];
+    const ChunkRecord& r = s_->chunks[fc.chunk];
+    auto fail = [&](const std::string& what) {
+      why = "chunk at offset " + std::to_string(r.offset) + " of " + trace_path_ + ": " + what;
+      return false;
+    };
+    if (!chunk_readable(*s_, *f, c)) return fail("its record in the index is damaged");
+    ChunkBlocks blocks;
+    std::string reason;
+    const uint8_t* chunk = s_->read_chunk_head(fc.chunk, buf.chunk, &blocks.whole, reason);
+    if (!chunk) return fail(reason);
+    format::ChunkHeader h;
+    std::memcpy(&h, chunk, sizeof h);
+    if (!blocks.read(*s_, fc.chunk, buf.chunk.data(), 0, h.raw_size, reason)) return fail(reason);
+    const uint8_t* raw = s_->payload(chunk, buf.payload, reason);
+    if (!raw) return fail(reason);
+    uint64_t skipped = 0;
+    const uint64_t first = fc.first_event;
+    const bool ok = trace::decode_events(
+        raw, h.raw_size, h, catalog_.schema,
+        [&](const trace::Event& e) {
+          const uint64_t position = first + e.index;
+          if (position >= k && position < end) out.push_back(event_data(e, catalog_.schema, position, r));
+        },
+        reason, skipped, true);
+    if (!ok) return fail(reason);
+    k = std::max(k, first + h.event_count);
+  }
+  return true;
+}
+
+bool TraceIndex::events_at(uint32_t feedlet, uint64_t ts, std::vector<EventData>& out, std::string& why,
+                           size_t limit) const {
+  // Events at one tick may run on into the next chunks: read a chunk's worth
+  // at a time until one is later.
+  uint64_t k = feedlet_position_at(feedlet, ts);
+  std::vector<EventData> got;
+  while (out.size() < limit) {
+    got.clear();
+    const bool ok = read_events(feedlet, k, std::min<uint64_t>(256, limit - out.size()), got, why);
+    for (EventData& e : got) {
+      if (e.ts != ts) return true;
+      out.push_back(std::move(e));
+    }
+    if (!ok) return false;
+    if (got.empty()) return true;
+    k = out.back().position + 1;
+  }
+  return true;
+}
+
+}  // namespace tinescope::index
