@@ -24,6 +24,16 @@ std::string number_text(double d) {
   return buf;
 }
 
+}  // namespace
+
+bool is_text(std::string_view bytes) {
+  for (unsigned char c : bytes)
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
+  return true;
+}
+
+namespace {
+
 FieldView field_view(const trace::Catalog& c, const format::FieldDef& def, uint64_t v, const std::string& bytes) {
   FieldView f;
   f.name = def.name;
@@ -46,7 +56,7 @@ FieldView field_view(const trace::Catalog& c, const format::FieldDef& def, uint6
       f.text = std::string(c.string(v));
       break;
     case FieldType::Bytes:
-      f.bytes = bytes, f.text = std::to_string(bytes.size()) + " bytes";
+      f.bytes = bytes, f.text = is_text(bytes) ? bytes : std::to_string(bytes.size()) + " bytes";
       break;
     default:
       f.type = '?', f.bytes = bytes, f.text = std::to_string(bytes.size()) + " bytes of an unknown field type";

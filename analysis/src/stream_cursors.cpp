@@ -6,6 +6,7 @@
 #include <cstring>
 #include <deque>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "tinescope/analysis/derived_stream.hpp"
@@ -24,7 +25,7 @@ namespace {
 double ticks_per_ns(const TraceIndex& ix) { return ix.catalog_snapshot()->clock.ticks_per_ns(); }
 
 StreamKind base_kind(Op op) {
-  return op == Op::Samples ? StreamKind::Counter : op == Op::Instants ? StreamKind::Instant : StreamKind::Interval;
+  return op == Op::Samples || op == Op::Field ? StreamKind::Counter : op == Op::Instants ? StreamKind::Instant : StreamKind::Interval;
 }
 
 // Durations an interval must have to pass: [lo, hi] in ticks, inclusive.
@@ -51,7 +52,8 @@ class BaseCursor : public Cursor {
   BaseCursor(const TraceIndex& ix, const Expr& e, const EvalOptions& opt, Durations keep)
       : ix_(ix), filter_(e.filter), kind_(base_kind(e.op)), keep_(keep) {
     threads_ = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
-    auto streams = ix.streams();
+    if (e.op == Op::Field) select_fields();
+    auto streams = e.op == Op::Field ? std::vector<StreamInfo>{} : ix.streams();
     for (int id : select_streams(ix, e)) {
       const StreamInfo& s = streams[size_t(id)];
       auto it = std::find_if(lanes_.begin(), lanes_.end(), [&](const Lane& l) { return l.feedlet == s.feedlet; });
@@ -103,6 +105,10 @@ class BaseCursor : public Cursor {
   }
   uint64_t max_duration() const override { return max_dur_; }
   uint64_t events_read() const override { return events_read_.load(); }
+  std::string error() const override {
+    std::lock_guard lock(error_mu_);
+    return error_;
+  }
 
  private:
   static constexpr uint64_t kWindowEvents = 4 << 20;
@@ -113,6 +119,86 @@ class BaseCursor : public Cursor {
     std::vector<uint32_t> leaf_shifts;
     std::vector<uint8_t> names;  // [string id] = selected
   };
+
+  // field(): which field of each event type gives the samples. A user type
+  // of the stream's name gives its own field; an argument type gives its
+  // field where the event it follows has the stream's name.
+  struct FieldPick {
+    int8_t field = -1;  // -1: no sample from this type
+    bool argument = false;
+    format::FieldType type{};
+  };
+  std::vector<FieldPick> picks_;  // [type code]
+  std::shared_ptr<const trace::Catalog> catalog_;
+
+  void select_fields() {
+    field_ = true;
+    catalog_ = ix_.catalog_snapshot();
+    picks_.assign(format::kMaxEventType + 1, FieldPick{});
+    NameMatcher name(filter_.name), field(filter_.field), thread(filter_.thread), process(filter_.process);
+    for (uint32_t code = format::kFirstUserType; code <= format::kMaxEventType; ++code) {
+      const format::EventTypeDef* d = catalog_->schema.find(uint16_t(code));
+      if (!d) continue;
+      const bool argument = !d->name.empty() && d->name[0] == '.';
+      if (!argument && !name.matches(d->name)) continue;
+      for (size_t k = 0; k < d->fields.size(); ++k) {
+        const format::FieldType t = d->fields[k].type;
+        const bool numeric = t == format::FieldType::U64 || t == format::FieldType::I64 ||
+                             t == format::FieldType::F64 || t == format::FieldType::DeltaU64;
+        if (numeric && field.matches(d->fields[k].name)) {
+          picks_[code] = FieldPick{int8_t(k), argument, t};
+          break;
+        }
+      }
+    }
+    auto labels = catalog_->thread_labels();
+    for (const index::FeedletSummary& f : ix_.feedlets()) {
+      if (!thread.any() && !thread.matches(f.name)) continue;
+      if (!process.any() && !process.matches(catalog_->process_of(f.id))) continue;
+      lanes_.push_back(Lane{f.id, {}, {}, {}});
+    }
+  }
+
+  // The samples of lane l's fields in [w0, w1], from its chunks.
+  uint64_t decode_fields(const Lane& l, uint64_t w0, uint64_t w1, std::vector<Record>& out) {
+    std::vector<int8_t> named(catalog_->strings.size(), -1);  // [string id]: matches the stream's name
+    NameMatcher name(filter_.name);
+    uint64_t seen = 0;
+    uint32_t last_name = 0;  // of the last event not an argument event (0: none, or it has none)
+    std::string why;
+    ix_.decode_events(l.feedlet, w0, w1, [&](const trace::Event& e) {
+      ++seen;
+      const FieldPick p = picks_[e.type];
+      if (p.field < 0) {
+        if (!p.argument) {
+          const format::EventTypeDef* d = e.type < format::kFirstUserType ? catalog_->schema.find(e.type) : nullptr;
+          last_name = d && !d->fields.empty() && d->fields[0].type == format::FieldType::String ? uint32_t(e.u[0]) : 0;
+        }
+        return;
+      }
+      uint32_t nm = 0;
+      if (p.argument) {
+        if (last_name == 0 || last_name >= named.size()) return;
+        if (named[last_name] < 0) named[last_name] = name.matches(catalog_->string(last_name));
+        if (!named[last_name]) return;
+        nm = last_name;
+      } else {
+        last_name = 0;
+      }
+      const size_t k = size_t(p.field);
+      const double v = p.type == format::FieldType::F64 ? e.f(k)
+                       : p.type == format::FieldType::I64 ? double(e.i(k))
+                                                          : double(e.u[k]);
+      for (const ValueTest& t : filter_.values)
+        if (!t.passes(v)) return;
+      out.push_back(Record{e.ts, e.ts, v, nm, l.feedlet});
+    }, why);
+    if (!why.empty()) {
+      std::lock_guard lock(error_mu_);
+      error_ = why;
+    }
+    return seen;
+  }
 
   // Records to read in buf_ (false at the end): the next decoded window
   // when this one is read.
@@ -157,6 +243,10 @@ class BaseCursor : public Cursor {
     auto work = [&] {
       for (size_t i; (i = next++) < lanes_.size();) {
         const Lane& l = lanes_[i];
+        if (field_) {
+          events_read_ += decode_fields(l, w0, w1, per_lane[i]);
+          continue;
+        }
         if (!worth_decoding(l, w0, w1)) continue;
         std::vector<Record>& out = per_lane[i];
         uint64_t seen = 0;
@@ -239,6 +329,9 @@ class BaseCursor : public Cursor {
   const TraceIndex& ix_;
   Filter filter_;
   StreamKind kind_;
+  bool field_ = false;  // field(): samples of event fields (picks_), from every selected lane's chunks
+  mutable std::mutex error_mu_;
+  std::string error_;   // a chunk a field stream could not read
   Durations keep_;  // longer() and shorter() over this stream, pushed down
   unsigned threads_ = 1;
   std::vector<Lane> lanes_;
@@ -646,7 +739,8 @@ std::unique_ptr<Cursor> build(const TraceIndex& ix, const Expr& e, const EvalOpt
   switch (e.op) {
     case Op::Intervals:
     case Op::Instants:
-    case Op::Samples: return std::make_unique<BaseCursor>(ix, e, opt, keep);
+    case Op::Samples:
+    case Op::Field: return std::make_unique<BaseCursor>(ix, e, opt, keep);
     case Op::Messages: return std::make_unique<MessageCursor>(ix, e, opt);
     case Op::Longer:
     case Op::Shorter: {

@@ -25,7 +25,7 @@ constexpr OpInfo kOps[] = {
     {Op::Union, "union", 1, -1, false},        {Op::Intersect, "intersect", 1, -1, false},
     {Op::Span, "span", 2, 2, false},           {Op::Sum, "sum", 1, 1, false},
     {Op::Rate, "rate", 1, 1, false},           {Op::Exclude, "exclude", 2, 2, false},
-    {Op::Smooth, "smooth", 1, 1, true},
+    {Op::Smooth, "smooth", 1, 1, true},        {Op::Field, "field", 0, 0, false},
 };
 
 const OpInfo& info(Op op) {
@@ -133,13 +133,19 @@ class Parser {
                   (op->max_args == op->min_args ? "" : op->max_args < 0 ? " or more" : "-" + std::to_string(op->max_args)) +
                   " stream(s), not " + std::to_string(n));
     if (op->takes_duration && !duration_seen) return fail(name + " needs a duration (e.g. 250us)");
+    if (op->op == Op::Field && e.filter.field.empty()) return fail("field needs the field's name: field(name=\"T\", \"F\")");
     return check_types(e);
   }
 
   bool argument(Expr& e, const OpInfo& op, int depth, bool& duration_seen) {
     skip();
     size_t at = pos_;
-    if (is_base(op.op)) return field(e.filter);
+    if (op.op == Op::Field && pos_ < s_.size() && (s_[pos_] == '"' || s_[pos_] == '\'')) {  // its field, by name
+      if (!quoted(e.filter.field)) return false;
+      std::string why;
+      return valid_pattern(e.filter.field, why) || (pos_ = at, fail(why));
+    }
+    if (is_base(op.op) || op.op == Op::Field) return field(e.filter);
     // A duration (starts with a digit) or a stream.
     if (pos_ < s_.size() && (std::isdigit(uint8_t(s_[pos_])) || s_[pos_] == '.')) {
       std::string text;
@@ -184,6 +190,7 @@ class Parser {
     if (key == "thread") return f.thread = v, true;
     if (key == "process") return f.process = v, true;
     if (key == "channel") return f.channel = v, true;
+    if (key == "field") return f.field = v, true;
     if (key == "depth") {
       char* end = nullptr;
       long d = std::strtol(v.c_str(), &end, 10);
@@ -191,7 +198,7 @@ class Parser {
       f.depth = int(d);
       return true;
     }
-    return pos_ = at, fail("unknown field '" + key + "' (name, thread, process, channel, depth, value)");
+    return pos_ = at, fail("unknown field '" + key + "' (name, thread, process, channel, depth, field, value)");
   }
 
   bool check_types(const Expr& e) {
@@ -246,6 +253,7 @@ const char* op_name(Op op) { return info(op).name; }
 bool yields_intervals(const Expr& e) {
   switch (e.op) {
     case Op::Samples:
+    case Op::Field:
     case Op::Sum:
     case Op::Rate:
     case Op::Smooth:
@@ -263,13 +271,14 @@ std::string format_stream(const Expr& e) {
     out += sep + part;
     sep = ", ";
   };
-  if (is_base(e.op)) {
+  if (is_base(e.op) || e.op == Op::Field) {
     const Filter& f = e.filter;
     if (!f.name.empty()) add("name=" + quote(f.name));
     if (!f.thread.empty()) add("thread=" + quote(f.thread));
     if (!f.process.empty()) add("process=" + quote(f.process));
     if (!f.channel.empty()) add("channel=" + quote(f.channel));
     if (f.depth >= 0) add("depth=" + std::to_string(f.depth));
+    if (!f.field.empty()) add(quote(f.field));
     for (const ValueTest& t : f.values) {
       char num[64];
       std::snprintf(num, sizeof num, "%.17g", t.value);

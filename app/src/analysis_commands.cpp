@@ -80,7 +80,9 @@ struct Names {
       json a = json::array();
       for (const analysis::FieldView& f : list) {
         json j{{"name", f.name}, {"type", std::string(1, f.type)}};
-        if (f.type == 'b' || f.type == '?') {
+        if (f.type == 'b' && analysis::is_text(f.bytes) && f.name != "payload") {
+          j["value"] = f.bytes;  // an argument's string; a payload is bytes whatever they hold
+        } else if (f.type == 'b' || f.type == '?') {
           std::string hex, text;
           for (unsigned char c : f.bytes) {
             char b[3];

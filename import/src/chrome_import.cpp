@@ -309,6 +309,8 @@ class ChromeReader {
       } else if (key == "tid") {
         ev.tid = number ? as_int(d) : named_id(s), ev.has_tid = true;
         if (!number && named(s)) m_.tid_names.emplace(ev.tid, s);
+      } else if (key == "tts" || key == "tdur") {
+        if (number) (key == "tts" ? (ev.tts = d, ev.has_tts = true) : (ev.tdur = d, ev.has_tdur = true));
       } else if (key == "ts" || key == "dur") {
         // A number, or a number in a string ("ts": "3000"); another string is reported.
         const bool text = type == od::json_type::string, text_number = text && to_number(s, d);
@@ -334,13 +336,32 @@ class ChromeReader {
     });
   }
 
-  // A member of an event's "args" (numbers, and "name") or "id2" (its id).
-  simdjson::error_code inner_member(bool args, std::string_view name, od::value& x, od::json_type t, RawEvent& ev) {
+  // A member of an event's "args" or "id2" (its id). Every argument is
+  // kept, typed (Arg); a few are read for the model too: numbers (counters'
+  // values, sort_index), "name" and "labels" (metadata).
+  simdjson::error_code inner_member(bool args, std::string_view name, od::value& x, od::json_type t, RawEvent& ev,
+                                    const std::string& prefix = {}) {
+    if (args && t == od::json_type::object) {  // nested: dotted keys
+      const std::string dotted = prefix + std::string(name) + ".";
+      return each_member(x, [&](std::string_view k, od::value& v, od::json_type tk) {
+        return inner_member(true, k, v, tk, ev, dotted);
+      });
+    }
+    Arg* a = nullptr;
+    if (args) {
+      a = &ev.args.emplace_back();
+      a->key = prefix;
+      a->key += name;
+    }
     std::string text;
     if (t == od::json_type::number) {
-      double d;
-      if (auto e = x.get_double().get(d)) return e;
+      od::number n;
+      if (auto e = x.get_number().get(n)) return e;
+      const double d = n.as_double();
       if (args) {
+        if (n.is_int64()) a->type = 'i', a->i = n.get_int64();
+        else a->type = 'f', a->f = d;
+        if (!prefix.empty()) return simdjson::SUCCESS;
         ev.num_args.emplace_back(std::string(name), d);
         if (name == "sort_index") ev.sort_index = as_int(d), ev.has_sort = true;
         return simdjson::SUCCESS;
@@ -350,12 +371,32 @@ class ChromeReader {
       std::string_view s;
       if (auto e = x.get_string().get(s)) return e;
       text = s;
-    } else if (t != od::json_type::null && t != od::json_type::boolean) {
-      return simdjson::SUCCESS;  // deeper objects and arrays: not read
+    } else if (t == od::json_type::boolean) {
+      bool b;
+      if (auto e = x.get_bool().get(b)) return e;
+      text = b ? "true" : "false";
+      if (args) a->text = text;
+      return simdjson::SUCCESS;
+    } else if (t == od::json_type::null) {
+      if (args) a->text = "null";
+      return simdjson::SUCCESS;
+    } else {  // an array: kept as its JSON text
+      if (!args) return simdjson::SUCCESS;
+      od::array arr;
+      std::string_view raw;
+      if (auto e = x.get_array().get(arr)) return e;
+      if (auto e = arr.raw_json().get(raw)) return e;
+      while (!raw.empty() && is_space(raw.back())) raw.remove_suffix(1);
+      a->text = raw;
+      return simdjson::SUCCESS;
     }
-    if (!args) ev.id = std::string(name) + ":" + text, ev.local_id = name == "local";
-    else if (name == "name") ev.arg_name = text;
-    else if (name == "labels") ev.arg_labels = text;
+    if (!args) {
+      ev.id = std::string(name) + ":" + text, ev.local_id = name == "local";
+      return simdjson::SUCCESS;
+    }
+    if (prefix.empty() && name == "name") ev.arg_name = text;
+    else if (prefix.empty() && name == "labels") ev.arg_labels = text;
+    a->text = std::move(text);
     return simdjson::SUCCESS;
   }
 

@@ -29,11 +29,11 @@ BulkArray<Point> nest(Feedlet& f, uint64_t& unmatched) {
     } else if (open.empty()) {
       ++unmatched;
     } else {
-      f.spans.push_back(Span{open.back().ts, x.ts, open.back().name, open.back().seq});
+      f.spans.push_back(Span{open.back().ts, x.ts, open.back().name, open.back().seq, open.back().args, x.args});
       open.pop_back();
     }
   }
-  for (const BeginEnd& b : open) f.spans.push_back(Span{b.ts, UINT64_MAX, b.name, b.seq});  // never ended
+  for (const BeginEnd& b : open) f.spans.push_back(Span{b.ts, UINT64_MAX, b.name, b.seq, b.args});  // never ended
   std::sort(f.spans.begin(), f.spans.end(), [](const Span& a, const Span& b) {
     if (a.start != b.start) return a.start < b.start;
     if (a.end != b.end) return a.end > b.end;  // the longer one is the parent
@@ -48,7 +48,7 @@ BulkArray<Point> nest(Feedlet& f, uint64_t& unmatched) {
   auto pop = [&] {
     const Span* s = stack.back();
     stack.pop_back(), begun_at.pop_back();
-    if (s->end != UINT64_MAX) out.push_back(Point{s->end, seq++, kIntervalEnd, s->name, 0});
+    if (s->end != UINT64_MAX) out.push_back(Point{s->end, seq++, kIntervalEnd, s->name, 0, s->end_args});
   };
   for (const Span& s : f.spans) {
     while (!stack.empty() && !(stack.back()->start <= s.start && s.end <= stack.back()->end)) {
@@ -62,13 +62,13 @@ BulkArray<Point> nest(Feedlet& f, uint64_t& unmatched) {
       for (; !stack.empty() && stack.back()->end != UINT64_MAX; stack.pop_back(), begun_at.pop_back()) {
         const Span* t = stack.back();
         Point& begin = out[begun_at.back()];
-        begin = Point{t->end, begin.seq, kIntervalComplete, t->name, t->end - t->start};
+        begin = Point{t->end, begin.seq, kIntervalComplete, t->name, t->end - t->start, t->args};
       }
     } else if (!stack.empty() && s.end > stack.back()->end) {
-      out.push_back(Point{s.end, seq++, kIntervalComplete, s.name, s.end - s.start});
+      out.push_back(Point{s.end, seq++, kIntervalComplete, s.name, s.end - s.start, s.args});
       continue;
     }
-    out.push_back(Point{s.start, seq++, kIntervalBegin, s.name, 0});
+    out.push_back(Point{s.start, seq++, kIntervalBegin, s.name, 0, s.args});
     stack.push_back(&s), begun_at.push_back(out.size() - 1);
   }
   while (!stack.empty()) pop();
@@ -88,6 +88,115 @@ uint32_t ImportModel::intern(const std::string& s) {
   return it->second;
 }
 
+// The codes argument types take: the user types' (docs/FORMAT.md). The
+// first is `.args` with one text field, for the shapes past the others.
+constexpr uint16_t kTextArgsType = format::kFirstUserType;
+
+uint32_t ImportModel::keep_args(const RawEvent& e) {
+  if (e.cat.empty() && e.args.empty() && !e.has_tts && !e.has_tdur) return 0;
+  // The fields: cat, thread time, then the arguments as they came; those
+  // past the 16th go into its field "more" as text.
+  shape_.clear();
+  body_.clear();
+  auto varint = [&](uint64_t v) {
+    uint8_t tmp[format::kMaxVarint];
+    body_.insert(body_.end(), tmp, format::put_varint(tmp, v));
+  };
+  auto text = [&](std::string_view t) {
+    varint(t.size());
+    body_.insert(body_.end(), t.begin(), t.end());
+  };
+  auto field = [&](char type, std::string_view key) {
+    shape_ += type;
+    shape_.append(key);
+    shape_ += '\0';
+  };
+  size_t fields = 0;
+  if (!e.cat.empty()) field('s', "cat"), varint(intern(e.cat)), ++fields;
+  auto micros_as_ns = [&](const char* key, double us) {
+    field('u', key), varint(us > 0 && us < kMaxUs ? ticks(us) : 0), ++fields;
+  };
+  if (e.has_tts) micros_as_ns("tts_ns", e.tts);
+  if (e.has_tdur) micros_as_ns("tdur_ns", e.tdur);
+  std::string more;
+  for (size_t k = 0; k < e.args.size(); ++k) {
+    const Arg& a = e.args[k];
+    if (fields == format::kMaxFields - 1 && k + 1 < e.args.size()) {
+      for (; k < e.args.size(); ++k) {
+        const Arg& x = e.args[k];
+        more += (more.empty() ? "" : "; ") + x.key + "=" +
+                (x.type == 'i' ? std::to_string(x.i) : x.type == 'f' ? std::to_string(x.f) : x.text);
+        ++r.args_past_fields;
+      }
+      field('b', "more"), text(more);
+      break;
+    }
+    field(a.type, a.key), ++fields;
+    if (a.type == 'i') varint(format::zigzag(a.i));
+    else if (a.type == 'f') {
+      uint8_t b[8];
+      std::memcpy(b, &a.f, 8);
+      body_.insert(body_.end(), b, b + 8);
+    } else text(a.text);
+  }
+  uint16_t type;
+  auto known = arg_types_.find(shape_);
+  if (known != arg_types_.end()) {
+    type = known->second;
+  } else if (kTextArgsType + 1 + arg_defs_.size() <= format::kMaxEventType) {
+    format::EventTypeDef def;
+    def.code = type = uint16_t(kTextArgsType + 1 + arg_defs_.size());
+    def.name = ".args";
+    for (size_t at = 0; at < shape_.size();) {
+      const size_t end = shape_.find('\0', at);
+      def.fields.push_back({format::FieldType(shape_[at]), shape_.substr(at + 1, end - at - 1)});
+      at = end + 1;
+    }
+    arg_defs_.push_back(std::move(def));
+    arg_types_.emplace(shape_, type);
+  } else {
+    // No code left for its shape: its fields as one text, "key=value; ...".
+    std::string all;
+    const uint8_t* p = body_.data();
+    const uint8_t* const end = body_.data() + body_.size();
+    for (size_t at = 0; at < shape_.size() && p < end;) {
+      const size_t stop = shape_.find('\0', at);
+      const char t = shape_[at];
+      all += (all.empty() ? "" : "; ") + shape_.substr(at + 1, stop - at - 1) + "=";
+      uint64_t v = 0;
+      if (t == 'f') {
+        double d;
+        std::memcpy(&d, p, 8), p += 8;
+        all += std::to_string(d);
+      } else {
+        format::get_varint(p, end, v);
+        if (t == 'b') all.append(reinterpret_cast<const char*>(p), v), p += v;
+        else if (t == 'i') all += std::to_string(format::unzigzag(v));
+        else if (t == 's') all += strings_[v];
+        else all += std::to_string(v);
+      }
+      at = stop + 1;
+    }
+    body_.clear();
+    text(all);
+    type = kTextArgsType;
+    ++r.args_as_text;
+  }
+  if (kept_.size() == UINT32_MAX) return 0;
+  ++r.events_with_args;
+  kept_.push_back(KeptArgs{args_bytes_.size(), uint32_t(body_.size()), type});
+  args_bytes_.append(body_.data(), body_.data() + body_.size());
+  return uint32_t(kept_.size() - 1);
+}
+
+void ImportModel::put_args(format::ChunkBuilder& cb, uint32_t id, uint64_t ts) {
+  const KeptArgs& k = kept_[id];
+  uint8_t* p = cb.begin(k.type, ts, k.size + format::kMaxVarint);
+  p = format::put_varint(p, k.size);
+  std::memcpy(p, args_bytes_.begin() + k.at, k.size);
+  cb.end(p + k.size);
+}
+
 Feedlet& ImportModel::feedlet(int64_t pid, int64_t tid, const std::string& lane) {
   auto [it, fresh] = feedlet_of_.emplace(std::make_tuple(pid, tid, lane), uint32_t(feedlets.size()));
   if (fresh) {
@@ -101,7 +210,7 @@ Feedlet& ImportModel::feedlet(int64_t pid, int64_t tid, const std::string& lane)
 }
 
 void ImportModel::point(Feedlet& f, const RawEvent& e, uint16_t type, uint32_t name, uint64_t a) {
-  f.points.push_back(Point{ticks(e.ts), seq_++, type, name, a});
+  f.points.push_back(Point{ticks(e.ts), seq_++, type, name, a, type == kCounterFloat ? 0 : keep_args(e)});
 }
 
 void ImportModel::take(const RawEvent& e) {
@@ -135,14 +244,14 @@ void ImportModel::take(const RawEvent& e) {
     case 'B':
     case 'E': {
       Feedlet& f = feedlet(e.pid, e.tid, "");
-      f.be.push_back(BeginEnd{ticks(e.ts), seq_++, ph == 'B', name});
+      f.be.push_back(BeginEnd{ticks(e.ts), seq_++, ph == 'B', name, keep_args(e)});
       if (ph == 'B') bound_flow(e, f, name);
       return;
     }
     case 'X': {
       Feedlet& f = feedlet(e.pid, e.tid, "");
       uint64_t t = ticks(e.ts);
-      f.spans.push_back(Span{t, t + (e.has_dur ? ticks(std::max(0.0, e.dur)) : 0), name, seq_++});
+      f.spans.push_back(Span{t, t + (e.has_dur ? ticks(std::max(0.0, e.dur)) : 0), name, seq_++, keep_args(e)});
       bound_flow(e, f, name);
       return;
     }
@@ -180,7 +289,7 @@ void ImportModel::take(const RawEvent& e) {
       const uint64_t scope = e.local_id ? uint64_t(e.pid) * 0x9e3779b97f4a7c15ull : 0;  // (a process's own id)
       const uint64_t key = checksum(id.data(), id.size()) ^ scope;
       const char kind = ph == 'b' || ph == 'S' ? 'b' : ph == 'e' || ph == 'F' ? 'e' : 'n';
-      async_events.push_back(AsyncEvent{key, ticks(e.ts), seq_++, e.pid, name, kind});
+      async_events.push_back(AsyncEvent{key, ticks(e.ts), seq_++, e.pid, name, kind, keep_args(e)});
       return;
     }
     case 'P': {
@@ -293,8 +402,8 @@ void ImportModel::place_units(std::vector<Unit>& units, const std::vector<Placed
   }
   for (const Placed& x : placed) {
     Feedlet& f = feedlets[units[x.unit].feedlet];
-    if (x.instant) f.points.push_back(Point{x.start, x.seq, kInstant, x.name, 0});
-    else f.spans.push_back(Span{x.start, x.end, x.name, x.seq});
+    if (x.instant) f.points.push_back(Point{x.start, x.seq, kInstant, x.name, 0, x.args});
+    else f.spans.push_back(Span{x.start, x.end, x.name, x.seq, x.args, x.end_args});
   }
 }
 
@@ -322,13 +431,14 @@ void ImportModel::pair_async() {
     episode.emplace_back(pid, uint32_t(units.size() - 1));
     return uint32_t(units.size() - 1);
   };
-  auto add = [&](uint32_t u, uint64_t start, uint64_t end, uint64_t seq, uint32_t name, bool instant) {
-    placed.push_back(Placed{start, end, seq, name, u, instant});
+  auto add = [&](uint32_t u, uint64_t start, uint64_t end, uint64_t seq, uint32_t name, bool instant,
+                 uint32_t args = 0, uint32_t end_args = 0) {
+    placed.push_back(Placed{start, end, seq, name, u, instant, args, end_args});
     units[u].start = std::min(units[u].start, start), units[u].end = std::max(units[u].end, end);
   };
-  auto close = [&](size_t k, uint64_t end) {
+  auto close = [&](size_t k, uint64_t end, uint32_t end_args = 0) {
     const auto [b, u] = open[k];
-    add(u, b->ts, end, b->seq, b->name, false);
+    add(u, b->ts, end, b->seq, b->name, false, b->args, end_args);
   };
   for (size_t i = 0; i < async_events.size(); ++i) {
     const AsyncEvent& x = async_events[i];
@@ -340,7 +450,7 @@ void ImportModel::pair_async() {
     if (x.kind == 'b') {
       open.emplace_back(&x, unit_of(x.pid));
     } else if (x.kind == 'n') {
-      add(open.empty() ? unit_of(x.pid) : open.back().second, x.ts, x.ts, x.seq, x.name, true);
+      add(open.empty() ? unit_of(x.pid) : open.back().second, x.ts, x.ts, x.seq, x.name, true, x.args);
     } else {
       size_t k = open.size();
       while (k > 0 && open[k - 1].first->name != x.name) --k;
@@ -348,7 +458,7 @@ void ImportModel::pair_async() {
         ++r.unmatched_ends;
         continue;
       }
-      for (size_t j = open.size(); j-- > k - 1;) close(j, x.ts);
+      for (size_t j = open.size(); j-- > k - 1;) close(j, x.ts, j == k - 1 ? x.args : 0);
       open.resize(k - 1);
     }
   }
@@ -531,6 +641,21 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
   if (!r.display_time_unit.empty()) metadata.push_back(meta_pair("displayTimeUnit", r.display_time_unit));
   if (!num_cpus.empty()) metadata.push_back(meta_pair("num_cpus", num_cpus));
   for (uint32_t id = 1; id < strings_.size(); ++id) meta_string(id, strings_[id]);
+  // The argument types, where any event has arguments.
+  if (kept_.size() > 1) {
+    format::EventTypeDef text{kTextArgsType, ".args", {{format::FieldType::Bytes, "text"}}};
+    std::string entry;
+    for (const format::EventTypeDef* d = &text; d; d = d == &text ? (arg_defs_.empty() ? nullptr : &arg_defs_[0])
+                                                    : (d + 1 == arg_defs_.data() + arg_defs_.size() ? nullptr : d + 1)) {
+      entry.clear();
+      format::encode_schema_entry(*d, entry);
+      uint8_t* p = meta.begin(kTypeDef, 0, entry.size());
+      p = ChunkBuilder::put_u64(p, d->code);
+      p = ChunkBuilder::put_bytes(p, entry.data(), entry.size());
+      meta.end(p);
+      if (meta.full()) flush(meta);
+    }
+  }
   for (Feedlet& f : feedlets) {
     uint8_t* p = meta.begin(kFeedletInfo, 0);
     p = ChunkBuilder::put_u64(p, f.id);
@@ -588,6 +713,7 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
       }
       cb.end(p);
       ++r.events_written;
+      if (e.args) put_args(cb, e.args, e.ts), ++r.events_written;
       if (cb.full()) flush(cb);
     }
     flush(cb);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tinescope/import/bulk_array.hpp"
+#include "tinescope/trace_writer.hpp"
 #include "tinescope/import/trace_import.hpp"
 
 namespace tinescope::import {
@@ -46,6 +47,17 @@ bool to_number(std::string_view s, T& v) {
 
 // One event in the Chrome Trace Event Format's terms; the ftrace reader
 // speaks it too where the meaning is the same (B/E, C, S/F).
+// An argument of an event ("args"), typed as JSON has it: 'i' integer, 'f'
+// other numbers, 'b' text (strings; true, false and null as their words;
+// arrays as their JSON). Nested objects are flattened into dotted keys.
+struct Arg {
+  std::string key;
+  char type = 'b';
+  int64_t i = 0;
+  double f = 0;
+  std::string text;
+};
+
 struct RawEvent {
   std::string ph, name, cat, id, scope, arg_name;
   std::string id_scope;    // "scope": an object's id is unique within its process and scope
@@ -60,12 +72,18 @@ struct RawEvent {
   int64_t pid = 0, tid = 0, sort_index = 0;
   double ts = 0, dur = 0;
   std::vector<std::pair<std::string, double>> num_args;
+  std::vector<Arg> args;  // every argument, typed (num_args: the numbers again, for counters)
+  bool has_tts = false, has_tdur = false;
+  double tts = 0, tdur = 0;  // thread time, us
 };
 
+// Events may carry arguments (cat, args, thread time): `args` names them
+// in ImportModel's argument store (0: none).
 struct Span {  // an interval of a feedlet, begin and end known
   uint64_t start, end;
   uint32_t name;
   uint64_t seq;
+  uint32_t args = 0, end_args = 0;  // of its begin (or complete event), of its end
 };
 
 struct Point {  // anything else, in time order per feedlet
@@ -73,12 +91,14 @@ struct Point {  // anything else, in time order per feedlet
   uint16_t type;
   uint32_t name;
   uint64_t a;  // counter: double bits; message: id
+  uint32_t args = 0;
 };
 
 struct BeginEnd {
   uint64_t ts, seq;
   bool begin;
   uint32_t name;
+  uint32_t args = 0;
 };
 
 // An async event (b/e/n, S/T/p/F): paired by its key (category and id,
@@ -88,6 +108,7 @@ struct AsyncEvent {
   int64_t pid;
   uint32_t name;
   char kind;  // 'b' begin, 'e' end, 'n' instant
+  uint32_t args = 0;
 };
 
 // An object event (N created, O snapshot, D deleted): paired by its key
@@ -112,6 +133,7 @@ struct Placed {
   uint64_t start, end, seq;  // an instant's start and end are its time
   uint32_t name, unit;
   bool instant;
+  uint32_t args = 0, end_args = 0;
 };
 
 // A sample (P) whose name waits for the file's "stackFrames".
@@ -156,6 +178,11 @@ class ImportModel {
   std::map<int64_t, std::string> tid_names;  // tids given as names ("tid": "main"), if no thread_name
 
   uint32_t intern(const std::string& s);
+  // Keeps an event's cat, args and thread times as the fields of an
+  // argument event (docs/FORMAT.md, "Arguments"): its id, 0 if it has none.
+  uint32_t keep_args(const RawEvent& e);
+  // Writes argument event `id` after the event it belongs to.
+  void put_args(format::ChunkBuilder& cb, uint32_t id, uint64_t ts);
   // The lane of a thread (lane "") or a named lane of a process.
   Feedlet& feedlet(int64_t pid, int64_t tid, const std::string& lane);
   uint64_t next_seq() { return seq_++; }
@@ -172,6 +199,20 @@ class ImportModel {
  private:
   std::unordered_map<std::string, uint32_t> string_ids_;
   std::vector<std::string> strings_{""};
+  // Argument events, encoded as they are written (self-sized fields), back to back.
+  struct KeptArgs {
+    uint64_t at;
+    uint32_t size;
+    uint16_t type;
+  };
+  std::vector<KeptArgs> kept_{KeptArgs{}};  // [0]: none
+  BulkArray<uint8_t> args_bytes_;
+  // An argument type per shape (each argument's type and key, in order);
+  // past the codes a trace has, the shapes share `.args` with one text field.
+  std::unordered_map<std::string, uint16_t> arg_types_;
+  std::vector<format::EventTypeDef> arg_defs_;
+  std::string shape_;
+  std::vector<uint8_t> body_;
   uint64_t seq_ = 0;
   std::map<std::tuple<int64_t, int64_t, std::string>, uint32_t> feedlet_of_;
 

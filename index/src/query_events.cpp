@@ -27,7 +27,56 @@ EventData event_data(const trace::Event& e, const format::Schema& schema, uint64
   return d;
 }
 
+// Chunk c of f, read and its payload decompressed whole: the raw payload, or
+// null with why.
+const uint8_t* whole_payload(const State& s, const FeedletState& f, size_t c, ChunkBuffers& buf,
+                             format::ChunkHeader& h, const std::string& trace, std::string& why) {
+  const FeedletChunk& fc = f.chunks[c];
+  auto fail = [&](const std::string& what) {
+    why = "chunk at offset " + std::to_string(s.chunks[fc.chunk].offset) + " of " + trace + ": " + what;
+    return nullptr;
+  };
+  if (!chunk_readable(s, f, c)) return fail("its record in the index is damaged");
+  ChunkBlocks blocks;
+  std::string reason;
+  const uint8_t* chunk = s.read_chunk_head(fc.chunk, buf.chunk, &blocks.whole, reason);
+  if (!chunk) return fail(reason);
+  std::memcpy(&h, chunk, sizeof h);
+  if (!blocks.read(s, fc.chunk, buf.chunk.data(), 0, h.raw_size, reason)) return fail(reason);
+  const uint8_t* raw = s.payload(chunk, buf.payload, reason);
+  return raw ? raw : fail(reason);
+}
+
 }  // namespace
+
+bool TraceIndex::decode_events(uint32_t feedlet, uint64_t t0, uint64_t t1,
+                               const std::function<void(const trace::Event&)>& fn, std::string& why) const {
+  std::shared_lock lock(mu_);
+  const FeedletState* f = s_->feedlet(feedlet);
+  if (!f || t0 > t1) return true;
+  PayloadBuffer lease;
+  ChunkBuffers& buf = lease.get();
+  const auto [first, end] = chunks_over(*s_, *f, t0, t1);
+  for (size_t c = first; c < end; ++c) {
+    format::ChunkHeader h;
+    const uint8_t* raw = whole_payload(*s_, *f, c, buf, h, trace_path_, why);
+    if (!raw) return false;
+    uint64_t skipped = 0;
+    std::string reason;
+    const bool inside = h.first_ts >= t0 && h.last_ts <= t1;
+    const bool ok = trace::decode_events(
+        raw, h.raw_size, h, catalog_.schema,
+        [&](const trace::Event& e) {
+          if (inside || (e.ts >= t0 && e.ts <= t1)) fn(e);
+        },
+        reason, skipped);
+    if (!ok) {
+      why = "chunk at offset " + std::to_string(s_->chunks[f->chunks[c].chunk].offset) + " of " + trace_path_ + ": " + reason;
+      return false;
+    }
+  }
+  return true;
+}
 
 bool TraceIndex::read_events(uint32_t feedlet, uint64_t k, uint64_t count, std::vector<EventData>& out,
                              std::string& why) const {
@@ -40,20 +89,10 @@ bool TraceIndex::read_events(uint32_t feedlet, uint64_t k, uint64_t count, std::
   for (size_t c = k < end ? chunk_holding(*f, k) : f->chunks.size(); k < end && c < f->chunks.size(); ++c) {
     const FeedletChunk& fc = f->chunks[c];
     const ChunkRecord& r = s_->chunks[fc.chunk];
-    auto fail = [&](const std::string& what) {
-      why = "chunk at offset " + std::to_string(r.offset) + " of " + trace_path_ + ": " + what;
-      return false;
-    };
-    if (!chunk_readable(*s_, *f, c)) return fail("its record in the index is damaged");
-    ChunkBlocks blocks;
-    std::string reason;
-    const uint8_t* chunk = s_->read_chunk_head(fc.chunk, buf.chunk, &blocks.whole, reason);
-    if (!chunk) return fail(reason);
     format::ChunkHeader h;
-    std::memcpy(&h, chunk, sizeof h);
-    if (!blocks.read(*s_, fc.chunk, buf.chunk.data(), 0, h.raw_size, reason)) return fail(reason);
-    const uint8_t* raw = s_->payload(chunk, buf.payload, reason);
-    if (!raw) return fail(reason);
+    const uint8_t* raw = whole_payload(*s_, *f, c, buf, h, trace_path_, why);
+    if (!raw) return false;
+    std::string reason;
     uint64_t skipped = 0;
     const uint64_t first = fc.first_event;
     const bool ok = trace::decode_events(
@@ -63,7 +102,10 @@ bool TraceIndex::read_events(uint32_t feedlet, uint64_t k, uint64_t count, std::
           if (position >= k && position < end) out.push_back(event_data(e, catalog_.schema, position, r));
         },
         reason, skipped, true);
-    if (!ok) return fail(reason);
+    if (!ok) {
+      why = "chunk at offset " + std::to_string(r.offset) + " of " + trace_path_ + ": " + reason;
+      return false;
+    }
     k = std::max(k, first + h.event_count);
   }
   return true;

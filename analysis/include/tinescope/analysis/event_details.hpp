@@ -21,7 +21,7 @@ namespace tinescope::analysis {
 struct FieldView {
   std::string name;
   char type = 0;         // the schema's type character (format::FieldType), or '?' for an unknown type's bytes
-  std::string text;      // the value as text (a name's text, a number, bytes as their length)
+  std::string text;      // the value as text (a name's text, a number; bytes that read as text, else their length)
   bool numeric = false;  // u, i, m, f: `number` holds it
   double number = 0;
   std::string bytes;     // b, '?': the bytes as they are
@@ -61,6 +61,10 @@ bool message_events(const index::TraceIndex& ix, const index::Flow& f, std::vect
 // The message with id `id` (its send, else its receive), found through the
 // flow table. False if there is none.
 bool find_message(const index::TraceIndex& ix, uint64_t id, index::Flow& out);
+
+// Whether bytes read as text (no control characters but tab): an
+// argument's string, not a binary payload.
+bool is_text(std::string_view bytes);
 
 // Bytes as hex and ASCII side by side, `per_line` bytes a line:
 // "0000  48 65 6c 6c 6f                                    Hello".

@@ -6,6 +6,8 @@
 //   instants(name="audio.underrun")                instants, as intervals of no length
 //   samples(name="heap.*", value>=0)               counter samples
 //   messages(channel="*")                          message send -> receive (matched ones)
+//   field(name="transaction", "latency_ms")        a numeric field of events as samples: of a user
+//                                                  type of that name, or the arguments of events of it
 //   longer(S, 250us)   shorter(S, 1ms)             intervals by duration (strictly)
 //   union(A, B, ...)   intersect(A, B, ...)        time covered by any / by every input
 //   span(A, B)                                     from each A's start to the end of the first B ending after it
@@ -30,6 +32,7 @@ namespace tinescope::analysis {
 enum class Op : uint8_t {
   Intervals, Instants, Samples, Messages,                       // base streams
   Longer, Shorter, Union, Intersect, Span, Sum, Rate, Exclude, Smooth,  // operators
+  Field,  // a field of events as samples: read from the trace's chunks (filtered as a base stream is)
 };
 
 // A comparison of an event's value (a sample's value, a message's size).
@@ -45,6 +48,7 @@ struct Filter {
   std::string process;  // the trace's process name, likewise
   std::string channel;  // messages: the channel's name or number, likewise
   int depth = -1;       // intervals: nesting depth (0 outermost); -1 any
+  std::string field;    // field(): the field's name (glob or /regex/)
   std::vector<ValueTest> values;
 };
 

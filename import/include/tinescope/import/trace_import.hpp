@@ -52,6 +52,9 @@ struct ImportResult {
   uint64_t unmatched_flow_ends = 0;  // t/f of a flow id with no flow open: no arrow
   uint64_t malformed_events = 0;     // events that are not JSON: skipped, those after them kept
   std::vector<std::string> malformed;  // the first few, "FILE: JSON error at byte N: what"
+  uint64_t events_with_args = 0;    // events whose cat, args or thread times were kept as fields
+  uint64_t args_as_text = 0;        // ... of them past the schema's room for argument types: kept as one text field
+  uint64_t args_past_fields = 0;    // arguments past a type's 16 fields: kept as text in its field "more"
   std::string display_time_unit;
   std::string warning;           // e.g. the JSON ended early; what was read is kept
   std::vector<std::string> notes;  // what an importer worked out (a Grasp trace's clock alignment)

@@ -450,6 +450,12 @@ class TraceIndex {
   // their event at its time).
   bool events_at(uint32_t feedlet, uint64_t ts, std::vector<EventData>& out, std::string& why,
                  size_t limit = 4096) const;
+  // Calls fn for every event of a feedlet with its time in [t0, t1], in
+  // order, with every field (what a field stream reads; bytes fields valid
+  // during the call). False with why where a chunk cannot be read: the
+  // events of the chunks before it were given.
+  bool decode_events(uint32_t feedlet, uint64_t t0, uint64_t t1, const std::function<void(const trace::Event&)>& fn,
+                     std::string& why) const;
   // The k-th event of the whole trace in merged order (false past the end).
   bool global_event(uint64_t k, EventRef& out) const;
   // Number of checkpoints and their grid (for tools and tests).
