@@ -281,6 +281,14 @@ void add_index_commands(CLI::App& app, int* exit_code) {
     }
     std::printf("%s: %" PRIu64 " events read -> %" PRIu64 " events on %" PRIu64 " lane%s in %s\n", trace.c_str(),
                 r.events_read, r.events_written, r.feedlets, r.feedlets == 1 ? "" : "s", out.c_str());
+    if (r.argument_events)
+      std::printf("  %" PRIu64 " of them with their arguments (cat, args, thread time) as fields\n", r.argument_events);
+    if (r.args_as_text)
+      std::printf("  %" PRIu64 " events' arguments kept as one text field: more argument shapes than the format's %d types\n",
+                  r.args_as_text, format::kMaxEventType - format::kFirstUserType);
+    if (r.args_past_fields)
+      std::printf("  %" PRIu64 " arguments past an event's %zu fields kept as text in its field \"more\"\n", r.args_past_fields,
+                  format::kMaxFields);
     for (auto& [ph, n] : r.unsupported) std::printf("  not imported: %" PRIu64 " \"%s\" events\n", n, ph.c_str());
     if (r.unmatched_ends) std::printf("  %" PRIu64 " ends without a begin\n", r.unmatched_ends);
     if (r.unmatched_flow_ends)

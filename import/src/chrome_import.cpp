@@ -210,13 +210,14 @@ class ChromeReader {
       return fail(simdjson::error_message(e), at + 1);
     od::array events;
     if (auto e = doc.get_array().get(events)) return located(e);
+    RawEvent ev;  // (its memory kept from event to event)
     for (auto element : events) {
       od::value v;
       od::json_type type;
       if (auto e = element.get(v)) return located(e);
       if (auto e = v.type().get(type)) return located(e);
       if (type == od::json_type::object) {  // (anything else is not an event: skipped)
-        RawEvent ev;
+        ev.reset();
         if (auto e = event(v, ev)) return located(e);
         m_.take(ev);
       }
@@ -349,9 +350,11 @@ class ChromeReader {
     }
     Arg* a = nullptr;
     if (args) {
-      a = &ev.args.emplace_back();
+      if (ev.arg_count == ev.args.size()) ev.args.emplace_back();
+      a = &ev.args[ev.arg_count++];
       a->key = prefix;
       a->key += name;
+      a->type = 'b', a->text.clear();
     }
     std::string text;
     if (t == od::json_type::number) {

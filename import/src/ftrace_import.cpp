@@ -103,7 +103,7 @@ void FtraceReader::line(std::string_view s) {
       const double v = event == "cpu_idle" && state == 4294967295 ? -1.0 : double(state);
       Feedlet& f = cpu_lane(uint32_t(on));
       f.points.push_back(Point{ts, m_.next_seq(), kCounterFloat,
-                               m_.intern(event == "cpu_idle" ? "idle state" : "frequency kHz"), bits_of(v)});
+                               m_.intern(event == "cpu_idle" ? "idle state" : "frequency kHz"), 0, bits_of(v)});
       return;
     }
   }

@@ -482,7 +482,7 @@ void GraspReader::replay() {
         Job& j = jobs[e.a];
         if (e.processor) j.processor = e.processor;  // it resumes there: a migration
         if (e.kind == JobBlocked && j.task)
-          lane(kTasksPid, tasks_, j.task).points.push_back(Point{t, m_.next_seq(), kInstant, blocked, 0});
+          lane(kTasksPid, tasks_, j.task).points.push_back(Point{t, m_.next_seq(), kInstant, blocked, 0, 0});
         break;
       }
       case JobCompleted: {
@@ -513,7 +513,7 @@ void GraspReader::replay() {
       case ServerReplenished:
       case ServerDepleted:
         lane(kServersPid, servers_, e.a)
-            .points.push_back(Point{t, m_.next_seq(), kCounterFloat, m_.intern("budget"), bits_of(e.value)});
+            .points.push_back(Point{t, m_.next_seq(), kCounterFloat, m_.intern("budget"), 0, bits_of(e.value)});
         break;
       case ServerResumed:
       case ServerPreempted: {
@@ -548,7 +548,7 @@ void GraspReader::replay() {
           m_.flows.push_back(Flow{q.front(), t, m_.next_seq(), 'f', false, f.id, name});
           q.pop_front();
         }
-        f.points.push_back(Point{t, m_.next_seq(), kCounterFloat, m_.intern("depth"), bits_of(double(q.size()))});
+        f.points.push_back(Point{t, m_.next_seq(), kCounterFloat, m_.intern("depth"), 0, bits_of(double(q.size()))});
         break;
       }
     }

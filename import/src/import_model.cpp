@@ -48,7 +48,7 @@ BulkArray<Point> nest(Feedlet& f, uint64_t& unmatched) {
   auto pop = [&] {
     const Span* s = stack.back();
     stack.pop_back(), begun_at.pop_back();
-    if (s->end != UINT64_MAX) out.push_back(Point{s->end, seq++, kIntervalEnd, s->name, 0, s->end_args});
+    if (s->end != UINT64_MAX) out.push_back(Point{s->end, seq++, kIntervalEnd, s->name, s->end_args, 0});
   };
   for (const Span& s : f.spans) {
     while (!stack.empty() && !(stack.back()->start <= s.start && s.end <= stack.back()->end)) {
@@ -62,17 +62,17 @@ BulkArray<Point> nest(Feedlet& f, uint64_t& unmatched) {
       for (; !stack.empty() && stack.back()->end != UINT64_MAX; stack.pop_back(), begun_at.pop_back()) {
         const Span* t = stack.back();
         Point& begin = out[begun_at.back()];
-        begin = Point{t->end, begin.seq, kIntervalComplete, t->name, t->end - t->start, t->args};
+        begin = Point{t->end, begin.seq, kIntervalComplete, t->name, t->args, t->end - t->start};
       }
     } else if (!stack.empty() && s.end > stack.back()->end) {
-      out.push_back(Point{s.end, seq++, kIntervalComplete, s.name, s.end - s.start, s.args});
+      out.push_back(Point{s.end, seq++, kIntervalComplete, s.name, s.args, s.end - s.start});
       continue;
     }
-    out.push_back(Point{s.start, seq++, kIntervalBegin, s.name, 0, s.args});
+    out.push_back(Point{s.start, seq++, kIntervalBegin, s.name, s.args, 0});
     stack.push_back(&s), begun_at.push_back(out.size() - 1);
   }
   while (!stack.empty()) pop();
-  for (Point& p : f.points) p.seq += uint64_t(1) << 62;  // after intervals at the same time
+  for (Point& p : f.points) p.seq += kAfterIntervals;  // after intervals at the same time
   out.append(f.points.begin(), f.points.end());
   std::stable_sort(out.begin(), out.end(), [](const Point& a, const Point& b) {
     return a.ts != b.ts ? a.ts < b.ts : a.seq < b.seq;
@@ -92,19 +92,33 @@ uint32_t ImportModel::intern(const std::string& s) {
 // first is `.args` with one text field, for the shapes past the others.
 constexpr uint16_t kTextArgsType = format::kFirstUserType;
 
+void RawEvent::reset() {
+  for (std::string* s : {&ph, &name, &cat, &id, &scope, &arg_name, &id_scope, &arg_labels, &sf, &bind_id, &not_a_number})
+    s->clear();
+  flow_in = flow_out = bind_enclosing = local_id = false;
+  has_pid = has_tid = has_ts = has_dur = has_sort = has_tts = has_tdur = false;
+  pid = tid = sort_index = 0;
+  ts = dur = tts = tdur = 0;
+  num_args.clear();
+  arg_count = 0;
+}
+
 uint32_t ImportModel::keep_args(const RawEvent& e) {
-  if (e.cat.empty() && e.args.empty() && !e.has_tts && !e.has_tdur) return 0;
+  if (e.cat.empty() && e.arg_count == 0 && !e.has_tts && !e.has_tdur) return 0;
   // The fields: cat, thread time, then the arguments as they came; those
   // past the 16th go into its field "more" as text.
   shape_.clear();
   body_.clear();
   auto varint = [&](uint64_t v) {
-    uint8_t tmp[format::kMaxVarint];
-    body_.insert(body_.end(), tmp, format::put_varint(tmp, v));
+    const size_t at = body_.size();
+    body_.resize(at + format::kMaxVarint);
+    body_.resize(size_t(format::put_varint(body_.data() + at, v) - body_.data()));
   };
   auto text = [&](std::string_view t) {
     varint(t.size());
-    body_.insert(body_.end(), t.begin(), t.end());
+    const size_t at = body_.size();
+    body_.resize(at + t.size());
+    if (!t.empty()) std::memcpy(body_.data() + at, t.data(), t.size());
   };
   auto field = [&](char type, std::string_view key) {
     shape_ += type;
@@ -112,17 +126,20 @@ uint32_t ImportModel::keep_args(const RawEvent& e) {
     shape_ += '\0';
   };
   size_t fields = 0;
-  if (!e.cat.empty()) field('s', "cat"), varint(intern(e.cat)), ++fields;
+  if (!e.cat.empty()) {
+    if (e.cat != last_cat_) last_cat_ = e.cat, last_cat_id_ = intern(e.cat);  // (most events repeat the last one's)
+    field('s', "cat"), varint(last_cat_id_), ++fields;
+  }
   auto micros_as_ns = [&](const char* key, double us) {
     field('u', key), varint(us > 0 && us < kMaxUs ? ticks(us) : 0), ++fields;
   };
   if (e.has_tts) micros_as_ns("tts_ns", e.tts);
   if (e.has_tdur) micros_as_ns("tdur_ns", e.tdur);
   std::string more;
-  for (size_t k = 0; k < e.args.size(); ++k) {
+  for (size_t k = 0; k < e.arg_count; ++k) {
     const Arg& a = e.args[k];
-    if (fields == format::kMaxFields - 1 && k + 1 < e.args.size()) {
-      for (; k < e.args.size(); ++k) {
+    if (fields == format::kMaxFields - 1 && k + 1 < e.arg_count) {
+      for (; k < e.arg_count; ++k) {
         const Arg& x = e.args[k];
         more += (more.empty() ? "" : "; ") + x.key + "=" +
                 (x.type == 'i' ? std::to_string(x.i) : x.type == 'f' ? std::to_string(x.f) : x.text);
@@ -134,14 +151,16 @@ uint32_t ImportModel::keep_args(const RawEvent& e) {
     field(a.type, a.key), ++fields;
     if (a.type == 'i') varint(format::zigzag(a.i));
     else if (a.type == 'f') {
-      uint8_t b[8];
-      std::memcpy(b, &a.f, 8);
-      body_.insert(body_.end(), b, b + 8);
+      const size_t at = body_.size();
+      body_.resize(at + 8);
+      std::memcpy(body_.data() + at, &a.f, 8);
     } else text(a.text);
   }
   uint16_t type;
-  auto known = arg_types_.find(shape_);
-  if (known != arg_types_.end()) {
+  auto known = shape_ == last_shape_ ? arg_types_.end() : arg_types_.find(shape_);
+  if (shape_ == last_shape_) {
+    type = last_type_;
+  } else if (known != arg_types_.end()) {
     type = known->second;
   } else if (kTextArgsType + 1 + arg_defs_.size() <= format::kMaxEventType) {
     format::EventTypeDef def;
@@ -182,6 +201,7 @@ uint32_t ImportModel::keep_args(const RawEvent& e) {
     type = kTextArgsType;
     ++r.args_as_text;
   }
+  if (type != kTextArgsType) last_shape_ = shape_, last_type_ = type;
   if (kept_.size() == UINT32_MAX) return 0;
   ++r.events_with_args;
   kept_.push_back(KeptArgs{args_bytes_.size(), uint32_t(body_.size()), type});
@@ -210,7 +230,7 @@ Feedlet& ImportModel::feedlet(int64_t pid, int64_t tid, const std::string& lane)
 }
 
 void ImportModel::point(Feedlet& f, const RawEvent& e, uint16_t type, uint32_t name, uint64_t a) {
-  f.points.push_back(Point{ticks(e.ts), seq_++, type, name, a, type == kCounterFloat ? 0 : keep_args(e)});
+  f.points.push_back(Point{ticks(e.ts), seq_++, type, name, type == kCounterFloat ? 0 : keep_args(e), a});
 }
 
 void ImportModel::take(const RawEvent& e) {
@@ -402,7 +422,7 @@ void ImportModel::place_units(std::vector<Unit>& units, const std::vector<Placed
   }
   for (const Placed& x : placed) {
     Feedlet& f = feedlets[units[x.unit].feedlet];
-    if (x.instant) f.points.push_back(Point{x.start, x.seq, kInstant, x.name, 0, x.args});
+    if (x.instant) f.points.push_back(Point{x.start, x.seq, kInstant, x.name, x.args, 0});
     else f.spans.push_back(Span{x.start, x.end, x.name, x.seq, x.args, x.end_args});
   }
 }
@@ -554,11 +574,11 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
     if (i == 0 || flows[i - 1].id_hash != x.id_hash) open = false;
     Feedlet& f = feedlets[x.feedlet - 1];
     if (x.ph != 's') {
-      if (open) f.points.push_back(Point{x.ts, x.seq, kMessageRecv, x.name, link});
+      if (open) f.points.push_back(Point{x.ts, x.seq, kMessageRecv, x.name, 0, link});
       else ++r.unmatched_flow_ends;
     }
     open = x.ph != 'f';
-    if (open) f.points.push_back(Point{x.ts, x.seq, kMessageSend, x.name, ++link});
+    if (open) f.points.push_back(Point{x.ts, x.seq, kMessageSend, x.name, 0, ++link});
   }
 
   // Names of lanes.
@@ -713,7 +733,7 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
       }
       cb.end(p);
       ++r.events_written;
-      if (e.args) put_args(cb, e.args, e.ts), ++r.events_written;
+      if (e.args) put_args(cb, e.args, e.ts), ++r.argument_events;
       if (cb.full()) flush(cb);
     }
     flush(cb);

@@ -73,8 +73,11 @@ struct RawEvent {
   double ts = 0, dur = 0;
   std::vector<std::pair<std::string, double>> num_args;
   std::vector<Arg> args;  // every argument, typed (num_args: the numbers again, for counters)
+  size_t arg_count = 0;   // of args in use (the rest keep their memory for the next event)
   bool has_tts = false, has_tdur = false;
   double tts = 0, tdur = 0;  // thread time, us
+  // Empty again for the next event, keeping the memory of its texts.
+  void reset();
 };
 
 // Events may carry arguments (cat, args, thread time): `args` names them
@@ -86,17 +89,18 @@ struct Span {  // an interval of a feedlet, begin and end known
   uint32_t args = 0, end_args = 0;  // of its begin (or complete event), of its end
 };
 
-struct Point {  // anything else, in time order per feedlet
-  uint64_t ts, seq;
-  uint16_t type;
+struct Point {  // anything else, in time order per feedlet (32 bytes: a lane may hold millions)
+  uint64_t ts;
+  uint64_t seq : 48, type : 16;
   uint32_t name;
-  uint64_t a;  // counter: double bits; message: id
   uint32_t args = 0;
+  uint64_t a;  // counter: double bits; message: id
 };
+constexpr uint64_t kAfterIntervals = uint64_t(1) << 46;  // Point::seq: after the intervals at its time
 
 struct BeginEnd {
-  uint64_t ts, seq;
-  bool begin;
+  uint64_t ts;
+  uint64_t seq : 63, begin : 1;
   uint32_t name;
   uint32_t args = 0;
 };
@@ -211,7 +215,10 @@ class ImportModel {
   // past the codes a trace has, the shapes share `.args` with one text field.
   std::unordered_map<std::string, uint16_t> arg_types_;
   std::vector<format::EventTypeDef> arg_defs_;
-  std::string shape_;
+  std::string shape_, last_shape_;  // last_shape_: the last one kept, of type last_type_
+  uint16_t last_type_ = 0;
+  std::string last_cat_;  // and its string id
+  uint32_t last_cat_id_ = 0;
   std::vector<uint8_t> body_;
   uint64_t seq_ = 0;
   std::map<std::tuple<int64_t, int64_t, std::string>, uint32_t> feedlet_of_;

@@ -53,6 +53,7 @@ struct ImportResult {
   uint64_t malformed_events = 0;     // events that are not JSON: skipped, those after them kept
   std::vector<std::string> malformed;  // the first few, "FILE: JSON error at byte N: what"
   uint64_t events_with_args = 0;    // events whose cat, args or thread times were kept as fields
+  uint64_t argument_events = 0;     // argument events written with them (not in events_written)
   uint64_t args_as_text = 0;        // ... of them past the schema's room for argument types: kept as one text field
   uint64_t args_past_fields = 0;    // arguments past a type's 16 fields: kept as text in its field "more"
   std::string display_time_unit;
