@@ -120,6 +120,12 @@ struct Expected {
   uint64_t unmatched_ends = 0, unmatched_flow_ends = 0;
   uint64_t cpu_slices = 0;
   Counts unsupported;
+  // Events that begin an interval or are one (B, X, async begins) or an
+  // instant (i, I, R, P, async instants and steps) and carry a category,
+  // arguments or thread times: by category ("" for none). The importer
+  // keeps each one's as an argument event after its begin, complete or
+  // instant event (issue 51).
+  Counts with_args;
 };
 
 // What waits for the whole file before it can be counted: begins and ends
@@ -430,6 +436,10 @@ class ChromeJson {
     double ts = 0;
     if (const std::string why = refused(e, ph, ts); !why.empty()) return void(++c_.x.unsupported[why]);
     const std::string thread = who(e, "pid") + "/" + who(e, "tid");
+    const bool has_args = !cat.empty() || !args.empty() || (e.contains("tts") && e["tts"].is_number()) ||
+                          (e.contains("tdur") && e["tdur"].is_number());
+    static const std::set<std::string> kKept = {"B", "X", "i", "I", "R", "P", "b", "S", "n", "T", "p"};
+    if (has_args && kKept.count(ph)) ++c_.x.with_args[cat];
     bool local = false;
     const std::string ident = id(e, local);
     switch (ph[0]) {
@@ -562,6 +572,29 @@ struct Made {
   import::ImportResult result;
   Counts intervals, instants, counters;  // items by name
   uint64_t send_items = 0, flows = 0, matched_flows = 0, cpu_slices = 0;
+  Counts with_args;  // argument events after a begin, complete or instant event, by their cat field
+};
+
+// Reads every event of a trace and counts the argument events that follow
+// a begin, complete or instant event, by their "cat" field.
+struct ArgumentCount : trace::Visitor {
+  const trace::Parser* parser = nullptr;
+  Counts* out = nullptr;
+  std::map<uint32_t, uint16_t> last_type;  // per feedlet
+  void on_event(const trace::Event& e) override {
+    const trace::Catalog& c = parser->catalog();
+    const format::EventTypeDef* d = c.schema.find(e.type);
+    if (d && e.type >= format::kFirstUserType && !d->name.empty() && d->name[0] == '.') {
+      const uint16_t before = last_type[e.feedlet];
+      if (before != format::kIntervalBegin && before != format::kIntervalComplete && before != format::kInstant) return;
+      std::string cat;
+      for (size_t k = 0; k < d->fields.size(); ++k)
+        if (d->fields[k].name == "cat") cat = c.string(e.u[k]);
+      ++(*out)[cat];
+      return;
+    }
+    last_type[e.feedlet] = e.type;
+  }
 };
 
 ::testing::AssertionResult import_and_index(const std::string& in, const std::string& name, Made& made) {
@@ -596,6 +629,11 @@ struct Made {
     ++made.flows;
     if (f.matched()) ++made.matched_flows;
   }
+  ArgumentCount args;
+  args.out = &made.with_args;
+  trace::Parser parser(args);
+  args.parser = &parser;
+  if (!trace::read_file(out, parser, error)) return ::testing::AssertionFailure() << error;
   ix.reset();
   ::unlink(out.c_str());
   ::unlink((out + ".idx").c_str());
@@ -640,6 +678,8 @@ TEST_P(SampleCounts, ImporterAgreesWithAnIndependentCount) {
   EXPECT_EQ(got.cpu_slices, want.cpu_slices);
   // What it did not import is what this count found outside the mapping.
   EXPECT_EQ(r.unsupported, want.unsupported);
+  // Every category and argument came through (issue 51).
+  EXPECT_EQ(got.with_args, want.with_args);
 
   std::string kinds;
   for (auto& [k, v] : want.kinds) kinds += " " + k + "=" + std::to_string(v);

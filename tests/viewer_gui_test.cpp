@@ -328,6 +328,105 @@ TEST_F(ViewerGui, AViewAtRestIsDrawnAgainWithItsIntervals) {
   }
 }
 
+// Clicking an interval shows its events with every field, read from the
+// trace; clicking a message's arrow shows its send and receive with the
+// payload as hex and text (issue 51).
+TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
+  // The client and one worker around a request the worker handled mid-run:
+  // its "worker.handle" interval, with the request's arrow into it.
+  render::Scene probe;
+  std::string error;
+  ASSERT_TRUE(probe.add_trace(g_trace, error)) << error;
+  FigureParams f;
+  for (uint32_t i = 0; i < probe.lanes().size(); ++i)
+    if (probe.lanes()[i].name == "client" || probe.lanes()[i].name == "worker.0") f.lanes.push_back(i);
+  {
+    const index::TraceIndex& ix = *probe.sources()[0].index;
+    analysis::Expr e;
+    ASSERT_TRUE(analysis::parse_stream("intervals(name=\"worker.handle\", thread=\"worker.0\")", e, error)) << error;
+    auto handled = analysis::DerivedStream::evaluate(ix, e, error);
+    ASSERT_TRUE(handled && handled->size() > 10) << error;
+    const analysis::Record r = handled->records()[handled->size() / 2];
+    const int64_t s0 = ix.to_ns(r.start), s1 = ix.to_ns(r.end);
+    f.t0 = s0 - 2 * (s1 - s0) - 20'000, f.t1 = s1 + 2 * (s1 - s0) + 20'000;
+  }
+  ASSERT_NO_FATAL_FAILURE(open(f));
+  const render::TimelinePicture* p = v_->figure_timeline(0);
+  ASSERT_NE(p, nullptr);
+  const render::Rect plot = v_->plot_rect(0);
+  const render::TimeAxis& axis = v_->figure_axis(0);
+
+  // An interval wide enough to aim at, away from any arrow.
+  const render::Box* box = nullptr;
+  for (const render::Box& b : p->boxes) {
+    if (b.end == INT64_MAX || b.truncated || axis.x(b.end) - axis.x(b.start) < 12) continue;
+    const render::Row& row = p->request.layout.rows[b.row];
+    const float x = float(axis.x((b.start + b.end) / 2)), y = row.y + row.h / 2;
+    bool near_arrow = false;
+    for (const render::Arrow& a : p->arrows) {
+      const float dx = a.x1 - a.x0, dy = a.y1 - a.y0, len2 = std::max(1e-3f, dx * dx + dy * dy);
+      const float t = std::clamp(((x - a.x0) * dx + (y - a.y0) * dy) / len2, 0.f, 1.f);
+      near_arrow |= std::hypot(a.x0 + t * dx - x, a.y0 + t * dy - y) < 8;
+    }
+    if (!near_arrow) {
+      box = &b;
+      break;
+    }
+  }
+  ASSERT_NE(box, nullptr) << p->boxes.size() << " boxes, " << p->arrows.size() << " arrows";
+  const render::Box want = *box;
+  const std::string name(scene_->string(want.source, want.name));
+  const render::Row& row = p->request.layout.rows[want.row];
+  click(plot.x + float(axis.x((want.start + want.end) / 2)), plot.y + row.y + row.h / 2);
+  pump();
+  const auto& events = v_->selected_events();
+  ASSERT_GE(events.size(), 2u) << "its begin and end events";
+  EXPECT_EQ(events[0].type_name, "interval_begin");
+  EXPECT_EQ(events[1].type_name, "interval_end");
+  for (const analysis::EventView& e : events) {
+    ASSERT_NE(e.field("name"), nullptr);
+    EXPECT_EQ(e.field("name")->text, name);
+    EXPECT_TRUE(e.thread == "client" || e.thread == "worker.0") << e.thread;
+  }
+  const int64_t origin = v_->scene().sources()[want.source].catalog->clock.to_ns(events[0].data.ts);
+  EXPECT_NEAR(double(origin), double(want.start), 2) << "the begin event is the box's start";
+  // The panel says so: the event's place and its field by its schema name and type.
+  auto shown = [&](const std::string& text) {
+    for (const std::string& l : v_->details_lines())
+      if (l.find(text) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(shown("interval_begin   event " + std::to_string(events[0].data.feedlet) + ":" +
+                    std::to_string(events[0].data.position)));
+  EXPECT_TRUE(shown("name (s)  " + name));
+
+  // A request's arrow (client to worker), clicked where it is on screen.
+  const render::Arrow* arrow = nullptr;
+  const uint32_t client = scene_->lanes()[lane("client")].feedlet;
+  for (const render::Arrow& a : p->arrows)
+    if (a.orphan == 0 && a.flow.src == client && a.x1 > 20 && a.x1 < plot.w - 20) arrow = &a;
+  ASSERT_NE(arrow, nullptr) << p->arrows.size() << " arrows";
+  const index::Flow flow = arrow->flow;
+  // A point of it 15 px before its head (or its middle, where it is shorter), inside the plot.
+  const float len = std::hypot(arrow->x1 - arrow->x0, arrow->y1 - arrow->y0);
+  const float back = std::min(15.f, len / 2) / std::max(len, 1e-3f);
+  click(plot.x + arrow->x1 - (arrow->x1 - arrow->x0) * back, plot.y + arrow->y1 - (arrow->y1 - arrow->y0) * back);
+  pump();
+  ASSERT_EQ(v_->selected_events().size(), 2u) << "its send and its receive";
+  const analysis::EventView& send = v_->selected_events()[0];
+  EXPECT_EQ(send.type_name, "message_send");
+  EXPECT_EQ(v_->selected_events()[1].type_name, "message_recv");
+  ASSERT_NE(send.field("id"), nullptr);
+  EXPECT_EQ(send.field("id")->number, double(flow.id));
+  const analysis::FieldView* payload = send.field("payload");
+  ASSERT_NE(payload, nullptr);
+  EXPECT_EQ(payload->bytes, "req " + std::to_string(flow.id)) << "the demo's request payload";
+  EXPECT_TRUE(shown("message " + std::to_string(flow.id)));
+  EXPECT_TRUE(shown("payload (b)  " + std::to_string(payload->bytes.size()) + " bytes"));
+  EXPECT_TRUE(shown(analysis::hex_ascii(payload->bytes))) << "hex and text side by side";
+  EXPECT_TRUE(shown("72 65 71 20")) << "'req ' in hex";
+}
+
 TEST_F(ViewerGui, TheInterruptShowsWhereItHappenedAfterZoomingWithTheWheel) {
   ASSERT_NO_FATAL_FAILURE(open({}));
   const uint32_t audio = lane("audio");

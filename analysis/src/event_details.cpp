@@ -140,26 +140,34 @@ size_t pick(const std::vector<index::EventData>& events, std::initializer_list<u
   return SIZE_MAX;
 }
 
-bool add_at(const index::TraceIndex& ix, const trace::Catalog& c, uint32_t feedlet, uint64_t ts,
+// The event at ts (within slack: the nearest) of one of `types` whose field
+// `field` is `value`, with its arguments, appended to out.
+bool add_at(const index::TraceIndex& ix, const trace::Catalog& c, uint32_t feedlet, uint64_t ts, uint64_t slack,
             std::initializer_list<uint16_t> types, int field, uint64_t value, std::vector<EventView>& out,
             std::string& why, uint64_t duration = UINT64_MAX) {
   std::vector<index::EventData> events;
-  if (!ix.events_at(feedlet, ts, events, why)) return false;
+  if (!ix.events_at(feedlet, ts > slack ? ts - slack : 0, ts + std::min(slack, UINT64_MAX - ts), events, why))
+    return false;
+  size_t best = SIZE_MAX;
+  uint64_t best_off = UINT64_MAX;
   for (size_t i = pick(events, types, field, value); i != SIZE_MAX; i = pick(events, types, field, value, i + 1)) {
     // A complete event names its duration: of two at one end, the one of this item.
-    if (duration != UINT64_MAX && (events[i].values.size() < 2 || events[i].values[1] != duration)) continue;
-    EventView v = describe(c, events[i]);
-    attach_arguments(c, events, i, v);
-    out.push_back(std::move(v));
-    return true;
+    if (duration != UINT64_MAX && slack == 0 && (events[i].values.size() < 2 || events[i].values[1] != duration))
+      continue;
+    const uint64_t off = events[i].ts > ts ? events[i].ts - ts : ts - events[i].ts;
+    if (off < best_off) best = i, best_off = off;
   }
+  if (best == SIZE_MAX) return true;
+  EventView v = describe(c, events[best]);
+  attach_arguments(c, events, best, v);
+  out.push_back(std::move(v));
   return true;
 }
 
 }  // namespace
 
 bool item_events(const index::TraceIndex& ix, uint32_t feedlet, const index::Item& it, std::vector<EventView>& out,
-                 std::string& why) {
+                 std::string& why, uint64_t slack) {
   using namespace format;
   auto cat = ix.catalog_snapshot();
   const size_t before = out.size();
@@ -169,39 +177,40 @@ bool item_events(const index::TraceIndex& ix, uint32_t feedlet, const index::Ite
     case index::StreamKind::Depth:
     case index::StreamKind::Span:
       if (it.complete) {
-        ok = add_at(ix, *cat, feedlet, it.end, {kIntervalComplete}, 0, it.name, out, why, it.end - it.start);
+        ok = add_at(ix, *cat, feedlet, it.end, slack, {kIntervalComplete}, 0, it.name, out, why, it.end - it.start);
         break;
       }
-      ok = add_at(ix, *cat, feedlet, it.start, {kIntervalBegin, kFuncEnter}, 0, it.name, out, why);
-      if (ok && !it.truncated) ok = add_at(ix, *cat, feedlet, it.end, {kIntervalEnd, kFuncExit}, 0, it.name, out, why);
+      ok = add_at(ix, *cat, feedlet, it.start, slack, {kIntervalBegin, kFuncEnter}, 0, it.name, out, why);
+      if (ok && !it.truncated) ok = add_at(ix, *cat, feedlet, it.end, slack, {kIntervalEnd, kFuncExit}, 0, it.name, out, why);
       if (ok && out.size() == before)  // a complete event after all
-        ok = add_at(ix, *cat, feedlet, it.end, {kIntervalComplete}, 0, it.name, out, why, it.end - it.start);
+        ok = add_at(ix, *cat, feedlet, it.end, slack, {kIntervalComplete}, 0, it.name, out, why, it.end - it.start);
       break;
     case index::StreamKind::Instant:
-      ok = add_at(ix, *cat, feedlet, it.start, {kInstant}, 0, it.name, out, why);
+      ok = add_at(ix, *cat, feedlet, it.start, slack, {kInstant}, 0, it.name, out, why);
       break;
     case index::StreamKind::Counter:
-      ok = add_at(ix, *cat, feedlet, it.start, {kCounterInt, kCounterFloat}, 0, it.name, out, why);
+      ok = add_at(ix, *cat, feedlet, it.start, slack, {kCounterInt, kCounterFloat}, 0, it.name, out, why);
       break;
     case index::StreamKind::Sched:
-      ok = add_at(ix, *cat, feedlet, it.start, {kJobStart, kJobResume}, 0, it.name, out, why);
+      ok = add_at(ix, *cat, feedlet, it.start, slack, {kJobStart, kJobResume}, 0, it.name, out, why);
       if (ok && !it.truncated)
-        ok = add_at(ix, *cat, feedlet, it.end, {kJobPreempt, kJobBlock, kJobComplete}, 0, it.name, out, why);
+        ok = add_at(ix, *cat, feedlet, it.end, slack, {kJobPreempt, kJobBlock, kJobComplete}, 0, it.name, out, why);
       break;
     case index::StreamKind::Send:
-      ok = add_at(ix, *cat, feedlet, it.start, {kMessageSend}, 1, it.name, out, why);
+      ok = add_at(ix, *cat, feedlet, it.start, slack, {kMessageSend}, 1, it.name, out, why);
       break;
   }
   return ok;
 }
 
-bool message_events(const index::TraceIndex& ix, const index::Flow& f, std::vector<EventView>& out, std::string& why) {
+bool message_events(const index::TraceIndex& ix, const index::Flow& f, std::vector<EventView>& out, std::string& why,
+                    uint64_t slack) {
   auto cat = ix.catalog_snapshot();
   if ((f.flags & index::kFlowSent) &&
-      !add_at(ix, *cat, f.src, f.send_ts, {format::kMessageSend}, 0, f.id, out, why))
+      !add_at(ix, *cat, f.src, f.send_ts, slack, {format::kMessageSend}, 0, f.id, out, why))
     return false;
   if ((f.flags & index::kFlowReceived) &&
-      !add_at(ix, *cat, f.dst, f.recv_ts, {format::kMessageRecv}, 0, f.id, out, why))
+      !add_at(ix, *cat, f.dst, f.recv_ts, slack, {format::kMessageRecv}, 0, f.id, out, why))
     return false;
   return true;
 }

@@ -160,15 +160,7 @@ void Viewer::handle_timeline_input(Figure& f, size_t index) {
   if (!drag_moved_) {
     // A click: the cursor goes there, and the interval under it is selected.
     marks_.cursor = drag_anchor_;
-    has_selected_ = false;
-    const Hit h = hit(f, m.x, m.y);
-    if (h.box) {
-      const render::Scene& scene = f.scene ? *f.scene : *scene_;
-      const render::Lane& lane = scene.lanes()[f.timeline->request.layout.rows[h.row].lane];
-      has_selected_ = true, selected_ = *h.box;
-      selected_thread_ = lane.name, selected_process_ = lane.group;
-      selected_name_ = scene.string(h.box->source, h.box->name);
-    }
+    select(f, hit(f, m.x, m.y));
   }
   drag_ = Drag::None;
 }
@@ -224,13 +216,66 @@ Viewer::Hit Viewer::hit(const Figure& f, float x, float y) const {
     const render::Row& row = p.request.layout.rows[r];
     if (ry >= row.y && ry < row.y + row.h && row.kind != render::Row::Group) h.row = int(r);
   }
-  if (h.row >= 0)
+  // A message's arrow within 3 pixels of the mouse (a thin line: one aimed
+  // at is meant), else the interval there.
+  float best = 3 * 3;
+  for (const render::Arrow& a : p.arrows) {
+    const float px = h.column * scale, py = ry;  // pixels
+    const float x0 = a.x0 * scale, x1 = a.x1 * scale, dx = x1 - x0, dy = a.y1 - a.y0;
+    const float len2 = dx * dx + dy * dy;
+    const float t = len2 > 0 ? std::clamp(((px - x0) * dx + (py - a.y0) * dy) / len2, 0.f, 1.f) : 0.f;
+    const float ex = x0 + t * dx - px, ey = a.y0 + t * dy - py;
+    if (ex * ex + ey * ey <= best) best = ex * ex + ey * ey, h.arrow = &a;
+  }
+  if (h.row >= 0 && !h.arrow)
     for (const render::Box& b : p.boxes)
       if (b.row == uint32_t(h.row) && h.column >= b.x0 && h.column <= b.x1) {
         h.box = &b;
         break;
       }
   return h;
+}
+
+void Viewer::select(const Figure& f, const Hit& h) {
+  const render::Scene& scene = f.scene ? *f.scene : *scene_;
+  selected_events_.clear(), selected_error_.clear(), selected_running_.clear();
+  has_selected_ = selected_message_ = false;
+  if (h.box) {
+    const render::Lane& lane = scene.lanes()[f.timeline->request.layout.rows[h.row].lane];
+    const render::Row& row = f.timeline->request.layout.rows[h.row];
+    has_selected_ = true, selected_ = *h.box;
+    selected_thread_ = lane.name, selected_process_ = lane.group;
+    selected_name_ = scene.string(h.box->source, h.box->name);
+    // Its events, from the trace: its times went to nanoseconds, so they
+    // are looked for within a few ticks.
+    const render::Source& src = scene.sources()[h.box->source];
+    const trace::ClockMap& clock = src.catalog->clock;
+    index::Item it;
+    it.kind = row.kind == render::Row::Cpu ? index::StreamKind::Sched : index::StreamKind::Interval;
+    it.name = h.box->name, it.depth = h.box->depth, it.truncated = h.box->truncated;
+    it.start = clock.to_ticks(h.box->start);
+    it.end = h.box->end == INT64_MAX ? it.start : clock.to_ticks(h.box->end);
+    it.truncated |= h.box->end == INT64_MAX;
+    const uint64_t slack = uint64_t(std::ceil(clock.ticks_per_ns())) + 2;
+    if (!analysis::item_events(*src.index, lane.feedlet, it, selected_events_, selected_error_, slack) &&
+        selected_error_.empty())
+      selected_error_ = "its events could not be read";
+  } else if (h.arrow) {
+    const render::Source& src = scene.sources()[h.arrow->source];
+    has_selected_ = selected_message_ = true;
+    selected_source_ = h.arrow->source, selected_flow_ = h.arrow->flow;
+    selected_process_.clear();
+    auto labels = src.catalog->thread_labels();
+    const index::Flow& fl = selected_flow_;
+    selected_name_ = "message " + std::to_string(fl.id);
+    selected_thread_ = (fl.flags & index::kFlowSent ? labels[fl.src] : "(never sent)") + " -> " +
+                       (fl.flags & index::kFlowReceived ? labels[fl.dst] : "(never received)");
+    analysis::message_events(*src.index, fl, selected_events_, selected_error_);
+    if (fl.flags & index::kFlowReceived) {
+      const auto open = src.index->open_at(fl.dst, fl.recv_ts);
+      if (!open.empty()) selected_running_ = std::string(src.catalog->string(open.back().name));
+    }
+  }
 }
 
 void Viewer::tooltip(Figure& f) {
@@ -290,30 +335,93 @@ void Viewer::tooltip(Figure& f) {
   ImGui::EndTooltip();
 }
 
+// One event's fields in the details panel: its place in the trace, then
+// every field and argument by its schema name and type; bytes as hex and
+// text side by side, scrolling where they are long.
+void Viewer::event_fields(const analysis::EventView& v) {
+  const index::EventData& d = v.data;
+  auto line = [&](const std::string& text) {
+    details_lines_.push_back(text);
+    ImGui::TextUnformatted(text.c_str());
+  };
+  const std::string head = v.type_name + "   event " + std::to_string(d.feedlet) + ":" + std::to_string(d.position);
+  if (!ImGui::TreeNodeEx(head.c_str(), ImGuiTreeNodeFlags_DefaultOpen)) return;
+  details_lines_.push_back(head);
+  ImGui::TextDisabled("chunk %llu at byte %llu, +%u in its payload", (unsigned long long)d.chunk_sequence,
+                      (unsigned long long)d.chunk_offset, d.payload_offset);
+  for (const auto* list : {&v.fields, &v.args}) {
+    for (const analysis::FieldView& f : *list) {
+      const bool binary = (f.type == 'b' || f.type == '?') && (!analysis::is_text(f.bytes) || f.name == "payload");
+      line(f.name + " (" + std::string(1, f.type) + ")  " + (binary ? std::to_string(f.bytes.size()) + " bytes" : f.text));
+      if (binary && !f.bytes.empty()) {
+        const std::string dump = analysis::hex_ascii(f.bytes);
+        details_lines_.push_back(dump);
+        const float rows = float(std::min<size_t>(8, (f.bytes.size() + 15) / 16));
+        ImGui::BeginChild(("##bytes" + head + f.name).c_str(), {0, rows * ImGui::GetTextLineHeight() + 8}, true,
+                          ImGuiWindowFlags_HorizontalScrollbar);
+        ImGui::TextUnformatted(dump.c_str());
+        ImGui::EndChild();
+      }
+    }
+    if (list == &v.fields && !v.args.empty()) ImGui::TextDisabled("arguments");
+  }
+  ImGui::TreePop();
+}
+
 void Viewer::details() {
+  details_lines_.clear();
   if (!has_selected_) return;
   const ImGuiIO& io = ImGui::GetIO();
   const float right = io.DisplaySize.x - (analysis_open_ ? AnalysisPanel::kWidth : 0);
   const float bottom = io.DisplaySize.y - (stream_figure_rect_.w > 0 ? stream_figure_rect_.h : 0);
-  ImGui::SetNextWindowPos({right - 330, bottom - 150}, ImGuiCond_Always);
-  ImGui::SetNextWindowSize({320, 140});
-  ImGui::Begin("selected", &has_selected_, ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoSavedSettings);
-  const render::Box& b = selected_;
-  ImGui::Text("%s", selected_name_.c_str());
-  ImGui::Text("thread  %s (%s)", selected_thread_.c_str(), selected_process_.c_str());
+  ImGui::SetNextWindowPos({right - 450, bottom - 330}, ImGuiCond_Appearing);
+  ImGui::SetNextWindowSize({440, 320}, ImGuiCond_Appearing);
+  ImGui::Begin("selected", &has_selected_, ImGuiWindowFlags_NoSavedSettings);
+  auto line = [&](const std::string& text) {
+    details_lines_.push_back(text);
+    ImGui::TextUnformatted(text.c_str());
+  };
   const render::TimeUnit unit = scene_->time_unit();
-  ImGui::Text("start   %s", render::format_time(b.start - scene_->first_ns(), 1, unit).c_str());
-  if (b.end != INT64_MAX) {
-    ImGui::Text("end     %s%s", render::format_time(b.end - scene_->first_ns(), 1, unit).c_str(),
-                b.truncated ? "   (cut: not recorded)" : "");
-    ImGui::Text("length  %s   depth %u", render::format_duration(b.end - b.start, unit).c_str(), b.depth);
-    if (ImGui::Button("Zoom to it")) {
-      const int64_t pad = std::max<int64_t>(2, (b.end - b.start) / 10);
-      set_window(b.start - pad, b.end + pad);
+  auto at = [&](int64_t ns) { return render::format_time(ns - scene_->first_ns(), 1, unit); };
+  line(selected_name_);
+  if (selected_message_) {
+    const index::Flow& fl = selected_flow_;
+    const render::Source& src = scene_->sources()[selected_source_];
+    auto ns = [&](uint64_t ticks) { return src.catalog->clock.to_ns(ticks); };
+    line("from -> to  " + selected_thread_);
+    line("channel  " + std::to_string(fl.channel) + "   size " + std::to_string(fl.size) + " bytes");
+    if (fl.flags & index::kFlowSent) line("sent     " + at(ns(fl.send_ts)));
+    if (fl.flags & index::kFlowReceived) line("received " + at(ns(fl.recv_ts)));
+    if (fl.matched()) line("latency  " + render::format_duration(ns(fl.recv_ts) - ns(fl.send_ts), unit));
+    if (!selected_running_.empty()) line("running on the receiver: " + selected_running_);
+    auto go = [&](int64_t t) {
+      const int64_t half = std::max<int64_t>(1000, (t1_ - t0_) / 2);
+      set_window(t - half, t + half);
+      marks_.cursor = t;
+    };
+    if ((fl.flags & index::kFlowSent) && ImGui::Button("Go to send")) go(ns(fl.send_ts));
+    if (fl.flags & index::kFlowReceived) {
+      if (fl.flags & index::kFlowSent) ImGui::SameLine();
+      if (ImGui::Button("Go to receive")) go(ns(fl.recv_ts));
     }
-    ImGui::SameLine();
-    if (ImGui::Button("Select it")) marks_.sel0 = b.start, marks_.sel1 = b.end;
+  } else {
+    const render::Box& b = selected_;
+    line("thread  " + selected_thread_ + " (" + selected_process_ + ")");
+    line("start   " + at(b.start));
+    if (b.end != INT64_MAX) {
+      line("end     " + at(b.end) + (b.truncated ? "   (cut: not recorded)" : ""));
+      line("length  " + render::format_duration(b.end - b.start, unit) + "   depth " + std::to_string(b.depth));
+      if (ImGui::Button("Zoom to it")) {
+        const int64_t pad = std::max<int64_t>(2, (b.end - b.start) / 10);
+        set_window(b.start - pad, b.end + pad);
+      }
+      ImGui::SameLine();
+      if (ImGui::Button("Select it")) marks_.sel0 = b.start, marks_.sel1 = b.end;
+    }
   }
+  ImGui::Separator();
+  if (!selected_error_.empty()) line("its events could not be read: " + selected_error_);
+  for (const analysis::EventView& v : selected_events_) event_fields(v);
   ImGui::End();
 }
 

@@ -111,17 +111,17 @@ bool TraceIndex::read_events(uint32_t feedlet, uint64_t k, uint64_t count, std::
   return true;
 }
 
-bool TraceIndex::events_at(uint32_t feedlet, uint64_t ts, std::vector<EventData>& out, std::string& why,
-                           size_t limit) const {
+bool TraceIndex::events_at(uint32_t feedlet, uint64_t t0, uint64_t t1, std::vector<EventData>& out,
+                           std::string& why, size_t limit) const {
   // Events at one tick may run on into the next chunks: read a chunk's worth
   // at a time until one is later.
-  uint64_t k = feedlet_position_at(feedlet, ts);
+  uint64_t k = feedlet_position_at(feedlet, t0);
   std::vector<EventData> got;
   while (out.size() < limit) {
     got.clear();
     const bool ok = read_events(feedlet, k, std::min<uint64_t>(256, limit - out.size()), got, why);
     for (EventData& e : got) {
-      if (e.ts != ts) return true;
+      if (e.ts > t1) return true;
       out.push_back(std::move(e));
     }
     if (!ok) return false;

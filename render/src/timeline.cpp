@@ -494,15 +494,15 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       const int64_t send = sent ? cw.ns(f.send_ts) : 0, recv = received ? cw.ns(f.recv_ts) : 0;
       if (sent && received) {
         if (a == lane_of.end() || b == lane_of.end()) continue;
-        P.arrows.push_back({float(axis.x(send)), mid_y(a->second), float(axis.x(recv)), mid_y(b->second), 0, send, recv});
+        P.arrows.push_back({float(axis.x(send)), mid_y(a->second), float(axis.x(recv)), mid_y(b->second), 0, send, recv, s, f});
       } else if (sent) {
         if (a == lane_of.end()) continue;
         const float x = float(axis.x(send)), y = mid_y(a->second);
-        P.arrows.push_back({x, y, x + 10, y + 10, 1, send, 0});
+        P.arrows.push_back({x, y, x + 10, y + 10, 1, send, 0, s, f});
       } else {
         if (b == lane_of.end()) continue;
         const float x = float(axis.x(recv)), y = mid_y(b->second);
-        P.arrows.push_back({x - 10, y - 10, x, y, 2, 0, recv});
+        P.arrows.push_back({x - 10, y - 10, x, y, 2, 0, recv, s, f});
       }
     }
     for (const Gap& g : scene.sources()[s].gaps) {

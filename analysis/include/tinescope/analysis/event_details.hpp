@@ -52,12 +52,14 @@ bool read_event(const index::TraceIndex& ix, uint32_t feedlet, uint64_t position
 // begin and end events (or its one complete event), an instant's, a
 // counter sample's, a job segment's start and end. Each with its
 // arguments. An end that was not recorded (a truncated item) is left out.
+// `slack`: its times may be this many ticks off (times that went to
+// nanoseconds and back); the events nearest them are taken.
 bool item_events(const index::TraceIndex& ix, uint32_t feedlet, const index::Item& it, std::vector<EventView>& out,
-                 std::string& why);
+                 std::string& why, uint64_t slack = 0);
 
 // A message's send and receive events (an orphan: the half there is).
 bool message_events(const index::TraceIndex& ix, const index::Flow& f, std::vector<EventView>& out,
-                    std::string& why);
+                    std::string& why, uint64_t slack = 0);
 // The message with id `id` (its send, else its receive), found through the
 // flow table. False if there is none.
 bool find_message(const index::TraceIndex& ix, uint64_t id, index::Flow& out);

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "tinescope/analysis/event_details.hpp"
 #include "tinescope/app/analysis_panel.hpp"
 #include "tinescope/render/figure_params.hpp"
 #include "tinescope/render/gl_renderer.hpp"
@@ -69,6 +70,11 @@ class Viewer {
   // The newest data time shown by every figure's picture (INT64_MIN if none
   // yet): an event with a time at or before it is on screen.
   int64_t shown_until() const;
+
+  // The details panel: the selected item's (or message's) events with every
+  // field, as read from the trace, and the lines the panel showed last frame.
+  const std::vector<analysis::EventView>& selected_events() const { return selected_events_; }
+  const std::vector<std::string>& details_lines() const { return details_lines_; }
 
   // One frame: events, controls, figures, swap. False once the window is closed.
   bool frame();
@@ -127,7 +133,11 @@ class Viewer {
     int row = -1;
     float column = 0;
     const render::Box* box = nullptr;
+    const render::Arrow* arrow = nullptr;  // no box there: a message's arrow within a few pixels
   };
+  // Selects what a click hit: its events are read from the trace for the details panel.
+  void select(const Figure& f, const Hit& h);
+  void event_fields(const analysis::EventView& v);
   Hit hit(const Figure& f, float x, float y) const;
   void tooltip(Figure& f);
   void details();
@@ -175,10 +185,17 @@ class Viewer {
   bool drag_moved_ = false;
   size_t drag_figure_ = 0;
 
-  // The selected interval, for the details panel.
+  // The selected interval or message, for the details panel.
   bool has_selected_ = false;
+  bool selected_message_ = false;  // an arrow: selected_flow_, not selected_
   render::Box selected_{};
+  index::Flow selected_flow_{};
+  uint32_t selected_source_ = 0;
   std::string selected_name_, selected_thread_, selected_process_;
+  std::string selected_running_;  // a message: the interval running on its receiver when it arrived
+  std::vector<analysis::EventView> selected_events_;
+  std::string selected_error_;  // why its events could not be read
+  std::vector<std::string> details_lines_;
 
   // Playing and live sources.
   Play play_ = Play::Paused;

@@ -444,11 +444,11 @@ class TraceIndex {
   // cannot be read; the events before it are in out.
   bool read_events(uint32_t feedlet, uint64_t k, uint64_t count, std::vector<EventData>& out,
                    std::string& why) const;
-  // Every event of a feedlet with its timestamp at ts (at most `limit`),
-  // with every field: where a drawn item's events are (an interval's begin
-  // at its start, its end or complete event at its end; arguments follow
-  // their event at its time).
-  bool events_at(uint32_t feedlet, uint64_t ts, std::vector<EventData>& out, std::string& why,
+  // Every event of a feedlet with its timestamp in [t0, t1] (at most
+  // `limit`), with every field: where a drawn item's events are (an
+  // interval's begin at its start, its end or complete event at its end;
+  // arguments follow their event at its time).
+  bool events_at(uint32_t feedlet, uint64_t t0, uint64_t t1, std::vector<EventData>& out, std::string& why,
                  size_t limit = 4096) const;
   // Calls fn for every event of a feedlet with its time in [t0, t1], in
   // order, with every field (what a field stream reads; bytes fields valid

@@ -89,6 +89,8 @@ struct Arrow {
   float x0, y0, x1, y1;
   uint8_t orphan;  // 0 matched; 1 sent, never received; 2 received, never sent
   int64_t send = 0, recv = 0;
+  uint32_t source = 0;  // its trace, and the message (what the details panel reads its events by)
+  index::Flow flow{};
 };
 
 struct GapRect {
