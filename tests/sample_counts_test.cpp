@@ -122,7 +122,8 @@ struct Expected {
   Counts unsupported;
   // Events that begin an interval or are one (B, X, async begins) or an
   // instant (i, I, R, P, async instants and steps) and carry a category,
-  // arguments or thread times: by category ("" for none). The importer
+  // arguments or thread times, and ftrace's CPU slices (their switch's
+  // fields): by category ("" for none). The importer
   // keeps each one's as an argument event after its begin, complete or
   // instant event (issue 51).
   Counts with_args;
@@ -285,7 +286,8 @@ class FtraceText {
   std::map<int64_t, Running> running_;  // per CPU
   std::set<int64_t> woken_;             // woken and not yet run since
 
-  void slice(const std::string& name) { ++c_.x.intervals[name], ++c_.x.cpu_slices; }
+  // (Each begins with its switch's next_pid and next_prio as arguments.)
+  void slice(const std::string& name) { ++c_.x.intervals[name], ++c_.x.cpu_slices, ++c_.x.with_args[""]; }
 
   // The value of "key=" among "k1=v1 k2=v2" (a whole key: at the start or after a blank), up to the next blank.
   static std::string arg(const std::string& args, const std::string& key) {

@@ -96,7 +96,10 @@ nlohmann::json stats_json(const TraceIndex& ix) {
   json types = json::object();
   auto per_type = ix.events_per_type();
   for (size_t t = 0; t < per_type.size(); ++t)
-    if (per_type[t]) types[type_name(ix, t)] = per_type[t];
+    if (per_type[t]) {  // (types may share a name: an import's argument types are all ".args")
+      json& n = types[type_name(ix, t)];
+      n = (n.is_null() ? uint64_t(0) : n.get<uint64_t>()) + per_type[t];
+    }
   j["events_per_kind"] = types;
   json feedlets = json::array();
   for (const auto& f : ix.feedlets()) {

@@ -116,6 +116,27 @@ void FtraceReader::line(std::string_view s) {
   ++m_.r.unsupported["ftrace " + std::string(print ? "print" : event)];
 }
 
+uint32_t FtraceReader::switch_args(std::string_view args, bool prev) {
+  RawEvent& e = switch_event_;
+  e.reset();
+  const std::string p = prev ? "prev_" : "next_";
+  auto add = [&](const std::string& key, bool number) {
+    std::string_view v = arg(args, key + "=");
+    v = v.substr(0, v.find('\\'));  // (the sample's lines end in a JavaScript string's "\n\")
+    if (v.empty()) return;
+    if (e.arg_count == e.args.size()) e.args.emplace_back();
+    Arg& a = e.args[e.arg_count++];
+    a.key = key;
+    int64_t n;
+    if (number && to_number(v, n)) a.type = 'i', a.i = n;
+    else a.type = 'b', a.text = v;
+  };
+  add(p + "pid", true);
+  add(p + "prio", true);
+  if (prev) add("prev_state", false);  // R (preempted), S (sleeping), D (waiting on I/O)...
+  return m_.keep_args(e);
+}
+
 void FtraceReader::sched_switch(uint32_t cpu, uint64_t ts, std::string_view args) {
   int64_t prev = -1, next = -1;
   if (!to_number(arg(args, "prev_pid="), prev) || !to_number(arg(args, "next_pid="), next)) {
@@ -126,11 +147,12 @@ void FtraceReader::sched_switch(uint32_t cpu, uint64_t ts, std::string_view args
   Running& run = running_[cpu];
   // The slice that ends: known only from the switch that started it (the
   // first switch on each CPU ends a slice whose start the trace missed).
-  if (run.pid > 0 && run.pid == prev) lane.spans.push_back(Span{run.start, ts, run.name, m_.next_seq()});
+  if (run.pid > 0 && run.pid == prev)
+    lane.spans.push_back(Span{run.start, ts, run.name, m_.next_seq(), run.args, switch_args(args, true)});
   run = Running{};
   if (next <= 0) return;  // idle
   const std::string_view comm = arg(args, "next_comm=", " next_pid=");
-  run = Running{next, m_.intern(std::string(comm) + "-" + std::to_string(next)), ts};
+  run = Running{next, m_.intern(std::string(comm) + "-" + std::to_string(next)), ts, switch_args(args, false)};
   // The woken thread runs: its wakeup's flow ends here.
   auto w = woken_.find(next);
   if (w == woken_.end()) return;
@@ -204,7 +226,7 @@ bool FtraceReader::atrace(int64_t tid, std::string_view comm, double us, std::st
 
 void FtraceReader::finish() {
   for (auto& [cpu, run] : running_)
-    if (run.pid > 0) cpu_lane(cpu).spans.push_back(Span{run.start, last_ts_, run.name, m_.next_seq()});
+    if (run.pid > 0) cpu_lane(cpu).spans.push_back(Span{run.start, last_ts_, run.name, m_.next_seq(), run.args});
   running_.clear();
 }
 

@@ -265,6 +265,7 @@ class FtraceReader {
     int64_t pid = -1;
     uint32_t name = 0;
     uint64_t start = 0;
+    uint32_t args = 0;  // the switch's that began it: next_pid, next_prio
   };
   struct Wakeup {
     uint64_t ts = 0, seq = 0;
@@ -277,6 +278,10 @@ class FtraceReader {
   std::unordered_map<int64_t, int64_t> tgid_of_;        // thread -> process
   Feedlet& cpu_lane(uint32_t cpu);
   void sched_switch(uint32_t cpu, uint64_t ts, std::string_view args);
+  // A switch's fields of the task that leaves ("prev_") or comes ("next_"):
+  // pid, prio and (leaving) state, as an argument event (ImportModel::keep_args).
+  uint32_t switch_args(std::string_view args, bool prev);
+  RawEvent switch_event_;
   void sched_wakeup(uint32_t cpu, uint64_t ts, std::string_view args);
   bool atrace(int64_t tid, std::string_view comm, double us, std::string_view text);
 };
