@@ -236,6 +236,21 @@ Viewer::Hit Viewer::hit(const Figure& f, float x, float y) const {
   return h;
 }
 
+bool Viewer::box_events(const render::Scene& scene, const render::Lane& lane, const render::Row& row,
+                        const render::Box& b, std::vector<analysis::EventView>& out, std::string& why) {
+  // From the trace: the box's times went to nanoseconds, so its events are
+  // looked for within a few ticks of them.
+  const render::Source& src = scene.sources()[b.source];
+  const trace::ClockMap& clock = src.catalog->clock;
+  index::Item it;
+  it.kind = row.kind == render::Row::Cpu ? index::StreamKind::Sched : index::StreamKind::Interval;
+  it.name = b.name, it.depth = b.depth, it.truncated = b.truncated || b.end == INT64_MAX;
+  it.start = clock.to_ticks(b.start);
+  it.end = b.end == INT64_MAX ? it.start : clock.to_ticks(b.end);
+  const uint64_t slack = uint64_t(std::ceil(clock.ticks_per_ns())) + 2;
+  return analysis::item_events(*src.index, lane.feedlet, it, out, why, slack);
+}
+
 void Viewer::select(const Figure& f, const Hit& h) {
   const render::Scene& scene = f.scene ? *f.scene : *scene_;
   selected_events_.clear(), selected_error_.clear(), selected_running_.clear();
@@ -246,19 +261,7 @@ void Viewer::select(const Figure& f, const Hit& h) {
     has_selected_ = true, selected_ = *h.box;
     selected_thread_ = lane.name, selected_process_ = lane.group;
     selected_name_ = scene.string(h.box->source, h.box->name);
-    // Its events, from the trace: its times went to nanoseconds, so they
-    // are looked for within a few ticks.
-    const render::Source& src = scene.sources()[h.box->source];
-    const trace::ClockMap& clock = src.catalog->clock;
-    index::Item it;
-    it.kind = row.kind == render::Row::Cpu ? index::StreamKind::Sched : index::StreamKind::Interval;
-    it.name = h.box->name, it.depth = h.box->depth, it.truncated = h.box->truncated;
-    it.start = clock.to_ticks(h.box->start);
-    it.end = h.box->end == INT64_MAX ? it.start : clock.to_ticks(h.box->end);
-    it.truncated |= h.box->end == INT64_MAX;
-    const uint64_t slack = uint64_t(std::ceil(clock.ticks_per_ns())) + 2;
-    if (!analysis::item_events(*src.index, lane.feedlet, it, selected_events_, selected_error_, slack) &&
-        selected_error_.empty())
+    if (!box_events(scene, lane, row, *h.box, selected_events_, selected_error_) && selected_error_.empty())
       selected_error_ = "its events could not be read";
   } else if (h.arrow) {
     const render::Source& src = scene.sources()[h.arrow->source];
@@ -314,6 +317,19 @@ void Viewer::tooltip(Figure& f) {
     if (b->truncated) ImGui::TextDisabled("its end was not recorded: cut where events were lost, or never ended");
     if (row.kind == render::Row::Cpu) ImGui::Text("cpu      %s   (%s)", lane.cpu_names[row.index].c_str(), lane.name.c_str());
     else ImGui::Text("thread   %s   depth %u", lane.name.c_str(), b->depth);
+    // Its first few arguments (read once while the mouse stays on it).
+    const auto key = std::make_tuple(b->source, b->name, b->start, b->end, row.lane);
+    if (key != hover_key_) {
+      hover_key_ = key;
+      hover_events_.clear();
+      std::string why;
+      box_events(scene, lane, row, *b, hover_events_, why);
+    }
+    int shown = 0;
+    for (const analysis::EventView& v : hover_events_)
+      for (const analysis::FieldView& a : v.args)
+        if (shown++ < 4) ImGui::Text("%-8s %s", a.name.c_str(), a.text.substr(0, 60).c_str());
+    if (shown > 4) ImGui::TextDisabled("... %d more: click for every field", shown - 4);
     ImGui::EndTooltip();
     return;
   }

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "tinescope/analysis/event_details.hpp"
@@ -137,6 +138,11 @@ class Viewer {
   };
   // Selects what a click hit: its events are read from the trace for the details panel.
   void select(const Figure& f, const Hit& h);
+  // A box's events with every field, from the trace (false with why).
+  static bool box_events(const render::Scene& scene, const render::Lane& lane, const render::Row& row,
+                         const render::Box& b, std::vector<analysis::EventView>& out, std::string& why);
+  std::tuple<uint32_t, uint32_t, int64_t, int64_t, uint32_t> hover_key_{};  // the box the tooltip's events are of
+  std::vector<analysis::EventView> hover_events_;
   void event_fields(const analysis::EventView& v);
   Hit hit(const Figure& f, float x, float y) const;
   void tooltip(Figure& f);
