@@ -923,6 +923,55 @@ TEST_F(AnalysisGui, ASampleStreamIsATimeSeriesUnderTheTimeline) {
   EXPECT_GT(bottom - top, int(sf.h / 2)) << "from the heap's low to its high";
 }
 
+// The demo's transactions record their latency as a field (a user event
+// type): as a stream it is a time series under the timeline, and its
+// histogram bins the values (TuningFork's figure 5, issue 51).
+TEST_F(AnalysisGui, TransactionLatenciesFromAFieldAreATimeSeriesAndAHistogram) {
+  ASSERT_NO_FATAL_FAILURE(open_panel());
+  const std::string text = "field(name=\"transaction\", \"latency_ms\")";
+  ASSERT_NO_FATAL_FAILURE(type_into("stream_text", text));
+  ASSERT_NO_FATAL_FAILURE(finish());
+  ASSERT_NO_FATAL_FAILURE(finish());  // the stream, then its bins
+  ASSERT_TRUE(v_->analysis().stream()) << v_->analysis().status();
+  EXPECT_FALSE(v_->analysis().stream()->intervals());
+  const auto want = eval(text);
+  ASSERT_GT(want.size(), 1000u) << "the demo's workers record a transaction a request";
+  ASSERT_EQ(v_->analysis().stream()->size(), want.size());
+  // Each sample is a transaction event's latency_ms, read from the trace.
+  analysis::EventView v;
+  std::string why;
+  uint64_t checked = 0;
+  for (const auto& f : ix().feedlets())
+    for (uint64_t k = 0; k < f.events && checked < 50; ++k) {
+      ASSERT_TRUE(analysis::read_event(ix(), f.id, k, v, why)) << why;
+      if (v.type_name != "transaction") continue;
+      const auto at = std::find_if(want.begin(), want.end(), [&](const auto& r) { return r.end == v.data.ts; });
+      ASSERT_NE(at, want.end());
+      EXPECT_EQ(at->value, v.field("latency_ms")->number);
+      ++checked;
+    }
+  EXPECT_EQ(checked, 50u);
+  // A time series under the timeline: ink in the stream figure.
+  const render::Rect sf = v_->stream_figure_rect();
+  ASSERT_GT(sf.w, 0);
+  const uint32_t c = render::name_colour(text) & 0xffffff;
+  int series = 0;
+  for (int y = int(sf.y) + 18; y < int(sf.y + sf.h); ++y)
+    for (int x = int(sf.x); x < int(sf.x + sf.w); ++x) series += (px(x, y) & 0xffffff) == c;
+  EXPECT_GT(series, 50) << "the series in its colour";
+  // The histogram: every value in a bin, bars on screen.
+  ASSERT_NO_FATAL_FAILURE(press("tab_Histogram"));
+  pump(3);
+  uint64_t sum = 0;
+  for (uint64_t n : v_->analysis().histogram()) sum += n;
+  EXPECT_EQ(sum, want.size());
+  const render::Rect hp = v_->control("hist_plot");
+  ASSERT_GT(hp.w, 0);
+  int lit = 0;
+  for (int x = int(hp.x); x < int(hp.x + hp.w); ++x) lit += ink(px(x, int(hp.y + hp.h - 2))) > 30;
+  EXPECT_GT(lit, 3) << "the histogram's bars";
+}
+
 TEST_F(AnalysisGui, MeasuringFromMarkToSweepGivesOneResponseTimePerCycle) {
   ASSERT_NO_FATAL_FAILURE(open_panel());
   ASSERT_NO_FATAL_FAILURE(press("measure"));

@@ -19,32 +19,49 @@ using analysis::Record;
 uint32_t PlayableHistogram::bin(double ns) const {
   double f;
   if (log_bins) f = ns <= lo_ns ? 0 : std::log(ns / lo_ns) / std::log(hi_ns / lo_ns);
-  else f = ns / hi_ns;
+  else if (durations) f = ns / hi_ns;
+  else f = (ns - lo_ns) / (hi_ns - lo_ns);
   return uint32_t(std::clamp(f * bins, 0.0, double(bins - 1)));
 }
 
 double PlayableHistogram::bin_low(uint32_t b) const {
   const double f = double(b) / bins;
-  return log_bins ? lo_ns * std::pow(hi_ns / lo_ns, f) : hi_ns * f;
+  return log_bins ? lo_ns * std::pow(hi_ns / lo_ns, f) : durations ? hi_ns * f : lo_ns + (hi_ns - lo_ns) * f;
+}
+
+std::string PlayableHistogram::label(double x) const {
+  if (durations) return render::format_duration(int64_t(x));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", x);
+  return buf;
 }
 
 PlayableHistogram PlayableHistogram::build(const DerivedStream& s, const trace::ClockMap& clock, bool log_bins) {
   PlayableHistogram h;
-  h.log_bins = log_bins;
+  h.log_bins = h.log_asked = log_bins;
+  h.durations = s.intervals();
   const auto records = s.records();
   const double ns_per_tick = 1 / clock.ticks_per_ns();
-  double lo = INFINITY, hi = 0;
+  double lo = INFINITY, hi = h.durations ? 0 : -INFINITY;
   for (const Record& r : records) {
-    const double d = double(r.duration()) * ns_per_tick;
+    const double d = h.quantity(r, ns_per_tick);
     lo = std::min(lo, d), hi = std::max(hi, d);
   }
-  h.lo_ns = std::max(1.0, lo == INFINITY ? 1.0 : lo);
-  h.hi_ns = std::max(h.lo_ns * 1.01, hi * 1.0001 + 1);
+  if (h.durations) {
+    h.lo_ns = std::max(1.0, lo == INFINITY ? 1.0 : lo);
+    h.hi_ns = std::max(h.lo_ns * 1.01, hi * 1.0001 + 1);
+  } else {
+    // Values: log bins only where every one is above 0.
+    if (records.empty()) lo = 0, hi = 1;
+    h.log_bins = log_bins && lo > 0;
+    h.lo_ns = lo;
+    h.hi_ns = std::max(hi + std::fabs(hi) * 1e-4, lo + 1e-9 * std::max(1.0, std::fabs(lo)));
+  }
   h.every = std::max<uint64_t>(4096, records.size() / 256 + 1);
   std::vector<uint64_t> counts(h.bins, 0);
   h.checkpoints.push_back(counts);
   for (size_t i = 0; i < records.size(); ++i) {
-    ++counts[h.bin(double(records[i].duration()) * ns_per_tick)];
+    ++counts[h.bin(h.quantity(records[i], ns_per_tick))];
     if ((i + 1) % h.every == 0) h.checkpoints.push_back(counts);
   }
   return h;
@@ -59,7 +76,7 @@ std::vector<uint64_t> PlayableHistogram::up_to(const DerivedStream& s, const tra
   const size_t k = std::min(checkpoints.size() - 1, size_t(n / every));
   std::vector<uint64_t> counts = checkpoints[k];
   const double ns_per_tick = 1 / clock.ticks_per_ns();
-  for (size_t i = k * every; i < n; ++i) ++counts[bin(double(records[i].duration()) * ns_per_tick)];
+  for (size_t i = k * every; i < n; ++i) ++counts[bin(quantity(records[i], ns_per_tick))];
   shown = n;
   return counts;
 }
@@ -73,9 +90,9 @@ void AnalysisPanel::start_histogram() {
 }
 
 void AnalysisPanel::histogram_tab(SharedView& v) {
-  if (!stream_ || !stream_->intervals()) {
-    ImGui::TextWrapped("Evaluate an interval stream (Streams tab), click a row of the statistics, or measure: "
-                       "its durations show here.");
+  if (!stream_) {
+    ImGui::TextWrapped("Evaluate a stream (Streams tab), click a row of the statistics, or measure: the "
+                       "durations of its intervals, or its samples' values, show here.");
     return;
   }
   ImGui::TextWrapped("%s", stream_text_.c_str());
@@ -119,8 +136,8 @@ void AnalysisPanel::histogram_tab(SharedView& v) {
   if (ImGui::IsItemHovered()) {
     const uint32_t b = uint32_t(std::clamp((m.x - at.x) / bw, 0.f, float(hist_->bins - 1)));
     ImGui::BeginTooltip();
-    ImGui::Text("%s .. %s: %llu", render::format_duration(int64_t(hist_->bin_low(b))).c_str(),
-                render::format_duration(int64_t(hist_->bin_low(b + 1))).c_str(), (unsigned long long)hist_counts_[b]);
+    ImGui::Text("%s .. %s: %llu", hist_->label(hist_->bin_low(b)).c_str(), hist_->label(hist_->bin_low(b + 1)).c_str(),
+                (unsigned long long)hist_counts_[b]);
     ImGui::TextDisabled("click: bookmark these");
     ImGui::EndTooltip();
     if (ImGui::IsItemClicked()) {
@@ -130,14 +147,15 @@ void AnalysisPanel::histogram_tab(SharedView& v) {
       const double ns_per_tick = 1 / catalog_->clock.ticks_per_ns();
       const auto rec = stream_->records();
       for (size_t i = 0; i < hist_shown_ && marks.size() < kMaxBookmarks; ++i)
-        if (hist_->bin(double(rec[i].duration()) * ns_per_tick) == b) marks.push_back(catalog_->clock.to_ns(rec[i].start));
+        if (hist_->bin(hist_->quantity(rec[i], ns_per_tick)) == b)
+          marks.push_back(catalog_->clock.to_ns(hist_->durations ? rec[i].start : rec[i].end));
       status_ = std::to_string(marks.size()) + " bookmarks from the histogram";
     }
   }
   ImGui::SetCursorScreenPos({at.x, at.y + h + 2});
-  ImGui::TextDisabled("%s", render::format_duration(int64_t(hist_->bin_low(0))).c_str());
+  ImGui::TextDisabled("%s", hist_->label(hist_->bin_low(0)).c_str());
   ImGui::SameLine(w - 60);
-  ImGui::TextDisabled("%s", render::format_duration(int64_t(hist_->hi_ns)).c_str());
+  ImGui::TextDisabled("%s", hist_->label(hist_->hi_ns).c_str());
   ImGui::TextWrapped("%s", status_.c_str());
 }
 

@@ -56,13 +56,13 @@ void AnalysisPanel::poll(SharedView& v) {
                     stream_->intervals() ? "intervals" : "samples", r.ms, (unsigned long long)stream_->events_read());
       status_ = buf;
       if (bookmark_when_done_ && stream_->intervals()) bookmark_stream(v);
-      if (stream_->intervals()) start_histogram();
+      start_histogram();
     }
     bookmark_when_done_ = false;
   }
   if (ready(hist_job_)) {
     hist_ = std::make_shared<PlayableHistogram>(hist_job_.get());
-    if (hist_->log_bins != hist_log_) start_histogram();  // the box was ticked while it was binned
+    if (hist_->log_asked != hist_log_) start_histogram();  // the box was ticked while it was binned
   }
   if (ready(stats_job_)) {
     auto [rows, error] = stats_job_.get();

@@ -37,14 +37,22 @@ struct SharedView {
 // Durations of an interval stream in bins, and how many of them end at or
 // before any time: the histogram "plays" (checkpoints every `every` records,
 // so a play head costs at most that many records to count).
+// Of an interval stream, its durations (ns); of a sample stream (a counter,
+// a field), its values.
 struct PlayableHistogram {
   bool log_bins = true;
-  double lo_ns = 0, hi_ns = 1;  // log: the bins span [lo, hi] geometrically; linear: [0, hi]
+  bool log_asked = true;        // what was asked (values not all above 0 are binned linearly)
+  bool durations = true;        // false: the records' values
+  double lo_ns = 0, hi_ns = 1;  // log: the bins span [lo, hi] geometrically; linear: durations [0, hi], values [lo, hi]
   uint32_t bins = 48;
   uint64_t every = 1;
   std::vector<std::vector<uint64_t>> checkpoints;  // [k]: counts of records [0, k * every)
   uint32_t bin(double ns) const;
-  double bin_low(uint32_t b) const;  // ns
+  double bin_low(uint32_t b) const;  // ns (values)
+  double quantity(const analysis::Record& r, double ns_per_tick) const {
+    return durations ? double(r.duration()) * ns_per_tick : r.value;
+  }
+  std::string label(double x) const;  // a bin edge as text
   // Counts of the records whose key is at or before `key_ticks`; `shown` gets how many.
   std::vector<uint64_t> up_to(const analysis::DerivedStream& s, const trace::ClockMap& clock, uint64_t key_ticks,
                               uint64_t& shown) const;
