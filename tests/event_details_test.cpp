@@ -203,6 +203,18 @@ TEST(EventDetails, EveryFieldTypeFromCppAndAsAFieldStream) {
     EXPECT_EQ(st->records()[k].value, 0.5 * double(k + 20));
     EXPECT_EQ(st->records()[k].end, txns[k + 20]->data.ts);
   }
+  // Messages by size (their flow's; no payload decoded).
+  ASSERT_TRUE(analysis::parse_stream("messages(where=\"size >= 256 and channel = 7\")", e, error)) << error;
+  st = analysis::DerivedStream::evaluate(*ix, e, error);
+  ASSERT_TRUE(st) << error;
+  EXPECT_EQ(st->size(), 1u);
+  ASSERT_TRUE(analysis::parse_stream("messages(where=\"size > 256\")", e, error)) << error;
+  st = analysis::DerivedStream::evaluate(*ix, e, error);
+  ASSERT_TRUE(st) << error;
+  EXPECT_EQ(st->size(), 0u);
+  ASSERT_TRUE(analysis::parse_stream("messages(where=\"payload = x\")", e, error)) << error;
+  EXPECT_FALSE(analysis::DerivedStream::evaluate(*ix, e, error));
+  EXPECT_NE(error.find("not payload"), std::string::npos) << error;
   // A name field is no number: no samples; an unknown field, none either.
   ASSERT_TRUE(analysis::parse_stream("field(name=\"cpp.txn\", \"kind\")", e, error));
   st = analysis::DerivedStream::evaluate(*ix, e, error);
@@ -290,6 +302,29 @@ TEST(EventDetails, ChromeArgumentsAndCategoriesArriveTyped) {
   EXPECT_EQ(st->records()[0].value, 8192);
   EXPECT_EQ(st->records()[1].value, 100);
   EXPECT_EQ(st->records()[0].end, items[0].start) << "at the time of the event they follow: its begin";
+  // Intervals and instants by their fields (where=), each against the arguments by hand.
+  auto count = [&](const std::string& text) -> int64_t {
+    analysis::Expr x;
+    std::string why;
+    if (!analysis::parse_stream(text, x, why)) return ADD_FAILURE() << text << ": " << why, -1;
+    auto d = analysis::DerivedStream::evaluate(*ix, x, why);
+    if (!d) return ADD_FAILURE() << text << ": " << why, -1;
+    return int64_t(d->size());
+  };
+  EXPECT_EQ(count("intervals(name=\"read\", where=\"bytes > 4096\")"), 1);
+  EXPECT_EQ(count("intervals(where=\"bytes <= 4096\")"), 1);
+  EXPECT_EQ(count("intervals(where=\"bytes > 1 and ratio >= 1\")"), 1);
+  EXPECT_EQ(count("intervals(where=\"path = '/tmp/*'\")"), 1);
+  EXPECT_EQ(count("intervals(where=\"nested.b.c != d\")"), 1);
+  EXPECT_EQ(count("intervals(where=\"cat = io\")"), 2);
+  EXPECT_EQ(count("intervals(where=\"n = 1\")"), 1) << "a begin's own arguments";
+  EXPECT_EQ(count("intervals(where=\"no_such_field = 1\")"), 0);
+  EXPECT_EQ(count("instants(where=\"k3 = 3 and more = '*k19=19'\")"), 1);
+  EXPECT_EQ(count("longer(intervals(where=\"cat = io\"), 1ns)"), 2) << "the pyramids' shortcut is not taken";
+  ASSERT_TRUE(analysis::parse_stream("intervals(where=\"bytes>4096 and path='/tmp/*'\")", e, error)) << error;
+  EXPECT_EQ(analysis::format_stream(e), "intervals(where=\"bytes > 4096 and path = '/tmp/*'\")");
+  EXPECT_FALSE(analysis::parse_stream("intervals(where=\"path < x\")", e, error));
+  EXPECT_NE(error.find("text compares with = or != only"), std::string::npos) << error;
   unlink(path.c_str());
   unlink(in.c_str());
 }

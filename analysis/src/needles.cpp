@@ -97,7 +97,8 @@ std::vector<Record> search(const Source& src, const NeedleQuery& q, NeedleCost* 
 }
 
 bool plain_base(const Expr& e) {
-  return (e.op == Op::Intervals || e.op == Op::Instants) && e.filter.depth < 0 && e.filter.values.empty();
+  return (e.op == Op::Intervals || e.op == Op::Instants) && e.filter.depth < 0 && e.filter.values.empty() &&
+         e.filter.where.empty();
 }
 
 IndexSource index_source(const TraceIndex& ix, std::vector<int> ids) {

@@ -7,6 +7,7 @@
 #include <deque>
 #include <future>
 #include <mutex>
+#include <tuple>
 #include <thread>
 
 #include "tinescope/analysis/derived_stream.hpp"
@@ -159,6 +160,81 @@ class BaseCursor : public Cursor {
     }
   }
 
+  // where=: keeps the records of lane l (intervals or instants of the
+  // window) whose begin, complete or instant event passes the tests, its
+  // fields and arguments read from the chunks from the earliest start on.
+  void apply_where(const Lane& l, uint64_t w1, std::vector<Record>& out) {
+    if (out.empty()) return;
+    if (!catalog_) catalog_ = ix_.catalog_snapshot();
+    const trace::Catalog& c = *catalog_;
+    uint64_t lo = UINT64_MAX;
+    for (const Record& r : out) lo = std::min(lo, r.start);
+    using Key = std::tuple<uint64_t, uint32_t, bool>;  // (time, name, complete: keyed by its end)
+    std::vector<Key> passed;
+    const size_t n = filter_.where.size();
+    std::vector<int8_t> result(n, 0);
+    bool pending = false;
+    Key key{};
+    auto test_field = [&](const format::FieldDef& d, const trace::Event& e, size_t k) {
+      for (size_t t = 0; t < n; ++t) {
+        const FieldTest& ft = filter_.where[t];
+        if (ft.field != d.name) continue;
+        double num = 0;
+        std::string text;
+        bool numeric = true;
+        switch (d.type) {
+          case format::FieldType::F64: num = e.f(k); break;
+          case format::FieldType::I64: num = double(e.i(k)); break;
+          case format::FieldType::String: numeric = false, text = c.string(e.u[k]); break;
+          case format::FieldType::Bytes: numeric = false, text = e.bytes[k]; break;
+          default: num = double(e.u[k]);
+        }
+        if (ft.number) {
+          char* end = nullptr;
+          if (!numeric) num = std::strtod(text.c_str(), &end), numeric = end && end != text.c_str() && *end == 0;
+          result[t] = numeric && ft.test.passes(num);
+        } else {
+          if (numeric) {
+            char buf[40];
+            std::snprintf(buf, sizeof buf, "%.17g", num);
+            text = buf;
+          }
+          const bool eq = NameMatcher(ft.text).matches(text);
+          result[t] = ft.test.cmp == ValueTest::Eq ? eq : !eq;
+        }
+      }
+    };
+    auto finish = [&] {
+      if (pending && std::all_of(result.begin(), result.end(), [](int8_t r) { return r == 1; })) passed.push_back(key);
+      pending = false;
+    };
+    std::string why;
+    ix_.decode_events(l.feedlet, lo, w1, [&](const trace::Event& e) {
+      const format::EventTypeDef* d = c.schema.find(e.type);
+      if (!d) return;
+      const bool argument = e.type >= format::kFirstUserType && !d->name.empty() && d->name[0] == '.';
+      if (!argument) {
+        finish();
+        const bool begin = e.type == format::kIntervalBegin || e.type == format::kFuncEnter || e.type == format::kInstant;
+        if (!begin && e.type != format::kIntervalComplete) return;
+        pending = true, key = Key{e.ts, uint32_t(e.u[0]), e.type == format::kIntervalComplete};
+        std::fill(result.begin(), result.end(), 0);
+      }
+      if (!pending) return;
+      for (size_t k = 0; k < d->fields.size() && k < e.field_count; ++k) test_field(d->fields[k], e, k);
+    }, why);
+    finish();
+    if (!why.empty()) {
+      std::lock_guard lock(error_mu_);
+      error_ = why;
+    }
+    std::sort(passed.begin(), passed.end());
+    auto has = [&](const Key& k) { return std::binary_search(passed.begin(), passed.end(), k); };
+    std::erase_if(out, [&](const Record& r) {
+      return !has(Key{r.start, r.name, false}) && !(kind_ == StreamKind::Interval && has(Key{r.end, r.name, true}));
+    });
+  }
+
   // The samples of lane l's fields in [w0, w1], from its chunks.
   uint64_t decode_fields(const Lane& l, uint64_t w0, uint64_t w1, std::vector<Record>& out) {
     std::vector<int8_t> named(catalog_->strings.size(), -1);  // [string id]: matches the stream's name
@@ -259,6 +335,7 @@ class BaseCursor : public Cursor {
             if (!t.passes(it.value)) return;
           out.push_back(Record{it.start, it.end, it.truncated ? Record::interval_value(it) : it.value, it.name, l.feedlet});
         });
+        if (!filter_.where.empty()) apply_where(l, w1, out);
         events_read_ += seen;
       }
     };
@@ -356,6 +433,11 @@ class MessageCursor : public Cursor {
     next_window_ = lo_;
     done_ = lo_ > hi_;
     values_ = e.filter.values;
+    where_ = e.filter.where;
+  }
+  // The fields a message's where= tests (the flow table's: no payload decoded).
+  static bool known_field(const std::string& f) {
+    return f == "size" || f == "channel" || f == "id" || f == "latency_ns";
   }
   bool next(Record& r) override {
     while (at_ == buf_.size()) {
@@ -370,6 +452,20 @@ class MessageCursor : public Cursor {
         if (!f.matched() || f.recv_ts < w0 || f.recv_ts > w1 || !channel_.matches(std::to_string(f.channel))) continue;
         bool ok = true;
         for (const ValueTest& t : values_) ok = ok && t.passes(double(f.size));
+        for (const FieldTest& t : where_) {
+          const double v = t.field == "size"      ? double(f.size)
+                           : t.field == "channel" ? double(f.channel)
+                           : t.field == "id"      ? double(f.id)
+                                                  : double(ix_.to_ns(f.recv_ts) - ix_.to_ns(f.send_ts));
+          if (t.number) {
+            ok = ok && t.test.passes(v);
+          } else {
+            char buf[40];
+            std::snprintf(buf, sizeof buf, "%.17g", v);
+            const bool eq = NameMatcher(t.text).matches(buf);
+            ok = ok && (t.test.cmp == ValueTest::Eq ? eq : !eq);
+          }
+        }
         if (ok) buf_.push_back(Record{std::min(f.send_ts, f.recv_ts), f.recv_ts, double(f.size), 0, f.dst});
       }
       std::stable_sort(buf_.begin(), buf_.end(), by_key);
@@ -384,6 +480,7 @@ class MessageCursor : public Cursor {
   const TraceIndex& ix_;
   NameMatcher channel_;
   std::vector<ValueTest> values_;
+  std::vector<FieldTest> where_;
   uint64_t lo_ = 0, hi_ = 0, window_ = 1, next_window_ = 0, read_ = 0;
   bool done_ = true;
   std::vector<Record> buf_;
@@ -741,7 +838,11 @@ std::unique_ptr<Cursor> build(const TraceIndex& ix, const Expr& e, const EvalOpt
     case Op::Instants:
     case Op::Samples:
     case Op::Field: return std::make_unique<BaseCursor>(ix, e, opt, keep);
-    case Op::Messages: return std::make_unique<MessageCursor>(ix, e, opt);
+    case Op::Messages:
+      for (const FieldTest& t : e.filter.where)
+        if (!MessageCursor::known_field(t.field))
+          return std::make_unique<FailedCursor>("messages(where=...) tests size, channel, id or latency_ns, not " + t.field);
+      return std::make_unique<MessageCursor>(ix, e, opt);
     case Op::Longer:
     case Op::Shorter: {
       const uint64_t t = duration_ticks(ix, e.ns);

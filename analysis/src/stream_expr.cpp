@@ -191,6 +191,10 @@ class Parser {
     if (key == "process") return f.process = v, true;
     if (key == "channel") return f.channel = v, true;
     if (key == "field") return f.field = v, true;
+    if (key == "where") {
+      std::string why;
+      return parse_where(v, f.where, why) || (pos_ = at, fail("where: " + why));
+    }
     if (key == "depth") {
       char* end = nullptr;
       long d = std::strtol(v.c_str(), &end, 10);
@@ -198,7 +202,7 @@ class Parser {
       f.depth = int(d);
       return true;
     }
-    return pos_ = at, fail("unknown field '" + key + "' (name, thread, process, channel, depth, field, value)");
+    return pos_ = at, fail("unknown field '" + key + "' (name, thread, process, channel, depth, field, where, value)");
   }
 
   bool check_types(const Expr& e) {
@@ -264,6 +268,67 @@ bool yields_intervals(const Expr& e) {
 
 bool parse_stream(std::string_view text, Expr& out, std::string& error) { return Parser(text).parse(out, error); }
 
+bool parse_where(std::string_view text, std::vector<FieldTest>& out, std::string& why) {
+  out.clear();
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && std::isspace(uint8_t(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(uint8_t(s.back()))) s.remove_suffix(1);
+    return s;
+  };
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find(" and ", at);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view part = trim(text.substr(at, end - at));
+    at = end + 5;
+    // FIELD OP VALUE: the first operator character ends the field's name.
+    const size_t op = part.find_first_of("=!<>");
+    if (op == std::string_view::npos || op == 0)
+      return why = "'" + std::string(part) + "' is not FIELD OP VALUE (e.g. bytes > 4096)", false;
+    FieldTest t;
+    t.field = std::string(trim(part.substr(0, op)));
+    int cmp = -1;
+    for (int c : {1, 3, 5, 0, 2, 4})
+      if (part.substr(op, std::strlen(kCmpText[c])) == kCmpText[c]) {
+        cmp = c;
+        break;
+      }
+    if (cmp < 0) return why = "no comparison in '" + std::string(part) + "'", false;
+    std::string_view value = trim(part.substr(op + std::strlen(kCmpText[cmp])));
+    t.test.cmp = ValueTest::Cmp(cmp);
+    const bool quoted = value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front();
+    char* num_end = nullptr;
+    const std::string v(quoted ? value.substr(1, value.size() - 2) : value);
+    t.test.value = std::strtod(v.c_str(), &num_end);
+    t.number = !quoted && !v.empty() && num_end && *num_end == 0;
+    if (!t.number) {
+      if (cmp != ValueTest::Eq && cmp != ValueTest::Ne)
+        return why = "'" + std::string(part) + "': text compares with = or != only", false;
+      t.text = v;
+      if (!valid_pattern(t.text, why)) return false;
+    }
+    out.push_back(std::move(t));
+    if (end == text.size()) break;
+  }
+  return !out.empty() || (why = "no test", false);
+}
+
+std::string format_where(const std::vector<FieldTest>& tests) {
+  std::string out;
+  for (const FieldTest& t : tests) {
+    if (!out.empty()) out += " and ";
+    out += t.field + " " + kCmpText[t.test.cmp] + " ";
+    if (t.number) {
+      char num[64];
+      std::snprintf(num, sizeof num, "%.17g", t.test.value);
+      out += num;
+    } else {
+      out += "'" + t.text + "'";
+    }
+  }
+  return out;
+}
+
 std::string format_stream(const Expr& e) {
   std::string out = std::string(op_name(e.op)) + "(";
   std::string sep;
@@ -279,6 +344,7 @@ std::string format_stream(const Expr& e) {
     if (!f.channel.empty()) add("channel=" + quote(f.channel));
     if (f.depth >= 0) add("depth=" + std::to_string(f.depth));
     if (!f.field.empty()) add(quote(f.field));
+    if (!f.where.empty()) add("where=" + quote(format_where(f.where)));
     for (const ValueTest& t : f.values) {
       char num[64];
       std::snprintf(num, sizeof num, "%.17g", t.value);

@@ -42,6 +42,17 @@ struct ValueTest {
   bool passes(double v) const;
 };
 
+// A test of a field of an event, or of one of its arguments (docs/FORMAT.md,
+// "Arguments"): `bytes > 4096`, `path = "/tmp/*"`. A number is compared as
+// a number; text (quoted, or anything that is no number) as a glob, with =
+// or != only.
+struct FieldTest {
+  std::string field;
+  ValueTest test;         // a number: test.cmp and test.value
+  bool number = true;
+  std::string text;       // text: the glob
+};
+
 struct Filter {
   std::string name;     // glob or /regex/; "" matches every name
   std::string thread;   // the feedlet's name, likewise
@@ -50,7 +61,13 @@ struct Filter {
   int depth = -1;       // intervals: nesting depth (0 outermost); -1 any
   std::string field;    // field(): the field's name (glob or /regex/)
   std::vector<ValueTest> values;
+  // where="bytes > 4096 and cat = io": intervals and instants whose begin,
+  // complete or instant event has such fields; messages by size, channel, id.
+  std::vector<FieldTest> where;
 };
+// Parses where= text into tests (false with why).
+bool parse_where(std::string_view text, std::vector<FieldTest>& out, std::string& why);
+std::string format_where(const std::vector<FieldTest>& tests);
 
 struct Expr {
   Op op = Op::Intervals;
