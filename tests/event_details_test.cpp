@@ -203,6 +203,25 @@ TEST(EventDetails, EveryFieldTypeFromCppAndAsAFieldStream) {
     EXPECT_EQ(st->records()[k].value, 0.5 * double(k + 20));
     EXPECT_EQ(st->records()[k].end, txns[k + 20]->data.ts);
   }
+  // A search finds payload bytes by hex, and name fields of user events by text.
+  analysis::FieldSearch fs;
+  ASSERT_TRUE(analysis::FieldSearch::hex("0x4041424344", fs.bytes));
+  EXPECT_EQ(fs.bytes, "@ABCD");
+  std::vector<analysis::FieldHit> hits;
+  EXPECT_EQ(analysis::search_fields(*ix, fs, 0, UINT64_MAX, 10, hits, error), 2u) << "its send and its receive";
+  ASSERT_EQ(hits.size(), 2u);
+  EXPECT_EQ(hits[0].event, "message_send");
+  EXPECT_EQ(hits[0].field, "payload");
+  EXPECT_EQ(hits[0].value.substr(0, 10), "0x00010203");
+  EXPECT_FALSE(analysis::FieldSearch::hex("0x4g", fs.bytes));
+  analysis::FieldSearch words;
+  words.text = [](std::string_view v) { return v == "read"; };
+  hits.clear();
+  EXPECT_EQ(analysis::search_fields(*ix, words, 0, UINT64_MAX, 3, hits, error), 50u) << "every odd transaction's kind";
+  ASSERT_EQ(hits.size(), 3u) << "the first `limit` listed";
+  EXPECT_EQ(hits[0].event, "cpp.txn");
+  EXPECT_EQ(hits[0].field, "kind");
+  EXPECT_EQ(hits[0].ts, txns[1]->data.ts);
   // Messages by size (their flow's; no payload decoded).
   ASSERT_TRUE(analysis::parse_stream("messages(where=\"size >= 256 and channel = 7\")", e, error)) << error;
   st = analysis::DerivedStream::evaluate(*ix, e, error);
@@ -302,6 +321,16 @@ TEST(EventDetails, ChromeArgumentsAndCategoriesArriveTyped) {
   EXPECT_EQ(st->records()[0].value, 8192);
   EXPECT_EQ(st->records()[1].value, 100);
   EXPECT_EQ(st->records()[0].end, items[0].start) << "at the time of the event they follow: its begin";
+  // A search over fields finds the categories and argument texts, and says which event they belong to.
+  std::string out;
+  ASSERT_EQ(run(bin("app/tinescope") + " find " + path + " --search '^/tmp/x$|^io$'", &out), 0);
+  const json found = json::parse(out)["search"];
+  EXPECT_EQ(found["field_count"], 3) << "two reads' cat, one path";
+  ASSERT_EQ(found["fields"].size(), 3u);
+  EXPECT_EQ(found["fields"][0]["event"], "read");
+  EXPECT_EQ(found["fields"][0]["field"], "cat");
+  EXPECT_EQ(found["fields"][1]["field"], "path");
+  EXPECT_EQ(found["fields"][1]["value"], "/tmp/x");
   // Intervals and instants by their fields (where=), each against the arguments by hand.
   auto count = [&](const std::string& text) -> int64_t {
     analysis::Expr x;

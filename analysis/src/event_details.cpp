@@ -1,6 +1,7 @@
 #include "tinescope/analysis/event_details.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -219,6 +220,65 @@ bool find_message(const index::TraceIndex& ix, uint64_t id, index::Flow& out) {
   for (const index::Flow& f : ix.flows(0, UINT64_MAX))
     if (f.id == id) return out = f, true;
   return false;
+}
+
+bool FieldSearch::hex(std::string_view pattern, std::string& bytes) {
+  if (pattern.size() < 4 || pattern.size() % 2 || (pattern.substr(0, 2) != "0x" && pattern.substr(0, 2) != "0X"))
+    return false;
+  bytes.clear();
+  for (size_t i = 2; i < pattern.size(); i += 2) {
+    unsigned v;
+    char pair[3] = {pattern[i], pattern[i + 1], 0};
+    char* end = nullptr;
+    v = unsigned(std::strtoul(pair, &end, 16));
+    if (!end || *end || !std::isxdigit(uint8_t(pair[0]))) return false;
+    bytes += char(v);
+  }
+  return true;
+}
+
+uint64_t search_fields(const index::TraceIndex& ix, const FieldSearch& s, uint64_t t0, uint64_t t1, size_t limit,
+                       std::vector<FieldHit>& out, std::string& why) {
+  auto cat = ix.catalog_snapshot();
+  const trace::Catalog& c = *cat;
+  uint64_t found = 0;
+  for (const index::FeedletSummary& f : ix.feedlets()) {
+    uint32_t last_name = 0;  // of the last event that is not an argument event
+    auto hit = [&](const trace::Event& e, const format::EventTypeDef& d, size_t k, std::string value) {
+      if (found++ >= limit) return;
+      const bool argument = !d.name.empty() && d.name[0] == '.';
+      out.push_back({f.id, e.ts, argument ? std::string(c.string(last_name)) : d.name, d.fields[k].name, std::move(value)});
+    };
+    const bool ok = ix.decode_events(f.id, t0, t1, [&](const trace::Event& e) {
+      const format::EventTypeDef* d = c.schema.find(e.type);
+      if (!d) return;
+      const bool user = e.type >= format::kFirstUserType, argument = user && !d->name.empty() && d->name[0] == '.';
+      if (!argument)
+        last_name = !d->fields.empty() && d->fields[0].type == format::FieldType::String ? uint32_t(e.u[0]) : 0;
+      for (size_t k = 0; k < d->fields.size() && k < e.field_count; ++k) {
+        const format::FieldType t = d->fields[k].type;
+        if (t == format::FieldType::String && s.text && (user || k > 0)) {
+          const std::string_view v = c.string(e.u[k]);
+          if (s.text(v)) hit(e, *d, k, std::string(v));
+        } else if (t == format::FieldType::Bytes) {
+          const std::string_view b = e.bytes[k];
+          const bool text = is_text(b);
+          if ((!s.bytes.empty() && b.find(s.bytes) != std::string_view::npos) || (s.text && text && s.text(b))) {
+            std::string hexed;
+            if (!text)
+              for (unsigned char ch : b.substr(0, 64)) {
+                char two[3];
+                std::snprintf(two, sizeof two, "%02x", ch);
+                hexed += two;
+              }
+            hit(e, *d, k, text ? std::string(b) : "0x" + hexed + (b.size() > 64 ? "..." : ""));
+          }
+        }
+      }
+    }, why);
+    if (!ok) return found;
+  }
+  return found;
 }
 
 std::string hex_ascii(std::string_view bytes, size_t per_line) {

@@ -268,7 +268,21 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
           if (f.flags & index::kFlowReceived) m["receive_ns"] = n.ns(f.recv_ts);
           messages.push_back(m);
         }
-        j["search"] = json{{"pattern", search}, {"names", names}, {"threads", threads}, {"messages", messages}};
+        // Fields: name and text fields of user events, arguments (categories,
+        // Chrome args), payloads; "0x..." finds those bytes in bytes fields.
+        analysis::FieldSearch fs;
+        if (!analysis::FieldSearch::hex(search, fs.bytes)) fs.text = [&re](std::string_view v) {
+          return std::regex_search(v.begin(), v.end(), re);
+        };
+        std::vector<analysis::FieldHit> field_hits;
+        const uint64_t field_count = analysis::search_fields(*ix, fs, o.t0, o.t1, limit, field_hits, error);
+        if (!error.empty()) return fail(exit_code, trace + ": " + error);
+        json fields = json::array();
+        for (const analysis::FieldHit& h : field_hits)
+          fields.push_back(json{{"time_ns", n.ns(h.ts)}, {"thread", n.thread(h.feedlet)}, {"event", h.event},
+                                {"field", h.field}, {"value", h.value}});
+        j["search"] = json{{"pattern", search}, {"names", names}, {"threads", threads}, {"messages", messages},
+                           {"fields", fields}, {"field_count", field_count}};
       }
       if (longest) {
         analysis::NeedleQuery q;

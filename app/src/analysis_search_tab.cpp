@@ -11,6 +11,7 @@
 #include "tinescope/app/analysis_panel.hpp"
 #include <regex>
 
+#include "tinescope/analysis/event_details.hpp"
 #include "tinescope/analysis/needles.hpp"
 #include "tinescope/render/figure_params.hpp"
 
@@ -103,12 +104,29 @@ void AnalysisPanel::search(const SharedView& v, const std::string& pattern) {
       hits.push_back({SearchHit::Message, clock.to_ns(std::min(a, b)), clock.to_ns(std::max(a, b)),
                       "message " + std::to_string(f.id) + (f.matched() ? "" : "  (never received)")});
     }
+    // Field values: categories, arguments, user events' names, payloads
+    // ("0x..." for bytes). Every event is decoded: O(trace).
+    analysis::FieldSearch fs;
+    if (!analysis::FieldSearch::hex(pattern, fs.bytes))
+      fs.text = [&re](std::string_view v) { return std::regex_search(v.begin(), v.end(), re); };
+    std::vector<analysis::FieldHit> field_hits;
+    std::string why;
+    const uint64_t fields = analysis::search_fields(*ix, fs, ix->first_ts(), ix->last_ts(), kMaxHits, field_hits, why);
+    for (const analysis::FieldHit& h : field_hits) {
+      auto f = cat->feedlets.find(h.feedlet);
+      const int64_t at = clock.to_ns(h.ts);
+      hits.push_back({SearchHit::Event, at, at,
+                      h.field + "=" + h.value.substr(0, 60) + " in " + h.event + "  (" +
+                          (f == cat->feedlets.end() ? "?" : f->second.name) + ")"});
+    }
     std::stable_sort(hits.begin(), hits.end(), [](const SearchHit& x, const SearchHit& y) {
       return x.kind != y.kind ? x.kind == SearchHit::Thread : x.t0 < y.t0;
     });
     std::string note;
-    if (total_events > kMaxHits || messages > kMaxHits)
-      note = "more hits than listed: " + std::to_string(total_events) + " events, " + std::to_string(messages) + " messages";
+    if (total_events > kMaxHits || messages > kMaxHits || fields > kMaxHits)
+      note = "more hits than listed: " + std::to_string(total_events) + " events, " + std::to_string(messages) +
+             " messages, " + std::to_string(fields) + " fields";
+    if (!why.empty()) note += (note.empty() ? "" : "; ") + why;
     return std::make_pair(hits, note);
   });
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +64,30 @@ bool message_events(const index::TraceIndex& ix, const index::Flow& f, std::vect
 // The message with id `id` (its send, else its receive), found through the
 // flow table. False if there is none.
 bool find_message(const index::TraceIndex& ix, uint64_t id, index::Flow& out);
+
+// A field whose value a search matched: a name field of a user event, an
+// argument (a category, a Chrome argument's text), a payload.
+struct FieldHit {
+  uint32_t feedlet = 0;
+  uint64_t ts = 0;
+  std::string event;  // the event's name (an argument's: of the event it follows), else its type's
+  std::string field;  // its name
+  std::string value;  // as text (bytes that are not text: as hex)
+};
+// What a search looks for in fields: text (a regular expression over name
+// and text fields), or bytes ("0x" and hex digits: bytes fields holding them).
+struct FieldSearch {
+  std::function<bool(std::string_view)> text;  // null: bytes only
+  std::string bytes;                           // non-empty: the bytes sought
+  // "0x48656c6c6f" -> bytes "Hello"; false if `pattern` is not that form.
+  static bool hex(std::string_view pattern, std::string& bytes);
+};
+// Every such field of the events in [t0, t1] (ticks), decoded from the
+// chunks (every event: O(events)), in feedlet order; the first `limit` in
+// out. Returns how many matched. The events' own names are not searched
+// here (their streams are): a built-in event's name field is passed by.
+uint64_t search_fields(const index::TraceIndex& ix, const FieldSearch& s, uint64_t t0, uint64_t t1, size_t limit,
+                       std::vector<FieldHit>& out, std::string& why);
 
 // Whether bytes read as text (no control characters but tab): an
 // argument's string, not a binary payload.
