@@ -330,7 +330,7 @@ TEST_F(ViewerGui, AViewAtRestIsDrawnAgainWithItsIntervals) {
 
 // Clicking an interval shows its events with every field, read from the
 // trace; clicking a message's arrow shows its send and receive with the
-// payload as hex and text (issue 51).
+// payload as hex and text; clicking a counter's sample, its event (issue 51).
 TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
   // The client and one worker around a request the worker handled mid-run:
   // its "worker.handle" interval, with the request's arrow into it.
@@ -425,6 +425,33 @@ TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
   EXPECT_TRUE(shown("payload (b)  " + std::to_string(payload->bytes.size()) + " bytes"));
   EXPECT_TRUE(shown(analysis::hex_ascii(payload->bytes))) << "hex and text side by side";
   EXPECT_TRUE(shown("72 65 71 20")) << "'req ' in hex";
+
+  // A sample of a queue's depth counter, clicked: its counter event.
+  const render::Row* counter = nullptr;
+  for (const render::Row& r : p->request.layout.rows)
+    if (r.kind == render::Row::Counter && !counter) counter = &r;
+  ASSERT_NE(counter, nullptr);
+  const render::Lane& cl = scene_->lanes()[counter->lane];
+  const index::TraceIndex& ix = *scene_->sources()[cl.source].index;
+  const auto samples = ix.items(cl.counters[counter->index], ix.first_ts(), ix.last_ts());
+  const index::Item* sample = nullptr;
+  for (const index::Item& s : samples) {
+    const double x = axis.x(ix.to_ns(s.start));
+    if (x < 20 || x > plot.w - 20) continue;
+    bool alone = true;  // no other sample within 8 pixels
+    for (const index::Item& o : samples)
+      alone &= &o == &s || std::fabs(axis.x(ix.to_ns(o.start)) - x) > 8;
+    if (alone) sample = &s;
+  }
+  ASSERT_NE(sample, nullptr) << samples.size() << " samples";
+  click(plot.x + float(axis.x(ix.to_ns(sample->start))), plot.y + counter->y + counter->h / 2);
+  pump();
+  ASSERT_EQ(v_->selected_events().size(), 1u);
+  const analysis::EventView& c = v_->selected_events()[0];
+  EXPECT_EQ(c.type_name, "counter_int");
+  EXPECT_EQ(c.field("name")->text, cl.counter_names[counter->index]);
+  EXPECT_EQ(c.field("value")->number, sample->value);
+  EXPECT_EQ(c.data.ts, sample->start);
 }
 
 TEST_F(ViewerGui, TheInterruptShowsWhereItHappenedAfterZoomingWithTheWheel) {

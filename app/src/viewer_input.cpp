@@ -278,6 +278,40 @@ void Viewer::select(const Figure& f, const Hit& h) {
       const auto open = src.index->open_at(fl.dst, fl.recv_ts);
       if (!open.empty()) selected_running_ = std::string(src.catalog->string(open.back().name));
     }
+  } else if (h.row >= 0 && (f.timeline->request.layout.rows[h.row].kind == render::Row::Instant ||
+                             f.timeline->request.layout.rows[h.row].kind == render::Row::Counter)) {
+    // An instant or a counter's sample: the one nearest the click, within 3 pixels.
+    const render::Row& row = f.timeline->request.layout.rows[h.row];
+    const render::Lane& lane = scene.lanes()[row.lane];
+    const render::Source& src = scene.sources()[lane.source];
+    const trace::ClockMap& clock = src.catalog->clock;
+    const render::TimeAxis& axis = f.timeline->axis;  // (the picture's: h.column is its column)
+    const uint64_t t0 = clock.to_ticks(axis.time(h.column - 3)), t1 = clock.to_ticks(axis.time(h.column + 3)) + 1;
+    const uint64_t mid = clock.to_ticks(axis.time(h.column));
+    index::Item best;
+    uint64_t best_off = UINT64_MAX;
+    auto consider = [&](const index::Item& it) {
+      const uint64_t off = it.start > mid ? it.start - mid : mid - it.start;
+      if (off < best_off) best = it, best_off = off;
+    };
+    if (row.kind == render::Row::Counter) {
+      for (const index::Item& it : src.index->items(lane.counters[row.index], t0, t1)) consider(it);
+    } else {
+      src.index->lane_items(lane.feedlet, t0, t1, [&](const index::Item& it) {
+        if (it.kind == index::StreamKind::Instant) consider(it);
+      });
+    }
+    if (best_off != UINT64_MAX) {
+      has_selected_ = true;
+      selected_ = render::Box{uint32_t(h.row), lane.source, best.name, 0, 0, clock.to_ns(best.start), clock.to_ns(best.end), 0,
+                              false};
+      selected_thread_ = lane.name, selected_process_ = lane.group;
+      selected_name_ = std::string(src.catalog->string(best.name)) +
+                       (row.kind == render::Row::Counter ? "  (a sample)" : "  (an instant)");
+      if (!analysis::item_events(*src.index, lane.feedlet, best, selected_events_, selected_error_) &&
+          selected_error_.empty())
+        selected_error_ = "its events could not be read";
+    }
   }
 }
 
@@ -423,8 +457,8 @@ void Viewer::details() {
   } else {
     const render::Box& b = selected_;
     line("thread  " + selected_thread_ + " (" + selected_process_ + ")");
-    line("start   " + at(b.start));
-    if (b.end != INT64_MAX) {
+    line((b.end == b.start ? "at      " : "start   ") + at(b.start));
+    if (b.end != INT64_MAX && b.end != b.start) {
       line("end     " + at(b.end) + (b.truncated ? "   (cut: not recorded)" : ""));
       line("length  " + render::format_duration(b.end - b.start, unit) + "   depth " + std::to_string(b.depth));
       if (ImGui::Button("Zoom to it")) {
