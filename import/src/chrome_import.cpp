@@ -340,12 +340,13 @@ class ChromeReader {
   // A member of an event's "args" or "id2" (its id). Every argument is
   // kept, typed (Arg); a few are read for the model too: numbers (counters'
   // values, sort_index), "name" and "labels" (metadata).
+  static constexpr int kDeepestArgs = 32;  // levels of nested args kept as dotted keys (deeper: "{...}")
   simdjson::error_code inner_member(bool args, std::string_view name, od::value& x, od::json_type t, RawEvent& ev,
-                                    const std::string& prefix = {}) {
-    if (args && t == od::json_type::object) {  // nested: dotted keys
+                                    const std::string& prefix = {}, int depth = 0) {
+    if (args && t == od::json_type::object && depth < kDeepestArgs) {  // nested: dotted keys
       const std::string dotted = prefix + std::string(name) + ".";
       return each_member(x, [&](std::string_view k, od::value& v, od::json_type tk) {
-        return inner_member(true, k, v, tk, ev, dotted);
+        return inner_member(true, k, v, tk, ev, dotted, depth + 1);
       });
     }
     Arg* a = nullptr;
@@ -382,6 +383,9 @@ class ChromeReader {
       return simdjson::SUCCESS;
     } else if (t == od::json_type::null) {
       if (args) a->text = "null";
+      return simdjson::SUCCESS;
+    } else if (t == od::json_type::object) {  // nested deeper than kDeepestArgs (or id2's): its contents not kept
+      if (args) a->text = "{...}";
       return simdjson::SUCCESS;
     } else {  // an array: kept as its JSON text
       if (!args) return simdjson::SUCCESS;

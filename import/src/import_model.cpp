@@ -122,7 +122,9 @@ uint32_t ImportModel::keep_args(const RawEvent& e) {
   };
   auto field = [&](char type, std::string_view key) {
     shape_ += type;
+    const size_t at = shape_.size();
     shape_.append(key);
+    std::replace(shape_.begin() + long(at), shape_.end(), '\0', '?');  // (a NUL ends a key in the shape: "\u0000" in JSON)
     shape_ += '\0';
   };
   size_t fields = 0;
