@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -333,22 +334,28 @@ TEST_F(ViewerGui, AViewAtRestIsDrawnAgainWithItsIntervals) {
 // payload as hex and text; clicking a counter's sample, its event (issue 51).
 TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
   // The client and one worker around a request the worker handled mid-run:
-  // its "worker.handle" interval, with the request's arrow into it.
+  // the request's arrow, and the worker's "worker.handle" intervals. (A
+  // worker also handles requests other workers forward to it: their arrows
+  // come from lanes not shown.)
   render::Scene probe;
   std::string error;
   ASSERT_TRUE(probe.add_trace(g_trace, error)) << error;
   FigureParams f;
-  for (uint32_t i = 0; i < probe.lanes().size(); ++i)
-    if (probe.lanes()[i].name == "client" || probe.lanes()[i].name == "worker.0") f.lanes.push_back(i);
+  uint32_t client = 0, worker = 0;
+  for (uint32_t i = 0; i < probe.lanes().size(); ++i) {
+    const render::Lane& l = probe.lanes()[i];
+    if (l.name == "client") f.lanes.push_back(i), client = l.feedlet;
+    if (l.name == "worker.0") f.lanes.push_back(i), worker = l.feedlet;
+  }
   {
     const index::TraceIndex& ix = *probe.sources()[0].index;
-    analysis::Expr e;
-    ASSERT_TRUE(analysis::parse_stream("intervals(name=\"worker.handle\", thread=\"worker.0\")", e, error)) << error;
-    auto handled = analysis::DerivedStream::evaluate(ix, e, error);
-    ASSERT_TRUE(handled && handled->size() > 10) << error;
-    const analysis::Record r = handled->records()[handled->size() / 2];
-    const int64_t s0 = ix.to_ns(r.start), s1 = ix.to_ns(r.end);
-    f.t0 = s0 - 2 * (s1 - s0) - 20'000, f.t1 = s1 + 2 * (s1 - s0) + 20'000;
+    std::vector<index::Flow> requests;
+    for (const index::Flow& fl : ix.flows(ix.first_ts(), ix.last_ts()))
+      if (fl.matched() && fl.src == client && fl.dst == worker) requests.push_back(fl);
+    ASSERT_GT(requests.size(), 10u);
+    const index::Flow& r = requests[requests.size() / 2];
+    const int64_t send = ix.to_ns(r.send_ts), recv = ix.to_ns(r.recv_ts), d = std::max<int64_t>(recv - send, 20'000);
+    f.t0 = send - d, f.t1 = recv + 3 * d;
   }
   ASSERT_NO_FATAL_FAILURE(open(f));
   const render::TimelinePicture* p = v_->figure_timeline(0);
@@ -402,7 +409,6 @@ TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
 
   // A request's arrow (client to worker), clicked where it is on screen.
   const render::Arrow* arrow = nullptr;
-  const uint32_t client = scene_->lanes()[lane("client")].feedlet;
   for (const render::Arrow& a : p->arrows)
     if (a.orphan == 0 && a.flow.src == client && a.x1 > 20 && a.x1 < plot.w - 20) arrow = &a;
   ASSERT_NE(arrow, nullptr) << p->arrows.size() << " arrows";
@@ -426,24 +432,26 @@ TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
   EXPECT_TRUE(shown(analysis::hex_ascii(payload->bytes))) << "hex and text side by side";
   EXPECT_TRUE(shown("72 65 71 20")) << "'req ' in hex";
 
-  // A sample of a queue's depth counter, clicked: its counter event.
+  // A sample of a queue's depth counter, clicked: its counter event. (Of
+  // any counter row with a sample alone within 8 pixels, inside the plot.)
   const render::Row* counter = nullptr;
-  for (const render::Row& r : p->request.layout.rows)
-    if (r.kind == render::Row::Counter && !counter) counter = &r;
-  ASSERT_NE(counter, nullptr);
-  const render::Lane& cl = scene_->lanes()[counter->lane];
-  const index::TraceIndex& ix = *scene_->sources()[cl.source].index;
-  const auto samples = ix.items(cl.counters[counter->index], ix.first_ts(), ix.last_ts());
-  const index::Item* sample = nullptr;
-  for (const index::Item& s : samples) {
-    const double x = axis.x(ix.to_ns(s.start));
-    if (x < 20 || x > plot.w - 20) continue;
-    bool alone = true;  // no other sample within 8 pixels
-    for (const index::Item& o : samples)
-      alone &= &o == &s || std::fabs(axis.x(ix.to_ns(o.start)) - x) > 8;
-    if (alone) sample = &s;
+  const index::TraceIndex& ix = *scene_->sources()[0].index;
+  std::optional<index::Item> found;
+  for (const render::Row& r : p->request.layout.rows) {
+    if (r.kind != render::Row::Counter || found) continue;
+    const render::Lane& l = scene_->lanes()[r.lane];
+    const auto samples = ix.items(l.counters[r.index], ix.first_ts(), ix.last_ts());
+    for (const index::Item& s : samples) {
+      const double x = axis.x(ix.to_ns(s.start));
+      if (x < 20 || x > plot.w - 20) continue;
+      bool alone = true;
+      for (const index::Item& o : samples) alone &= &o == &s || std::fabs(axis.x(ix.to_ns(o.start)) - x) > 8;
+      if (alone) counter = &r, found = s;
+    }
   }
-  ASSERT_NE(sample, nullptr) << samples.size() << " samples";
+  ASSERT_TRUE(found) << "a counter's sample alone in the window";
+  const index::Item* sample = &*found;
+  const render::Lane& cl = scene_->lanes()[counter->lane];
   click(plot.x + float(axis.x(ix.to_ns(sample->start))), plot.y + counter->y + counter->h / 2);
   pump();
   ASSERT_EQ(v_->selected_events().size(), 1u);
