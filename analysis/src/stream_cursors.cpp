@@ -54,6 +54,7 @@ class BaseCursor : public Cursor {
       : ix_(ix), filter_(e.filter), kind_(base_kind(e.op)), keep_(keep) {
     threads_ = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
     if (e.op == Op::Field) select_fields();
+    if (!filter_.where.empty()) catalog_ = ix.catalog_snapshot();  // (read by every decoding thread: set before them)
     auto streams = e.op == Op::Field ? std::vector<StreamInfo>{} : ix.streams();
     for (int id : select_streams(ix, e)) {
       const StreamInfo& s = streams[size_t(id)];
@@ -165,7 +166,6 @@ class BaseCursor : public Cursor {
   // fields and arguments read from the chunks from the earliest start on.
   void apply_where(const Lane& l, uint64_t w1, std::vector<Record>& out) {
     if (out.empty()) return;
-    if (!catalog_) catalog_ = ix_.catalog_snapshot();
     const trace::Catalog& c = *catalog_;
     uint64_t lo = UINT64_MAX;
     for (const Record& r : out) lo = std::min(lo, r.start);
