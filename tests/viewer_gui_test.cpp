@@ -408,6 +408,9 @@ TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
   EXPECT_TRUE(shown("name (s)  " + name));
 
   // A request's arrow (client to worker), clicked where it is on screen.
+  // (The picture of now: the viewer may have drawn another since.)
+  p = v_->figure_timeline(0);
+  ASSERT_NE(p, nullptr);
   const render::Arrow* arrow = nullptr;
   for (const render::Arrow& a : p->arrows)
     if (a.orphan == 0 && a.flow.src == client && a.x1 > 20 && a.x1 < plot.w - 20) arrow = &a;
@@ -434,7 +437,9 @@ TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
 
   // A sample of a queue's depth counter, clicked: its counter event. (Of
   // any counter row with a sample alone within 8 pixels, inside the plot.)
-  const render::Row* counter = nullptr;
+  p = v_->figure_timeline(0);
+  ASSERT_NE(p, nullptr);
+  std::optional<render::Row> counter;  // (copies: the picture may go once clicked)
   const index::TraceIndex& ix = *scene_->sources()[0].index;
   std::optional<index::Item> found;
   for (const render::Row& r : p->request.layout.rows) {
@@ -446,7 +451,7 @@ TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
       if (x < 20 || x > plot.w - 20) continue;
       bool alone = true;
       for (const index::Item& o : samples) alone &= &o == &s || std::fabs(axis.x(ix.to_ns(o.start)) - x) > 8;
-      if (alone) counter = &r, found = s;
+      if (alone) counter = r, found = s;
     }
   }
   ASSERT_TRUE(found) << "a counter's sample alone in the window";
