@@ -76,7 +76,7 @@ const FieldView* EventView::field(std::string_view name) const {
 
 bool is_argument_type(const trace::Catalog& c, uint16_t type) {
   const format::EventTypeDef* d = c.schema.find(type);
-  return d && type >= format::kFirstUserType && !d->name.empty() && d->name[0] == '.';
+  return d && format::is_argument_type(*d);
 }
 
 EventView describe(const trace::Catalog& c, const index::EventData& e) {
@@ -246,13 +246,13 @@ uint64_t search_fields(const index::TraceIndex& ix, const FieldSearch& s, uint64
     uint32_t last_name = 0;  // of the last event that is not an argument event
     auto hit = [&](const trace::Event& e, const format::EventTypeDef& d, size_t k, std::string value) {
       if (found++ >= limit) return;
-      const bool argument = !d.name.empty() && d.name[0] == '.';
+      const bool argument = format::is_argument_type(d);
       out.push_back({f.id, e.ts, argument ? std::string(c.string(last_name)) : d.name, d.fields[k].name, std::move(value)});
     };
     const bool ok = ix.decode_events(f.id, t0, t1, [&](const trace::Event& e) {
       const format::EventTypeDef* d = c.schema.find(e.type);
       if (!d) return;
-      const bool user = e.type >= format::kFirstUserType, argument = user && !d->name.empty() && d->name[0] == '.';
+      const bool user = e.type >= format::kFirstUserType, argument = format::is_argument_type(*d);
       if (!argument)
         last_name = !d->fields.empty() && d->fields[0].type == format::FieldType::String ? uint32_t(e.u[0]) : 0;
       for (size_t k = 0; k < d->fields.size() && k < e.field_count; ++k) {
@@ -264,14 +264,7 @@ uint64_t search_fields(const index::TraceIndex& ix, const FieldSearch& s, uint64
           const std::string_view b = e.bytes[k];
           const bool text = is_text(b);
           if ((!s.bytes.empty() && b.find(s.bytes) != std::string_view::npos) || (s.text && text && s.text(b))) {
-            std::string hexed;
-            if (!text)
-              for (unsigned char ch : b.substr(0, 64)) {
-                char two[3];
-                std::snprintf(two, sizeof two, "%02x", ch);
-                hexed += two;
-              }
-            hit(e, *d, k, text ? std::string(b) : "0x" + hexed + (b.size() > 64 ? "..." : ""));
+            hit(e, *d, k, text ? std::string(b) : "0x" + hex(b.substr(0, 64)) + (b.size() > 64 ? "..." : ""));
           }
         }
       }
@@ -279,6 +272,14 @@ uint64_t search_fields(const index::TraceIndex& ix, const FieldSearch& s, uint64
     if (!ok) return found;
   }
   return found;
+}
+
+std::string hex(std::string_view bytes) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) out += kDigits[c >> 4], out += kDigits[c & 15];
+  return out;
 }
 
 std::string hex_ascii(std::string_view bytes, size_t per_line) {

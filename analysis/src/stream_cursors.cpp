@@ -141,7 +141,7 @@ class BaseCursor : public Cursor {
     for (uint32_t code = format::kFirstUserType; code <= format::kMaxEventType; ++code) {
       const format::EventTypeDef* d = catalog_->schema.find(uint16_t(code));
       if (!d) continue;
-      const bool argument = !d->name.empty() && d->name[0] == '.';
+      const bool argument = format::is_argument_type(*d);
       if (!argument && !name.matches(d->name)) continue;
       for (size_t k = 0; k < d->fields.size(); ++k) {
         const format::FieldType t = d->fields[k].type;
@@ -212,7 +212,7 @@ class BaseCursor : public Cursor {
     ix_.decode_events(l.feedlet, lo, w1, [&](const trace::Event& e) {
       const format::EventTypeDef* d = c.schema.find(e.type);
       if (!d) return;
-      const bool argument = e.type >= format::kFirstUserType && !d->name.empty() && d->name[0] == '.';
+      const bool argument = format::is_argument_type(*d);
       if (!argument) {
         finish();
         const bool begin = e.type == format::kIntervalBegin || e.type == format::kFuncEnter || e.type == format::kInstant;

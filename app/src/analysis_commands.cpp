@@ -83,14 +83,9 @@ struct Names {
         if (f.type == 'b' && analysis::is_text(f.bytes) && f.name != "payload") {
           j["value"] = f.bytes;  // an argument's string; a payload is bytes whatever they hold
         } else if (f.type == 'b' || f.type == '?') {
-          std::string hex, text;
-          for (unsigned char c : f.bytes) {
-            char b[3];
-            std::snprintf(b, sizeof b, "%02x", c);
-            hex += b;
-            text += c >= 0x20 && c < 0x7f ? char(c) : '.';
-          }
-          j["size"] = f.bytes.size(), j["hex"] = hex, j["ascii"] = text;
+          std::string text;
+          for (unsigned char c : f.bytes) text += c >= 0x20 && c < 0x7f ? char(c) : '.';
+          j["size"] = f.bytes.size(), j["hex"] = analysis::hex(f.bytes), j["ascii"] = text;
         } else if (f.numeric && f.type == 'f') {
           j["value"] = std::isfinite(f.number) ? json(f.number) : json(f.text);
         } else if (f.numeric) {

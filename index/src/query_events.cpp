@@ -10,10 +10,6 @@ namespace tinescope::index {
 
 namespace {
 
-size_t chunk_holding(const FeedletState& f, uint64_t k) {
-  return partition_index(f.chunks, 0, f.chunks.size(), [&](const FeedletChunk& c) { return c.first_event <= k; }) - 1;
-}
-
 EventData event_data(const trace::Event& e, const format::Schema& schema, uint64_t position, const ChunkRecord& r) {
   EventData d;
   d.feedlet = r.feedlet, d.position = position, d.chunk_offset = r.offset, d.chunk_sequence = r.sequence;
@@ -27,13 +23,18 @@ EventData event_data(const trace::Event& e, const format::Schema& schema, uint64
   return d;
 }
 
+// What went wrong with chunk record `chunk`, naming its place in the trace.
+std::string chunk_error(const State& s, uint32_t chunk, const std::string& trace, const std::string& what) {
+  return "chunk at offset " + std::to_string(s.chunks[chunk].offset) + " of " + trace + ": " + what;
+}
+
 // Chunk c of f, read and its payload decompressed whole: the raw payload, or
 // null with why.
 const uint8_t* whole_payload(const State& s, const FeedletState& f, size_t c, ChunkBuffers& buf,
                              format::ChunkHeader& h, const std::string& trace, std::string& why) {
   const FeedletChunk& fc = f.chunks[c];
   auto fail = [&](const std::string& what) {
-    why = "chunk at offset " + std::to_string(s.chunks[fc.chunk].offset) + " of " + trace + ": " + what;
+    why = chunk_error(s, fc.chunk, trace, what);
     return nullptr;
   };
   if (!chunk_readable(s, f, c)) return fail("its record in the index is damaged");
@@ -71,7 +72,7 @@ bool TraceIndex::decode_events(uint32_t feedlet, uint64_t t0, uint64_t t1,
         },
         reason, skipped);
     if (!ok) {
-      why = "chunk at offset " + std::to_string(s_->chunks[f->chunks[c].chunk].offset) + " of " + trace_path_ + ": " + reason;
+      why = chunk_error(*s_, f->chunks[c].chunk, trace_path_, reason);
       return false;
     }
   }
@@ -86,7 +87,7 @@ bool TraceIndex::read_events(uint32_t feedlet, uint64_t k, uint64_t count, std::
   const uint64_t end = std::min(f->events, k + std::min<uint64_t>(count, f->events));
   PayloadBuffer lease;
   ChunkBuffers& buf = lease.get();
-  for (size_t c = k < end ? chunk_holding(*f, k) : f->chunks.size(); k < end && c < f->chunks.size(); ++c) {
+  for (size_t c = k < end ? chunk_of_position(*f, k) : f->chunks.size(); k < end && c < f->chunks.size(); ++c) {
     const FeedletChunk& fc = f->chunks[c];
     const ChunkRecord& r = s_->chunks[fc.chunk];
     format::ChunkHeader h;
@@ -103,7 +104,7 @@ bool TraceIndex::read_events(uint32_t feedlet, uint64_t k, uint64_t count, std::
         },
         reason, skipped, true);
     if (!ok) {
-      why = "chunk at offset " + std::to_string(r.offset) + " of " + trace_path_ + ": " + reason;
+      why = chunk_error(*s_, fc.chunk, trace_path_, reason);
       return false;
     }
     k = std::max(k, first + h.event_count);

@@ -38,10 +38,6 @@ std::vector<std::pair<uint64_t, uint16_t>> chunk_events(const State& s, const La
   return ev;
 }
 
-size_t chunk_of_position(const FeedletState& f, uint64_t k) {
-  return partition_index(f.chunks, 0, f.chunks.size(), [&](const FeedletChunk& c) { return c.first_event <= k; }) - 1;
-}
-
 }  // namespace
 
 bool TraceIndex::feedlet_event(uint32_t feedlet, uint64_t k, EventRef& out) const {

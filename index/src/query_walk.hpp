@@ -25,6 +25,11 @@ inline size_t chunks_starting_by(const State& s, const FeedletState& f, uint64_t
                          [&](const FeedletChunk& c) { return s.chunks[c.chunk].first_ts <= t; });
 }
 
+// Index of the chunk of `f` that holds its k-th event (k below its event count).
+inline size_t chunk_of_position(const FeedletState& f, uint64_t k) {
+  return partition_index(f.chunks, 0, f.chunks.size(), [&](const FeedletChunk& c) { return c.first_event <= k; }) - 1;
+}
+
 // Index of the first chunk of `f` whose last event is at or after t.
 inline size_t first_chunk_at(const State& s, const FeedletState& f, uint64_t t) {
   return partition_index(f.chunks, 0, f.chunks.size(),

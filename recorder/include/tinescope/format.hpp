@@ -204,6 +204,12 @@ struct Schema {
   }
 };
 
+// An argument type (docs/FORMAT.md, "Arguments"): a user type whose name
+// begins with '.'; its events carry more fields of the event before them.
+inline bool is_argument_type(const EventTypeDef& d) {
+  return d.code >= kFirstUserType && !d.name.empty() && d.name[0] == '.';
+}
+
 // The built-in event types of this version (what the writer puts in the header).
 const Schema& builtin_schema();
 

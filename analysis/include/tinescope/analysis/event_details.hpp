@@ -93,6 +93,9 @@ uint64_t search_fields(const index::TraceIndex& ix, const FieldSearch& s, uint64
 // argument's string, not a binary payload.
 bool is_text(std::string_view bytes);
 
+// Bytes as hex digits, two a byte: "616263".
+std::string hex(std::string_view bytes);
+
 // Bytes as hex and ASCII side by side, `per_line` bytes a line:
 // "0000  48 65 6c 6c 6f                                    Hello".
 std::string hex_ascii(std::string_view bytes, size_t per_line = 16);
