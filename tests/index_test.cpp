@@ -2259,7 +2259,9 @@ TEST(Index, ATraceOutOfThePageCacheIsReadPastIt) {
   const auto [middle_cached, middle] = resident_pages(path, 0.5, 0.75);
   EXPECT_LT(middle_cached, middle / 10) << "indexed past the page cache";
   EXPECT_EQ(slurp(path), bytes);  // (now in the page cache)
-  EXPECT_EQ(resident_pages(path).first, pages);
+  // (Mostly: under memory pressure, e.g. the sanitizer suites run side by
+  // side, the kernel may already have dropped a page or two of it.)
+  EXPECT_GT(resident_pages(path).first, pages * 9 / 10);
   o.index_path = idx_b;
   auto b = TraceIndex::build(path, error, o);
   ASSERT_TRUE(b) << error;
