@@ -53,6 +53,11 @@ else
     --period 45.351474us --fold 1024 --strip 4
   build/app/tinescope render "$trace" -o out/demo-audio-wrong-period.png --figure scope --lanes audio \
     --period 45.40us --fold 1024 --strip 4
+  # The transactions' latencies over the GC phases (TuningFork's figure 5), and their histogram.
+  build/app/tinescope render "$trace" -o out/demo-latency.png --figure stream --size 1400x420 \
+    --stream 'field(name="transaction", "latency_ms")' --stream 'intervals(name="gc.*")'
+  build/app/tinescope render "$trace" -o out/demo-latency-histogram.png --figure histogram --size 800x400 \
+    --stream 'field(name="transaction", "latency_ms")'
   # The viewer itself on a virtual display, its analysis panel bookmarking the long GC quanta.
   xvfb-run -a -s "-screen 0 1400x900x24" build/app/tinescope view "$trace" --size 1400x900 --frames 200 \
     --bookmark 'longer(intervals(name="gc.quantum"), 600us)' --snapshot out/demo-analysis.png > /dev/null

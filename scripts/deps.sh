@@ -10,6 +10,7 @@ TINESCOPE_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   strace
   libglfw3-dev libimgui-dev libepoxy-dev libegl-dev libegl1-mesa-dev libgl1-mesa-dri libstb-dev
+  libcairo2-dev fonts-dejavu-core
   xvfb xauth xdotool
   clang-14 libclang-rt-14-dev python3
 )

@@ -61,7 +61,7 @@ void AnalysisPanel::poll(SharedView& v) {
     bookmark_when_done_ = false;
   }
   if (ready(hist_job_)) {
-    hist_ = std::make_shared<PlayableHistogram>(hist_job_.get());
+    hist_ = std::make_shared<render::PlayableHistogram>(hist_job_.get());
     if (hist_->log_asked != hist_log_) start_histogram();  // the box was ticked while it was binned
   }
   if (ready(stats_job_)) {

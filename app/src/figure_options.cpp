@@ -8,8 +8,12 @@
 
 namespace tinescope::app {
 
-void add_figure_options(CLI::App& cmd, FigureOptions& o) {
-  cmd.add_option("--figure", o.figure, "timeline or scope")->check(CLI::IsMember({"timeline", "scope"}));
+void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::string>& more_figures) {
+  std::vector<std::string> figures = {"timeline", "scope"};
+  figures.insert(figures.end(), more_figures.begin(), more_figures.end());
+  std::string help;
+  for (const std::string& f : figures) help += (help.empty() ? "" : f == figures.back() ? " or " : ", ") + f;
+  cmd.add_option("--figure", o.figure, help)->check(CLI::IsMember(figures));
   cmd.add_option("--from", o.from, "start of the view, from the start of the trace (e.g. 1.5s, 300us)");
   cmd.add_option("--to", o.to, "end of the view (default: the end of the trace)");
   cmd.add_option("--period", o.period, "scope: strip duration (e.g. 45.3515us)");

@@ -18,7 +18,8 @@ struct FigureOptions {
   float names_px = render::TimelineGeometry::kNamesPx;
 };
 
-void add_figure_options(CLI::App& cmd, FigureOptions& o);
+// `more_figures`: figures this command draws besides the timeline and scope.
+void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::string>& more_figures = {});
 // "1.5s", "300us", "45.3515us", "12ns", "7" (ns): nanoseconds (fractions kept).
 bool parse_duration(const std::string& text, double& ns);
 // FigureParams for the scene; false with a message for a bad value.

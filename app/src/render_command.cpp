@@ -1,10 +1,13 @@
 // `tinescope render TRACE... -o out.png`: a figure drawn headless through
-// EGL, exactly as the viewer draws it at the same size.
+// EGL, exactly as the viewer draws it at the same size; the charts of
+// streams (a time series, a histogram) drawn with cairo as PNG, SVG or PDF.
 #include <cctype>
 #include <cstdio>
 
 #include "commands.hpp"
 #include "figure_options.hpp"
+#include "tinescope/analysis/stream_expr.hpp"
+#include "tinescope/render/chart.hpp"
 #include "tinescope/render/headless.hpp"
 
 namespace tinescope::app {
@@ -15,7 +18,80 @@ struct RenderArgs {
   std::vector<std::string> traces;
   std::string size = "1280x800", out;
   FigureOptions figure;
+  std::vector<std::string> streams;  // the charts' streams
+  bool linear_bins = false;
 };
+
+// The stream and histogram charts: each stream evaluated over the window
+// (from the first trace), then drawn with cairo.
+int run_chart(const RenderArgs& a, int w, int h) {
+  render::ChartFormat format;
+  if (!render::chart_format(a.out, format)) {
+    std::fprintf(stderr, "tinescope render: %s: a chart is written as .png, .svg or .pdf; name the output so\n",
+                 a.out.c_str());
+    return 2;
+  }
+  render::Scene scene;
+  render::FigureParams f;
+  render::Marks marks;
+  if (int status = open_figure("render", a.traces, a.figure, scene, f, marks)) return status;
+  if (a.streams.empty()) {
+    std::fprintf(stderr, "tinescope render: --figure %s draws streams: give one with --stream, e.g. "
+                         "--stream 'field(name=\"transaction\", \"latency_ms\")'\n", a.figure.figure.c_str());
+    return 2;
+  }
+  const bool histogram = a.figure.figure == "histogram";
+  if (histogram && a.streams.size() != 1) {
+    std::fprintf(stderr, "tinescope render: --figure histogram bins one stream, not %zu\n", a.streams.size());
+    return 2;
+  }
+  const render::Source& src = scene.sources().front();
+  std::vector<std::unique_ptr<analysis::DerivedStream>> evaluated;
+  render::StreamChart chart;
+  std::string quantity;  // a field stream's field, named on the histogram's axis
+  for (const std::string& text : a.streams) {
+    analysis::Expr e;
+    std::string error;
+    if (!analysis::parse_stream(text, e, error)) {
+      std::fprintf(stderr, "tinescope render: stream '%s': %s\n", text.c_str(), error.c_str());
+      return 2;
+    }
+    analysis::EvalOptions o;
+    o.t0 = src.catalog->clock.to_ticks(f.t0), o.t1 = src.catalog->clock.to_ticks(f.t1);
+    auto s = analysis::DerivedStream::evaluate(*src.index, e, error, o);
+    if (!s) {
+      std::fprintf(stderr, "tinescope render: stream '%s': %s\n", text.c_str(), error.c_str());
+      return 2;
+    }
+    if (e.op == analysis::Op::Field) quantity = e.filter.field;
+    chart.streams.push_back({analysis::format_stream(e), s.get()});
+    evaluated.push_back(std::move(s));
+  }
+  std::string error;
+  bool ok;
+  uint64_t shown = 0;
+  if (histogram) {
+    const analysis::DerivedStream& s = *evaluated.front();
+    const auto hist = render::PlayableHistogram::build(s, src.catalog->clock, !a.linear_bins);
+    // Played up to the cursor, where one is given (the viewer's play head).
+    const uint64_t key = marks.cursor == render::Marks::kNone ? UINT64_MAX : src.catalog->clock.to_ticks(marks.cursor);
+    render::HistogramChart hc{chart.streams.front().label, &hist, hist.up_to(s, src.catalog->clock, key, shown), quantity};
+    ok = render::write_histogram_chart(a.out, w, h, hc, error);
+  } else {
+    chart.title = src.path;
+    chart.clock = &src.catalog->clock;
+    chart.t0 = f.t0, chart.t1 = f.t1, chart.origin = scene.first_ns(), chart.unit = scene.time_unit();
+    for (const auto& s : evaluated) shown += s->size();
+    ok = render::write_stream_chart(a.out, w, h, chart, error);
+  }
+  if (!ok) {
+    std::fprintf(stderr, "tinescope render: %s\n", error.c_str());
+    return 1;
+  }
+  std::printf("%s: %dx%d %s of %zu stream%s, %llu records\n", a.out.c_str(), w, h, a.figure.figure.c_str(),
+              a.streams.size(), a.streams.size() == 1 ? "" : "s", (unsigned long long)shown);
+  return 0;
+}
 
 int run_render(const RenderArgs& a) {
   int w = 0, h = 0;
@@ -23,13 +99,19 @@ int run_render(const RenderArgs& a) {
     std::fprintf(stderr, "tinescope render: --size wants WxH (64..16384), not '%s'\n", a.size.c_str());
     return 2;
   }
-  // PNG only, so far: a name that asks for another format is refused, not
-  // answered with a PNG under that name.
+  if (a.figure.figure == "stream" || a.figure.figure == "histogram") return run_chart(a, w, h);
+  if (!a.streams.empty()) {
+    std::fprintf(stderr, "tinescope render: --stream draws with --figure stream or histogram\n");
+    return 2;
+  }
+  // The timeline and scope are PNG only, so far: a name that asks for
+  // another format is refused, not answered with a PNG under that name.
   const size_t dot = a.out.rfind('.');
   std::string ext = dot == std::string::npos || a.out.find('/', dot) != std::string::npos ? "" : a.out.substr(dot + 1);
   for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
   if (ext != "png") {
-    std::fprintf(stderr, "tinescope render: %s: writes PNG pictures only; name the output .png\n", a.out.c_str());
+    std::fprintf(stderr, "tinescope render: %s: the %s is drawn as PNG only; name the output .png\n", a.out.c_str(),
+                 a.figure.figure.c_str());
     return 2;
   }
   render::Scene scene;
@@ -59,9 +141,12 @@ void add_render_command(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<RenderArgs>();
   CLI::App* cmd = app.add_subcommand("render", "draw a figure to a PNG, with no window (EGL)");
   cmd->add_option("traces", args->traces, "trace files (indexed if needed)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("-o,--output", args->out, "PNG to write")->required();
-  cmd->add_option("--size", args->size, "WxH in pixels");
-  add_figure_options(*cmd, args->figure);
+  cmd->add_option("-o,--output", args->out, "the picture to write: .png; the charts also .svg or .pdf")->required();
+  cmd->add_option("--size", args->size, "WxH in pixels (points in SVG and PDF)");
+  add_figure_options(*cmd, args->figure, {"stream", "histogram"});
+  cmd->add_option("--stream", args->streams,
+                  "stream and histogram: a stream to draw (docs/ANALYSIS.md); repeatable for the stream chart");
+  cmd->add_flag("--linear-bins", args->linear_bins, "histogram: linear bins (default: logarithmic where values allow)");
   cmd->callback([args, exit_code] { *exit_code = run_render(*args); });
 }
 

@@ -17,6 +17,7 @@
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/duration_stats.hpp"
 #include "tinescope/render/figure.hpp"
+#include "tinescope/render/histogram.hpp"
 #include "tinescope/render/scene.hpp"
 #include "tinescope/render/time_axis.hpp"
 
@@ -32,31 +33,6 @@ struct SharedView {
   bool playing = false;     // playing or live: the play head is the window's right edge
   std::function<void(int64_t t0, int64_t t1)> set_window;
   std::function<void(const char* id)> record_control;  // the last ImGui item, for tests and tools
-};
-
-// Durations of an interval stream in bins, and how many of them end at or
-// before any time: the histogram "plays" (checkpoints every `every` records,
-// so a play head costs at most that many records to count).
-// Of an interval stream, its durations (ns); of a sample stream (a counter,
-// a field), its values.
-struct PlayableHistogram {
-  bool log_bins = true;
-  bool log_asked = true;        // what was asked (values not all above 0 are binned linearly)
-  bool durations = true;        // false: the records' values
-  double lo_ns = 0, hi_ns = 1;  // log: the bins span [lo, hi] geometrically; linear: durations [0, hi], values [lo, hi]
-  uint32_t bins = 48;
-  uint64_t every = 1;
-  std::vector<std::vector<uint64_t>> checkpoints;  // [k]: counts of records [0, k * every)
-  uint32_t bin(double ns) const;
-  double bin_low(uint32_t b) const;  // ns (values)
-  double quantity(const analysis::Record& r, double ns_per_tick) const {
-    return durations ? double(r.duration()) * ns_per_tick : r.value;
-  }
-  std::string label(double x) const;  // a bin edge as text
-  // Counts of the records whose key is at or before `key_ticks`; `shown` gets how many.
-  std::vector<uint64_t> up_to(const analysis::DerivedStream& s, const trace::ClockMap& clock, uint64_t key_ticks,
-                              uint64_t& shown) const;
-  static PlayableHistogram build(const analysis::DerivedStream& s, const trace::ClockMap& clock, bool log_bins);
 };
 
 struct SearchHit {
@@ -150,8 +126,8 @@ class AnalysisPanel {
 
   // Histogram
   bool hist_log_ = true, hist_play_ = true;
-  std::future<PlayableHistogram> hist_job_;
-  std::shared_ptr<PlayableHistogram> hist_;
+  std::future<render::PlayableHistogram> hist_job_;
+  std::shared_ptr<render::PlayableHistogram> hist_;
   std::vector<uint64_t> hist_counts_;
   uint64_t hist_shown_ = 0;
   int64_t play_head_ = render::Marks::kNone;

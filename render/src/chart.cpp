@@ -1,0 +1,288 @@
+#include "tinescope/render/chart.hpp"
+
+#include <cairo-pdf.h>
+#include <cairo-svg.h>
+#include <cairo.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+#include "tinescope/render/stream_picture.hpp"
+
+namespace tinescope::render {
+
+namespace {
+
+// A drawing surface of the asked format: PNG is drawn in memory and written
+// at the end; SVG and PDF stream to their file as they are drawn.
+class Canvas {
+ public:
+  Canvas(const std::string& path, int width, int height, std::string& error) : path_(path) {
+    if (!chart_format(path, format_)) {
+      error = path + ": writes .png, .svg or .pdf; name the output so";
+      return;
+    }
+    surface_ = format_ == ChartFormat::Png ? cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width, height)
+               : format_ == ChartFormat::Svg ? cairo_svg_surface_create(path.c_str(), width, height)
+                                             : cairo_pdf_surface_create(path.c_str(), width, height);
+    if (cairo_surface_status(surface_) != CAIRO_STATUS_SUCCESS) {
+      error = path + ": " + cairo_status_to_string(cairo_surface_status(surface_));
+      return;
+    }
+    cr_ = cairo_create(surface_);
+    cairo_select_font_face(cr_, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_font_size(cr_, 11);
+    // Paper white: the charts are for reports and papers as much as screens.
+    cairo_set_source_rgb(cr_, 1, 1, 1);
+    cairo_paint(cr_);
+  }
+  ~Canvas() {
+    if (cr_) cairo_destroy(cr_);
+    if (surface_) cairo_surface_destroy(surface_);
+  }
+  bool ok() const { return cr_ != nullptr; }
+  cairo_t* cr() const { return cr_; }
+
+  bool finish(std::string& error) {
+    cairo_status_t st = cairo_status(cr_);
+    if (st == CAIRO_STATUS_SUCCESS && format_ == ChartFormat::Png) st = cairo_surface_write_to_png(surface_, path_.c_str());
+    cairo_surface_finish(surface_);
+    if (st == CAIRO_STATUS_SUCCESS) st = cairo_surface_status(surface_);
+    if (st != CAIRO_STATUS_SUCCESS) error = path_ + ": " + cairo_status_to_string(st);
+    return st == CAIRO_STATUS_SUCCESS;
+  }
+
+  void colour(uint32_t rgba, double alpha = 1) {
+    cairo_set_source_rgba(cr_, (rgba & 0xff) / 255.0, (rgba >> 8 & 0xff) / 255.0, (rgba >> 16 & 0xff) / 255.0, alpha);
+  }
+  void grey(double g, double alpha = 1) { cairo_set_source_rgba(cr_, g, g, g, alpha); }
+  // Text with its left (align 0), centre (0.5) or right (1) at x, its baseline at y.
+  double text(const std::string& s, double x, double y, double align = 0) {
+    cairo_text_extents_t e;
+    cairo_text_extents(cr_, s.c_str(), &e);
+    cairo_move_to(cr_, x - e.x_advance * align, y);
+    cairo_show_text(cr_, s.c_str());
+    return e.x_advance;
+  }
+  void line(double x0, double y0, double x1, double y1, double width) {
+    cairo_set_line_width(cr_, width);
+    cairo_move_to(cr_, x0, y0);
+    cairo_line_to(cr_, x1, y1);
+    cairo_stroke(cr_);
+  }
+  void rect(double x0, double y0, double x1, double y1) {
+    cairo_rectangle(cr_, x0, y0, x1 - x0, y1 - y0);
+    cairo_fill(cr_);
+  }
+
+ private:
+  std::string path_;
+  ChartFormat format_ = ChartFormat::Png;
+  cairo_surface_t* surface_ = nullptr;
+  cairo_t* cr_ = nullptr;
+};
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+void frame(Canvas& c, const ChartPlot& p) {
+  c.grey(0.25);
+  cairo_set_line_width(c.cr(), 1);
+  cairo_rectangle(c.cr(), p.x0 - 0.5, p.y0 - 0.5, p.w() + 1, p.h() + 1);
+  cairo_stroke(c.cr());
+}
+
+}  // namespace
+
+// A qualitative palette that prints and reads on white: the viewer's hashed
+// colours may come out alike for two streams of one chart.
+uint32_t series_colour(size_t i) {
+  static constexpr uint32_t kPalette[] = {0xffb47729u, 0xff0e7fffu, 0xff2ca02cu, 0xff2827d6u,
+                                          0xffbd6794u, 0xff4b568cu, 0xffc277e3u, 0xffcfbe17u};
+  return kPalette[i % (sizeof kPalette / sizeof kPalette[0])];
+}
+
+ChartPlot stream_chart_plot(int width, int height, size_t streams) {
+  return {72, 30 + 16.0 * double(streams), double(width) - 16, double(height) - 40};
+}
+
+ChartPlot histogram_chart_plot(int width, int height) { return {72, 48, double(width) - 24, double(height) - 44}; }
+
+bool chart_format(const std::string& path, ChartFormat& format) {
+  const size_t dot = path.rfind('.');
+  if (dot == std::string::npos || path.find('/', dot) != std::string::npos) return false;
+  std::string ext = path.substr(dot + 1);
+  for (char& ch : ext) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  if (ext == "png") format = ChartFormat::Png;
+  else if (ext == "svg") format = ChartFormat::Svg;
+  else if (ext == "pdf") format = ChartFormat::Pdf;
+  else return false;
+  return true;
+}
+
+std::vector<double> value_ticks(double lo, double hi, int count) {
+  std::vector<double> out;
+  if (!(hi > lo) || count < 1 || !std::isfinite(hi - lo)) return out;
+  const double raw = (hi - lo) / count;
+  double step = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (step * m >= raw * (1 - 1e-9)) {
+      step *= m;
+      break;
+    }
+  for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step)
+    out.push_back(std::fabs(v) < step * 1e-9 ? 0 : v);
+  return out;
+}
+
+bool write_stream_chart(const std::string& path, int width, int height, const StreamChart& chart, std::string& error) {
+  Canvas c(path, width, height, error);
+  if (!c.ok()) return false;
+  const ChartPlot p = stream_chart_plot(width, height, chart.streams.size());
+  if (p.w() < 16 || p.h() < 16) {
+    error = path + ": too small for " + std::to_string(chart.streams.size()) + " streams and their axes";
+    return false;
+  }
+  const TimeAxis axis(chart.t0, chart.t1, p.w());
+  const uint32_t columns = uint32_t(std::max(1.0, p.w()));
+  std::vector<StreamPicture> pictures;
+  double lo = INFINITY, hi = -INFINITY;  // the sample streams' one value axis
+  for (const ChartStream& s : chart.streams) {
+    pictures.push_back(build_stream_picture(*s.stream, *chart.clock, axis, chart.t0, chart.t1, columns));
+    if (!pictures.back().intervals) lo = std::min(lo, pictures.back().lo), hi = std::max(hi, pictures.back().hi);
+  }
+  const bool values = lo <= hi;
+  if (values && !(hi > lo)) hi = lo + 1;
+
+  c.grey(0.1);
+  cairo_set_font_size(c.cr(), 13);
+  c.text(chart.title, p.x0, 18);
+  cairo_set_font_size(c.cr(), 11);
+  // The legend: each stream, its colour and what it holds.
+  for (size_t i = 0; i < chart.streams.size(); ++i) {
+    const double y = 30 + 16.0 * double(i);
+    const StreamPicture& pic = pictures[i];
+    c.colour(series_colour(i), pic.intervals ? 0.45 : 1);
+    c.rect(p.x0, y + 2, p.x0 + 14, y + 12);
+    c.grey(0.1);
+    const uint64_t n = chart.streams[i].stream->size();
+    const std::string what = pic.intervals ? std::to_string(n) + " intervals (shaded where they run)"
+                                           : std::to_string(n) + " samples, " + number(pic.lo) + " .. " + number(pic.hi);
+    c.text(chart.streams[i].label + "   " + what, p.x0 + 20, y + 11);
+  }
+
+  // Axes: value grid and labels, then time ticks.
+  auto y_of = [&](double v) { return p.y1 - (v - lo) / (hi - lo) * p.h(); };
+  if (values)
+    for (double v : value_ticks(lo, hi, std::max(2, int(p.h() / 40)))) {
+      c.grey(0.88);
+      c.line(p.x0, std::round(y_of(v)) + 0.5, p.x1, std::round(y_of(v)) + 0.5, 1);
+      c.grey(0.25);
+      c.text(number(v), p.x0 - 6, y_of(v) + 4, 1);
+    }
+  const std::vector<Tick> tk = ticks(axis, 110, chart.origin);
+  const int64_t step = tk.size() > 1 ? tk[1].t - tk[0].t : std::max<int64_t>(1, chart.t1 - chart.t0);
+  for (const Tick& t : tk) {
+    const double x = std::round(p.x0 + t.x) + 0.5;
+    c.grey(0.25);
+    c.line(x, p.y1, x, p.y1 + 4, 1);
+    c.text(format_time(t.t - chart.origin, step, chart.unit), x, p.y1 + 16, 0.5);
+  }
+  c.grey(0.4);
+  c.text("time from the start of the trace", (p.x0 + p.x1) / 2, p.y1 + 32, 0.5);
+
+  cairo_save(c.cr());
+  cairo_rectangle(c.cr(), p.x0, p.y0, p.w(), p.h());
+  cairo_clip(c.cr());
+  // Intervals first, under the values: each bucket's span shaded by the
+  // share of it they cover, and a solid band along the bottom so the short
+  // ones show too.
+  for (size_t i = 0; i < chart.streams.size(); ++i) {
+    if (!pictures[i].intervals) continue;
+    const uint32_t rgba = series_colour(i);
+    for (const StreamPicture::Bar& b : pictures[i].bars) {
+      const double x0 = p.x0 + std::max(b.x0, -1.0), x1 = std::max(p.x0 + std::min(b.x1, p.w() + 1), x0 + 1);
+      c.colour(rgba, 0.10 + 0.25 * b.cover);
+      c.rect(x0, p.y0, x1, p.y1);
+      c.colour(rgba, 0.9);
+      c.rect(x0, p.y1 - 6, x1, p.y1);
+    }
+  }
+  // Samples: each column's min..max, joined from one column's last value to
+  // the next one's first.
+  for (size_t i = 0; i < chart.streams.size(); ++i) {
+    if (pictures[i].intervals) continue;
+    c.colour(series_colour(i));
+    bool first = true;
+    double last_x = 0, last_y = 0;
+    for (const StreamPicture::Range& r : pictures[i].ranges) {
+      const double x0 = p.x0 + r.x0, x1 = std::max(p.x0 + r.x1, x0 + 1);
+      c.rect(x0, y_of(r.max) - 0.75, x1, y_of(r.min) + 0.75);
+      if (!first) c.line(last_x, last_y, x0, y_of(r.first), 1);
+      first = false, last_x = x1, last_y = y_of(r.last);
+    }
+  }
+  cairo_restore(c.cr());
+  frame(c, p);
+  return c.finish(error);
+}
+
+bool write_histogram_chart(const std::string& path, int width, int height, const HistogramChart& chart,
+                           std::string& error) {
+  Canvas c(path, width, height, error);
+  if (!c.ok()) return false;
+  const PlayableHistogram& h = *chart.histogram;
+  const ChartPlot p = histogram_chart_plot(width, height);
+  if (p.w() < 16 || p.h() < 16 || chart.counts.size() != h.bins) {
+    error = path + (chart.counts.size() != h.bins ? ": the counts do not match the bins" : ": too small for a histogram");
+    return false;
+  }
+  uint64_t total = 0, top = 1;
+  for (uint64_t n : chart.counts) total += n, top = std::max(top, n);
+  c.grey(0.1);
+  cairo_set_font_size(c.cr(), 13);
+  c.text(chart.title, p.x0, 18);
+  cairo_set_font_size(c.cr(), 11);
+  c.text(std::to_string(total) + (h.durations ? " durations" : " values") + ", " + std::to_string(h.bins) +
+             (h.log_bins ? " logarithmic bins" : " bins"),
+         p.x0, 36);
+  // Counts on a square-root scale, as the viewer draws them: one needle
+  // still shows beside thousands. The axis says so, at round counts.
+  auto y_of = [&](double n) { return p.y1 - std::sqrt(n / double(top)) * p.h(); };
+  for (double v : value_ticks(0, double(top), 5)) {
+    if (v != std::floor(v)) continue;
+    c.grey(0.88);
+    c.line(p.x0, std::round(y_of(v)) + 0.5, p.x1, std::round(y_of(v)) + 0.5, 1);
+    c.grey(0.25);
+    c.text(number(v), p.x0 - 6, y_of(v) + 4, 1);
+  }
+  c.grey(0.4);
+  cairo_save(c.cr());
+  cairo_translate(c.cr(), 16, (p.y0 + p.y1) / 2);
+  cairo_rotate(c.cr(), -M_PI / 2);
+  c.text("count (square-root scale)", 0, 0, 0.5);
+  cairo_restore(c.cr());
+  const double bw = p.w() / h.bins;
+  c.colour(series_colour(0));
+  for (uint32_t b = 0; b < h.bins; ++b)
+    if (chart.counts[b]) c.rect(p.x0 + bw * b + 0.5, std::min(y_of(double(chart.counts[b])), p.y1 - 2), p.x0 + bw * (b + 1) - 0.5, p.y1);
+  // Bin edges: about one label per 90 points.
+  const uint32_t every = std::max<uint32_t>(1, uint32_t(std::ceil(90 / bw)));
+  for (uint32_t b = 0; b <= h.bins; b += every) {
+    const double x = std::round(p.x0 + bw * b) + 0.5;
+    c.grey(0.25);
+    c.line(x, p.y1, x, p.y1 + 4, 1);
+    c.text(h.label(h.bin_low(b)), x, p.y1 + 16, 0.5);
+  }
+  c.grey(0.4);
+  c.text(!chart.quantity.empty() ? chart.quantity : h.durations ? "duration" : "value", (p.x0 + p.x1) / 2, p.y1 + 32, 0.5);
+  frame(c, p);
+  return c.finish(error);
+}
+
+}  // namespace tinescope::render
