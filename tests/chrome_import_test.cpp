@@ -5,11 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <map>
 
+#include "tinescope/analysis/derived_stream.hpp"
+#include "tinescope/analysis/event_details.hpp"
 #include "tinescope/import/trace_import.hpp"
 #include "tinescope/index/trace_index.hpp"
 #include "trace_helpers.hpp"
@@ -514,7 +517,7 @@ TEST(ChromeImport, ALaneOfHundredsOfThousandsOfEventsComesThroughWhole) {
 uint64_t ftrace_ns(const std::string& seconds) { return uint64_t(std::llround(std::stod(seconds) * 1e6 * 1000.0)); }
 
 struct SwitchLine {
-  std::string ts, prev_pid, next_comm, next_pid;
+  std::string ts, prev_pid, next_comm, next_pid, prev_state;
 };
 
 // The sample's sched_switch lines, read here with nothing but string search.
@@ -532,7 +535,7 @@ std::vector<SwitchLine> switch_lines(const std::string& text) {
     size_t colon = line.find(": sched_switch");
     size_t space = line.rfind(' ', colon);
     out.push_back({line.substr(space + 1, colon - space - 1), value("prev_pid=", " "), value("next_comm=", " next_pid="),
-                   value("next_pid=", " ")});
+                   value("next_pid=", " "), value("prev_state=", " ")});
   }
   return out;
 }
@@ -570,6 +573,23 @@ TEST(FtraceImport, SchedSwitchMakesCpuSlicesAndWakeupsMakeFlows) {
     EXPECT_EQ(got[i].end, want[i].end) << i;
     EXPECT_EQ(got[i].depth, 0u) << "a CPU runs one thread at a time";
   }
+  // Each slice's end keeps the state its thread left in (ftrace's
+  // prev_state): where= picks the preempted (R, R+) ones and the sleeping.
+  for (const char* state : {"R*", "S"}) {
+    size_t n = 0;
+    for (size_t i = 1; i < switches.size(); ++i)
+      n += switches[i - 1].next_pid != "0" && switches[i - 1].next_pid == switches[i].prev_pid &&
+           analysis::NameMatcher(state).matches(switches[i].prev_state);
+    std::string error;
+    analysis::Expr e;
+    ASSERT_TRUE(analysis::parse_stream(std::string("intervals(thread=\"CPU 0\", where=\"prev_state = ") + state + "\")", e,
+                                       error)) << error;
+    auto s = analysis::DerivedStream::evaluate(*im.ix, e, error);
+    ASSERT_TRUE(s) << error;
+    EXPECT_EQ(s->size(), n) << "slices left in state " << state;
+    EXPECT_GT(n, 0u);
+  }
+
   // Named COMM-PID: the second switch's thread is kworker/0:0-13696, from .647576 to .647610.
   auto kworker = im.items(StreamKind::Interval, "CPU 0", "kworker/0:0-13696");
   ASSERT_FALSE(kworker.empty());
@@ -1029,6 +1049,50 @@ TEST(GraspImport, MigrationMutexesBuffersAndServers) {
   EXPECT_TRUE(read);
   EXPECT_TRUE(waiting);
   EXPECT_TRUE(migrated);
+}
+
+// Each job's slice keeps its job, task and processor, and at its end how it
+// ended; each job on its task's lane keeps where it arrived (issue 51).
+TEST(GraspImport, JobSlicesKeepTheirJobTaskProcessorAndHowTheyEnded) {
+  Imported im("multiprocessor.grasp", "grasp");
+  ASSERT_TRUE(im.ix);
+  // lane, start µs -> job, task, processor, how it ended (from the script above)
+  const std::map<std::pair<std::string, double>, std::array<std::string, 4>> want = {
+      {{"Core 1", 10}, {"job2.1", "Task 2", "Core 1", "completed"}},
+      {{"Core 2", 15}, {"job1.1", "Task 1", "Core 2", "preempted"}},  // (and resumed on core 1)
+      {{"Core 1", 22}, {"job1.1", "Task 1", "Core 1", "blocked"}},
+      {{"Core 1", 28}, {"job1.1", "Task 1", "Core 1", "completed"}},
+      {{"Task 1", 15}, {"job1.1", "Task 1", "Core 2", ""}},
+      {{"Task 2", 10}, {"job2.1", "Task 2", "Core 1", ""}}};
+  size_t seen = 0;
+  for (const std::string lane : {"Core 1", "Core 2", "Task 1", "Task 2"})
+    for (const Item& it : im.lane_intervals(lane)) {
+      std::vector<analysis::EventView> ev;
+      std::string why;
+      ASSERT_TRUE(analysis::item_events(*im.ix, im.lane.at(lane), it, ev, why)) << why;
+      ASSERT_EQ(ev.size(), 2u) << lane << " begin and end";
+      auto text = [&](const analysis::EventView& v, const char* name) {
+        const analysis::FieldView* f = v.field(name);
+        return f ? f->text : std::string("(none)");
+      };
+      const auto w = want.find({lane, it.start / 1e3});
+      ASSERT_NE(w, want.end()) << lane << " at " << it.start / 1e3;
+      EXPECT_EQ(text(ev[0], "job"), w->second[0]);
+      EXPECT_EQ(text(ev[0], "task"), w->second[1]);
+      EXPECT_EQ(text(ev[0], "processor"), w->second[2]);
+      EXPECT_EQ(text(ev[1], "ended"), w->second[3].empty() ? "(none)" : w->second[3]) << lane << " at " << it.start / 1e3;
+      ++seen;
+    }
+  EXPECT_EQ(seen, want.size());
+  // where= tests an end's fields too: the one preempted slice.
+  std::string error;
+  analysis::Expr e;
+  ASSERT_TRUE(analysis::parse_stream(R"(intervals(thread="Core *", where="ended = preempted"))", e, error)) << error;
+  auto s = analysis::DerivedStream::evaluate(*im.ix, e, error);
+  ASSERT_TRUE(s) << error;
+  ASSERT_EQ(s->size(), 1u);
+  EXPECT_EQ(s->records()[0].start, 15 * us);
+  EXPECT_EQ(s->records()[0].end, 22 * us);
 }
 
 // Two processors' traces concatenated, each on its own clock: core 2's runs

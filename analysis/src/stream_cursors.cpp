@@ -162,8 +162,9 @@ class BaseCursor : public Cursor {
   }
 
   // where=: keeps the records of lane l (intervals or instants of the
-  // window) whose begin, complete or instant event passes the tests, its
-  // fields and arguments read from the chunks from the earliest start on.
+  // window) whose begin, end, complete or instant event passes the tests
+  // (every test on one event), its fields and arguments read from the
+  // chunks from the earliest start on.
   void apply_where(const Lane& l, uint64_t w1, std::vector<Record>& out) {
     if (out.empty()) return;
     const trace::Catalog& c = *catalog_;
@@ -216,8 +217,11 @@ class BaseCursor : public Cursor {
       if (!argument) {
         finish();
         const bool begin = e.type == format::kIntervalBegin || e.type == format::kFuncEnter || e.type == format::kInstant;
-        if (!begin && e.type != format::kIntervalComplete) return;
-        pending = true, key = Key{e.ts, uint32_t(e.u[0]), e.type == format::kIntervalComplete};
+        // An end's fields (ftrace's prev_state, Grasp's ended) test its
+        // interval too: keyed by its end, as a complete event is.
+        const bool end = kind_ == StreamKind::Interval && e.type == format::kIntervalEnd;
+        if (!begin && !end && e.type != format::kIntervalComplete) return;
+        pending = true, key = Key{e.ts, uint32_t(e.u[0]), !begin};
         std::fill(result.begin(), result.end(), 0);
       }
       if (!pending) return;

@@ -285,7 +285,8 @@ void add_index_commands(CLI::App& app, int* exit_code) {
     std::printf("%s: %" PRIu64 " events read -> %" PRIu64 " events on %" PRIu64 " lane%s in %s\n", trace.c_str(),
                 r.events_read, r.events_written, r.feedlets, r.feedlets == 1 ? "" : "s", out.c_str());
     if (r.argument_events)
-      std::printf("  %" PRIu64 " of them with their arguments (cat, args, thread time) as fields\n", r.argument_events);
+      std::printf("  %" PRIu64 " of them carry the fields of the event before them (its arguments: find --event shows them)\n",
+                  r.argument_events);
     if (r.args_as_text)
       std::printf("  %" PRIu64 " events' arguments kept as one text field: more argument shapes than the format's %d types\n",
                   r.args_as_text, format::kMaxEventType - format::kFirstUserType);

@@ -412,6 +412,7 @@ void GraspReader::replay() {
     bool arrived = false, running = false, left = false;
     uint64_t arrival = 0, arrival_seq = 0, since = 0, left_at = 0;
     uint32_t on = 0, left_from = 0;  // the processor it runs on; the one it last left
+    uint32_t arrival_fields = 0, since_fields = 0;  // of its arrival; of the slice it runs
   };
   std::unordered_map<uint32_t, Job> jobs;
   std::map<uint32_t, uint32_t> running;  // processor -> job
@@ -434,24 +435,41 @@ void GraspReader::replay() {
     const Job& j = jobs[job];
     return m_.intern(j.task ? name_of(tasks_, j.task) : words_[job]);
   };
-  auto end_slice = [&](uint32_t job, uint64_t t) {
+  // A job's fields (docs/IMPORT.md, "Grasp"): each slice on a processor
+  // keeps the job, its task and where it ran, and at its end how it ended;
+  // a task's job, its job and where it arrived.
+  RawEvent fields;
+  auto keep = [&](std::initializer_list<std::pair<const char*, std::string_view>> kv) {
+    fields.reset();
+    for (const auto& [key, value] : kv) {
+      if (fields.arg_count == fields.args.size()) fields.args.emplace_back();
+      Arg& a = fields.args[fields.arg_count++];
+      a.key = key, a.type = 'b', a.text = value;
+    }
+    return m_.keep_args(fields);
+  };
+  auto job_fields = [&](uint32_t job, uint32_t p) {
+    const Job& j = jobs[job];
+    return keep({{"job", words_[job]}, {"task", j.task ? name_of(tasks_, j.task) : ""}, {"processor", name_of(processors_, p)}});
+  };
+  auto end_slice = [&](uint32_t job, uint64_t t, const char* how) {
     Job& j = jobs[job];
     if (!j.running) return;
-    processor_lane(j.on).spans.push_back(Span{j.since, t, job_name(job), m_.next_seq()});
+    processor_lane(j.on).spans.push_back(Span{j.since, t, job_name(job), m_.next_seq(), j.since_fields, keep({{"ended", how}})});
     running.erase(j.on);
     j.running = false, j.left = true, j.left_at = t, j.left_from = j.on;
   };
   auto start_slice = [&](uint32_t job, uint32_t p, uint64_t t) {
-    if (auto other = running.find(p); other != running.end() && other->second != job) end_slice(other->second, t);
+    if (auto other = running.find(p); other != running.end() && other->second != job) end_slice(other->second, t, "preempted");
     Job& j = jobs[job];
     if (j.running && j.on == p) return;
-    end_slice(job, t);
+    end_slice(job, t, "migrated");
     if (j.left && j.left_from != p) {  // a migration: an arrow from where it left to where it goes on
       const uint64_t fid = kMigrationFlows | ++flows;
       m_.flows.push_back(Flow{fid, j.left_at, m_.next_seq(), 's', false, processor_lane(j.left_from).id, migration});
       m_.flows.push_back(Flow{fid, t, m_.next_seq(), 'f', false, processor_lane(p).id, migration});
     }
-    j.running = true, j.on = p, j.since = t;
+    j.running = true, j.on = p, j.since = t, j.since_fields = job_fields(job, p);
     running[p] = job;
   };
   for (const Event& e : events_) {
@@ -467,6 +485,7 @@ void GraspReader::replay() {
         Job& j = jobs[e.a];
         if (j.arrived) ++r.unmatched_ends;  // arrived again before it completed: the first never ends
         j.task = e.b, j.processor = e.processor, j.arrived = true, j.arrival = t, j.arrival_seq = m_.next_seq();
+        j.arrival_fields = job_fields(e.a, j.processor);
         break;
       }
       case JobStarted:
@@ -478,7 +497,7 @@ void GraspReader::replay() {
       }
       case JobPreempted:
       case JobBlocked: {
-        end_slice(e.a, t);
+        end_slice(e.a, t, e.kind == JobBlocked ? "blocked" : "preempted");
         Job& j = jobs[e.a];
         if (e.processor) j.processor = e.processor;  // it resumes there: a migration
         if (e.kind == JobBlocked && j.task)
@@ -486,13 +505,13 @@ void GraspReader::replay() {
         break;
       }
       case JobCompleted: {
-        end_slice(e.a, t);
+        end_slice(e.a, t, "completed");
         Job& j = jobs[e.a];
         if (!j.arrived) {
           ++r.unmatched_ends;
           break;
         }
-        lane(kTasksPid, tasks_, j.task).spans.push_back(Span{j.arrival, t, job_name(e.a), j.arrival_seq});
+        lane(kTasksPid, tasks_, j.task).spans.push_back(Span{j.arrival, t, job_name(e.a), j.arrival_seq, j.arrival_fields});
         j.arrived = false;
         break;
       }
@@ -560,9 +579,10 @@ void GraspReader::replay() {
                         " released by a job that did not hold it");
   // What still runs at the end runs to the last event; a job not completed,
   // a mutex still held and a server still serving stay open.
-  for (auto [p, job] : std::map<uint32_t, uint32_t>(running)) end_slice(job, last);
+  for (auto [p, job] : std::map<uint32_t, uint32_t>(running)) end_slice(job, last, "still running");
   for (auto& [job, j] : jobs)
-    if (j.arrived) lane(kTasksPid, tasks_, j.task).spans.push_back(Span{j.arrival, UINT64_MAX, job_name(job), j.arrival_seq});
+    if (j.arrived)
+      lane(kTasksPid, tasks_, j.task).spans.push_back(Span{j.arrival, UINT64_MAX, job_name(job), j.arrival_seq, j.arrival_fields});
   for (auto& [key, s] : servers)
     if (s.consumers) lane(kServersPid, servers_, key).spans.push_back(Span{s.since, UINT64_MAX, m_.intern("serving"), m_.next_seq()});
 }
