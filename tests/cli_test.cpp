@@ -67,7 +67,7 @@ TEST(Cli, RenderRefusesWhatItCannotDrawAndSaysWhereTheTraceIs) {
   for (const std::string out : {"x.svg", "x.pdf", "x", "x.png.txt"}) {
     const std::string path = scratch_dir() + "/" + out;
     EXPECT_EQ(run(tinescope("render " + trace + " -o " + path), &said), 2) << out << ": " << said;
-    EXPECT_NE(said.find("writes PNG pictures only"), std::string::npos) << said;
+    EXPECT_NE(said.find("is drawn as PNG only; name the output .png"), std::string::npos) << said;
     EXPECT_NE(::access(path.c_str(), F_OK), 0) << out << " was written";
   }
   const std::string png = scratch_dir() + "/x.PNG";
