@@ -8,6 +8,8 @@
 #define STB_IMAGE_IMPLEMENTATION
 #include <stb/stb_image.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -202,6 +204,18 @@ TEST(Chart, AHistogramsBarsHaveTheirBinsCounts) {
   }
 }
 
+// Round values, and none where there are none to give: values far from 0
+// and close together once looped forever (a review finding).
+TEST(Chart, ValueTicksAreRoundAndEnd) {
+  const std::vector<double> fifths = render::value_ticks(0, 1, 5);
+  ASSERT_EQ(fifths.size(), 6u);
+  for (size_t i = 0; i < fifths.size(); ++i) EXPECT_NEAR(fifths[i], 0.2 * double(i), 1e-12);
+  EXPECT_EQ(render::value_ticks(-50, 100, 3), (std::vector<double>{-50, 0, 50, 100}));
+  EXPECT_LE(render::value_ticks(1.7e18, 1.7e18 + 12800, 5).size(), 16u);
+  EXPECT_TRUE(render::value_ticks(-1e308, 1e308, 5).empty());
+  EXPECT_TRUE(render::value_ticks(3, 3, 5).empty());
+}
+
 TEST(Chart, PlayedToTheCursorAndWrittenAsSvgAndPdf) {
   const ChartTrace t = chart_trace("chart_formats");
   const std::string tool = bin("app/tinescope") + " render " + t.path + " --stream 'field(name=\"tick\", \"v\")' ";
@@ -230,6 +244,10 @@ TEST(Chart, PlayedToTheCursorAndWrittenAsSvgAndPdf) {
   EXPECT_EQ(run(bin("app/tinescope") + " render " + t.path + " --figure histogram -o " + scratch_dir() + "/x.png 2>&1", &out), 2);
   EXPECT_NE(out.find("--stream"), std::string::npos) << out;
   EXPECT_EQ(run(tool + "--stream 'intervals(name=\"busy\")' --figure histogram -o " + scratch_dir() + "/x.png 2>&1", &out), 2);
+  EXPECT_EQ(run(tool + "--figure stream " + t.path + " -o " + scratch_dir() + "/x.png 2>&1", &out), 2);
+  EXPECT_NE(out.find("the streams of one trace, not 2"), std::string::npos) << out;
+  EXPECT_EQ(run(tool + "--figure stream --size 64x64 -o " + scratch_dir() + "/small.svg 2>&1", &out), 1);
+  EXPECT_NE(::access((scratch_dir() + "/small.svg").c_str(), F_OK), 0) << "a chart that cannot be drawn leaves no file";
   EXPECT_EQ(run(tool + "--figure timeline -o " + scratch_dir() + "/x.png 2>&1", &out), 2);
   EXPECT_NE(out.find("--figure stream or histogram"), std::string::npos) << out;
   EXPECT_EQ(run(bin("app/tinescope") + " render " + t.path + " --figure stream --stream 'field(name=\"tick\"' -o " +

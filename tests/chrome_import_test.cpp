@@ -1095,6 +1095,28 @@ TEST(GraspImport, JobSlicesKeepTheirJobTaskProcessorAndHowTheyEnded) {
   EXPECT_EQ(s->records()[0].end, 22 * us);
 }
 
+// where= pairs an end with the begin it closes: a complete event of the
+// same name that ends at the same time is another interval (a review finding).
+TEST(ChromeImport, WhereTestsAnEndForTheIntervalItCloses) {
+  const std::string in = scratch_dir() + "/where_ends.json";
+  write_file(in, R"([{"ph":"B","name":"foo","pid":1,"tid":1,"ts":0,"args":{"k":"no"}},
+    {"ph":"X","name":"foo","pid":1,"tid":1,"ts":5,"dur":5,"args":{"k":"no"}},
+    {"ph":"E","name":"foo","pid":1,"tid":1,"ts":10,"args":{"k":"yes"}},
+    {"ph":"B","name":"bar","pid":1,"tid":1,"ts":20,"args":{"k":"no"}},
+    {"ph":"E","pid":1,"tid":1,"ts":30,"args":{"k":"yes"}}])");
+  Imported im(AtPath{in}, "where_ends");
+  ASSERT_TRUE(im.ix);
+  std::string error;
+  analysis::Expr e;
+  ASSERT_TRUE(analysis::parse_stream(R"(intervals(where="k = yes"))", e, error)) << error;
+  auto s = analysis::DerivedStream::evaluate(*im.ix, e, error);
+  ASSERT_TRUE(s) << error;
+  std::vector<std::pair<uint64_t, uint64_t>> got;
+  for (const analysis::Record& r : s->records()) got.push_back({r.start / us, r.end / us});
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<std::pair<uint64_t, uint64_t>>{{0, 10}, {20, 30}}));
+}
+
 // Two processors' traces concatenated, each on its own clock: core 2's runs
 // at 1.001 times true time from 5 000. Sync messages go both ways (each
 // answered 1 µs after it arrives, 2 µs of delay either way); a job on each

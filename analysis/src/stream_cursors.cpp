@@ -176,6 +176,7 @@ class BaseCursor : public Cursor {
     std::vector<int8_t> result(n, 0);
     bool pending = false;
     Key key{};
+    std::vector<Key> open;  // the begins not yet ended, innermost last
     auto test_field = [&](const format::FieldDef& d, const trace::Event& e, size_t k) {
       for (size_t t = 0; t < n; ++t) {
         const FieldTest& ft = filter_.where[t];
@@ -217,11 +218,18 @@ class BaseCursor : public Cursor {
       if (!argument) {
         finish();
         const bool begin = e.type == format::kIntervalBegin || e.type == format::kFuncEnter || e.type == format::kInstant;
-        // An end's fields (ftrace's prev_state, Grasp's ended) test its
-        // interval too: keyed by its end, as a complete event is.
-        const bool end = kind_ == StreamKind::Interval && e.type == format::kIntervalEnd;
-        if (!begin && !end && e.type != format::kIntervalComplete) return;
-        pending = true, key = Key{e.ts, uint32_t(e.u[0]), !begin};
+        if (e.type == format::kIntervalBegin) open.push_back(Key{e.ts, uint32_t(e.u[0]), false});
+        if (e.type == format::kIntervalEnd && kind_ == StreamKind::Interval) {
+          // An end's fields (ftrace's prev_state, Grasp's ended) test the
+          // interval it closes, keyed as its begin is (an end before the
+          // first begin read closes none of the window's).
+          if (open.empty()) return;
+          pending = true, key = open.back();
+          open.pop_back();
+        } else {
+          if (!begin && e.type != format::kIntervalComplete) return;
+          pending = true, key = Key{e.ts, uint32_t(e.u[0]), !begin};
+        }
         std::fill(result.begin(), result.end(), 0);
       }
       if (!pending) return;

@@ -40,6 +40,11 @@ int run_chart(const RenderArgs& a, int w, int h) {
                          "--stream 'field(name=\"transaction\", \"latency_ms\")'\n", a.figure.figure.c_str());
     return 2;
   }
+  if (a.traces.size() != 1) {
+    std::fprintf(stderr, "tinescope render: --figure %s draws the streams of one trace, not %zu\n",
+                 a.figure.figure.c_str(), a.traces.size());
+    return 2;
+  }
   const bool histogram = a.figure.figure == "histogram";
   if (histogram && a.streams.size() != 1) {
     std::fprintf(stderr, "tinescope render: --figure histogram bins one stream, not %zu\n", a.streams.size());
@@ -56,15 +61,24 @@ int run_chart(const RenderArgs& a, int w, int h) {
       std::fprintf(stderr, "tinescope render: stream '%s': %s\n", text.c_str(), error.c_str());
       return 2;
     }
+    // Records are keyed by their end: the stream chart also needs the
+    // intervals that end after the window and start in it or before.
+    const uint64_t k0 = src.catalog->clock.to_ticks(f.t0), k1 = src.catalog->clock.to_ticks(f.t1);
+    const bool spans = !histogram && analysis::yields_intervals(e);
     analysis::EvalOptions o;
-    o.t0 = src.catalog->clock.to_ticks(f.t0), o.t1 = src.catalog->clock.to_ticks(f.t1);
+    o.t0 = k0, o.t1 = spans ? UINT64_MAX : k1;
     auto s = analysis::DerivedStream::evaluate(*src.index, e, error, o);
     if (!s) {
       std::fprintf(stderr, "tinescope render: stream '%s': %s\n", text.c_str(), error.c_str());
       return 2;
     }
     if (e.op == analysis::Op::Field) quantity = e.filter.field;
-    chart.streams.push_back({analysis::format_stream(e), s.get()});
+    uint64_t count = s->size();
+    if (spans) {
+      count = 0;
+      for (const analysis::Record& r : s->records()) count += r.start <= k1;
+    }
+    chart.streams.push_back({analysis::format_stream(e), s.get(), count});
     evaluated.push_back(std::move(s));
   }
   std::string error;
@@ -75,13 +89,16 @@ int run_chart(const RenderArgs& a, int w, int h) {
     const auto hist = render::PlayableHistogram::build(s, src.catalog->clock, !a.linear_bins);
     // Played up to the cursor, where one is given (the viewer's play head).
     const uint64_t key = marks.cursor == render::Marks::kNone ? UINT64_MAX : src.catalog->clock.to_ticks(marks.cursor);
-    render::HistogramChart hc{chart.streams.front().label, &hist, hist.up_to(s, src.catalog->clock, key, shown), quantity};
+    std::string title = chart.streams.front().label;
+    if (!a.figure.from.empty() || !a.figure.to.empty())  // (the records whose key, an interval's end, is in the window)
+      title += "   from " + render::format_time(f.t0 - scene.first_ns()) + " to " + render::format_time(f.t1 - scene.first_ns());
+    render::HistogramChart hc{title, &hist, hist.up_to(s, src.catalog->clock, key, shown), quantity};
     ok = render::write_histogram_chart(a.out, w, h, hc, error);
   } else {
     chart.title = src.path;
     chart.clock = &src.catalog->clock;
     chart.t0 = f.t0, chart.t1 = f.t1, chart.origin = scene.first_ns(), chart.unit = scene.time_unit();
-    for (const auto& s : evaluated) shown += s->size();
+    for (const render::ChartStream& s : chart.streams) shown += s.count;
     ok = render::write_stream_chart(a.out, w, h, chart, error);
   }
   if (!ok) {

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "tinescope/render/stream_picture.hpp"
 
@@ -135,29 +136,55 @@ std::vector<double> value_ticks(double lo, double hi, int count) {
       step *= m;
       break;
     }
-  for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step)
+  // Values far from 0 and close together (1.7e18 + k * 256): a step below
+  // their precision has no round values to give.
+  const double first = std::ceil(lo / step);
+  if (!std::isfinite(first) || lo + step == lo || hi + step == hi) return out;
+  for (int i = 0; i <= count * 3; ++i) {
+    const double v = (first + i) * step;
+    if (v > hi + step * 1e-9) break;
     out.push_back(std::fabs(v) < step * 1e-9 ? 0 : v);
+  }
   return out;
 }
 
+namespace {
+
+// A sample stream's smallest and largest value, from the top of its
+// pyramid (lo > hi: it has none).
+std::pair<double, double> value_range(const analysis::DerivedStream& s) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (const index::Node& n : s.query_shift(0, UINT64_MAX, s.top_shift()).nodes)
+    if (n.count) lo = std::min(lo, n.s.min), hi = std::max(hi, n.s.max);
+  return {lo, hi};
+}
+
+}  // namespace
+
 bool write_stream_chart(const std::string& path, int width, int height, const StreamChart& chart, std::string& error) {
-  Canvas c(path, width, height, error);
-  if (!c.ok()) return false;
+  // (Checked before the file is made: a chart that cannot be drawn leaves none.)
   const ChartPlot p = stream_chart_plot(width, height, chart.streams.size());
   if (p.w() < 16 || p.h() < 16) {
     error = path + ": too small for " + std::to_string(chart.streams.size()) + " streams and their axes";
     return false;
   }
+  Canvas c(path, width, height, error);
+  if (!c.ok()) return false;
   const TimeAxis axis(chart.t0, chart.t1, p.w());
   const uint32_t columns = uint32_t(std::max(1.0, p.w()));
   std::vector<StreamPicture> pictures;
-  double lo = INFINITY, hi = -INFINITY;  // the sample streams' one value axis
+  std::vector<std::pair<double, double>> ranges;  // each sample stream's own
+  double lo = INFINITY, hi = -INFINITY;          // the sample streams' one value axis
   for (const ChartStream& s : chart.streams) {
     pictures.push_back(build_stream_picture(*s.stream, *chart.clock, axis, chart.t0, chart.t1, columns));
-    if (!pictures.back().intervals) lo = std::min(lo, pictures.back().lo), hi = std::max(hi, pictures.back().hi);
+    ranges.push_back(pictures.back().intervals ? std::pair{0.0, 0.0} : value_range(*s.stream));
+    if (!pictures.back().intervals) lo = std::min(lo, ranges.back().first), hi = std::max(hi, ranges.back().second);
   }
-  const bool values = lo <= hi;
-  if (values && !(hi > lo)) hi = lo + 1;
+  const bool values = std::isfinite(lo) && std::isfinite(hi) && std::isfinite(hi - lo);
+  if (values && !(hi > lo)) {  // one value: a flat line in the middle, not on the frame
+    const double d = std::max(std::fabs(lo) * 0.05, 0.5);
+    lo -= d, hi += d;
+  }
 
   c.grey(0.1);
   cairo_set_font_size(c.cr(), 13);
@@ -170,9 +197,10 @@ bool write_stream_chart(const std::string& path, int width, int height, const St
     c.colour(series_colour(i), pic.intervals ? 0.45 : 1);
     c.rect(p.x0, y + 2, p.x0 + 14, y + 12);
     c.grey(0.1);
-    const uint64_t n = chart.streams[i].stream->size();
-    const std::string what = pic.intervals ? std::to_string(n) + " intervals (shaded where they run)"
-                                           : std::to_string(n) + " samples, " + number(pic.lo) + " .. " + number(pic.hi);
+    const std::string n = std::to_string(chart.streams[i].count);
+    const std::string what = pic.intervals ? n + " intervals (shaded where they run)"
+                             : chart.streams[i].count == 0 ? "no samples in the window"
+                                                           : n + " samples, " + number(ranges[i].first) + " .. " + number(ranges[i].second);
     c.text(chart.streams[i].label + "   " + what, p.x0 + 20, y + 11);
   }
 
@@ -215,7 +243,7 @@ bool write_stream_chart(const std::string& path, int width, int height, const St
   }
   // Samples: each column's min..max, joined from one column's last value to
   // the next one's first.
-  for (size_t i = 0; i < chart.streams.size(); ++i) {
+  for (size_t i = 0; i < chart.streams.size() && values; ++i) {
     if (pictures[i].intervals) continue;
     c.colour(series_colour(i));
     bool first = true;
@@ -223,6 +251,7 @@ bool write_stream_chart(const std::string& path, int width, int height, const St
     for (const StreamPicture::Range& r : pictures[i].ranges) {
       const double x0 = p.x0 + r.x0, x1 = std::max(p.x0 + r.x1, x0 + 1);
       c.rect(x0, y_of(r.max) - 0.75, x1, y_of(r.min) + 0.75);
+      if (r.min == r.max && r.x1 - r.x0 < 1) c.rect(x0 - 1, y_of(r.max) - 1.5, x0 + 2, y_of(r.max) + 1.5);  // (a lone value: a dot)
       if (!first) c.line(last_x, last_y, x0, y_of(r.first), 1);
       first = false, last_x = x1, last_y = y_of(r.last);
     }
@@ -234,14 +263,14 @@ bool write_stream_chart(const std::string& path, int width, int height, const St
 
 bool write_histogram_chart(const std::string& path, int width, int height, const HistogramChart& chart,
                            std::string& error) {
-  Canvas c(path, width, height, error);
-  if (!c.ok()) return false;
   const PlayableHistogram& h = *chart.histogram;
   const ChartPlot p = histogram_chart_plot(width, height);
   if (p.w() < 16 || p.h() < 16 || chart.counts.size() != h.bins) {
     error = path + (chart.counts.size() != h.bins ? ": the counts do not match the bins" : ": too small for a histogram");
     return false;
   }
+  Canvas c(path, width, height, error);
+  if (!c.ok()) return false;
   uint64_t total = 0, top = 1;
   for (uint64_t n : chart.counts) total += n, top = std::max(top, n);
   c.grey(0.1);

@@ -15,13 +15,14 @@ uint32_t PlayableHistogram::bin(double ns) const {
   double f;
   if (log_bins) f = ns <= lo_ns ? 0 : std::log(ns / lo_ns) / std::log(hi_ns / lo_ns);
   else if (durations) f = ns / hi_ns;
-  else f = (ns - lo_ns) / (hi_ns - lo_ns);
+  else f = (ns * 0.5 - lo_ns * 0.5) / (hi_ns * 0.5 - lo_ns * 0.5);  // (halves: ±1e308 apart is no overflow)
+  if (!(f == f)) f = 0;  // NaN: a value that is none
   return uint32_t(std::clamp(f * bins, 0.0, double(bins - 1)));
 }
 
 double PlayableHistogram::bin_low(uint32_t b) const {
   const double f = double(b) / bins;
-  return log_bins ? lo_ns * std::pow(hi_ns / lo_ns, f) : durations ? hi_ns * f : lo_ns + (hi_ns - lo_ns) * f;
+  return log_bins ? lo_ns * std::pow(hi_ns / lo_ns, f) : durations ? hi_ns * f : lo_ns + (hi_ns * 0.5 - lo_ns * 0.5) * f * 2;
 }
 
 std::string PlayableHistogram::label(double x) const {
@@ -51,6 +52,7 @@ PlayableHistogram PlayableHistogram::build(const DerivedStream& s, const trace::
     h.log_bins = log_bins && lo > 0;
     h.lo_ns = lo;
     h.hi_ns = std::max(hi + std::fabs(hi) * 1e-4, lo + 1e-9 * std::max(1.0, std::fabs(lo)));
+    if (!std::isfinite(h.hi_ns)) h.hi_ns = hi;  // (past the largest double)
   }
   h.every = std::max<uint64_t>(4096, records.size() / 256 + 1);
   std::vector<uint64_t> counts(h.bins, 0);

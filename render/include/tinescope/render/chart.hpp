@@ -26,6 +26,7 @@ bool chart_format(const std::string& path, ChartFormat& format);
 struct ChartStream {
   std::string label;                                 // the stream's text
   const analysis::DerivedStream* stream = nullptr;  // its clock: StreamChart::clock
+  uint64_t count = 0;                                // its records in the window, for the legend
 };
 
 struct StreamChart {
