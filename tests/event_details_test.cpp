@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <thread>
 
 #include "tinescope/analysis/derived_stream.hpp"
@@ -240,6 +241,66 @@ TEST(EventDetails, EveryFieldTypeFromCppAndAsAFieldStream) {
   ASSERT_TRUE(st) << error;
   EXPECT_EQ(st->size(), 0u);
   EXPECT_FALSE(analysis::parse_stream("field(name=\"cpp.txn\")", e, error)) << "the field's name is needed";
+  unlink(path.c_str());
+}
+
+// The recorder's categories reach the trace: a begin or instant of a
+// category other than the default keeps it as its field `cat` (named, or
+// cat<bit>, several bits joined), found in the details, by where= and by
+// the field search; the default category adds nothing.
+TEST(EventDetails, TheRecordersCategoriesAreTheEventsCat) {
+  const std::string path = temp_path("details-categories");
+  unlink(path.c_str());
+  constexpr uint64_t kIo = 2, kNet = 4, kUnnamed = uint64_t(1) << 40;
+  ts_category_name(kIo, "io");
+  ts_category_name(kNet, "net");
+  ts_config cfg{};
+  cfg.file_path = path.c_str();
+  ASSERT_EQ(ts_start(&cfg), 0) << ts_last_error();
+  std::thread([] {
+    for (int i = 0; i < 30; ++i) {
+      const uint64_t cat = i % 3 == 0 ? kIo : i % 3 == 1 ? kIo | kNet : kUnnamed;
+      ts_begin_c(cat, "op");
+      ts_instant_c(cat, "mark");
+      ts_end_c(cat, "op");
+      TS_SCOPE("plain");  // category 1: no `cat`
+    }
+  }).join();
+  ts_stop();
+  std::string error;
+  auto ix = index::TraceIndex::build(path, error);
+  ASSERT_TRUE(ix) << error;
+  std::map<std::string, int> cats;  // of "op" and "mark" events
+  int plain = 0;
+  for (const EventView& v : every_event(*ix)) {
+    if (v.type_name != "interval_begin" && v.type_name != "instant") continue;
+    const std::string name = v.field("name") ? v.field("name")->text : "";
+    const FieldView* cat = v.field("cat");
+    if (name == "plain") {
+      ++plain;
+      EXPECT_EQ(cat, nullptr) << "the default category is no field";
+      continue;
+    }
+    ASSERT_NE(cat, nullptr) << name;
+    ++cats[name + " " + cat->text];
+  }
+  EXPECT_EQ(plain, 30);
+  EXPECT_EQ(cats, (std::map<std::string, int>{{"mark cat40", 10}, {"mark io", 10}, {"mark io,net", 10},
+                                                {"op cat40", 10}, {"op io", 10}, {"op io,net", 10}}));
+  analysis::Expr e;
+  for (const auto& [where, want] : std::vector<std::pair<std::string, uint64_t>>{{"cat = io", 10}, {"cat = io*", 20},
+                                                                                   {"cat != io*", 10}}) {
+    for (const char* kind : {"intervals", "instants"}) {
+      ASSERT_TRUE(analysis::parse_stream(std::string(kind) + "(where=\"" + where + "\")", e, error)) << error;
+      auto st = analysis::DerivedStream::evaluate(*ix, e, error);
+      ASSERT_TRUE(st) << error;
+      EXPECT_EQ(st->size(), want) << kind << " where " << where;
+    }
+  }
+  analysis::FieldSearch words;
+  words.text = [](std::string_view v) { return v == "io,net"; };
+  std::vector<analysis::FieldHit> hits;
+  EXPECT_EQ(analysis::search_fields(*ix, words, 0, UINT64_MAX, 100, hits, error), 20u) << "10 begins, 10 instants";
   unlink(path.c_str());
 }
 

@@ -1,5 +1,7 @@
 #include "collector.hpp"
 
+#include "tinescope/tinescope.h"
+
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -261,8 +263,19 @@ void Collector::encode(Feedlet& f, const uint64_t* rec) {
     case kIntervalEnd:
     case kInstant: {
       uint32_t name = name_id(reinterpret_cast<const char*>(low));
+      // (Interned before begin(), as names are; 0: no type left for `.cat`.)
+      const uint32_t cat = raw_words(rec[1]) == 3 && kind != kIntervalEnd ? category_id(rec[2]) : 0;
+      const bool categorised = cat != 0;
       p = c.begin(uint16_t(kind), ts);
       p = ChunkBuilder::put_u64(p, name);
+      if (!categorised) break;
+      // Its category: an argument event (docs/FORMAT.md, "Arguments") in the
+      // same chunk, right after it.
+      c.end(p);
+      if (c.events() == 1) c.opened_at_ns = mono_ns();
+      uint8_t field[kMaxVarint];
+      p = c.begin(category_type_, ts);
+      p = ChunkBuilder::put_bytes(p, field, size_t(ChunkBuilder::put_u64(field, cat) - field));  // self-sized
       break;
     }
     case kFuncEnter:
@@ -443,6 +456,31 @@ void Collector::sync_user_types() {
     p = ChunkBuilder::put_bytes(p, schema.data(), schema.size());
     end_event(meta_, p);
   }
+}
+
+uint32_t Collector::category_id(uint64_t mask) {
+  Registry& r = registry();
+  const uint32_t version = r.category_names_version.load(std::memory_order_acquire);
+  if (version != category_version_) category_ids_.clear(), category_version_ = version;
+  uint32_t& id = category_ids_[mask];
+  if (id) return id;
+  if (!category_type_) {
+    // The argument type `.cat` joins the schema at its first use.
+    const ts_field field{"cat", TS_FIELD_STRING};
+    category_type_ = uint16_t(ts_define_event_type(".cat", &field, 1));
+    if (!category_type_) return 0;  // every user type code is taken
+    sync_user_types();
+  }
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(r.types_mutex);
+    for (int b = 0; b < 64; ++b) {
+      if (!(mask >> b & 1)) continue;
+      if (!text.empty()) text += ',';
+      text += r.category_names[b].empty() ? "cat" + std::to_string(b) : r.category_names[b];
+    }
+  }
+  return id = text_id(text);
 }
 
 void Collector::emit_calibration() {

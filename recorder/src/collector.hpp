@@ -87,6 +87,12 @@ class Collector {
   uint32_t next_string_ = 1;
 
   std::vector<format::EventTypeDef> user_types_;  // the collector's copy
+  // Categories (ts_begin_c, ts_instant_c): the text of each mask seen, as
+  // a string id, until a category is named again; the type `.cat`.
+  uint32_t category_id(uint64_t mask);
+  std::unordered_map<uint64_t, uint32_t> category_ids_;
+  uint32_t category_version_ = 0;
+  uint16_t category_type_ = 0;
   uint64_t last_calibration_ns_ = 0;
   std::vector<uint8_t> frame_;
 

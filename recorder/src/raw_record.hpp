@@ -7,7 +7,7 @@
 //   word 2.. per kind, below
 //
 // kind                         low 48 bits        words 2..
-// interval begin/end, instant  name pointer       -
+// interval begin/end, instant  name pointer       - (a begin or instant: its category mask, if not 1)
 // func enter/exit              code address       -
 // interval complete            name pointer       duration ticks
 // counter int/float            name pointer       value (int64 or double bits)

@@ -342,10 +342,27 @@ extern "C" const char* ts_intern(const char* str) {
 
 extern "C" void ts_begin(const char* name) { record2(kDefaultCategory, kIntervalBegin, ptr_bits(name)); }
 extern "C" void ts_end(const char* name) { record2(kDefaultCategory, kIntervalEnd, ptr_bits(name)); }
-extern "C" void ts_begin_c(uint64_t cat, const char* name) { record2(cat, kIntervalBegin, ptr_bits(name)); }
+// A begin or instant of a category other than the default carries it in a
+// third word (raw_record.hpp): the collector writes it as the event's `cat`.
+extern "C" void ts_begin_c(uint64_t cat, const char* name) {
+  if (cat == kDefaultCategory) record2(cat, kIntervalBegin, ptr_bits(name));
+  else record3(cat, kIntervalBegin, ptr_bits(name), cat);
+}
 extern "C" void ts_end_c(uint64_t cat, const char* name) { record2(cat, kIntervalEnd, ptr_bits(name)); }
 extern "C" void ts_instant(const char* name) { record2(kDefaultCategory, kInstant, ptr_bits(name)); }
-extern "C" void ts_instant_c(uint64_t cat, const char* name) { record2(cat, kInstant, ptr_bits(name)); }
+extern "C" void ts_instant_c(uint64_t cat, const char* name) {
+  if (cat == kDefaultCategory) record2(cat, kInstant, ptr_bits(name));
+  else record3(cat, kInstant, ptr_bits(name), cat);
+}
+
+extern "C" void ts_category_name(uint64_t category, const char* name) {
+  if (!category || !name) return;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.types_mutex);
+  for (int b = 0; b < 64; ++b)
+    if (category >> b & 1) r.category_names[b] = name;
+  r.category_names_version.fetch_add(1, std::memory_order_release);
+}
 extern "C" void ts_complete(const char* name, uint64_t duration) {
   record3(kDefaultCategory, kIntervalComplete, ptr_bits(name), duration);
 }

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "thread_buffer.hpp"
@@ -20,6 +21,11 @@ struct Registry {
   std::vector<format::EventTypeDef> user_types;  // code = kFirstUserType + index
   std::atomic<uint32_t> types_count{0};          // published size of user_types
   uint8_t field_counts[format::kMaxEventType + 1 - format::kFirstUserType] = {};  // read without the lock
+
+  // ts_category_name: each category bit's name ("" unnamed), under
+  // types_mutex; the version tells the collector to read them again.
+  std::string category_names[64];
+  std::atomic<uint32_t> category_names_version{0};
 };
 
 Registry& registry();
