@@ -446,6 +446,9 @@ class MessageCursor : public Cursor {
     done_ = lo_ > hi_;
     values_ = e.filter.values;
     where_ = e.filter.where;
+    // Which halves the messages have: both (matched), or the one an
+    // orphan has (received=false: a send; sent=false: a receive).
+    flags_ = (e.filter.sent != 0 ? index::kFlowSent : 0) | (e.filter.received != 0 ? index::kFlowReceived : 0);
   }
   // The fields a message's where= tests (the flow table's: no payload decoded).
   static bool known_field(const std::string& f) {
@@ -461,7 +464,9 @@ class MessageCursor : public Cursor {
       at_ = 0;
       for (const index::Flow& f : ix_.flows(w0, w1)) {
         ++read_;
-        if (!f.matched() || f.recv_ts < w0 || f.recv_ts > w1 || !channel_.matches(std::to_string(f.channel))) continue;
+        // Keyed by the receive, or an orphan's one half.
+        const uint64_t key = flags_ == index::kFlowSent ? f.send_ts : f.recv_ts;
+        if (f.flags != flags_ || key < w0 || key > w1 || !channel_.matches(std::to_string(f.channel))) continue;
         bool ok = true;
         for (const ValueTest& t : values_) ok = ok && t.passes(double(f.size));
         for (const FieldTest& t : where_) {
@@ -469,6 +474,7 @@ class MessageCursor : public Cursor {
                            : t.field == "channel" ? double(f.channel)
                            : t.field == "id"      ? double(f.id)
                                                   : double(ix_.to_ns(f.recv_ts) - ix_.to_ns(f.send_ts));
+          if (t.field == "latency_ns" && !f.matched()) ok = false;  // an orphan has no latency
           if (t.number) {
             ok = ok && t.test.passes(v);
           } else {
@@ -478,7 +484,9 @@ class MessageCursor : public Cursor {
             ok = ok && (t.test.cmp == ValueTest::Eq ? eq : !eq);
           }
         }
-        if (ok) buf_.push_back(Record{std::min(f.send_ts, f.recv_ts), f.recv_ts, double(f.size), 0, f.dst});
+        if (!ok) continue;
+        if (f.matched()) buf_.push_back(Record{std::min(f.send_ts, f.recv_ts), f.recv_ts, double(f.size), 0, f.dst});
+        else buf_.push_back(Record{key, key, double(f.size), 0, flags_ == index::kFlowSent ? f.src : f.dst});
       }
       std::stable_sort(buf_.begin(), buf_.end(), by_key);
     }
@@ -493,6 +501,7 @@ class MessageCursor : public Cursor {
   NameMatcher channel_;
   std::vector<ValueTest> values_;
   std::vector<FieldTest> where_;
+  uint32_t flags_ = 3;
   uint64_t lo_ = 0, hi_ = 0, window_ = 1, next_window_ = 0, read_ = 0;
   bool done_ = true;
   std::vector<Record> buf_;
@@ -851,6 +860,8 @@ std::unique_ptr<Cursor> build(const TraceIndex& ix, const Expr& e, const EvalOpt
     case Op::Samples:
     case Op::Field: return std::make_unique<BaseCursor>(ix, e, opt, keep);
     case Op::Messages:
+      if (e.filter.received == 0 && e.filter.sent == 0)
+        return std::make_unique<FailedCursor>("messages(received=false, sent=false): a message is sent or received");
       for (const FieldTest& t : e.filter.where)
         if (!MessageCursor::known_field(t.field))
           return std::make_unique<FailedCursor>("messages(where=...) tests size, channel, id or latency_ns, not " + t.field);

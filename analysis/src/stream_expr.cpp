@@ -184,6 +184,11 @@ class Parser {
       return true;
     }
     if (cmp != ValueTest::Eq) return pos_ = at, fail(key + " takes '=', not '" + kCmpText[cmp] + "'");
+    if (key == "received" || key == "sent") {
+      if (v != "true" && v != "false") return pos_ = at, fail(key + " takes true or false, not '" + v + "'");
+      (key == "received" ? f.received : f.sent) = v == "true";
+      return true;
+    }
     std::string why;
     if (!valid_pattern(v, why)) return pos_ = at, fail(why);
     if (key == "name") return f.name = v, true;
@@ -202,7 +207,7 @@ class Parser {
       f.depth = int(d);
       return true;
     }
-    return pos_ = at, fail("unknown field '" + key + "' (name, thread, process, channel, depth, field, where, value)");
+    return pos_ = at, fail("unknown field '" + key + "' (name, thread, process, channel, depth, field, where, received, sent, value)");
   }
 
   bool check_types(const Expr& e) {
@@ -345,6 +350,8 @@ std::string format_stream(const Expr& e) {
     if (f.depth >= 0) add("depth=" + std::to_string(f.depth));
     if (!f.field.empty()) add(quote(f.field));
     if (!f.where.empty()) add("where=" + quote(format_where(f.where)));
+    if (f.received >= 0) add(f.received ? "received=true" : "received=false");
+    if (f.sent >= 0) add(f.sent ? "sent=true" : "sent=false");
     for (const ValueTest& t : f.values) {
       char num[64];
       std::snprintf(num, sizeof num, "%.17g", t.value);

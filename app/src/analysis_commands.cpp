@@ -16,6 +16,7 @@
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/duration_stats.hpp"
 #include "tinescope/analysis/event_details.hpp"
+#include "tinescope/analysis/message_report.hpp"
 #include "tinescope/analysis/needles.hpp"
 
 namespace tinescope::app {
@@ -209,6 +210,7 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
     static size_t longest = 0, per_name = 10, limit = 100;
     static std::vector<uint64_t> message_ids;
     static double outlier_factor = 0;
+    static bool orphans = false;
     auto* cmd = app.add_subcommand("find", "needles: the longest intervals, intervals longer than D, outliers per name, search");
     cmd->add_option("trace", trace, "trace file")->required();
     cmd->add_option("--stream", text, "an interval stream (docs/ANALYSIS.md); default: every interval");
@@ -221,6 +223,7 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
     cmd->add_option("--limit", limit, "at most this many hits listed");
     cmd->add_option("--event", event, "FEEDLET:SEQ: that event with every field (the details panel's \"place\")");
     cmd->add_option("--message", message_ids, "the message with this id: send, receive and their payloads");
+    cmd->add_flag("--orphans", orphans, "the messages never received and those received but never sent (--limit of them)");
     cmd->add_option("--from", w.from, "only from this time");
     cmd->add_option("--to", w.to, "only up to this time");
     cmd->callback([=] {
@@ -279,6 +282,23 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
         j["search"] = json{{"pattern", search}, {"names", names}, {"threads", threads}, {"messages", messages},
                            {"fields", fields}, {"field_count", field_count}};
       }
+      if (orphans) {
+        // The sends never received and the receives never sent, in time
+        // order (the index's flow table, analysis/message_report.hpp).
+        const analysis::MessageReport r = analysis::message_report(*ix, limit);
+        json list = json::array();
+        for (const index::Flow& f : r.orphans) {
+          const bool sent = f.flags & index::kFlowSent;
+          list.push_back(json{{"what", sent ? "never received" : "never sent"},
+                              {"lane", n.thread(sent ? f.src : f.dst)},
+                              {"channel", f.channel},
+                              {"id", f.id},
+                              {"size", f.size},
+                              {"time_ns", n.ns(sent ? f.send_ts : f.recv_ts)}});
+        }
+        j["orphans"] = json{{"never_received", r.all.never_received}, {"never_sent", r.all.never_sent},
+                            {"received_again", r.all.received_again}, {"count", r.orphans_total}, {"list", list}};
+      }
       if (longest) {
         analysis::NeedleQuery q;
         q.k = longest;
@@ -336,8 +356,9 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
           m[v.data.type == format::kMessageSend ? "send" : "receive"] = n.event(v);
         j["messages"].push_back(m);
       }
-      if (search.empty() && !longest && longer.empty() && outlier_factor <= 0 && event.empty() && message_ids.empty())
-        return fail(exit_code, "find: say what to find: --longest K, --longer D, --outliers F, --search RE, --event F:SEQ or --message ID");
+      if (search.empty() && !longest && longer.empty() && outlier_factor <= 0 && event.empty() && message_ids.empty() && !orphans)
+        return fail(exit_code, "find: say what to find: --longest K, --longer D, --outliers F, --search RE, --event F:SEQ, "
+                               "--message ID or --orphans");
       std::printf("%s\n", j.dump(1).c_str());
     });
   }

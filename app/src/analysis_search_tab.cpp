@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "tinescope/analysis/event_details.hpp"
+#include "tinescope/analysis/message_report.hpp"
 #include "tinescope/analysis/needles.hpp"
 #include "tinescope/render/figure_params.hpp"
 
@@ -173,6 +174,29 @@ void AnalysisPanel::find_needles(const SharedView& v, const std::string& text, b
   want_tab_ = 3;
 }
 
+void AnalysisPanel::find_orphans(const SharedView& v) {
+  const render::Source* src = source(v);
+  if (!src || search_job_.valid()) return;
+  hits_title_ = "messages never received, and never sent";
+  search_job_ = std::async(std::launch::async, [ix = src->index, cat = src->catalog] {
+    const analysis::MessageReport r = analysis::message_report(*ix, kMaxHits);
+    std::vector<SearchHit> hits;
+    for (const index::Flow& f : r.orphans) {
+      const bool sent = f.flags & index::kFlowSent;
+      const int64_t at = cat->clock.to_ns(sent ? f.send_ts : f.recv_ts);
+      auto lane = cat->feedlets.find(sent ? f.src : f.dst);
+      hits.push_back({SearchHit::Message, at, at,
+                      std::string(sent ? "never received: " : "never sent: ") + "message " + std::to_string(f.id) +
+                          " on channel " + std::to_string(f.channel) + (sent ? " from " : " to ") +
+                          (lane == cat->feedlets.end() ? "?" : lane->second.name)});
+    }
+    std::string note = std::to_string(r.all.never_received) + " never received, " + std::to_string(r.all.never_sent) +
+                       " received but never sent, of " + std::to_string(r.flows) + " messages";
+    if (r.orphans_total > hits.size()) note += "; the first " + std::to_string(hits.size()) + " listed";
+    return std::make_pair(hits, note);
+  });
+}
+
 void AnalysisPanel::bookmark_hits(SharedView& v) {
   std::vector<int64_t>& b = v.marks->bookmarks;
   v.marks->clear_bookmarks();
@@ -213,6 +237,10 @@ void AnalysisPanel::search_tab(SharedView& v) {
   if (ImGui::Button("Search") || entered) search(v, pattern_);
   ImGui::EndDisabled();
   v.record_control("search_go");
+  ImGui::BeginDisabled(search_job_.valid());
+  if (ImGui::Button("Messages never received")) find_orphans(v);
+  ImGui::EndDisabled();
+  v.record_control("search_orphans");
   ImGui::BeginDisabled(hits_.empty());
   if (ImGui::Button("< Previous hit")) go_to_hit(v, size_t(std::max(0, current_hit_ - 1)));
   v.record_control("hit_prev");

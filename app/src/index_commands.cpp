@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "tinescope/analysis/message_report.hpp"
 #include "tinescope/import/trace_import.hpp"
 #include "tinescope/index/trace_index.hpp"
+#include "tinescope/render/time_axis.hpp"
 
 namespace tinescope::app {
 namespace {
@@ -69,6 +71,8 @@ bool describes_a_lane(const std::string& key) {
   }
   return false;
 }
+
+nlohmann::json messages_json(const TraceIndex& ix);
 
 nlohmann::json stats_json(const TraceIndex& ix) {
   using nlohmann::json;
@@ -154,7 +158,80 @@ nlohmann::json stats_json(const TraceIndex& ix) {
                       {"resume_points", parts.resume_points},
                       {"other", total > known ? total - known : 0}};
   j["chunks"] = ix.chunk_count();
+  j["messages"] = messages_json(ix);
   return j;
+}
+
+// What became of the messages (analysis/message_report.hpp): all, per
+// channel, per sending lane; null if the trace has none.
+nlohmann::json messages_json(const TraceIndex& ix) {
+  using nlohmann::json;
+  const analysis::MessageReport r = analysis::message_report(ix, 0);
+  if (!r.flows) return nullptr;
+  auto counts = [](const analysis::MessageCounts& c) {
+    return json{{"sent", c.sent},
+                {"received", c.received},
+                {"matched", c.matched},
+                {"never_received", c.never_received},
+                {"never_sent", c.never_sent},
+                {"received_again", c.received_again},
+                {"received_before_sent", c.received_before_sent},
+                {"latency_ns", {{"p50", c.latency_p50}, {"p90", c.latency_p90}, {"p99", c.latency_p99}, {"max", c.latency_max}}}};
+  };
+  json m = counts(r.all);
+  json channels = json::array(), senders = json::array();
+  for (const auto& [ch, c] : r.by_channel) {
+    json row = counts(c);
+    row["channel"] = ch;
+    channels.push_back(row);
+  }
+  std::map<uint32_t, std::string> lanes;
+  for (const auto& f : ix.feedlets()) lanes[f.id] = f.name;
+  for (const auto& [fe, c] : r.by_sender) {
+    json row = counts(c);
+    row["feedlet"] = fe, row["lane"] = lanes[fe];
+    senders.push_back(row);
+  }
+  m["by_channel"] = channels;
+  m["by_sender"] = senders;
+  return m;
+}
+
+// The messages part of info and stats, as text: the totals, then a line per
+// channel and per sender (at most `rows` of each, those with orphans first).
+void print_messages(const nlohmann::json& m, size_t rows) {
+  if (m.is_null()) return;
+  auto line = [](const char* what, const std::string& who, const nlohmann::json& c) {
+    std::printf("  %-10s %-24s %10" PRIu64 " sent %10" PRIu64 " received %8" PRIu64 " never received %6" PRIu64
+                " never sent %6" PRIu64 " again  latency p50 %s p99 %s\n",
+                what, who.c_str(), c["sent"].get<uint64_t>(), c["received"].get<uint64_t>(),
+                c["never_received"].get<uint64_t>(), c["never_sent"].get<uint64_t>(), c["received_again"].get<uint64_t>(),
+                render::format_duration(int64_t(c["latency_ns"]["p50"].get<double>())).c_str(),
+                render::format_duration(int64_t(c["latency_ns"]["p99"].get<double>())).c_str());
+  };
+  std::printf("messages  %" PRIu64 " sent, %" PRIu64 " received: %" PRIu64 " matched, %" PRIu64 " never received, %" PRIu64
+              " received but never sent (%" PRIu64 " of an id received before)\n",
+              m["sent"].get<uint64_t>(), m["received"].get<uint64_t>(), m["matched"].get<uint64_t>(),
+              m["never_received"].get<uint64_t>(), m["never_sent"].get<uint64_t>(), m["received_again"].get<uint64_t>());
+  if (const uint64_t n = m["received_before_sent"].get<uint64_t>())
+    std::printf("  %" PRIu64 " received before they were sent (the clocks of sender and receiver disagree)\n", n);
+  for (const char* part : {"by_channel", "by_sender"}) {
+    std::vector<const nlohmann::json*> list;
+    for (const auto& c : m[part]) list.push_back(&c);
+    auto orphans = [](const nlohmann::json& c) {
+      return c["never_received"].get<uint64_t>() + c["never_sent"].get<uint64_t>();
+    };
+    std::stable_sort(list.begin(), list.end(),
+                     [&](const nlohmann::json* a, const nlohmann::json* b) { return orphans(*a) > orphans(*b); });
+    for (size_t i = 0; i < list.size() && i < rows; ++i) {
+      const auto& c = *list[i];
+      if (part[3] == 'c') line("channel", std::to_string(c["channel"].get<uint64_t>()), c);
+      else line("sender", c["lane"].get<std::string>(), c);
+    }
+    if (list.size() > rows)
+      std::printf("  ... %zu more %s (stats --json lists them all)\n", list.size() - rows,
+                  part[3] == 'c' ? "channels" : "senders");
+  }
 }
 
 // A trace's duration: "1h02m03.456789s", "2m03.456789s", "3.456789s" (in
@@ -260,6 +337,7 @@ void add_index_commands(CLI::App& app, int* exit_code) {
         std::printf("  %4u  %-*s %12" PRIu64 " %s\n", f["id"].get<uint32_t>(), name_width,
                     f["name"].get<std::string>().c_str(), n, what);
       }
+    print_messages(j["messages"], 20);
     std::printf("damaged   %zu ranges\n", j["damaged"].size());
     for (auto& d : j["damaged"])
       std::printf("  offset %" PRIu64 ", %" PRIu64 " bytes: %s\n", d["offset"].get<uint64_t>(), d["length"].get<uint64_t>(),
@@ -334,6 +412,7 @@ void add_index_commands(CLI::App& app, int* exit_code) {
     } else {
       for (auto& [k, v] : j.items())
         if (!v.is_array() && !v.is_object()) std::printf("%-14s %s\n", k.c_str(), v.dump().c_str());
+      print_messages(j["messages"], SIZE_MAX);
       if (j.contains("durations")) print_duration_table(j["durations"]);
     }
   });

@@ -14,8 +14,14 @@
 namespace tinescope::index {
 
 std::vector<Flow> TraceIndex::flows(uint64_t t0, uint64_t t1, size_t limit, bool across) const {
-  std::shared_lock lock(mu_);
   std::vector<Flow> out;
+  flows(t0, t1, out, limit, across);
+  return out;
+}
+
+void TraceIndex::flows(uint64_t t0, uint64_t t1, std::vector<Flow>& out, size_t limit, bool across) const {
+  std::shared_lock lock(mu_);
+  out.clear();
   if (limit < SIZE_MAX) ++limit;  // one more than asked tells the caller there are more
   // (A flow across the window has its block's times around it: the blocks
   // that meet the window hold it.)
@@ -36,7 +42,7 @@ std::vector<Flow> TraceIndex::flows(uint64_t t0, uint64_t t1, size_t limit, bool
       for (const Flow& f : block)
         if (in(f) && out.size() < limit) out.push_back(f);
     }
-    return out;
+    return;
   }
   // While indexing (a growing trace): a scan of the builder's table, which
   // keeps flows in arrival order; what is returned is sorted here.
@@ -45,7 +51,6 @@ std::vector<Flow> TraceIndex::flows(uint64_t t0, uint64_t t1, size_t limit, bool
     if (out.size() >= limit) break;
   }
   std::stable_sort(out.begin(), out.end(), [](const Flow& a, const Flow& b) { return a.first_half() < b.first_half(); });
-  return out;
 }
 
 }  // namespace tinescope::index

@@ -64,6 +64,9 @@ struct Filter {
   // where="bytes > 4096 and cat = io": intervals and instants whose begin,
   // complete or instant event has such fields; messages by size, channel, id.
   std::vector<FieldTest> where;
+  // messages: received=false is the sends never received, sent=false the
+  // receives never sent; -1 (either unsaid): received and sent, matched.
+  int8_t received = -1, sent = -1;
 };
 // Parses where= text into tests (false with why).
 bool parse_where(std::string_view text, std::vector<FieldTest>& out, std::string& why);

@@ -71,6 +71,8 @@ class AnalysisPanel {
   // trace (through the pyramids), or with outliers, the intervals longer
   // than `factor` times their name's mean. They become the hit list.
   void find_needles(const SharedView& v, const std::string& text, bool outliers);
+  // The messages never received and never sent (the index's flows), as hits.
+  void find_orphans(const SharedView& v);
   void go_to_hit(SharedView& v, size_t i);
   void bookmark_hits(SharedView& v);
   void bookmark_stream(SharedView& v);

@@ -432,6 +432,9 @@ class TraceIndex {
   // With `across`, also those in flight across the whole window (sent before
   // t0, received after t1), among them by their send.
   std::vector<Flow> flows(uint64_t t0, uint64_t t1, size_t limit = SIZE_MAX, bool across = false) const;
+  // The same into `out`, which keeps its memory: a caller that walks every
+  // window of a trace (the message report) faulted fresh pages in for each.
+  void flows(uint64_t t0, uint64_t t1, std::vector<Flow>& out, size_t limit = SIZE_MAX, bool across = false) const;
 
   // ---- feedlet sub-index and global order
   std::vector<FeedletChunk> feedlet_chunks(uint32_t feedlet) const;

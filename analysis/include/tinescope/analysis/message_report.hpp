@@ -1,0 +1,43 @@
+// What became of a trace's messages (issue 52, "unreceived and unsent"),
+// from the index's flow table (a send and a receive are matched by id
+// while indexing; docs/INDEX.md "Flows"), never from a scan of the trace:
+// per channel and per sender, how many were sent, received, matched, never
+// received, received but never sent, and received again (a receive whose
+// id had been received before: the index keeps it as a receive of its
+// own), with the matched ones' latency percentiles; and the orphans
+// themselves, in time order.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "tinescope/index/trace_index.hpp"
+
+namespace tinescope::analysis {
+
+struct MessageCounts {
+  uint64_t sent = 0, received = 0, matched = 0;
+  uint64_t never_received = 0;  // sends with no receive
+  uint64_t never_sent = 0;      // receives with no send (received_again among them)
+  uint64_t received_again = 0;  // receives of an id that had been received before
+  uint64_t received_before_sent = 0;  // matched, the receive's time before the send's (clocks apart)
+  // Of the matched: latency (receive - send) in ns, within 1.1 % (max exact;
+  // DurationHistogram); 0 where none matched.
+  double latency_p50 = 0, latency_p90 = 0, latency_p99 = 0, latency_max = 0;
+};
+
+struct MessageReport {
+  MessageCounts all;
+  std::map<uint64_t, MessageCounts> by_channel;
+  std::map<uint32_t, MessageCounts> by_sender;  // by the sending feedlet (a receive never sent: its receiver's)
+  // The sends never received and the receives never sent, in time order;
+  // at most `orphan_limit` (orphans_total counts them all).
+  std::vector<index::Flow> orphans;
+  uint64_t orphans_total = 0;
+  uint64_t flows = 0;  // read from the index
+};
+
+MessageReport message_report(const index::TraceIndex& ix, size_t orphan_limit = SIZE_MAX);
+
+}  // namespace tinescope::analysis

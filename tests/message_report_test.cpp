@@ -1,0 +1,173 @@
+// Messages never received and never sent (issue 52): a recording of
+// producers sending on channels to queues, most received, some never, a
+// receive never sent and an id received twice. The report per channel and
+// per sender, `find --orphans`, `info` and the streams messages(received=
+// false) and messages(sent=false) against the workload's own record.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "tinescope/analysis/derived_stream.hpp"
+#include "tinescope/analysis/message_report.hpp"
+#include "tinescope/index/trace_index.hpp"
+#include "tinescope/tinescope.hpp"
+#include "trace_helpers.hpp"
+
+namespace tinescope::test {
+namespace {
+
+using nlohmann::json;
+
+struct Expected {
+  std::map<uint64_t, analysis::MessageCounts> by_channel;
+  std::map<std::string, analysis::MessageCounts> by_sender;  // by lane name
+  std::set<uint64_t> never_received, never_sent;             // ids
+  uint64_t received_again = 0;
+};
+
+TEST(MessageReport, UnreceivedAndUnsentPerChannelAndSenderEqualTheWorkloadsRecord) {
+  const std::string path = temp_path("message_report");
+  unlink(path.c_str());
+  ts_config cfg{};
+  cfg.file_path = path.c_str();
+  ASSERT_EQ(ts_start(&cfg), 0) << ts_last_error();
+  Expected want;
+  struct Sent {
+    uint64_t id, channel;
+  };
+  std::vector<Sent> sent;
+  std::mt19937_64 rng(test_seed(52));
+  // Four producers, each its lane, sending on 5 channels.
+  for (int p = 0; p < 4; ++p) {
+    std::vector<Sent> mine;
+    const std::string lane = "producer." + std::to_string(p);
+    for (int i = 0; i < 500; ++i) mine.push_back({uint64_t(p) << 32 | uint64_t(i + 1), rng() % 5});
+    std::thread([&] {
+      ts::thread_name(lane.c_str());
+      for (const Sent& s : mine) ts_message_send(s.id, s.channel, 64, nullptr, 0);
+    }).join();
+    for (const Sent& s : mine) {
+      ++want.by_channel[s.channel].sent, ++want.by_sender[lane].sent;
+      sent.push_back(s);
+    }
+  }
+  // Ten queues receive them, all but every 37th; one receive of an id
+  // never sent; one id received twice.
+  std::map<uint64_t, std::string> sender_of;
+  for (const Sent& s : sent) sender_of[s.id] = "producer." + std::to_string(s.id >> 32);
+  for (int q = 0; q < 10; ++q) {
+    std::vector<Sent> mine;
+    for (size_t i = size_t(q); i < sent.size(); i += 10)
+      if (i % 37 != 5) mine.push_back(sent[i]);
+    const bool extra = q == 3, twice = q == 7;
+    std::thread([&] {
+      ts::thread_name(("queue." + std::to_string(q)).c_str());
+      for (const Sent& s : mine) ts_message_recv(s.id, s.channel, 64, nullptr, 0);
+      if (extra) ts_message_recv(999999, 2, 8, nullptr, 0);
+      if (twice) ts_message_recv(mine[0].id, mine[0].channel, 64, nullptr, 0);
+    }).join();
+    for (const Sent& s : mine) {
+      ++want.by_channel[s.channel].received, ++want.by_channel[s.channel].matched;
+      ++want.by_sender[sender_of[s.id]].received, ++want.by_sender[sender_of[s.id]].matched;
+    }
+    if (extra) {
+      ++want.by_channel[2].received, ++want.by_channel[2].never_sent;
+      ++want.by_sender["queue.3"].received, ++want.by_sender["queue.3"].never_sent;
+      want.never_sent.insert(999999);
+    }
+    if (twice) {
+      const Sent& s = mine[0];
+      ++want.by_channel[s.channel].received, ++want.by_channel[s.channel].never_sent, ++want.by_channel[s.channel].received_again;
+      ++want.by_sender["queue.7"].received, ++want.by_sender["queue.7"].never_sent, ++want.by_sender["queue.7"].received_again;
+      want.never_sent.insert(s.id);
+      ++want.received_again;
+    }
+  }
+  for (size_t i = 0; i < sent.size(); ++i)
+    if (i % 37 == 5) {
+      ++want.by_channel[sent[i].channel].never_received, ++want.by_sender[sender_of[sent[i].id]].never_received;
+      want.never_received.insert(sent[i].id);
+    }
+  ts_stop();
+
+  std::string error;
+  auto ix = index::TraceIndex::build(path, error);
+  ASSERT_TRUE(ix) << error;
+  const analysis::MessageReport r = analysis::message_report(*ix);
+  std::map<uint32_t, std::string> lanes;
+  for (const auto& f : ix->feedlets()) lanes[f.id] = f.name;
+  auto same = [](const analysis::MessageCounts& got, const analysis::MessageCounts& w, const std::string& what) {
+    EXPECT_EQ(got.sent, w.sent) << what;
+    EXPECT_EQ(got.received, w.received) << what;
+    EXPECT_EQ(got.matched, w.matched) << what;
+    EXPECT_EQ(got.never_received, w.never_received) << what;
+    EXPECT_EQ(got.never_sent, w.never_sent) << what;
+    EXPECT_EQ(got.received_again, w.received_again) << what;
+  };
+  ASSERT_EQ(r.by_channel.size(), want.by_channel.size());
+  for (const auto& [ch, w] : want.by_channel) same(r.by_channel.at(ch), w, "channel " + std::to_string(ch));
+  ASSERT_EQ(r.by_sender.size(), want.by_sender.size());
+  for (const auto& [fe, c] : r.by_sender) same(c, want.by_sender.at(lanes[fe]), "sender " + lanes[fe]);
+  EXPECT_EQ(r.all.never_received, want.never_received.size());
+  EXPECT_EQ(r.all.never_sent, want.never_sent.size());
+  EXPECT_EQ(r.all.received_again, want.received_again);
+  EXPECT_GT(r.all.latency_p50, 0);
+  EXPECT_LE(r.all.latency_p50, r.all.latency_p99);
+  EXPECT_LE(r.all.latency_p99, r.all.latency_max);
+
+  // find --orphans lists exactly them, in time order.
+  std::string out;
+  ASSERT_EQ(run(bin("app/tinescope") + " find " + path + " --orphans --limit 1000", &out), 0) << out;
+  const json o = json::parse(out)["orphans"];
+  EXPECT_EQ(o["count"], want.never_received.size() + want.never_sent.size());
+  std::set<uint64_t> listed_unreceived, listed_unsent;
+  int64_t last = INT64_MIN;
+  for (const json& m : o["list"]) {
+    (m["what"] == "never received" ? listed_unreceived : listed_unsent).insert(m["id"].get<uint64_t>());
+    EXPECT_GE(m["time_ns"].get<int64_t>(), last);
+    last = m["time_ns"].get<int64_t>();
+  }
+  EXPECT_EQ(listed_unreceived, want.never_received);
+  EXPECT_EQ(listed_unsent, want.never_sent);
+  // info says it in a line.
+  ASSERT_EQ(run(bin("app/tinescope") + " info " + path, &out), 0) << out;
+  EXPECT_NE(out.find("2000 sent, " + std::to_string(2000 - want.never_received.size() + 2) + " received"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find(std::to_string(want.never_received.size()) + " never received, 2 received but never sent (1 of an id "
+                     "received before)"),
+            std::string::npos)
+      << out;
+  // The streams: each orphan at the time of its one half, on its lane.
+  for (const auto& [text, ids] : {std::pair{"messages(received=false)", &want.never_received},
+                                  std::pair{"messages(sent=false)", &want.never_sent}}) {
+    analysis::Expr e;
+    ASSERT_TRUE(analysis::parse_stream(text, e, error)) << error;
+    EXPECT_EQ(analysis::format_stream(e), text);
+    auto s = analysis::DerivedStream::evaluate(*ix, e, error);
+    ASSERT_TRUE(s) << error;
+    EXPECT_EQ(s->size(), ids->size()) << text;
+    for (const analysis::Record& rec : s->records()) {
+      EXPECT_EQ(rec.start, rec.end);
+      const std::string& lane = lanes[rec.feedlet];
+      EXPECT_EQ(lane.rfind(text[9] == 'r' ? "producer." : "queue.", 0), 0u) << text << " on " << lane;
+    }
+  }
+  analysis::Expr e;
+  ASSERT_TRUE(analysis::parse_stream("messages(received=false, channel=\"2\")", e, error)) << error;
+  auto s = analysis::DerivedStream::evaluate(*ix, e, error);
+  ASSERT_TRUE(s) << error;
+  EXPECT_EQ(s->size(), want.by_channel[2].never_received);
+  EXPECT_FALSE(analysis::parse_stream("messages(received=maybe)", e, error));
+  EXPECT_NE(error.find("true or false"), std::string::npos) << error;
+  ASSERT_TRUE(analysis::parse_stream("messages(received=false, sent=false)", e, error)) << error;
+  EXPECT_FALSE(analysis::DerivedStream::evaluate(*ix, e, error));
+  unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace tinescope::test
