@@ -162,6 +162,17 @@ TEST(MessageReport, UnreceivedAndUnsentPerChannelAndSenderEqualTheWorkloadsRecor
   auto s = analysis::DerivedStream::evaluate(*ix, e, error);
   ASSERT_TRUE(s) << error;
   EXPECT_EQ(s->size(), want.by_channel[2].never_received);
+  // By lane: either end on it.
+  ASSERT_TRUE(analysis::parse_stream("messages(received=false, thread=\"producer.1\")", e, error)) << error;
+  s = analysis::DerivedStream::evaluate(*ix, e, error);
+  ASSERT_TRUE(s) << error;
+  EXPECT_EQ(s->size(), want.by_sender["producer.1"].never_received);
+  ASSERT_TRUE(analysis::parse_stream("messages(thread=\"queue.7\")", e, error)) << error;
+  s = analysis::DerivedStream::evaluate(*ix, e, error);
+  ASSERT_TRUE(s) << error;
+  size_t to_queue7 = 0;
+  for (size_t i = 7; i < sent.size(); i += 10) to_queue7 += i % 37 != 5;
+  EXPECT_EQ(s->size(), to_queue7) << "the matched messages queue.7 received";
   EXPECT_FALSE(analysis::parse_stream("messages(received=maybe)", e, error));
   EXPECT_NE(error.find("true or false"), std::string::npos) << error;
   ASSERT_TRUE(analysis::parse_stream("messages(received=false, sent=false)", e, error)) << error;

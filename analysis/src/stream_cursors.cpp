@@ -9,6 +9,7 @@
 #include <mutex>
 #include <tuple>
 #include <thread>
+#include <unordered_set>
 
 #include "tinescope/analysis/derived_stream.hpp"
 
@@ -449,6 +450,15 @@ class MessageCursor : public Cursor {
     // Which halves the messages have: both (matched), or the one an
     // orphan has (received=false: a send; sent=false: a receive).
     flags_ = (e.filter.sent != 0 ? index::kFlowSent : 0) | (e.filter.received != 0 ? index::kFlowReceived : 0);
+    // thread= and process=: messages with either end on such a lane.
+    NameMatcher thread(e.filter.thread), process(e.filter.process);
+    if (!thread.any() || !process.any()) {
+      const auto catalog = ix.catalog_snapshot();
+      for (const index::FeedletSummary& f : ix.feedlets())
+        if ((thread.any() || thread.matches(f.name)) && (process.any() || process.matches(catalog->process_of(f.id))))
+          lanes_.insert(f.id);
+      by_lane_ = true;
+    }
   }
   // The fields a message's where= tests (the flow table's: no payload decoded).
   static bool known_field(const std::string& f) {
@@ -467,6 +477,9 @@ class MessageCursor : public Cursor {
         // Keyed by the receive, or an orphan's one half.
         const uint64_t key = flags_ == index::kFlowSent ? f.send_ts : f.recv_ts;
         if (f.flags != flags_ || key < w0 || key > w1 || !channel_.matches(std::to_string(f.channel))) continue;
+        if (by_lane_ && !(((f.flags & index::kFlowSent) && lanes_.count(f.src)) ||
+                          ((f.flags & index::kFlowReceived) && lanes_.count(f.dst))))
+          continue;
         bool ok = true;
         for (const ValueTest& t : values_) ok = ok && t.passes(double(f.size));
         for (const FieldTest& t : where_) {
@@ -502,6 +515,8 @@ class MessageCursor : public Cursor {
   std::vector<ValueTest> values_;
   std::vector<FieldTest> where_;
   uint32_t flags_ = 3;
+  bool by_lane_ = false;          // thread= or process= given:
+  std::unordered_set<uint32_t> lanes_;  // the lanes one end must be on
   uint64_t lo_ = 0, hi_ = 0, window_ = 1, next_window_ = 0, read_ = 0;
   bool done_ = true;
   std::vector<Record> buf_;
