@@ -94,16 +94,36 @@ class BaseCursor : public Cursor {
     if (pending_.valid()) pending_.wait();
   }
 
-  bool next(Record& r) override {
-    if (!refill()) return false;
-    r = buf_[at_++];
-    return true;
-  }
+  bool next(Record& r) override { return next_batch(std::span<Record>(&r, 1)) == 1; }
+  // The window's lanes merged straight into `out` (a stored stream's file
+  // mapping): merged into a buffer of their own first, every record was
+  // written once more and copied once more.
   size_t next_batch(std::span<Record> out) override {
     if (!refill()) return 0;
-    const size_t n = std::min(out.size(), buf_.size() - at_);
-    std::memcpy(out.data(), buf_.data() + at_, n * sizeof(Record));
-    at_ += n;
+    size_t n = 0;
+    if (heap_.empty()) {  // one lane left: its records as they are
+      std::vector<Record>& v = window_lanes_[only_];
+      n = std::min(out.size(), v.size() - pos_[only_]);
+      std::memcpy(out.data(), v.data() + pos_[only_], n * sizeof(Record));
+      pos_[only_] += n, left_ -= n;
+      return n;
+    }
+    // The lanes' next keys in a heap, inline; lanes are in feedlet order,
+    // so ties go by feedlet, as by_key says.
+    while (n < out.size() && !heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+      Head& h = heap_.back();
+      const std::vector<Record>& v = window_lanes_[h.second];
+      out[n++] = v[pos_[h.second]];
+      if (++pos_[h.second] < v.size()) {
+        h.first = v[pos_[h.second]].end;
+        std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+      } else {
+        heap_.pop_back();
+      }
+    }
+    left_ -= n;
+    if (heap_.size() == 1) only_ = heap_[0].second, heap_.clear();
     return n;
   }
   uint64_t max_duration() const override { return max_dur_; }
@@ -115,7 +135,6 @@ class BaseCursor : public Cursor {
 
  private:
   static constexpr uint64_t kWindowEvents = 4 << 20;
-  static constexpr size_t kParallelMerge = 1 << 16;  // records: fewer are merged on one core
   struct Lane {
     uint32_t feedlet;
     std::vector<int> streams;
@@ -289,15 +308,23 @@ class BaseCursor : public Cursor {
     return seen;
   }
 
-  // Records to read in buf_ (false at the end): the next decoded window
-  // when this one is read.
+  // Records left to read (false at the end): the next decoded window when
+  // this one is read, its lanes' heads in the heap.
   bool refill() {
-    while (at_ == buf_.size()) {
+    while (left_ == 0) {
       if (!pending_.valid()) return false;
-      std::vector<Record> done = std::move(buf_);
-      buf_ = pending_.get();  // the decoding task has finished: spare_ is free
-      spare_ = std::move(done);
-      at_ = 0;
+      std::vector<std::vector<Record>> done = std::move(window_lanes_);
+      window_lanes_ = pending_.get();  // the decoding task has finished: spare_lanes_ is free
+      spare_lanes_ = std::move(done);
+      pos_.assign(window_lanes_.size(), 0);
+      heap_.clear();
+      left_ = 0;
+      for (uint32_t i = 0; i < window_lanes_.size(); ++i) {
+        left_ += window_lanes_[i].size();
+        if (!window_lanes_[i].empty()) heap_.emplace_back(window_lanes_[i][0].end, i);
+      }
+      std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+      if (heap_.size() == 1) only_ = heap_[0].second, heap_.clear();
       prefetch();
     }
     return true;
@@ -323,9 +350,10 @@ class BaseCursor : public Cursor {
     return false;
   }
 
-  std::vector<Record> decode(uint64_t w0, uint64_t w1) {
+  // Each lane's records of [w0, w1], in key order (next_batch merges them).
+  std::vector<std::vector<Record>> decode(uint64_t w0, uint64_t w1) {
     // Buffers kept from window to window: fresh memory costs a page fault a page.
-    std::vector<std::vector<Record>>& per_lane = per_lane_;
+    std::vector<std::vector<Record>> per_lane = std::move(spare_lanes_);
     per_lane.resize(lanes_.size());
     for (auto& v : per_lane) v.clear();
     std::atomic<size_t> next{0};
@@ -356,64 +384,7 @@ class BaseCursor : public Cursor {
     for (unsigned t = 1; t < std::min<size_t>(threads_, lanes_.size()); ++t) helpers.emplace_back(work);
     work();
     for (auto& h : helpers) h.join();
-    // Each lane is in key order already: merge them.
-    std::vector<Record> out = std::move(spare_);
-    out.clear();
-    size_t total = 0, nonempty = 0;
-    for (auto& v : per_lane) total += v.size(), nonempty += !v.empty();
-    if (nonempty <= 1) {
-      for (auto& v : per_lane)
-        if (!v.empty()) out.swap(v);
-      return out;
-    }
-    // Two halves split at a key, merged on both cores: records with a key
-    // below the split all come before the others, whatever their lane.
-    out.resize(total);
-    std::vector<size_t> split(per_lane.size(), 0), ends(per_lane.size());
-    for (size_t i = 0; i < per_lane.size(); ++i) ends[i] = per_lane[i].size();
-    if (total >= kParallelMerge && threads_ > 1) {
-      size_t largest = 0;
-      for (size_t i = 1; i < per_lane.size(); ++i)
-        if (per_lane[i].size() > per_lane[largest].size()) largest = i;
-      const uint64_t key = per_lane[largest][per_lane[largest].size() / 2].end;
-      for (size_t i = 0; i < per_lane.size(); ++i)
-        split[i] = size_t(std::partition_point(per_lane[i].begin(), per_lane[i].end(),
-                                               [&](const Record& r) { return r.end < key; }) -
-                          per_lane[i].begin());
-    }
-    size_t first_half = 0;
-    for (size_t s : split) first_half += s;
-    std::vector<size_t> zero(per_lane.size(), 0);
-    std::thread helper;
-    if (first_half) helper = std::thread([&] { merge_lanes(per_lane, zero, split, out.data()); });
-    merge_lanes(per_lane, split, ends, out.data() + first_half);
-    if (helper.joinable()) helper.join();
-    return out;
-  }
-
-  // Merges per_lane[i][from[i], to[i]) of every lane into dst, in key order.
-  static void merge_lanes(const std::vector<std::vector<Record>>& per_lane, const std::vector<size_t>& from,
-                          const std::vector<size_t>& to, Record* dst) {
-    // A heap of the lanes' next keys, inline (no indirection to compare);
-    // lanes are in feedlet order, so ties go by feedlet, as by_key says.
-    using Head = std::pair<uint64_t, uint32_t>;  // (key, lane)
-    std::vector<Head> heap;
-    std::vector<size_t> pos(from);
-    for (uint32_t i = 0; i < per_lane.size(); ++i)
-      if (pos[i] < to[i]) heap.emplace_back(per_lane[i][pos[i]].end, i);
-    std::make_heap(heap.begin(), heap.end(), std::greater<>());
-    while (!heap.empty()) {
-      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-      Head& h = heap.back();
-      const std::vector<Record>& v = per_lane[h.second];
-      *dst++ = v[pos[h.second]];
-      if (++pos[h.second] < to[h.second]) {
-        h.first = v[pos[h.second]].end;
-        std::push_heap(heap.begin(), heap.end(), std::greater<>());
-      } else {
-        heap.pop_back();
-      }
-    }
+    return per_lane;
   }
 
   const TraceIndex& ix_;
@@ -428,10 +399,16 @@ class BaseCursor : public Cursor {
   uint64_t max_dur_ = 0;
   uint64_t lo_ = 0, hi_ = 0, window_ = 1, next_window_ = 0;
   bool done_ = true;
-  std::future<std::vector<Record>> pending_;
-  std::vector<Record> buf_, spare_;  // the window being read; the one before, for reuse
-  std::vector<std::vector<Record>> per_lane_;
-  size_t at_ = 0;
+  std::future<std::vector<std::vector<Record>>> pending_;
+  // The window being read, a vector a lane, merged as it is read: where
+  // each lane is, the heap of the lanes' next keys (empty when one lane is
+  // left: only_), the records left. The window before's vectors, for reuse.
+  std::vector<std::vector<Record>> window_lanes_, spare_lanes_;
+  std::vector<size_t> pos_;
+  using Head = std::pair<uint64_t, uint32_t>;  // (key, lane)
+  std::vector<Head> heap_;
+  uint32_t only_ = 0;
+  size_t left_ = 0;
   std::atomic<uint64_t> events_read_{0};
 };
 
