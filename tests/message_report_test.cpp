@@ -134,6 +134,18 @@ TEST(MessageReport, UnreceivedAndUnsentPerChannelAndSenderEqualTheWorkloadsRecor
   }
   EXPECT_EQ(listed_unreceived, want.never_received);
   EXPECT_EQ(listed_unsent, want.never_sent);
+  // --from/--to: the orphans of a window only (their one half in it).
+  // (Half way between two orphans: the trace's clock is the TSC's, and a
+  // time in ns maps back to ticks within one tick.)
+  const size_t half = o["list"].size() / 2;
+  const int64_t mid = (o["list"][half - 1]["time_ns"].get<int64_t>() + o["list"][half]["time_ns"].get<int64_t>()) / 2;
+  size_t before_mid = 0;
+  for (const json& m : o["list"]) before_mid += m["time_ns"].get<int64_t>() <= mid;
+  EXPECT_EQ(before_mid, half);
+  ASSERT_EQ(run(bin("app/tinescope") + " find " + path + " --orphans --limit 1000 --to " + std::to_string(mid) + "ns", &out), 0)
+      << out;
+  EXPECT_EQ(json::parse(out)["orphans"]["count"].get<size_t>(), before_mid);
+  EXPECT_LT(before_mid, o["list"].size());
   // info says it in a line.
   ASSERT_EQ(run(bin("app/tinescope") + " info " + path, &out), 0) << out;
   EXPECT_NE(out.find("2000 sent, " + std::to_string(2000 - want.never_received.size() + 2) + " received"), std::string::npos)

@@ -104,7 +104,7 @@ std::unique_ptr<DerivedStream> DerivedStream::store(Cursor& cursor, bool interva
   s->intervals_ = intervals;
   s->fd_ = temp_file(temp_dir, error);
   if (s->fd_ < 0) return nullptr;
-  // The records, in order, straight into the file's mapping.
+  // The records, in order, through RecordWriter's buffer into the file.
   RecordWriter out(s->fd_);
   uint64_t first_key = 0, last_key = 0;
   for (;;) {

@@ -38,56 +38,68 @@ struct Tally {
 
 }  // namespace
 
-MessageReport message_report(const index::TraceIndex& ix, size_t orphan_limit) {
+MessageReport message_report(const index::TraceIndex& ix, size_t orphan_limit, uint64_t t0, uint64_t t1) {
   MessageReport r;
-  if (ix.events() == 0) return r;
+  const uint64_t lo = std::max(t0, ix.first_ts()), hi = std::min(t1, ix.last_ts());
+  if (ix.events() == 0 || lo > hi) return r;
   Tally all;
   std::map<uint64_t, Tally> channels;
   std::map<uint32_t, Tally> senders;
-  // Received again: a receive of its own (never sent) whose id had been
-  // received before. Such receives are few: their ids are kept here, and a
-  // second pass looks at the receives of those ids only.
+  // Received again: a receive never sent whose id has another receive. Such
+  // receives are few: their ids are kept here, and a second pass looks at
+  // the receives of those ids only.
   std::unordered_set<uint64_t> orphan_receive_ids;
   // Windows of about 4 M events, each flow taken in the window of its first
-  // half (flows() answers those with either half in it).
-  const uint64_t lo = ix.first_ts(), hi = ix.last_ts();
-  const uint64_t windows = std::max<uint64_t>(1, ix.events() / (uint64_t(1) << 22));
-  const uint64_t width = std::max<uint64_t>(1, (hi - lo) / windows + 1);
+  // half (flows() answers those with either half in it). A trace still
+  // followed scans every flow for any window: one window then.
+  const uint64_t windows = ix.flows_unsorted() ? 1 : std::max<uint64_t>(1, ix.events() / (uint64_t(1) << 22));
   std::vector<index::Flow> fs;
-  for (uint64_t w0 = lo;; w0 += width) {
-    const uint64_t w1 = hi - w0 < width - 1 ? hi : w0 + width - 1;
-    ix.flows(w0, w1, fs);
-    for (const index::Flow& f : fs) {
-      const uint64_t first = f.first_half();
-      if (first < w0 || first > w1) continue;
-      ++r.flows;
-      all.add(f, ix);
-      channels[f.channel].add(f, ix);
-      senders[(f.flags & index::kFlowSent) ? f.src : f.dst].add(f, ix);
-      if (f.matched()) continue;
-      ++r.orphans_total;
-      if (r.orphans.size() < orphan_limit) r.orphans.push_back(f);
-      if (f.flags == index::kFlowReceived) orphan_receive_ids.insert(f.id);
-    }
-    if (w1 == hi) break;
-  }
-  if (!orphan_receive_ids.empty()) {
-    std::unordered_map<uint64_t, uint64_t> receives_of;  // id -> receives seen so far, in time order
-    for (uint64_t w0 = lo;; w0 += width) {
-      const uint64_t w1 = hi - w0 < width - 1 ? hi : w0 + width - 1;
+  auto each_flow = [&](uint64_t from, uint64_t to, auto&& fn) {
+    const uint64_t width = std::max<uint64_t>(1, (to - from) / windows + 1);
+    for (uint64_t w0 = from;; w0 += width) {
+      const uint64_t w1 = to - w0 < width - 1 ? to : w0 + width - 1;
       ix.flows(w0, w1, fs);
-      // By the time of their receive, so "before" is in time.
-      std::erase_if(fs, [&](const index::Flow& f) {
-        return !(f.flags & index::kFlowReceived) || f.recv_ts < w0 || f.recv_ts > w1 || !orphan_receive_ids.count(f.id);
-      });
-      std::stable_sort(fs.begin(), fs.end(), [](const index::Flow& a, const index::Flow& b) { return a.recv_ts < b.recv_ts; });
-      for (const index::Flow& f : fs) {
-        if (receives_of[f.id]++ == 0 || f.matched()) continue;
+      for (const index::Flow& f : fs)
+        if (f.first_half() >= w0 && f.first_half() <= w1) fn(f);
+      if (w1 == to) break;
+    }
+  };
+  each_flow(lo, hi, [&](const index::Flow& f) {
+    ++r.flows;
+    all.add(f, ix);
+    channels[f.channel].add(f, ix);
+    senders[(f.flags & index::kFlowSent) ? f.src : f.dst].add(f, ix);
+    if (f.matched()) return;
+    ++r.orphans_total;
+    if (r.orphans.size() < orphan_limit) r.orphans.push_back(f);
+    if (f.flags == index::kFlowReceived) orphan_receive_ids.insert(f.id);
+  });
+  if (!orphan_receive_ids.empty()) {
+    // Which receive the index matched with the send depends on the order
+    // chunks reached it, not on time: every receive of an id but one is
+    // "again" — all of those never sent where one was matched, else all
+    // but the first in time.
+    struct Receives {
+      bool matched = false;
+      std::vector<std::pair<uint64_t, const index::Flow*>> orphans;  // (time, flow) (flows kept below)
+    };
+    std::unordered_map<uint64_t, Receives> of;
+    std::vector<index::Flow> kept;  // the orphan receives of those ids (few)
+    each_flow(ix.first_ts(), ix.last_ts(), [&](const index::Flow& f) {  // (the other receives may lie anywhere)
+      if (!(f.flags & index::kFlowReceived) || !orphan_receive_ids.count(f.id)) return;
+      if (f.matched()) of[f.id].matched = true;
+      else kept.push_back(f);
+    });
+    for (const index::Flow& f : kept) of[f.id].orphans.emplace_back(f.recv_ts, &f);
+    for (auto& [id, rec] : of) {
+      std::stable_sort(rec.orphans.begin(), rec.orphans.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (size_t i = rec.matched ? 0 : 1; i < rec.orphans.size(); ++i) {
+        const index::Flow& f = *rec.orphans[i].second;
         ++all.c.received_again;
         ++channels[f.channel].c.received_again;
         ++senders[f.dst].c.received_again;
       }
-      if (w1 == hi) break;
     }
   }
   r.all = all.done();

@@ -95,8 +95,8 @@ class BaseCursor : public Cursor {
   }
 
   bool next(Record& r) override { return next_batch(std::span<Record>(&r, 1)) == 1; }
-  // The window's lanes merged straight into `out` (a stored stream's file
-  // mapping): merged into a buffer of their own first, every record was
+  // The window's lanes merged straight into `out` (a stored stream's write
+  // buffer): merged into a buffer of their own first, every record was
   // written once more and copied once more.
   size_t next_batch(std::span<Record> out) override {
     if (!refill()) return 0;
@@ -463,7 +463,8 @@ class MessageCursor : public Cursor {
           const double v = t.field == "size"      ? double(f.size)
                            : t.field == "channel" ? double(f.channel)
                            : t.field == "id"      ? double(f.id)
-                                                  : double(ix_.to_ns(f.recv_ts) - ix_.to_ns(f.send_ts));
+                           : f.matched()          ? double(ix_.to_ns(f.recv_ts) - ix_.to_ns(f.send_ts))
+                                                  : 0;
           if (t.field == "latency_ns" && !f.matched()) ok = false;  // an orphan has no latency
           if (t.number) {
             ok = ok && t.test.passes(v);

@@ -223,7 +223,9 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
     cmd->add_option("--limit", limit, "at most this many hits listed");
     cmd->add_option("--event", event, "FEEDLET:SEQ: that event with every field (the details panel's \"place\")");
     cmd->add_option("--message", message_ids, "the message with this id: send, receive and their payloads");
-    cmd->add_flag("--orphans", orphans, "the messages never received and those received but never sent (--limit of them)");
+    cmd->add_flag("--orphans", orphans,
+                  "the messages never received and those received but never sent (--limit of them; --from/--to: sent, or an "
+                  "orphan receive received, then)");
     cmd->add_option("--from", w.from, "only from this time");
     cmd->add_option("--to", w.to, "only up to this time");
     cmd->callback([=] {
@@ -285,7 +287,7 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
       if (orphans) {
         // The sends never received and the receives never sent, in time
         // order (the index's flow table, analysis/message_report.hpp).
-        const analysis::MessageReport r = analysis::message_report(*ix, limit);
+        const analysis::MessageReport r = analysis::message_report(*ix, limit, o.t0, o.t1);
         json list = json::array();
         for (const index::Flow& f : r.orphans) {
           const bool sent = f.flags & index::kFlowSent;

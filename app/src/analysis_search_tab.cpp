@@ -238,7 +238,7 @@ void AnalysisPanel::search_tab(SharedView& v) {
   ImGui::EndDisabled();
   v.record_control("search_go");
   ImGui::BeginDisabled(search_job_.valid());
-  if (ImGui::Button("Messages never received")) find_orphans(v);
+  if (ImGui::Button("Messages never received, or never sent")) find_orphans(v);
   ImGui::EndDisabled();
   v.record_control("search_orphans");
   ImGui::BeginDisabled(hits_.empty());

@@ -198,7 +198,8 @@ nlohmann::json messages_json(const TraceIndex& ix) {
 }
 
 // The messages part of info and stats, as text: the totals, then a line per
-// channel and per sender (at most `rows` of each, those with orphans first).
+// channel and per lane (the messages it sent, and the receives on it never
+// sent; at most `rows` of each, those with orphans first).
 void print_messages(const nlohmann::json& m, size_t rows) {
   if (m.is_null()) return;
   auto line = [](const char* what, const std::string& who, const nlohmann::json& c) {
@@ -226,11 +227,11 @@ void print_messages(const nlohmann::json& m, size_t rows) {
     for (size_t i = 0; i < list.size() && i < rows; ++i) {
       const auto& c = *list[i];
       if (part[3] == 'c') line("channel", std::to_string(c["channel"].get<uint64_t>()), c);
-      else line("sender", c["lane"].get<std::string>(), c);
+      else line("lane", c["lane"].get<std::string>(), c);  // (its sends; its receives never sent)
     }
     if (list.size() > rows)
       std::printf("  ... %zu more %s (stats --json lists them all)\n", list.size() - rows,
-                  part[3] == 'c' ? "channels" : "senders");
+                  part[3] == 'c' ? "channels" : "lanes");
   }
 }
 
@@ -411,7 +412,7 @@ void add_index_commands(CLI::App& app, int* exit_code) {
       std::printf("%s\n", j.dump(2).c_str());
     } else {
       for (auto& [k, v] : j.items())
-        if (!v.is_array() && !v.is_object()) std::printf("%-14s %s\n", k.c_str(), v.dump().c_str());
+        if (!v.is_array() && !v.is_object() && !v.is_null()) std::printf("%-14s %s\n", k.c_str(), v.dump().c_str());
       print_messages(j["messages"], SIZE_MAX);
       if (j.contains("durations")) print_duration_table(j["durations"]);
     }

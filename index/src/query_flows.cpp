@@ -19,6 +19,11 @@ std::vector<Flow> TraceIndex::flows(uint64_t t0, uint64_t t1, size_t limit, bool
   return out;
 }
 
+bool TraceIndex::flows_unsorted() const {
+  std::shared_lock lock(mu_);
+  return s_->flows != nullptr;
+}
+
 void TraceIndex::flows(uint64_t t0, uint64_t t1, std::vector<Flow>& out, size_t limit, bool across) const {
   std::shared_lock lock(mu_);
   out.clear();

@@ -8,6 +8,7 @@
 #include <fnmatch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -465,19 +466,25 @@ uint32_t Collector::category_id(uint64_t mask) {
   uint32_t& id = category_ids_[mask];
   if (id) return id;
   if (!category_type_) {
-    // The argument type `.cat` joins the schema at its first use.
+    // The argument type `.cat` joins the schema at its first use, taking a
+    // user type code. With none left (or `.cat` defined otherwise by the
+    // application) categories are not written, and not asked for again.
+    if (category_failed_) return 0;
     const ts_field field{"cat", TS_FIELD_STRING};
     category_type_ = uint16_t(ts_define_event_type(".cat", &field, 1));
-    if (!category_type_) return 0;  // every user type code is taken
+    if (!category_type_) return category_failed_ = true, 0;
     sync_user_types();
   }
   std::string text;
   {
     std::lock_guard<std::mutex> lock(r.types_mutex);
+    std::vector<std::string> names;  // each once: one name may be given to several bits
     for (int b = 0; b < 64; ++b) {
       if (!(mask >> b & 1)) continue;
-      if (!text.empty()) text += ',';
-      text += r.category_names[b].empty() ? "cat" + std::to_string(b) : r.category_names[b];
+      std::string name = !r.category_names[b].empty() ? r.category_names[b] : b == 0 ? "default" : "cat" + std::to_string(b);
+      if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+      text += (text.empty() ? "" : ",") + name;
+      names.push_back(std::move(name));
     }
   }
   return id = text_id(text);

@@ -93,6 +93,7 @@ class Collector {
   std::unordered_map<uint64_t, uint32_t> category_ids_;
   uint32_t category_version_ = 0;
   uint16_t category_type_ = 0;
+  bool category_failed_ = false;  // no user type code was left for `.cat`
   uint64_t last_calibration_ns_ = 0;
   std::vector<uint8_t> frame_;
 

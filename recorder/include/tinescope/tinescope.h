@@ -93,7 +93,9 @@ TS_API void ts_instant(const char *name);
 TS_API void ts_instant_c(uint64_t category, const char *name);
 /* Names a category (each bit of the mask) in the trace: a begin or instant
  * of a category other than 1 keeps it as its field `cat` ("io", or "io,net"
- * for two bits; an unnamed bit as "cat<bit>"). Takes a lock: call it at set-up. */
+ * for two bits; an unnamed bit as "cat<bit>", bit 0 as "default"). The
+ * field's type `.cat` takes one of the 192 user type codes at its first use.
+ * Takes a lock: call it at set-up. */
 TS_API void ts_category_name(uint64_t category, const char *name);
 TS_API void ts_counter_i64(const char *name, int64_t value);
 TS_API void ts_counter_f64(const char *name, double value);

@@ -30,7 +30,7 @@ struct MessageCounts {
 struct MessageReport {
   MessageCounts all;
   std::map<uint64_t, MessageCounts> by_channel;
-  std::map<uint32_t, MessageCounts> by_sender;  // by the sending feedlet (a receive never sent: its receiver's)
+  std::map<uint32_t, MessageCounts> by_sender;  // by the sending lane (a receive never sent: its receiver's)
   // The sends never received and the receives never sent, in time order;
   // at most `orphan_limit` (orphans_total counts them all).
   std::vector<index::Flow> orphans;
@@ -38,6 +38,9 @@ struct MessageReport {
   uint64_t flows = 0;  // read from the index
 };
 
-MessageReport message_report(const index::TraceIndex& ix, size_t orphan_limit = SIZE_MAX);
+// Of the messages whose first half (the send; an orphan receive's receive)
+// lies in [t0, t1] (ticks).
+MessageReport message_report(const index::TraceIndex& ix, size_t orphan_limit = SIZE_MAX, uint64_t t0 = 0,
+                             uint64_t t1 = UINT64_MAX);
 
 }  // namespace tinescope::analysis

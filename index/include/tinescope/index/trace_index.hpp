@@ -435,6 +435,9 @@ class TraceIndex {
   // The same into `out`, which keeps its memory: a caller that walks every
   // window of a trace (the message report) faulted fresh pages in for each.
   void flows(uint64_t t0, uint64_t t1, std::vector<Flow>& out, size_t limit = SIZE_MAX, bool across = false) const;
+  // True while the trace is followed (growing): flows() then scans every
+  // flow for any window, so a reader of all of them asks once.
+  bool flows_unsorted() const;
 
   // ---- feedlet sub-index and global order
   std::vector<FeedletChunk> feedlet_chunks(uint32_t feedlet) const;
