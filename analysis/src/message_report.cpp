@@ -13,12 +13,12 @@ namespace {
 struct Tally {
   MessageCounts c;
   DurationHistogram latency;
-  void add(const index::Flow& f, const index::TraceIndex& ix) {
+  // `ns`: a matched flow's latency (computed once for its three tallies).
+  void add(const index::Flow& f, int64_t ns) {
     c.sent += (f.flags & index::kFlowSent) != 0;
     c.received += (f.flags & index::kFlowReceived) != 0;
     if (f.matched()) {
       ++c.matched;
-      const int64_t ns = ix.to_ns(f.recv_ts) - ix.to_ns(f.send_ts);
       if (ns < 0) ++c.received_before_sent;
       latency.add(uint64_t(std::max<int64_t>(ns, 0)));
     } else if (f.flags == index::kFlowSent) {
@@ -66,9 +66,10 @@ MessageReport message_report(const index::TraceIndex& ix, size_t orphan_limit, u
   };
   each_flow(lo, hi, [&](const index::Flow& f) {
     ++r.flows;
-    all.add(f, ix);
-    channels[f.channel].add(f, ix);
-    senders[(f.flags & index::kFlowSent) ? f.src : f.dst].add(f, ix);
+    const int64_t ns = f.matched() ? ix.to_ns(f.recv_ts) - ix.to_ns(f.send_ts) : 0;
+    all.add(f, ns);
+    channels[f.channel].add(f, ns);
+    senders[(f.flags & index::kFlowSent) ? f.src : f.dst].add(f, ns);
     if (f.matched()) return;
     ++r.orphans_total;
     if (r.orphans.size() < orphan_limit) r.orphans.push_back(f);
