@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <random>
 #include <set>
@@ -14,6 +15,7 @@
 
 #include <imgui.h>
 
+#include "tinescope/analysis/categories.hpp"
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/duration_stats.hpp"
 #include "tinescope/render/headless.hpp"
@@ -1052,6 +1054,53 @@ TEST_F(AnalysisGui, MeasuringFromMarkToSweepGivesOneResponseTimePerCycle) {
                                     [&](const auto& c) { return c.start <= m.start && m.end <= c.end; });
     EXPECT_TRUE(inside) << m.start << ".." << m.end;
   }
+}
+
+// Issue 51: the Categories tab lists the categories the trace's intervals
+// were recorded in, and unticking one leaves its events out of the
+// timeline; a name recorded in two stays until both are hidden.
+TEST_F(AnalysisGui, HidingACategoryLeavesItsEventsOutOfTheTimeline) {
+  const std::string dir = fresh_scratch_dir();
+  const std::string json = dir + "/categories.json", trace = dir + "/categories.tine";
+  write_file(json, R"({"traceEvents":[
+    {"name":"read","cat":"io","ph":"X","ts":0,"dur":1000,"pid":1,"tid":1},
+    {"name":"send","cat":"net","ph":"X","ts":1000,"dur":500,"pid":1,"tid":1},
+    {"name":"read","cat":"io","ph":"X","ts":2000,"dur":1000,"pid":1,"tid":2},
+    {"name":"poll","cat":"io","ph":"X","ts":4000,"dur":800,"pid":1,"tid":1},
+    {"name":"poll","cat":"net","ph":"X","ts":5000,"dur":800,"pid":1,"tid":2},
+    {"name":"think","ph":"X","ts":6000,"dur":1000,"pid":1,"tid":1}]})");
+  ASSERT_EQ(run(bin("app/tinescope") + " import " + json + " -o " + trace + " > /dev/null"), 0);
+  ASSERT_NO_FATAL_FAILURE(open({}, trace));
+  press("analysis");
+  ASSERT_TRUE(v_->analysis_shown());
+  ASSERT_NO_FATAL_FAILURE(press("tab_Categories"));
+  ASSERT_NO_FATAL_FAILURE(finish());
+  ASSERT_EQ(v_->analysis().categories().size(), 1u);
+  ASSERT_TRUE(v_->analysis().categories()[0]);
+  std::map<std::string, uint64_t> counts;
+  for (const auto& c : v_->analysis().categories()[0]->categories) counts[c.name] = c.events;
+  EXPECT_EQ(counts, (std::map<std::string, uint64_t>{{"io", 3}, {"net", 2}, {analysis::kNoCategory, 1}}));
+  auto drawn = [&] {
+    std::set<std::string> names;
+    const render::TimelinePicture* p = v_->figure_timeline(0);
+    EXPECT_NE(p, nullptr);
+    if (p)
+      for (const render::Box& b : p->boxes) names.insert(std::string(scene_->sources()[0].catalog->string(b.name)));
+    return names;
+  };
+  EXPECT_EQ(drawn(), (std::set<std::string>{"read", "send", "poll", "think"}));
+  ASSERT_NO_FATAL_FAILURE(press("category_io"));
+  ASSERT_TRUE(v_->settle());
+  EXPECT_EQ(drawn(), (std::set<std::string>{"send", "poll", "think"})) << "poll was also sent on net";
+  EXPECT_GT(v_->control("hidden_categories").w, 0) << "the top bar says what is hidden";
+  ASSERT_NO_FATAL_FAILURE(press("category_net"));
+  ASSERT_TRUE(v_->settle());
+  EXPECT_EQ(drawn(), (std::set<std::string>{"think"}));
+  ASSERT_NO_FATAL_FAILURE(press("categories_show_all"));
+  ASSERT_TRUE(v_->settle());
+  EXPECT_EQ(drawn(), (std::set<std::string>{"read", "send", "poll", "think"}));
+  pump(3);
+  EXPECT_EQ(v_->control("hidden_categories").w, 0);
 }
 
 }  // namespace

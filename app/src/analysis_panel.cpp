@@ -3,7 +3,8 @@
 // analysis_streams_tab.cpp (a stream typed, drawn under the timeline,
 // bookmarked), analysis_stats_tab.cpp (the statistics table),
 // analysis_histogram_tab.cpp (the playable duration histogram),
-// analysis_search_tab.cpp (regex search and needles, with a hit list).
+// analysis_search_tab.cpp (regex search and needles, with a hit list),
+// analysis_categories_tab.cpp (categories shown and hidden).
 #include <imgui.h>
 
 #include <algorithm>
@@ -31,6 +32,8 @@ AnalysisPanel::~AnalysisPanel() {
   if (stats_job_.valid()) stats_job_.wait();
   if (search_job_.valid()) search_job_.wait();
   if (hist_job_.valid()) hist_job_.wait();
+  categories_stop_ = true;
+  if (categories_job_.valid()) categories_job_.wait();
 }
 
 const render::Source* AnalysisPanel::source(const SharedView& v) const {
@@ -70,6 +73,12 @@ void AnalysisPanel::poll(SharedView& v) {
     sort_stats();
     if (!error.empty()) status_ = "statistics: " + error;
   }
+  if (ready(categories_job_)) {
+    categories_ = categories_job_.get();
+    categories_status_.clear();
+    for (const auto& c : categories_)
+      if (c && !c->error.empty()) categories_status_ = "a part of the trace could not be read: " + c->error;
+  }
   if (ready(search_job_)) {
     auto [hits, note] = search_job_.get();
     hits_ = std::move(hits);
@@ -94,8 +103,8 @@ void AnalysisPanel::draw(SharedView& v, Rect area) {
     }
   }
   if (ImGui::BeginTabBar("tabs")) {
-    const char* names[] = {"Streams", "Statistics", "Histogram", "Search"};
-    for (int i = 0; i < 4; ++i) {
+    const char* names[] = {"Streams", "Statistics", "Histogram", "Search", "Categories"};
+    for (int i = 0; i < 5; ++i) {
       const ImGuiTabItemFlags flags = want_tab_ == i ? ImGuiTabItemFlags_SetSelected : 0;
       const bool open = ImGui::BeginTabItem(names[i], nullptr, flags);
       v.record_control((std::string("tab_") + names[i]).c_str());
@@ -106,6 +115,7 @@ void AnalysisPanel::draw(SharedView& v, Rect area) {
         case 1: stats_tab(v); break;
         case 2: histogram_tab(v); break;
         case 3: search_tab(v); break;
+        case 4: categories_tab(v); break;
       }
       ImGui::EndTabItem();
     }

@@ -1,5 +1,6 @@
 #include "figure_options.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,9 @@ void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::
   cmd.add_option("--lanes", o.lanes, "lanes by thread or process name, or number, comma separated");
   cmd.add_option("--names-width", o.names_px, "timeline: the lane names' column, in pixels (long names; the viewer: drag its border)")
       ->check(CLI::Range(60, 4000));
+  cmd.add_option("--hide-categories", o.hide_categories,
+                 "timeline: leave out the intervals and instants of these categories, comma separated (the trace is "
+                 "read once to find them)");
   cmd.add_option("--cursor", o.cursor, "a cursor at this time");
   cmd.add_option("--select", o.select, "a selected range FROM:TO");
 }
@@ -65,6 +69,36 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
     f.lanes = scene.select_lanes(o.lanes, error);
     if (f.lanes.empty()) return false;
   }
+  if (!o.hide_categories.empty() && f.type != render::FigureParams::Timeline) {
+    error = "--hide-categories applies to the timeline";
+    return false;
+  }
+  if (!o.hide_categories.empty()) {
+    // Every source read for its categories; a category none of them has is
+    // a mistake (a typo hides nothing): say which there are.
+    std::vector<std::shared_ptr<const analysis::Categories>> found;
+    std::vector<std::string> known;
+    for (const render::Source& src : scene.sources()) {
+      auto c = std::make_shared<analysis::Categories>(analysis::scan_categories(*src.index));
+      if (!c->error.empty()) {
+        error = "reading " + src.path + " for its categories: " + c->error;
+        return false;
+      }
+      for (const analysis::CategoryCount& k : c->categories)
+        if (std::find(known.begin(), known.end(), k.name) == known.end()) known.push_back(k.name);
+      found.push_back(std::move(c));
+    }
+    f.hidden_categories = analysis::split_categories(o.hide_categories);
+    for (const std::string& h : f.hidden_categories)
+      if (std::find(known.begin(), known.end(), h) == known.end()) {
+        std::string list;
+        for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+        error = "--hide-categories: no event is in category '" + h + "' (" +
+                (known.empty() ? std::string("the trace has no intervals or instants") : "its categories: " + list) + ")";
+        return false;
+      }
+    f.hidden_names = hidden_names(found, f.hidden_categories);
+  }
   if (!o.cursor.empty() && !at(o.cursor, 0, marks.cursor)) return false;
   if (!o.select.empty()) {
     const size_t colon = o.select.find(':');
@@ -75,6 +109,15 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
     if (!at(o.select.substr(0, colon), 0, marks.sel0) || !at(o.select.substr(colon + 1), 0, marks.sel1)) return false;
   }
   return true;
+}
+
+std::shared_ptr<const std::vector<std::vector<uint8_t>>> hidden_names(
+    const std::vector<std::shared_ptr<const analysis::Categories>>& per_source, const std::vector<std::string>& hidden) {
+  if (hidden.empty()) return nullptr;
+  auto out = std::make_shared<std::vector<std::vector<uint8_t>>>(per_source.size());
+  for (size_t s = 0; s < per_source.size(); ++s)
+    if (per_source[s]) (*out)[s] = analysis::hidden_names(*per_source[s], hidden);
+  return out;
 }
 
 int open_figure(const char* command, const std::vector<std::string>& traces, const FigureOptions& o,

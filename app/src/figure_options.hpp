@@ -5,14 +5,15 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "tinescope/render/figure_params.hpp"
+#include "tinescope/analysis/categories.hpp"
 #include "tinescope/analysis/stream_expr.hpp"
+#include "tinescope/render/figure_params.hpp"
 
 namespace tinescope::app {
 
 struct FigureOptions {
   std::string figure = "timeline";
-  std::string from, to, period, lanes, cursor, select;
+  std::string from, to, period, lanes, cursor, select, hide_categories;
   uint32_t fold = 1, strip_px = 8;
   double theta = 0;  // per microsecond on the command line
   float names_px = render::TimelineGeometry::kNamesPx;
@@ -25,6 +26,12 @@ bool parse_duration(const std::string& text, double& ns);
 // FigureParams for the scene; false with a message for a bad value.
 bool figure_params(const FigureOptions& o, const render::Scene& scene, render::FigureParams& f,
                    render::Marks& marks, std::string& error);
+
+// The names each source hides where `hidden` categories are hidden
+// ([source][string id]; analysis::hidden_names), from each source's
+// categories (null: a source not scanned, nothing hidden there).
+std::shared_ptr<const std::vector<std::vector<uint8_t>>> hidden_names(
+    const std::vector<std::shared_ptr<const analysis::Categories>>& per_source, const std::vector<std::string>& hidden);
 
 // What `view` and `render` both do first: index and open the traces, then
 // read the figure options against them. Returns 0, or the exit status after

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "tinescope/analysis/categories.hpp"
 #include "tinescope/analysis/message_report.hpp"
 #include "tinescope/import/trace_import.hpp"
 #include "tinescope/index/trace_index.hpp"
@@ -387,7 +388,7 @@ void add_index_commands(CLI::App& app, int* exit_code) {
     if (!r.warning.empty()) std::fprintf(stderr, "tinescope: warning: %s\n", r.warning.c_str());
   });
 
-  static bool durations = false, by_thread = false;
+  static bool durations = false, by_thread = false, categories = false;
   static std::string stream;
   auto* stats = app.add_subcommand("stats", "counts, time range, feedlets, drops and damage of a trace; durations per name");
   stats->add_option("trace", trace, "trace file")->required();
@@ -395,6 +396,8 @@ void add_index_commands(CLI::App& app, int* exit_code) {
   stats->add_flag("--durations", durations, "count, total, min, mean, max, p50/p90/p99/p99.9 per name (a pass over the trace)");
   stats->add_flag("--by-thread", by_thread, "--durations per name and per thread");
   stats->add_option("--stream", stream, "--durations of this interval stream (docs/ANALYSIS.md)");
+  stats->add_flag("--categories", categories,
+                  "the categories of the intervals and instants, with their events and names (a pass over the trace)");
   stats->callback([=] {
     auto ix = open_index(trace, true);
     if (!ix) {
@@ -408,12 +411,26 @@ void add_index_commands(CLI::App& app, int* exit_code) {
       *exit_code = 2;
       return;
     }
+    if (categories) {
+      const analysis::Categories c = analysis::scan_categories(*ix);
+      if (!c.error.empty()) std::fprintf(stderr, "tinescope: warning: categories: %s (the other chunks read)\n", c.error.c_str());
+      auto& list = j["categories"] = nlohmann::json::array();
+      for (const analysis::CategoryCount& k : c.categories)
+        list.push_back({{"category", k.name}, {"events", k.events}, {"names", k.names}});
+      j["names_in_several_categories"] = c.mixed_names;
+    }
     if (json_out) {
       std::printf("%s\n", j.dump(2).c_str());
     } else {
       for (auto& [k, v] : j.items())
         if (!v.is_array() && !v.is_object() && !v.is_null()) std::printf("%-14s %s\n", k.c_str(), v.dump().c_str());
       print_messages(j["messages"], SIZE_MAX);
+      if (j.contains("categories")) {
+        std::printf("categories     (intervals and instants, by the category recorded with them)\n");
+        for (const auto& k : j["categories"])
+          std::printf("  %-24s %10llu events  %6llu names\n", k["category"].get<std::string>().c_str(),
+                      (unsigned long long)k["events"].get<uint64_t>(), (unsigned long long)k["names"].get<uint64_t>());
+      }
       if (j.contains("durations")) print_duration_table(j["durations"]);
     }
   });

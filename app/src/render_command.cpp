@@ -1,6 +1,7 @@
 // `tinescope render TRACE... -o out.png`: a figure drawn headless through
 // EGL, exactly as the viewer draws it at the same size; the charts of
 // streams (a time series, a histogram) drawn with cairo as PNG, SVG or PDF.
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 
@@ -149,6 +150,14 @@ int run_render(const RenderArgs& a) {
   std::printf("%s: %dx%d %s (build %.1f ms, draw %.1f ms, %llu primitives, %s)\n", a.out.c_str(), w, h,
               a.figure.figure.c_str(), t.build_ms, t.draw_ms, (unsigned long long)t.primitives,
               r->context().renderer().c_str());
+  if (!f.hidden_categories.empty()) {
+    uint64_t names = 0;
+    for (const auto& per_source : *f.hidden_names) names += uint64_t(std::count(per_source.begin(), per_source.end(), 1));
+    std::string list;
+    for (const std::string& c : f.hidden_categories) list += (list.empty() ? "" : ", ") + c;
+    std::printf("  not drawn: the intervals and instants of %s (%llu names; a name also in a shown category stays)\n",
+                list.c_str(), (unsigned long long)names);
+  }
   return 0;
 }
 

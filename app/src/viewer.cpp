@@ -132,6 +132,19 @@ SharedView Viewer::shared_view() {
     set_window(a, b);
   };
   v.record_control = [this](const char* id) { record_control(id); };
+  // Categories are hidden in every timeline at once (figures_[0] is one).
+  for (auto& f : figures_)
+    if (f->params.type == FigureParams::Timeline) {
+      v.hidden_categories = f->params.hidden_categories;
+      break;
+    }
+  v.hide_categories = [this](const std::vector<std::string>& categories,
+                             std::shared_ptr<const std::vector<std::vector<uint8_t>>> names) {
+    for (auto& f : figures_) {
+      f->params.hidden_categories = categories;
+      f->params.hidden_names = categories.empty() ? nullptr : names;
+    }
+  };
   return v;
 }
 
@@ -154,6 +167,10 @@ void Viewer::add_figure(FigureParams::Type type) {
   for (auto& g : figures_)
     if (g->params.type == FigureParams::Scope) f->params = g->params;  // a second scope starts like the first
   f->params.type = type;
+  if (!figures_.empty()) {  // a new timeline hides what the others hide
+    f->params.hidden_categories = figures_[0]->params.hidden_categories;
+    f->params.hidden_names = figures_[0]->params.hidden_names;
+  }
   if (type == FigureParams::Scope && f->params.period_ns <= 0) {
     f->params.t0 = t0_, f->params.t1 = t1_;
     f->params.period_ns = render::default_period_ns(*scene_, f->params);

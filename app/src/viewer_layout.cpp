@@ -58,6 +58,14 @@ void Viewer::controls() {
   record_control("analysis");
   ImGui::SameLine();
   ImGui::TextDisabled("window %s", render::format_duration(t1_ - t0_, scene_->time_unit()).c_str());
+  if (!figures_.empty() && !figures_[0]->params.hidden_categories.empty()) {
+    // What the timelines leave out is said where they are looked at.
+    std::string hidden;
+    for (const std::string& c : figures_[0]->params.hidden_categories) hidden += (hidden.empty() ? "" : ", ") + c;
+    ImGui::SameLine();
+    ImGui::TextColored(ImVec4(1.f, 0.75f, 0.3f, 1.f), "hidden: %s", hidden.c_str());
+    record_control("hidden_categories");
+  }
   if (marks_.cursor != render::Marks::kNone) {
     ImGui::SameLine();
     ImGui::TextDisabled("cursor %s", render::format_time(marks_.cursor - scene_->first_ns(), 1, scene_->time_unit()).c_str());

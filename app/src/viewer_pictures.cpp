@@ -26,6 +26,8 @@ std::string state_key(const FigureParams& p, Rect r) {
   std::string key = buf;
   for (uint32_t l : p.lanes) key.append(1, ' ').append(std::to_string(l));
   for (const std::string& c : p.collapsed) key.append(1, ' ').append(c);
+  // (Each change of the hidden categories makes new hidden names.)
+  if (p.hidden_names) key.append(" hidden ").append(std::to_string(reinterpret_cast<uintptr_t>(p.hidden_names.get())));
   return key;
 }
 

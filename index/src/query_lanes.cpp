@@ -258,7 +258,8 @@ std::vector<std::pair<int, Buckets>> TraceIndex::query_lane(uint32_t feedlet, ui
 }
 
 void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t columns,
-                            std::vector<std::pair<int, Buckets>>& out, uint32_t decode_per_column) const {
+                            std::vector<std::pair<int, Buckets>>& out, uint32_t decode_per_column,
+                            const std::vector<uint8_t>* hidden) const {
   if (t1 < t0) std::swap(t0, t1);
   const uint32_t shift = shift_for(t0, t1, columns);
   // Streams below their finest level, by their index in the feedlet: where
@@ -301,20 +302,26 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
   // where no name needs decoding and no depth's leaf is wider than a column.
   // A lane of 20 names on 3 depths then answers 3 streams where it answered 20.
   uint32_t name_leaf = 0, depth_leaf = 0;  // the coarsest leaves
-  bool depths = false;
+  bool depths = false, names_hidden = false;
+  auto is_hidden = [&](const StreamInfo& info) {
+    return hidden && (info.kind == StreamKind::Interval || info.kind == StreamKind::Instant) &&
+           info.key < hidden->size() && (*hidden)[info.key];
+  };
   for (auto it = first; it != s_->stream_ids.end() && it->first == feedlet; ++it) {
     const StreamInfo& info = s_->stream(int(it - s_->stream_ids.begin()))->info;
     if (info.kind == StreamKind::Interval) name_leaf = std::max(name_leaf, info.leaf_shift);
     if (info.kind == StreamKind::Depth) depth_leaf = std::max(depth_leaf, info.leaf_shift), depths = true;
+    names_hidden |= info.kind == StreamKind::Interval && is_hidden(info);
   }
   const bool names_coarse = shift < name_leaf;  // some name's leaf is wider than a column
-  const bool by_depth = depths && (!affordable || (!names_coarse && depth_leaf <= shift));
+  const bool by_depth = depths && !names_hidden && (!affordable || (!names_coarse && depth_leaf <= shift));
   for (auto it = first; it != s_->stream_ids.end() && it->first == feedlet; ++it) {
     const int id = int(it - s_->stream_ids.begin());
     const Stream& st = *s_->stream(id);
     const StreamKind kind = st.info.kind;
     if (kind == (by_depth ? StreamKind::Interval : StreamKind::Depth)) continue;
     if (kind == StreamKind::Span) continue;  // (its intervals are in the names' and depths' streams too)
+    if (is_hidden(st.info)) continue;
     Buckets& b = next(id);
     // By name, a stream's intervals are decoded wherever the window is
     // affordable, even at zooms its stored leaves answer: a stored node of

@@ -18,6 +18,7 @@ TimelineRequest timeline_request(const Scene& scene, const FigureParams& f, cons
   r.width = std::max(1.f, g.plot.w);
   r.theta = f.theta;
   r.layout = layout_lanes(scene, layout_options(f));
+  r.hidden_names = f.hidden_names;
   return r;
 }
 

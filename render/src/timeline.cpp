@@ -165,11 +165,20 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     const index::TraceIndex& ix = *scene.sources()[lane.source].index;
     LaneQuery q{&lr, &lane, ClockWindow(scene.sources()[lane.source].catalog->clock, req.t0, req.t1),
                 std::move(answers[queries.size()]), {}};
-    ix.query_lane(lane.feedlet, q.clock.k0, q.clock.k1, resolution, q.buckets, req.decode_per_column);
+    const std::vector<uint8_t>* hidden = req.hidden_names && lane.source < req.hidden_names->size() &&
+                                                 !(*req.hidden_names)[lane.source].empty()
+                                             ? &(*req.hidden_names)[lane.source]
+                                             : nullptr;
+    ix.query_lane(lane.feedlet, q.clock.k0, q.clock.k1, resolution, q.buckets, req.decode_per_column, hidden);
     // A growing trace may have gained streams since the scene was read: they wait for the next one.
     const size_t known = std::min(streams[lane.source].size(), scene.sources()[lane.source].stream_colour.size());
     std::erase_if(q.buckets, [&](const auto& b) { return size_t(b.first) >= known; });
     q.edge = ix.running_across(lane.feedlet, q.clock.k1);
+    if (hidden) {
+      auto hides = [&](uint32_t name) { return name < hidden->size() && (*hidden)[name]; };
+      std::erase_if(q.edge.open, [&](const index::OpenInterval& o) { return hides(o.name); });
+      std::erase_if(q.edge.spans, [&](const index::Item& it) { return hides(it.name); });
+    }
     q.counters.resize(lane.counters.size());
     const uint64_t first_column_end =  // (warped, columns differ: none)
         req.theta > 0 ? 0 : q.clock.ticks(req.t0 + int64_t(double(req.t1 - req.t0) / std::max(1.0, req.width)));

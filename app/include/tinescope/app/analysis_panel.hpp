@@ -1,12 +1,14 @@
 // The viewer's analysis panel: streams defined by their text (the syntax of
 // docs/ANALYSIS.md, shared with the command line), bookmarks from any
 // interval stream, the statistics table, a duration histogram that plays up
-// to the play head, search with a hit list, and response-time measurement.
+// to the play head, search with a hit list, response-time measurement, and
+// the categories shown and hidden.
 // Everything that reads the trace runs off the UI thread; the panel acts on
 // the viewer's shared view (window, cursor, selection, bookmarks) through
 // SharedView, so every figure moves with it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tinescope/analysis/categories.hpp"
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/duration_stats.hpp"
 #include "tinescope/render/figure.hpp"
@@ -33,6 +36,12 @@ struct SharedView {
   bool playing = false;     // playing or live: the play head is the window's right edge
   std::function<void(int64_t t0, int64_t t1)> set_window;
   std::function<void(const char* id)> record_control;  // the last ImGui item, for tests and tools
+  // The categories the timelines leave out, and how to change them (with
+  // the names they hide: [source][string id], analysis::hidden_names).
+  std::vector<std::string> hidden_categories;
+  std::function<void(const std::vector<std::string>& categories,
+                     std::shared_ptr<const std::vector<std::vector<uint8_t>>> names)>
+      hide_categories;
 };
 
 struct SearchHit {
@@ -76,9 +85,18 @@ class AnalysisPanel {
   void go_to_hit(SharedView& v, size_t i);
   void bookmark_hits(SharedView& v);
   void bookmark_stream(SharedView& v);
+  // Reads every trace for its categories (off the UI thread): the
+  // Categories tab's list. Then set_category_hidden() hides or shows one in
+  // every timeline.
+  void find_categories(const SharedView& v);
+  void set_category_hidden(SharedView& v, const std::string& category, bool hidden);
 
   // ---- for tests and tools
-  bool busy() const { return job_.valid() || stats_job_.valid() || search_job_.valid() || hist_job_.valid(); }
+  bool busy() const {
+    return job_.valid() || stats_job_.valid() || search_job_.valid() || hist_job_.valid() || categories_job_.valid();
+  }
+  // Each source's categories, once read (null before, or for a source with none).
+  const std::vector<std::shared_ptr<const analysis::Categories>>& categories() const { return categories_; }
   const std::string& status() const { return status_; }
   const analysis::DerivedStream* stream() const { return stream_.get(); }
   const std::vector<analysis::DurationStats>& stats() const { return stats_; }  // in the table's order
@@ -99,6 +117,7 @@ class AnalysisPanel {
   void stats_tab(SharedView& v);
   void histogram_tab(SharedView& v);
   void search_tab(SharedView& v);
+  void categories_tab(SharedView& v);
   void sort_stats();
   void start_histogram();  // bins the stream's durations off the UI thread
 
@@ -143,6 +162,16 @@ class AnalysisPanel {
   std::vector<SearchHit> hits_;
   size_t hits_total_ = 0;
   int current_hit_ = -1;
+
+  // Categories
+  using CategoryList = std::vector<std::shared_ptr<const analysis::Categories>>;
+  std::future<CategoryList> categories_job_;
+  std::atomic<bool> categories_stop_{false};
+  std::shared_ptr<std::atomic<uint64_t>> categories_read_;  // events read so far
+  uint64_t categories_total_ = 0;                           // events to read
+  CategoryList categories_;
+  bool categories_asked_ = false;
+  std::string categories_status_;
 };
 
 // `name` as a stream filter that matches exactly it (quoted; a regular

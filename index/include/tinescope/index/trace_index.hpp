@@ -391,9 +391,13 @@ class TraceIndex {
   // The same into `out`, whose node vectors keep their memory from the last
   // answer: a viewer asks again for every picture, and fresh memory for each
   // answer (megabytes for a busy lane) cost a third of a query in page faults.
+  // `hidden`, if given ([string id]: non-zero to leave out): the interval
+  // and instant streams of those names are not answered, and the lane's
+  // intervals come by name (its depth streams merge every name).
   void query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t columns,
                   std::vector<std::pair<int, Buckets>>& out,
-                  uint32_t decode_per_column = kDecodeEventsPerColumn) const;
+                  uint32_t decode_per_column = kDecodeEventsPerColumn,
+                  const std::vector<uint8_t>* hidden = nullptr) const;
   // Every item of the stream with its key in [t0, t1], decoded from the chunks.
   std::vector<Item> items(int stream, uint64_t t0, uint64_t t1) const;
   // Every item of every stream of a feedlet with its key in [t0, t1], in

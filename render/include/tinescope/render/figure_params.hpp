@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,11 @@ struct FigureParams {
   std::vector<std::string> collapsed;    // process groups folded away
   float scroll_y = 0;
   float names_px = TimelineGeometry::kNamesPx;  // timeline: the lane names' column
+  // Timeline: intervals and instants of these categories are not drawn;
+  // hidden_names ([source][string id]) is what they hide
+  // (analysis::hidden_names of each source's analysis::Categories).
+  std::vector<std::string> hidden_categories;
+  std::shared_ptr<const std::vector<std::vector<uint8_t>>> hidden_names;
 };
 
 LayoutOptions layout_options(const FigureParams& f);

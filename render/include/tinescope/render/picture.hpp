@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ struct TimelineRequest {
   // A lane decodes its window while it holds at most this many events a
   // column; past it, its streams are drawn from their finest stored level.
   uint32_t decode_per_column = index::kDecodeEventsPerColumn;
+  // [source][string id]: intervals and instants of these names are not
+  // drawn (hidden categories: analysis::hidden_names); none if empty.
+  std::shared_ptr<const std::vector<std::vector<uint8_t>>> hidden_names;
   // Once this is set, building stops before the next lane's query and the
   // picture comes back `stopped` (a picture at rest that a newer request
   // makes moot: one lane at that budget is some tens of ms).
