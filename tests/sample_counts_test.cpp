@@ -440,7 +440,8 @@ class ChromeJson {
     const std::string thread = who(e, "pid") + "/" + who(e, "tid");
     const bool has_args = !cat.empty() || !args.empty() || (e.contains("tts") && e["tts"].is_number()) ||
                           (e.contains("tdur") && e["tdur"].is_number());
-    static const std::set<std::string> kKept = {"B", "X", "i", "I", "R", "P", "b", "S", "n", "T", "p"};
+    // (An object's N makes its lifetime and an O its snapshot: each keeps its event's arguments.)
+    static const std::set<std::string> kKept = {"B", "X", "i", "I", "R", "P", "b", "S", "n", "T", "p", "N", "O"};
     if (has_args && kKept.count(ph)) ++c_.x.with_args[cat];
     bool local = false;
     const std::string ident = id(e, local);

@@ -11,8 +11,19 @@ namespace tinescope::analysis {
 
 namespace {
 
+// Begins, complete events, instants and function entries (function
+// tracing's intervals): what the timeline draws by name.
 bool names_an_item(uint16_t type) {
-  return type == format::kIntervalBegin || type == format::kIntervalComplete || type == format::kInstant;
+  return type == format::kIntervalBegin || type == format::kIntervalComplete || type == format::kInstant ||
+         type == format::kFuncEnter;
+}
+
+// An importer's arguments past its type codes are one text "key=value; ..."
+// (docs/IMPORT.md), the category first: "cat=io; bytes=12".
+std::string_view category_in_text(std::string_view text) {
+  if (text.substr(0, 4) != "cat=") return {};
+  text.remove_prefix(4);
+  return text.substr(0, text.find("; "));
 }
 
 // What one thread found: for each category text ("" for none), its events,
@@ -56,9 +67,14 @@ bool scan_feedlet(const index::TraceIndex& ix, const trace::Catalog& c, const in
     const int k = e.type < cat_field.size() ? cat_field[e.type] : -1;
     if (k >= 0 && size_t(k) < e.field_count) {  // an argument event with a category
       if (!has_pending) return;  // (a second argument event of one item, or one after no item)
-      const format::FieldType t = c.schema.find(e.type)->fields[size_t(k)].type;
-      out.add(pending, out.text(t == format::FieldType::String ? c.string(e.u[k]) : e.bytes[k]));
-      has_pending = false;
+      const format::FieldDef& d = c.schema.find(e.type)->fields[size_t(k)];
+      if (d.name == "cat") {
+        out.add(pending, out.text(d.type == format::FieldType::String ? c.string(e.u[k]) : e.bytes[k]));
+        has_pending = false;
+      } else if (const std::string_view cat = category_in_text(e.bytes[k]); !cat.empty()) {
+        out.add(pending, out.text(cat));
+        has_pending = false;
+      }
       return;
     }
     if (k == -2) return;  // an argument event with no category: the item's category may follow
@@ -100,21 +116,27 @@ bool records_categories(const trace::Catalog& c) {
 }
 
 Categories scan_categories(const index::TraceIndex& ix, const std::atomic<bool>* stop, std::atomic<uint64_t>* done) {
+  // (The feedlets first: a catalog read after them names every string and
+  // type their events use.)
+  const auto feedlets = ix.feedlets();
   auto catalog = ix.catalog_snapshot();
   const trace::Catalog& c = *catalog;
-  // [type]: the index of its field `cat` (an argument type's), -2 for an
-  // argument type without one, -1 for any other type.
+  // [type]: the index of its field `cat` (an argument type's; or of its one
+  // text field "text", which may begin "cat=..."), -2 for an argument type
+  // without either, -1 for any other type.
   std::vector<int8_t> cat_field(format::kMaxEventType + 1, -1);
   for (uint32_t t = format::kFirstUserType; t <= format::kMaxEventType; ++t) {
     const format::EventTypeDef* d = c.schema.find(uint16_t(t));
     if (!d || !format::is_argument_type(*d)) continue;
     cat_field[t] = -2;
-    for (size_t k = 0; k < d->fields.size(); ++k)
-      if (d->fields[k].name == "cat" &&
-          (d->fields[k].type == format::FieldType::String || d->fields[k].type == format::FieldType::Bytes))
+    for (size_t k = 0; k < d->fields.size(); ++k) {
+      const format::FieldDef& f = d->fields[k];
+      if (f.name == "cat" && (f.type == format::FieldType::String || f.type == format::FieldType::Bytes))
         cat_field[t] = int8_t(k);
+      else if (f.name == "text" && f.type == format::FieldType::Bytes && d->fields.size() == 1)
+        cat_field[t] = int8_t(k);
+    }
   }
-  const auto feedlets = ix.feedlets();
   const unsigned threads = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), unsigned(feedlets.size())));
   std::vector<Found> found(threads);
   std::atomic<size_t> next{0};

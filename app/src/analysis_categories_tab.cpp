@@ -17,17 +17,17 @@ void AnalysisPanel::find_categories(const SharedView& v) {
   categories_stop_ = false;
   categories_read_ = std::make_shared<std::atomic<uint64_t>>(0);
   categories_total_ = 0;
+  // Every trace, those with no category too (all of theirs in
+  // kNoCategory), as `--hide-categories` reads them.
   std::vector<std::shared_ptr<index::TraceIndex>> indices;
   for (const render::Source& src : v.scene->sources()) {
-    // A trace with no argument type of a `cat` field has none to find.
-    indices.push_back(analysis::records_categories(*src.catalog) ? src.index : nullptr);
-    if (indices.back()) categories_total_ += src.index->events();
+    indices.push_back(src.index);
+    categories_total_ += src.index->events();
   }
   categories_job_ = std::async(std::launch::async, [indices, stop = &categories_stop_, read = categories_read_] {
     CategoryList out;
     for (const auto& ix : indices)
-      out.push_back(ix ? std::make_shared<const analysis::Categories>(analysis::scan_categories(*ix, stop, read.get()))
-                       : nullptr);
+      out.push_back(std::make_shared<const analysis::Categories>(analysis::scan_categories(*ix, stop, read.get())));
     return out;
   });
 }
@@ -74,7 +74,8 @@ void AnalysisPanel::categories_tab(SharedView& v) {
     }
   }
   ImGui::TextWrapped("Intervals and instants by the category recorded with them. A hidden category's events are not "
-                     "drawn in the timelines; statistics, search and streams still read them.");
+                     "drawn in the timelines (the scope and the whole-trace strip still draw them; statistics, search "
+                     "and streams still read them).");
   if (mixed)
     ImGui::TextWrapped("%u name%s recorded in more than one category: each is drawn while any of its "
                        "categories is shown.", mixed, mixed == 1 ? " was" : "s were");
@@ -88,6 +89,13 @@ void AnalysisPanel::categories_tab(SharedView& v) {
     for (const Row& r : rows) set_category_hidden(v, r.name, true);
   }
   v.record_control("categories_hide_all");
+  ImGui::SameLine();
+  // (A growing trace: its new events and names are read again.)
+  if (ImGui::Button("Read again")) {
+    find_categories(v);
+    return;
+  }
+  v.record_control("categories_read_again");
   if (!categories_status_.empty()) ImGui::TextWrapped("%s", categories_status_.c_str());
   const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY;
   if (!ImGui::BeginTable("categories", 3, flags)) return;

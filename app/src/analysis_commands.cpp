@@ -219,7 +219,7 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
     cmd->add_option("--longer", longer, "every interval longer than this (e.g. 250us)");
     cmd->add_option("--outliers", outlier_factor, "intervals longer than F times their name's mean");
     cmd->add_option("--per-name", per_name, "--outliers: at most this many per name");
-    cmd->add_option("--search", search, "names, threads and message ids matching this regular expression");
+    cmd->add_option("--search", search, "names, threads, message ids and channel names matching this regular expression");
     cmd->add_option("--limit", limit, "at most this many hits listed");
     cmd->add_option("--event", event, "FEEDLET:SEQ: that event with every field (the details panel's \"place\")");
     cmd->add_option("--message", message_ids, "the message with this id: send, receive and their payloads");
@@ -260,10 +260,19 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
         for (auto& [nm, v] : by_name) names.push_back(json{{"name", nm}, {"kind", v.first}, {"count", v.second}});
         for (const auto& f : ix->feedlets())
           if (std::regex_search(f.name, re)) threads.push_back(json{{"id", f.id}, {"name", f.name}, {"events", f.events}});
+        // Messages by id, or by the name of their channel (ts_channel_name).
+        const auto catalog = ix->catalog_snapshot();
+        std::map<uint64_t, bool> channel_matches;
         for (const index::Flow& f : ix->flows(o.t0, o.t1)) {
           if (messages.size() >= limit) break;
-          if (!std::regex_search(std::to_string(f.id), re)) continue;
-          json m{{"id", f.id}, {"channel", f.channel}, {"size", f.size}, {"from", n.thread(f.src)}, {"to", n.thread(f.dst)}};
+          auto [ch, fresh] = channel_matches.try_emplace(f.channel, false);
+          if (fresh) {
+            const std::string name = catalog->channel_name(f.channel);
+            ch->second = !name.empty() && std::regex_search(name, re);
+          }
+          if (!ch->second && !std::regex_search(std::to_string(f.id), re)) continue;
+          json m{{"id", f.id}, {"channel", f.channel}, {"channel_name", catalog->channel_name(f.channel)},
+                 {"size", f.size}, {"from", n.thread(f.src)}, {"to", n.thread(f.dst)}};
           if (f.flags & index::kFlowSent) m["send_ns"] = n.ns(f.send_ts);
           if (f.flags & index::kFlowReceived) m["receive_ns"] = n.ns(f.recv_ts);
           messages.push_back(m);
@@ -288,12 +297,14 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
         // The sends never received and the receives never sent, in time
         // order (the index's flow table, analysis/message_report.hpp).
         const analysis::MessageReport r = analysis::message_report(*ix, limit, o.t0, o.t1);
+        const auto catalog = ix->catalog_snapshot();
         json list = json::array();
         for (const index::Flow& f : r.orphans) {
           const bool sent = f.flags & index::kFlowSent;
           list.push_back(json{{"what", sent ? "never received" : "never sent"},
                               {"lane", n.thread(sent ? f.src : f.dst)},
                               {"channel", f.channel},
+                              {"channel_name", catalog->channel_name(f.channel)},
                               {"id", f.id},
                               {"size", f.size},
                               {"time_ns", n.ns(sent ? f.send_ts : f.recv_ts)}});
@@ -350,7 +361,8 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
         if (!analysis::find_message(*ix, id, f)) return fail(exit_code, trace + ": no message has id " + std::to_string(id));
         std::vector<analysis::EventView> halves;
         if (!analysis::message_events(*ix, f, halves, error)) return fail(exit_code, trace + ": " + error);
-        json m{{"id", f.id}, {"channel", f.channel}, {"size", f.size}};
+        json m{{"id", f.id}, {"channel", f.channel}, {"channel_name", ix->catalog_snapshot()->channel_name(f.channel)},
+               {"size", f.size}};
         if (f.flags & index::kFlowSent) m["from"] = n.thread(f.src), m["send_ns"] = n.ns(f.send_ts);
         if (f.flags & index::kFlowReceived) m["to"] = n.thread(f.dst), m["receive_ns"] = n.ns(f.recv_ts);
         if (f.matched()) m["latency_ns"] = n.ns(f.recv_ts) - n.ns(f.send_ts);

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <future>
 
+#include "figure_options.hpp"
 #include "tinescope/app/analysis_panel.hpp"
 
 namespace tinescope::app {
@@ -76,6 +77,9 @@ void AnalysisPanel::poll(SharedView& v) {
   if (ready(categories_job_)) {
     categories_ = categories_job_.get();
     categories_status_.clear();
+    // Read again (a growing trace): what is hidden hides its new names too.
+    if (!v.hidden_categories.empty() && v.hide_categories)
+      v.hide_categories(v.hidden_categories, hidden_names(categories_, v.hidden_categories));
     for (const auto& c : categories_)
       if (c && !c->error.empty()) categories_status_ = "a part of the trace could not be read: " + c->error;
   }

@@ -4,6 +4,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <map>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -96,14 +97,21 @@ void AnalysisPanel::search(const SharedView& v, const std::string& pattern) {
         }
       }
     }
-    // Message ids.
+    // Message ids, and the names of their channels (ts_channel_name).
     size_t messages = 0;
+    std::map<uint64_t, bool> channel_matches;
     for (const index::Flow& f : ix->flows(ix->first_ts(), ix->last_ts())) {
-      if (!std::regex_search(std::to_string(f.id), re) || ++messages > kMaxHits) continue;
+      auto [ch, fresh] = channel_matches.try_emplace(f.channel, false);
+      if (fresh) {
+        const std::string name = cat->channel_name(f.channel);
+        ch->second = !name.empty() && std::regex_search(name, re);
+      }
+      if ((!ch->second && !std::regex_search(std::to_string(f.id), re)) || ++messages > kMaxHits) continue;
       const uint64_t a = f.first_half();
       const uint64_t b = (f.flags & index::kFlowReceived) ? f.recv_ts : a;
       hits.push_back({SearchHit::Message, clock.to_ns(std::min(a, b)), clock.to_ns(std::max(a, b)),
-                      "message " + std::to_string(f.id) + (f.matched() ? "" : "  (never received)")});
+                      "message " + std::to_string(f.id) + " on " + cat->channel_label(f.channel) +
+                          (f.matched() ? "" : "  (never received)")});
     }
     // Field values: categories, arguments, user events' names, payloads
     // ("0x..." for bytes). Every event is decoded: O(trace).
@@ -187,7 +195,7 @@ void AnalysisPanel::find_orphans(const SharedView& v) {
       auto lane = cat->feedlets.find(sent ? f.src : f.dst);
       hits.push_back({SearchHit::Message, at, at,
                       std::string(sent ? "never received: " : "never sent: ") + "message " + std::to_string(f.id) +
-                          " on channel " + std::to_string(f.channel) + (sent ? " from " : " to ") +
+                          " on channel " + cat->channel_label(f.channel) + (sent ? " from " : " to ") +
                           (lane == cat->feedlets.end() ? "?" : lane->second.name)});
     }
     std::string note = std::to_string(r.all.never_received) + " never received, " + std::to_string(r.all.never_sent) +
@@ -228,7 +236,7 @@ void AnalysisPanel::go_to_hit(SharedView& v, size_t i) {
 }
 
 void AnalysisPanel::search_tab(SharedView& v) {
-  ImGui::TextWrapped("A regular expression over event names, threads and message ids.");
+  ImGui::TextWrapped("A regular expression over event names, threads, message ids and channel names.");
   ImGui::SetNextItemWidth(-80);
   const bool entered = ImGui::InputText("##pattern", pattern_, sizeof pattern_, ImGuiInputTextFlags_EnterReturnsTrue);
   v.record_control("search_text");

@@ -73,6 +73,10 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
     error = "--hide-categories applies to the timeline";
     return false;
   }
+  if (!o.hide_categories.empty() && analysis::split_categories(o.hide_categories).empty()) {
+    error = "--hide-categories: name the categories, comma separated (tinescope stats TRACE --categories lists them)";
+    return false;
+  }
   if (!o.hide_categories.empty()) {
     // Every source read for its categories; a category none of them has is
     // a mistake (a typo hides nothing): say which there are.

@@ -181,9 +181,11 @@ nlohmann::json messages_json(const TraceIndex& ix) {
   };
   json m = counts(r.all);
   json channels = json::array(), senders = json::array();
+  const auto catalog = ix.catalog_snapshot();
   for (const auto& [ch, c] : r.by_channel) {
     json row = counts(c);
     row["channel"] = ch;
+    row["name"] = catalog->channel_name(ch);  // (ts_channel_name; "" if none)
     channels.push_back(row);
   }
   std::map<uint32_t, std::string> lanes;
@@ -227,7 +229,10 @@ void print_messages(const nlohmann::json& m, size_t rows) {
                      [&](const nlohmann::json* a, const nlohmann::json* b) { return orphans(*a) > orphans(*b); });
     for (size_t i = 0; i < list.size() && i < rows; ++i) {
       const auto& c = *list[i];
-      if (part[3] == 'c') line("channel", std::to_string(c["channel"].get<uint64_t>()), c);
+      if (part[3] == 'c') {
+        const std::string name = c["name"].get<std::string>(), number = std::to_string(c["channel"].get<uint64_t>());
+        line("channel", name.empty() ? number : name + " (" + number + ")", c);
+      }
       else line("lane", c["lane"].get<std::string>(), c);  // (its sends; its receives never sent)
     }
     if (list.size() > rows)
@@ -413,7 +418,7 @@ void add_index_commands(CLI::App& app, int* exit_code) {
     }
     if (categories) {
       const analysis::Categories c = analysis::scan_categories(*ix);
-      if (!c.error.empty()) std::fprintf(stderr, "tinescope: warning: categories: %s (the other chunks read)\n", c.error.c_str());
+      if (!c.error.empty()) std::fprintf(stderr, "tinescope: warning: categories: %s (events there not counted)\n", c.error.c_str());
       auto& list = j["categories"] = nlohmann::json::array();
       for (const analysis::CategoryCount& k : c.categories)
         list.push_back({{"category", k.name}, {"events", k.events}, {"names", k.names}});

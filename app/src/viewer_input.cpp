@@ -439,7 +439,7 @@ void Viewer::details() {
     const render::Source& src = scene_->sources()[selected_source_];
     auto ns = [&](uint64_t ticks) { return src.catalog->clock.to_ns(ticks); };
     line("from -> to  " + selected_thread_);
-    line("channel  " + std::to_string(fl.channel) + "   size " + std::to_string(fl.size) + " bytes");
+    line("channel  " + src.catalog->channel_label(fl.channel) + "   size " + std::to_string(fl.size) + " bytes");
     if (fl.flags & index::kFlowSent) line("sent     " + at(ns(fl.send_ts)));
     if (fl.flags & index::kFlowReceived) line("received " + at(ns(fl.recv_ts)));
     if (fl.matched()) line("latency  " + render::format_duration(ns(fl.recv_ts) - ns(fl.send_ts), unit));

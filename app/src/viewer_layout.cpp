@@ -63,7 +63,8 @@ void Viewer::controls() {
     std::string hidden;
     for (const std::string& c : figures_[0]->params.hidden_categories) hidden += (hidden.empty() ? "" : ", ") + c;
     ImGui::SameLine();
-    ImGui::TextColored(ImVec4(1.f, 0.75f, 0.3f, 1.f), "hidden: %s", hidden.c_str());
+    if (hidden.size() > 60) hidden = hidden.substr(0, 57) + "...";
+    ImGui::TextColored(ImVec4(1.f, 0.75f, 0.3f, 1.f), "hidden in the timelines: %s", hidden.c_str());
     record_control("hidden_categories");
   }
   if (marks_.cursor != render::Marks::kNone) {

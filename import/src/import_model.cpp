@@ -329,7 +329,7 @@ void ImportModel::take(const RawEvent& e) {
       // ObjectCollection); paired at the end (pair_objects).
       const std::string scoped = e.id_scope + "/" + e.id;
       const uint64_t key = checksum(scoped.data(), scoped.size()) ^ (uint64_t(e.pid) * 0x9e3779b97f4a7c15ull);
-      object_events.push_back(ObjectEvent{key, ticks(e.ts), seq_++, e.pid, name, ph});
+      object_events.push_back(ObjectEvent{key, ticks(e.ts), seq_++, e.pid, name, ph, keep_args(e)});
       return;
     }
     case 's':
@@ -506,9 +506,12 @@ void ImportModel::pair_objects() {
     alive = &x;
     units.push_back(Unit{x.pid, x.name, x.ts, x.ts});
   };
-  auto end = [&](uint64_t at) {
+  // (A lifetime carries its N's arguments, or those of the snapshot that
+  // began it, and its D's at its end.)
+  auto end = [&](uint64_t at, uint32_t end_args = 0) {
     if (!alive) return;
-    placed.push_back(Placed{alive->ts, at, alive->seq, alive->name, uint32_t(units.size() - 1), false});
+    placed.push_back(
+        Placed{alive->ts, at, alive->seq, alive->name, uint32_t(units.size() - 1), false, alive->args, end_args});
     units.back().end = std::max(units.back().end, at);
     alive = nullptr;
   };
@@ -520,10 +523,10 @@ void ImportModel::pair_objects() {
       begin(x);
     } else if (x.kind == 'O') {
       if (!alive) begin(x);
-      placed.push_back(Placed{x.ts, x.ts, x.seq, alive->name, uint32_t(units.size() - 1), true});
+      placed.push_back(Placed{x.ts, x.ts, x.seq, alive->name, uint32_t(units.size() - 1), true, x.args});
       units.back().end = std::max(units.back().end, x.ts);
     } else if (alive) {
-      end(x.ts);
+      end(x.ts, x.args);
     } else {
       ++r.unmatched_ends;
     }

@@ -122,6 +122,7 @@ struct ObjectEvent {
   int64_t pid;
   uint32_t name;  // its type
   char kind;      // 'N', 'O' or 'D'
+  uint32_t args = 0;  // its cat and args (keep_args)
 };
 
 // What pairing makes of async events and objects, before they have lanes:

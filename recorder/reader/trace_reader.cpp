@@ -236,6 +236,16 @@ void Catalog::apply(const Event& e) {
   }
 }
 
+std::string Catalog::channel_name(uint64_t channel) const {
+  auto it = metadata.find("channel." + std::to_string(channel));
+  return it == metadata.end() ? std::string() : it->second;
+}
+
+std::string Catalog::channel_label(uint64_t channel) const {
+  const std::string name = channel_name(channel);
+  return name.empty() ? std::to_string(channel) : name + " (" + std::to_string(channel) + ")";
+}
+
 // ----------------------------------------------------------------- events
 
 bool decode_events(const uint8_t* raw, size_t n, const ChunkHeader& h, const Schema& schema,

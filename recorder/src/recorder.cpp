@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -405,6 +407,12 @@ extern "C" void ts_metadata(const char* key, const char* value) {
   std::memcpy(&r.w[2], key, klen);
   std::memcpy(&r.w[2 + words_for_bytes(klen)], value, vlen);
   commit(r, words);
+}
+
+extern "C" void ts_channel_name(uint64_t channel, const char* name) {
+  char key[32];
+  std::snprintf(key, sizeof key, "channel.%" PRIu64, channel);
+  ts_metadata(key, name);
 }
 
 extern "C" void ts_sched(ts_sched_kind kind, const char* task, uint64_t job, uint32_t cpu) {

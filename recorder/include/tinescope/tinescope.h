@@ -116,6 +116,9 @@ TS_API void ts_thread_name(const char *name);
 TS_API void ts_process_name(const char *name);
 TS_API void ts_cpu_name(uint32_t cpu, const char *name);
 TS_API void ts_metadata(const char *key, const char *value);
+/* Names a message channel (the `channel` of ts_message_send/recv): readers
+ * show "name" beside the number. Stored as the metadata "channel.<id>". */
+TS_API void ts_channel_name(uint64_t channel, const char *name);
 
 /* Scheduling (Grasp's vocabulary). */
 typedef enum ts_sched_kind {

@@ -90,6 +90,7 @@ inline void thread_name(const char* name) { ts_thread_name(name); }
 inline void process_name(const char* name) { ts_process_name(name); }
 inline void cpu_name(uint32_t cpu, const char* name) { ts_cpu_name(cpu, name); }
 inline void metadata(const char* key, const char* value) { ts_metadata(key, value); }
+inline void channel_name(uint64_t channel, const char* name) { ts_channel_name(channel, name); }
 inline void category_name(uint64_t category, const char* name) { ts_category_name(category, name); }
 inline const char* intern(const char* s) { return ts_intern(s); }
 

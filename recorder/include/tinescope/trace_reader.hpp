@@ -111,6 +111,11 @@ struct Catalog {
   }
   void apply(const Event& e);  // metadata and naming events
 
+  // A message channel's name (ts_channel_name: the metadata "channel.<id>"), "" if none.
+  std::string channel_name(uint64_t channel) const;
+  // What a reader calls it: "req (3)", or "3" with no name.
+  std::string channel_label(uint64_t channel) const;
+
   // The process of a feedlet's thread: an import's feedlet.N.process, else the trace's.
   std::string process_of(uint32_t feedlet) const;
   // Each feedlet's thread as a reader tells it from the others: its name,

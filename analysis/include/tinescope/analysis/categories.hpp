@@ -3,9 +3,12 @@
 //
 // A category is a field `cat` of the argument event after an event (a
 // Chrome event's `cat`, the recorder's `ts_begin_c`/`ts_instant_c`;
-// docs/FORMAT.md "Arguments"); the index keeps none, so finding them reads
-// every event of the trace once (scan_categories). A category text may list
-// several, comma separated ("io,net"): such an event belongs to each.
+// docs/FORMAT.md "Arguments"; an importer's arguments kept as one text
+// begin "cat=..."); the index keeps none, so finding them reads every event
+// of the trace once (scan_categories). A category text may list several,
+// comma separated ("io,net"): such an event belongs to each. Items are
+// interval begins, complete events, instants and function entries; an item
+// with no category (a plain ts_begin, a function) is in kNoCategory.
 //
 // The timeline draws an interval or instant lane by name (index streams), so
 // a name is what can be hidden: a name is hidden when none of its events
