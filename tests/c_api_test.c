@@ -40,6 +40,7 @@ int tinescope_c_api_record(const char *path) {
   ts_user_event(type, slots);
   ts_complete("c.complete", 10);
   ts_end("c.outer");
+  ts_channel_name(3, "c.channel");
   ts_stop();
   return ts_is_running() ? 4 : 0;
 }

@@ -15,10 +15,14 @@ TEST(CApi, RecordsFromC99) {
   std::vector<uint16_t> types;
   for (const OwnedEvent& o : c.events)
     if (o.e.feedlet != kMetadataFeedlet) types.push_back(o.e.type);
-  ASSERT_EQ(types.size(), 13u);
+  ASSERT_EQ(types.size(), 14u);
   EXPECT_EQ(types[0], kThreadName);
   EXPECT_EQ(types[1], kIntervalBegin);
   EXPECT_EQ(types[12], kIntervalEnd);
+  EXPECT_EQ(types[13], kMetadata);
+  EXPECT_EQ(c.catalog.channel_name(3), "c.channel") << "ts_channel_name";
+  EXPECT_EQ(c.catalog.channel_label(3), "c.channel (3)");
+  EXPECT_EQ(c.catalog.channel_label(4), "4");
   auto counters = c.of_type(kCounterInt);
   ASSERT_EQ(counters.size(), 1u);
   EXPECT_EQ(counters[0]->e.i(1), 42);

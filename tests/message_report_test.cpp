@@ -192,5 +192,59 @@ TEST(MessageReport, UnreceivedAndUnsentPerChannelAndSenderEqualTheWorkloadsRecor
   unlink(path.c_str());
 }
 
+// Issue 52's acceptance: the 100-queue workload (tinescope-queues: 4
+// producers, 100 queue threads forwarding half of what they handle, one slow
+// queue) — the tool alone says how many messages were never received, on
+// which channels (by the names ts_channel_name gave them), and lists them;
+// every count equals the workload's own record.
+TEST(MessageReport, TheHundredQueueWorkloadsOrphansEqualItsOwnRecord) {
+  const std::string dir = scratch_dir();
+  const std::string path = dir + "/queues.tine", record = dir + "/queues.json";
+  unlink(path.c_str()), unlink((path + ".idx").c_str());
+  ASSERT_EQ(run(bin("recorder/tinescope-queues") + " -o " + path + " --record " + record +
+                " --queues 100 --producers 4 --duration 0.6 > /dev/null"),
+            0);
+  const json want = json::parse(slurp(record));
+  ASSERT_EQ(want["events_dropped"], 0u) << "a drop would make the counts differ for a reason of its own";
+  ASSERT_GT(want["never_received"].get<uint64_t>(), 0u) << "q.13 falls behind";
+  ASSERT_EQ(want["never_sent"], 1u);
+  std::string out;
+  ASSERT_EQ(run(bin("app/tinescope") + " stats " + path + " --json", &out), 0);
+  const json got = json::parse(out)["messages"];
+  for (const char* k : {"sent", "received", "never_received", "never_sent"}) EXPECT_EQ(got[k], want[k]) << k;
+  std::map<uint64_t, json> by_channel;
+  for (const json& c : got["by_channel"]) by_channel[c["channel"].get<uint64_t>()] = c;
+  ASSERT_EQ(want["by_channel"].size(), 100u);
+  for (const json& w : want["by_channel"]) {
+    const uint64_t ch = w["channel"].get<uint64_t>();
+    if (w["sent"] == 0u && w["received"] == 0u) continue;
+    ASSERT_TRUE(by_channel.count(ch)) << ch;
+    const json& g = by_channel[ch];
+    EXPECT_EQ(g["name"], w["name"]) << ch;
+    for (const char* k : {"sent", "received", "never_received", "never_sent"}) EXPECT_EQ(g[k], w[k]) << w["name"] << " " << k;
+  }
+  // The list: every orphan, each on its channel's name.
+  ASSERT_EQ(run(bin("app/tinescope") + " find " + path + " --orphans --limit 100000", &out), 0);
+  const json orphans = json::parse(out)["orphans"];
+  ASSERT_EQ(orphans["list"].size(), want["never_received"].get<uint64_t>() + 1);
+  std::map<std::string, uint64_t> per_name;
+  for (const json& o : orphans["list"])
+    if (o["what"] == "never received") ++per_name[o["channel_name"].get<std::string>()];
+  std::map<std::string, uint64_t> want_per_name;
+  for (const json& w : want["by_channel"])
+    if (w["never_received"] != 0u) want_per_name[w["name"].get<std::string>()] = w["never_received"].get<uint64_t>();
+  EXPECT_EQ(per_name, want_per_name);
+  // The text of `info` names the channel with the most.
+  ASSERT_EQ(run(bin("app/tinescope") + " info " + path, &out), 0);
+  EXPECT_NE(out.find(std::to_string(want["never_received"].get<uint64_t>()) + " never received"), std::string::npos) << out;
+  EXPECT_NE(out.find("channel    q.13 (13)"), std::string::npos) << out;
+  // A channel's name finds its messages.
+  ASSERT_EQ(run(bin("app/tinescope") + " find " + path + " --search '^q\\.13$' --limit 100000", &out), 0);
+  const json found = json::parse(out)["search"]["messages"];
+  EXPECT_EQ(found.size(), by_channel[13]["sent"].get<uint64_t>() + by_channel[13]["never_sent"].get<uint64_t>());
+  for (const json& m : found) EXPECT_EQ(m["channel_name"], "q.13");
+  unlink(path.c_str()), unlink((path + ".idx").c_str());
+}
+
 }  // namespace
 }  // namespace tinescope::test
