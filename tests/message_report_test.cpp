@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "tinescope/analysis/derived_stream.hpp"
+#include "tinescope/analysis/stream_expr.hpp"
 #include "tinescope/analysis/message_report.hpp"
 #include "tinescope/index/trace_index.hpp"
 #include "tinescope/tinescope.hpp"
@@ -238,6 +239,39 @@ TEST(MessageReport, TheHundredQueueWorkloadsOrphansEqualItsOwnRecord) {
   ASSERT_EQ(run(bin("app/tinescope") + " info " + path, &out), 0);
   EXPECT_NE(out.find(std::to_string(want["never_received"].get<uint64_t>()) + " never received"), std::string::npos) << out;
   EXPECT_NE(out.find("channel    q.13 (13)"), std::string::npos) << out;
+  // The queue's depth from its sends and receives (no counter recorded):
+  // q.13's last value is what was left in it; a stream by the channel's
+  // name and by its number are one; messages(channel=NAME) its matched ones.
+  {
+    std::string error;
+    auto ix = index::TraceIndex::open(path, error);
+    ASSERT_TRUE(ix) << error;
+    analysis::Expr e;
+    for (const std::string ch : {"q.13", "13"}) {
+      ASSERT_TRUE(analysis::parse_stream("queue(channel=\"" + ch + "\")", e, error)) << error;
+      auto depth = analysis::DerivedStream::evaluate(*ix, e, error);
+      ASSERT_TRUE(depth) << error;
+      ASSERT_GT(depth->size(), 0u);
+      EXPECT_EQ(depth->records().back().value, double(by_channel[13]["never_received"].get<uint64_t>())) << ch;
+      double most = 0;
+      for (const analysis::Record& r : depth->records()) {
+        most = std::max(most, r.value);
+        EXPECT_GE(r.value, 0);
+      }
+      EXPECT_GT(most, 10) << "q.13 falls behind";
+    }
+    ASSERT_TRUE(analysis::parse_stream("queue()", e, error));
+    auto all = analysis::DerivedStream::evaluate(*ix, e, error);
+    ASSERT_TRUE(all) << error;
+    EXPECT_EQ(all->records().back().value, double(want["never_received"].get<uint64_t>())) << "every queue's leftovers";
+    ASSERT_TRUE(analysis::parse_stream("messages(channel=\"q.13\")", e, error));
+    auto matched = analysis::DerivedStream::evaluate(*ix, e, error);
+    ASSERT_TRUE(matched) << error;
+    EXPECT_EQ(matched->size(), by_channel[13]["matched"].get<uint64_t>());
+    ASSERT_TRUE(analysis::parse_stream("queue(thread=\"q.13\")", e, error));
+    EXPECT_FALSE(analysis::DerivedStream::evaluate(*ix, e, error));
+    EXPECT_NE(error.find("queue() takes channel="), std::string::npos) << error;
+  }
   // A channel's name finds its messages.
   ASSERT_EQ(run(bin("app/tinescope") + " find " + path + " --search '^q\\.13$' --limit 100000", &out), 0);
   const json found = json::parse(out)["search"]["messages"];

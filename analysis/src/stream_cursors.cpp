@@ -412,10 +412,74 @@ class BaseCursor : public Cursor {
   std::atomic<uint64_t> events_read_{0};
 };
 
+// channel=: a channel's number, or its name (ts_channel_name).
+class ChannelMatcher {
+ public:
+  ChannelMatcher(const TraceIndex& ix, const std::string& pattern)
+      : match_(pattern), catalog_(pattern.empty() ? nullptr : ix.catalog_snapshot()) {}
+  bool matches(uint64_t channel) {
+    if (match_.any()) return true;
+    auto [it, fresh] = known_.try_emplace(channel, false);
+    if (fresh) {
+      const std::string name = catalog_->channel_name(channel);
+      it->second = match_.matches(std::to_string(channel)) || (!name.empty() && match_.matches(name));
+    }
+    return it->second;
+  }
+
+ private:
+  NameMatcher match_;
+  std::shared_ptr<const trace::Catalog> catalog_;
+  std::unordered_map<uint64_t, bool> known_;
+};
+
+// queue(channel=...): how many messages wait on the channels, as samples,
+// from the flow table: +1 at each send, -1 at its receive (a receive never
+// sent came from outside the trace: it leaves the count alone), a sample at
+// every change in the window. The whole trace's flows are read (the count
+// at the window's start needs every send before it).
+class QueueCursor : public Cursor {
+ public:
+  QueueCursor(const TraceIndex& ix, const Expr& e, const EvalOptions& opt) {
+    ChannelMatcher channel(ix, e.filter.channel);
+    std::vector<std::pair<uint64_t, int>> steps;  // (time, +1 or -1)
+    for (const index::Flow& f : ix.flows(ix.first_ts(), ix.last_ts())) {
+      if (!(f.flags & index::kFlowSent) || !channel.matches(f.channel)) continue;
+      steps.emplace_back(f.send_ts, +1);
+      if (f.matched()) steps.emplace_back(f.recv_ts, -1);
+      ++read_;
+    }
+    // (At one tick, sends first: a message taken as it comes is never below zero.)
+    std::sort(steps.begin(), steps.end(), [](auto& a, auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
+    int64_t depth = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      depth += steps[i].second;
+      if (i + 1 < steps.size() && steps[i + 1].first == steps[i].first) continue;  // a sample a tick
+      const uint64_t t = steps[i].first;
+      if (t < opt.t0 || t > opt.t1) continue;
+      bool ok = true;
+      for (const ValueTest& v : e.filter.values) ok = ok && v.passes(double(depth));
+      if (ok) out_.push_back(Record{t, t, double(depth), 0, kNoFeedlet});
+    }
+  }
+  bool next(Record& r) override {
+    if (at_ == out_.size()) return false;
+    r = out_[at_++];
+    return true;
+  }
+  uint64_t max_duration() const override { return 0; }
+  uint64_t events_read() const override { return read_; }
+
+ private:
+  std::vector<Record> out_;
+  size_t at_ = 0;
+  uint64_t read_ = 0;
+};
+
 // Messages from send to receive, matched by id, keyed by the receive.
 class MessageCursor : public Cursor {
  public:
-  MessageCursor(const TraceIndex& ix, const Expr& e, const EvalOptions& opt) : ix_(ix), channel_(e.filter.channel) {
+  MessageCursor(const TraceIndex& ix, const Expr& e, const EvalOptions& opt) : ix_(ix), channel_(ix, e.filter.channel) {
     lo_ = std::max(opt.t0, ix.first_ts());
     hi_ = std::min(opt.t1, ix.last_ts());
     const uint64_t windows = std::max<uint64_t>(1, ix.events() / (1 << 22));
@@ -453,7 +517,7 @@ class MessageCursor : public Cursor {
         ++read_;
         // Keyed by the receive, or an orphan's one half.
         const uint64_t key = flags_ == index::kFlowSent ? f.send_ts : f.recv_ts;
-        if (f.flags != flags_ || key < w0 || key > w1 || !channel_.matches(std::to_string(f.channel))) continue;
+        if (f.flags != flags_ || key < w0 || key > w1 || !channel_.matches(f.channel)) continue;
         if (by_lane_ && !(((f.flags & index::kFlowSent) && lanes_.count(f.src)) ||
                           ((f.flags & index::kFlowReceived) && lanes_.count(f.dst))))
           continue;
@@ -489,7 +553,7 @@ class MessageCursor : public Cursor {
 
  private:
   const TraceIndex& ix_;
-  NameMatcher channel_;
+  ChannelMatcher channel_;
   std::vector<ValueTest> values_;
   std::vector<FieldTest> where_;
   uint32_t flags_ = 3;
@@ -859,6 +923,11 @@ std::unique_ptr<Cursor> build(const TraceIndex& ix, const Expr& e, const EvalOpt
         if (!MessageCursor::known_field(t.field))
           return std::make_unique<FailedCursor>("messages(where=...) tests size, channel, id or latency_ns, not " + t.field);
       return std::make_unique<MessageCursor>(ix, e, opt);
+    case Op::Queue:
+      if (!e.filter.name.empty() || !e.filter.thread.empty() || !e.filter.process.empty() || e.filter.depth >= 0 ||
+          !e.filter.where.empty() || !e.filter.field.empty() || e.filter.received >= 0 || e.filter.sent >= 0)
+        return std::make_unique<FailedCursor>("queue() takes channel= and value tests only");
+      return std::make_unique<QueueCursor>(ix, e, opt);
     case Op::Longer:
     case Op::Shorter: {
       const uint64_t t = duration_ticks(ix, e.ns);

@@ -26,6 +26,7 @@ constexpr OpInfo kOps[] = {
     {Op::Span, "span", 2, 2, false},           {Op::Sum, "sum", 1, 1, false},
     {Op::Rate, "rate", 1, 1, false},           {Op::Exclude, "exclude", 2, 2, false},
     {Op::Smooth, "smooth", 1, 1, true},        {Op::Field, "field", 0, 0, false},
+    {Op::Queue, "queue", 0, 0, false},
 };
 
 const OpInfo& info(Op op) {
@@ -145,7 +146,7 @@ class Parser {
       std::string why;
       return valid_pattern(e.filter.field, why) || (pos_ = at, fail(why));
     }
-    if (is_base(op.op) || op.op == Op::Field) return field(e.filter);
+    if (is_base(op.op) || op.op == Op::Field || op.op == Op::Queue) return field(e.filter);
     // A duration (starts with a digit) or a stream.
     if (pos_ < s_.size() && (std::isdigit(uint8_t(s_[pos_])) || s_[pos_] == '.')) {
       std::string text;
@@ -263,6 +264,7 @@ bool yields_intervals(const Expr& e) {
   switch (e.op) {
     case Op::Samples:
     case Op::Field:
+    case Op::Queue:
     case Op::Sum:
     case Op::Rate:
     case Op::Smooth:
@@ -341,7 +343,7 @@ std::string format_stream(const Expr& e) {
     out += sep + part;
     sep = ", ";
   };
-  if (is_base(e.op) || e.op == Op::Field) {
+  if (is_base(e.op) || e.op == Op::Field || e.op == Op::Queue) {
     const Filter& f = e.filter;
     if (!f.name.empty()) add("name=" + quote(f.name));
     if (!f.thread.empty()) add("thread=" + quote(f.thread));

@@ -33,6 +33,7 @@ enum class Op : uint8_t {
   Intervals, Instants, Samples, Messages,                       // base streams
   Longer, Shorter, Union, Intersect, Span, Sum, Rate, Exclude, Smooth,  // operators
   Field,  // a field of events as samples: read from the trace's chunks (filtered as a base stream is)
+  Queue,  // messages waiting on their channels, as samples: +1 at a send, -1 at its receive (the flow table)
 };
 
 // A comparison of an event's value (a sample's value, a message's size).
