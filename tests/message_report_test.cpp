@@ -14,6 +14,7 @@
 
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/stream_expr.hpp"
+#include "tinescope/analysis/message_chain.hpp"
 #include "tinescope/analysis/message_report.hpp"
 #include "tinescope/index/trace_index.hpp"
 #include "tinescope/tinescope.hpp"
@@ -277,6 +278,95 @@ TEST(MessageReport, TheHundredQueueWorkloadsOrphansEqualItsOwnRecord) {
   const json found = json::parse(out)["search"]["messages"];
   EXPECT_EQ(found.size(), by_channel[13]["sent"].get<uint64_t>() + by_channel[13]["never_sent"].get<uint64_t>());
   for (const json& m : found) EXPECT_EQ(m["channel_name"], "q.13");
+  unlink(path.c_str()), unlink((path + ".idx").c_str());
+}
+
+// Cause and effect (issue 52, part 3): the chain of a message, against a
+// brute-force one built from every flow and every lane's outermost
+// intervals (a derived stream, not the index's running_across): hop by hop
+// the same messages at the same levels, each handled in the same interval.
+TEST(MessageReport, AChainIsItsMessagesCausesAndEffectsHopByHop) {
+  const std::string dir = scratch_dir();
+  const std::string path = dir + "/chains.tine";
+  unlink(path.c_str()), unlink((path + ".idx").c_str());
+  ASSERT_EQ(run(bin("recorder/tinescope-queues") + " -o " + path + " --queues 12 --producers 2 --duration 0.3 > /dev/null"), 0);
+  std::string error;
+  auto ix = index::TraceIndex::open(path, error);
+  ASSERT_TRUE(ix) << error;
+  analysis::Expr e;
+  ASSERT_TRUE(analysis::parse_stream("intervals(depth=0)", e, error));
+  auto outer = analysis::DerivedStream::evaluate(*ix, e, error);
+  ASSERT_TRUE(outer) << error;
+  std::map<uint32_t, std::vector<analysis::Record>> by_lane;
+  for (const analysis::Record& r : outer->records()) by_lane[r.feedlet].push_back(r);
+  auto around = [&](uint32_t lane, uint64_t t, analysis::Record& out) {
+    for (const analysis::Record& r : by_lane[lane])
+      if (r.start <= t && t <= r.end) return out = r, true;
+    return false;
+  };
+  const std::vector<index::Flow> flows = ix->flows(0, UINT64_MAX);
+  ASSERT_GT(flows.size(), 1000u);
+  std::mt19937_64 rng(52);
+  int long_chains = 0;
+  for (int round = 0; round < 30; ++round) {
+    const index::Flow& m = flows[rng() % flows.size()];
+    if (!m.matched()) continue;
+    // The brute force: (id -> level), and the handler's start of each.
+    std::map<uint64_t, int> want;
+    std::map<uint64_t, uint64_t> handler;
+    std::vector<index::Flow> todo{m};
+    want[m.id] = 0;
+    for (size_t i = 0; i < todo.size(); ++i) {  // effects
+      const index::Flow f = todo[i];
+      analysis::Record h;
+      if (!(f.flags & index::kFlowReceived) || !around(f.dst, f.recv_ts, h)) continue;
+      handler[f.id] = h.start;
+      for (const index::Flow& g : flows)
+        if ((g.flags & index::kFlowSent) && g.src == f.dst && g.send_ts >= f.recv_ts && g.send_ts <= h.end &&
+            !want.count(g.id))
+          want[g.id] = want[f.id] + 1, todo.push_back(g);
+    }
+    todo = {m};
+    for (size_t i = 0; i < todo.size(); ++i) {  // causes
+      const index::Flow f = todo[i];
+      analysis::Record from;
+      if (!(f.flags & index::kFlowSent) || !around(f.src, f.send_ts, from)) continue;
+      for (const index::Flow& g : flows)
+        if ((g.flags & index::kFlowReceived) && g.dst == f.src && g.recv_ts >= from.start && g.recv_ts <= f.send_ts &&
+            !want.count(g.id))
+          want[g.id] = want[f.id] - 1, handler[g.id] = from.start, todo.push_back(g);
+    }
+    analysis::MessageChain c;
+    ASSERT_TRUE(analysis::message_chain(*ix, m.id, c, error)) << error;
+    EXPECT_FALSE(c.cut);
+    std::map<uint64_t, int> got;
+    for (const analysis::ChainHop& h : c.hops) {
+      got[h.flow.id] = h.level;
+      if (handler.count(h.flow.id)) {
+        EXPECT_TRUE(h.has_handler) << h.flow.id;
+        EXPECT_EQ(h.handler.start, handler[h.flow.id]) << h.flow.id;
+      }
+    }
+    EXPECT_EQ(got, want) << "message " << m.id;
+    long_chains += want.size() >= 3;
+    for (size_t i = 1; i < c.hops.size(); ++i) EXPECT_LE(c.hops[i - 1].flow.first_half(), c.hops[i].flow.first_half());
+  }
+  EXPECT_GE(long_chains, 5) << "half of what a queue handles goes on to another";
+  EXPECT_FALSE(analysis::message_chain(*ix, 12345, *std::make_unique<analysis::MessageChain>(), error));
+  EXPECT_NE(error.find("no message has id 12345"), std::string::npos);
+  // The command line prints the same hops.
+  const index::Flow& m = flows[flows.size() / 2];
+  analysis::MessageChain c;
+  ASSERT_TRUE(analysis::message_chain(*ix, m.id, c, error));
+  std::string out;
+  ASSERT_EQ(run(bin("app/tinescope") + " find " + path + " --chain " + std::to_string(m.id), &out), 0);
+  const json j = json::parse(out)["chains"][0];
+  ASSERT_EQ(j["hops"].size(), c.hops.size());
+  for (size_t i = 0; i < c.hops.size(); ++i) {
+    EXPECT_EQ(j["hops"][i]["id"], c.hops[i].flow.id);
+    EXPECT_EQ(j["hops"][i]["level"], c.hops[i].level);
+  }
+  EXPECT_GE(j["end_to_end_ns"].get<int64_t>(), 0);
   unlink(path.c_str()), unlink((path + ".idx").c_str());
 }
 

@@ -16,6 +16,7 @@
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/duration_stats.hpp"
 #include "tinescope/analysis/event_details.hpp"
+#include "tinescope/analysis/message_chain.hpp"
 #include "tinescope/analysis/message_report.hpp"
 #include "tinescope/analysis/needles.hpp"
 
@@ -208,7 +209,7 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
     static std::string trace, text, name, longer, search, event;
     static Window w;
     static size_t longest = 0, per_name = 10, limit = 100;
-    static std::vector<uint64_t> message_ids;
+    static std::vector<uint64_t> message_ids, chain_ids;
     static double outlier_factor = 0;
     static bool orphans = false;
     auto* cmd = app.add_subcommand("find", "needles: the longest intervals, intervals longer than D, outliers per name, search");
@@ -223,6 +224,9 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
     cmd->add_option("--limit", limit, "at most this many hits listed");
     cmd->add_option("--event", event, "FEEDLET:SEQ: that event with every field (the details panel's \"place\")");
     cmd->add_option("--message", message_ids, "the message with this id: send, receive and their payloads");
+    cmd->add_option("--chain", chain_ids,
+                    "the message with this id, its causes and its effects, hop by hop: each queue's wait, the interval "
+                    "that handled it, and the end-to-end latency");
     cmd->add_flag("--orphans", orphans,
                   "the messages never received and those received but never sent (--limit of them; --from/--to: sent, or an "
                   "orphan receive received, then)");
@@ -356,6 +360,34 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
         if (!analysis::read_event(*ix, uint32_t(feedlet), seq, v, error)) return fail(exit_code, trace + ": " + error);
         j["event"] = n.event(v);
       }
+      for (uint64_t id : chain_ids) {
+        analysis::MessageChain c;
+        if (!analysis::message_chain(*ix, id, c, error)) return fail(exit_code, trace + ": " + error);
+        const auto catalog = ix->catalog_snapshot();
+        json hops = json::array();
+        for (const analysis::ChainHop& h : c.hops) {
+          const index::Flow& f = h.flow;
+          json hop{{"level", h.level}, {"id", f.id}, {"channel", f.channel},
+                   {"channel_name", catalog->channel_name(f.channel)}, {"size", f.size}};
+          if (h.parent_id) hop[h.level > 0 ? "after" : "before"] = h.parent_id;
+          if (f.flags & index::kFlowSent) hop["from"] = n.thread(f.src), hop["send_ns"] = n.ns(f.send_ts);
+          if (f.flags & index::kFlowReceived) hop["to"] = n.thread(f.dst), hop["receive_ns"] = n.ns(f.recv_ts);
+          if (f.matched()) hop["wait_ns"] = n.ns(f.recv_ts) - n.ns(f.send_ts);
+          if (h.has_handler)
+            hop["handled_in"] = json{{"name", std::string(catalog->string(h.handler.name))},
+                                     {"start_ns", n.ns(h.handler.start)},
+                                     {"end_ns", n.ns(h.handler.end)},
+                                     {"duration_ns", n.ns(h.handler.end) - n.ns(h.handler.start)},
+                                     {"still_open", h.handler.truncated}};
+          hops.push_back(hop);
+        }
+        j["chains"].push_back(json{{"message", id},
+                                   {"hops", hops},
+                                   {"first_ns", n.ns(c.first)},
+                                   {"last_ns", n.ns(c.last)},
+                                   {"end_to_end_ns", n.ns(c.last) - n.ns(c.first)},
+                                   {"cut", c.cut}});
+      }
       for (uint64_t id : message_ids) {
         index::Flow f;
         if (!analysis::find_message(*ix, id, f)) return fail(exit_code, trace + ": no message has id " + std::to_string(id));
@@ -370,9 +402,10 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
           m[v.data.type == format::kMessageSend ? "send" : "receive"] = n.event(v);
         j["messages"].push_back(m);
       }
-      if (search.empty() && !longest && longer.empty() && outlier_factor <= 0 && event.empty() && message_ids.empty() && !orphans)
+      if (search.empty() && !longest && longer.empty() && outlier_factor <= 0 && event.empty() && message_ids.empty() &&
+          chain_ids.empty() && !orphans)
         return fail(exit_code, "find: say what to find: --longest K, --longer D, --outliers F, --search RE, --event F:SEQ, "
-                               "--message ID or --orphans");
+                               "--message ID, --chain ID or --orphans");
       std::printf("%s\n", j.dump(1).c_str());
     });
   }

@@ -1,0 +1,43 @@
+// Cause and effect across queues (issue 52, part 3; Threadmill §5.3): a
+// message received during an interval, and the messages sent from that same
+// interval, form a chain. From one message, its causes (the messages its
+// sender received in the interval it was sent from, and theirs, hop by hop)
+// and its effects (the messages sent from the interval its receiver handled
+// it in, and theirs), each hop with its queue's wait (send to receive) and
+// the interval that handled it.
+//
+// The interval a message was sent from or received in is the outermost one
+// running on that lane at that time (index::TraceIndex::running_across); a
+// message sent or received outside any interval starts or ends its chain.
+// Read from the index's flow table and the lanes' items, never a scan.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tinescope/index/trace_index.hpp"
+
+namespace tinescope::analysis {
+
+struct ChainHop {
+  index::Flow flow;
+  int level = 0;  // 0: the message asked about; -1, -2, ...: its causes; 1, 2, ...: its effects
+  // Where it was handled: the outermost interval running on its receiver
+  // when it arrived (found: has_handler).
+  bool has_handler = false;
+  index::Item handler;
+  uint64_t parent_id = 0;  // the hop it came from (an effect: its cause; a cause: its effect); 0 for level 0
+};
+
+struct MessageChain {
+  std::vector<ChainHop> hops;  // by send time (a receive never sent: by its receive)
+  uint64_t first = 0, last = 0;  // ticks: the first send, the last receive or handling end
+  bool cut = false;              // stopped at max_hops: there is more
+};
+
+// False with why when no message has that id.
+bool message_chain(const index::TraceIndex& ix, uint64_t id, MessageChain& out, std::string& why,
+                   size_t max_hops = 1000);
+
+}  // namespace tinescope::analysis
