@@ -17,6 +17,7 @@
 
 #include "tinescope/analysis/categories.hpp"
 #include "tinescope/analysis/derived_stream.hpp"
+#include "tinescope/analysis/message_chain.hpp"
 #include "tinescope/analysis/duration_stats.hpp"
 #include "tinescope/render/headless.hpp"
 #include "tinescope/analysis/needles.hpp"
@@ -436,6 +437,15 @@ TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
   EXPECT_TRUE(shown("payload (b)  " + std::to_string(payload->bytes.size()) + " bytes"));
   EXPECT_TRUE(shown(analysis::hex_ascii(payload->bytes))) << "hex and text side by side";
   EXPECT_TRUE(shown("72 65 71 20")) << "'req ' in hex";
+  // Its chain (issue 52): the request and what its worker sent on from
+  // handling it, highlighted in the timeline, with a hop table.
+  analysis::MessageChain chain;
+  std::string why;
+  ASSERT_TRUE(analysis::message_chain(*scene_->sources()[0].index, flow.id, chain, why)) << why;
+  std::set<std::pair<uint32_t, uint64_t>> hops;
+  for (const analysis::ChainHop& h : chain.hops) hops.insert({0u, h.flow.id});
+  EXPECT_EQ(v_->marks().chain, hops);
+  if (chain.hops.size() > 1) EXPECT_TRUE(shown("chain    " + std::to_string(chain.hops.size()) + " hops"));
 
   // A sample of a queue's depth counter, clicked: its counter event. (Of
   // any counter row with a sample alone within 8 pixels, inside the plot.)
@@ -461,6 +471,7 @@ TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
   const render::Lane& cl = scene_->lanes()[counter->lane];
   click(plot.x + float(axis.x(ix.to_ns(sample->start))), plot.y + counter->y + counter->h / 2);
   pump();
+  EXPECT_TRUE(v_->marks().chain.empty()) << "another selection lets the chain go";
   ASSERT_EQ(v_->selected_events().size(), 1u);
   const analysis::EventView& c = v_->selected_events()[0];
   EXPECT_EQ(c.type_name, "counter_int");

@@ -255,6 +255,7 @@ void Viewer::select(const Figure& f, const Hit& h) {
   const render::Scene& scene = f.scene ? *f.scene : *scene_;
   selected_events_.clear(), selected_error_.clear(), selected_running_.clear();
   has_selected_ = selected_message_ = false;
+  selected_chain_ = {}, marks_.chain.clear();
   if (h.box) {
     const render::Lane& lane = scene.lanes()[f.timeline->request.layout.rows[h.row].lane];
     const render::Row& row = f.timeline->request.layout.rows[h.row];
@@ -278,6 +279,10 @@ void Viewer::select(const Figure& f, const Hit& h) {
       const auto open = src.index->open_at(fl.dst, fl.recv_ts);
       if (!open.empty()) selected_running_ = std::string(src.catalog->string(open.back().name));
     }
+    // Its causes and effects, hop by hop: highlighted in every timeline.
+    std::string why;
+    if (analysis::message_chain(*src.index, fl.id, selected_chain_, why, kMaxChainHops))
+      for (const analysis::ChainHop& hop : selected_chain_.hops) marks_.chain.insert({h.arrow->source, hop.flow.id});
   } else if (h.row >= 0 && (f.timeline->request.layout.rows[h.row].kind == render::Row::Instant ||
                              f.timeline->request.layout.rows[h.row].kind == render::Row::Counter)) {
     // An instant or a counter's sample: the one nearest the click, within 3 pixels.
@@ -444,6 +449,24 @@ void Viewer::details() {
     if (fl.flags & index::kFlowReceived) line("received " + at(ns(fl.recv_ts)));
     if (fl.matched()) line("latency  " + render::format_duration(ns(fl.recv_ts) - ns(fl.send_ts), unit));
     if (!selected_running_.empty()) line("running on the receiver: " + selected_running_);
+    if (selected_chain_.hops.size() > 1) {
+      // The hop table: each queue's wait and the interval that handled it.
+      const analysis::MessageChain& c = selected_chain_;
+      line("chain    " + std::to_string(c.hops.size()) + " hops" + (c.cut ? " (more: cut)" : "") + ", end to end " +
+           render::format_duration(ns(c.last) - ns(c.first), unit));
+      auto labels = src.catalog->thread_labels();
+      for (const analysis::ChainHop& hop : c.hops) {
+        const index::Flow& x = hop.flow;
+        std::string row = (hop.level > 0 ? "+" : "") + std::to_string(hop.level) + "  " +
+                          (x.flags & index::kFlowSent ? labels[x.src] : "?") + " -> " +
+                          (x.flags & index::kFlowReceived ? labels[x.dst] : "(never received)") + "  on " +
+                          src.catalog->channel_label(x.channel);
+        if (x.matched()) row += "  wait " + render::format_duration(ns(x.recv_ts) - ns(x.send_ts), unit);
+        if (hop.has_handler)
+          row += "  handled " + render::format_duration(ns(hop.handler.end) - ns(hop.handler.start), unit);
+        line(row);
+      }
+    }
     auto go = [&](int64_t t) {
       const int64_t half = std::max<int64_t>(1000, (t1_ - t0_) / 2);
       set_window(t - half, t + half);

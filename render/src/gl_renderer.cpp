@@ -236,15 +236,23 @@ void GlRenderer::draw_timeline(const TimelinePicture& p, TextureSlot& slot, cons
     const Row& row = rows[c.row];
     rect(px(c.x0), plot.y + row.y - scroll_y, px(c.x1), plot.y + row.y + row.h - 1 - scroll_y, kCutColour, 2);
   }
+  // Arrows in their channel's colour (orphans grey: a stub from the send
+  // toward its queue, or into the receive); with a chain selected, its hops
+  // bright and doubled, the rest dimmed.
   const bool heads = p.arrows.size() <= 400;
+  const bool chain = !marks.chain.empty();
   for (const Arrow& a : p.arrows) {
     const float x0 = px(a.x0), y0 = plot.y + a.y0 - scroll_y, x1 = px(a.x1), y1 = plot.y + a.y1 - scroll_y;
-    line(x0, y0, x1, y1, a.orphan ? kOrphanColour : kArrowColour);
+    const bool hop = chain && marks.chain.count({a.source, a.flow.id});
+    uint32_t c = a.orphan ? kOrphanColour : a.colour ? a.colour : kArrowColour;
+    if (chain && !hop) c = (c & 0x00ffffffu) | 0x38000000u;
+    line(x0, y0, x1, y1, c);
+    if (hop) line(x0, y0 + 1, x1, y1 + 1, c);
     if (heads && a.orphan != 1) {
       const float dx = x1 - x0, dy = y1 - y0, len = std::max(1.f, std::sqrt(dx * dx + dy * dy));
       const float ux = dx / len * 6, uy = dy / len * 6;
-      line(x1, y1, x1 - ux - uy * 0.5f, y1 - uy + ux * 0.5f, kArrowColour);
-      line(x1, y1, x1 - ux + uy * 0.5f, y1 - uy - ux * 0.5f, kArrowColour);
+      line(x1, y1, x1 - ux - uy * 0.5f, y1 - uy + ux * 0.5f, c);
+      line(x1, y1, x1 - ux + uy * 0.5f, y1 - uy - ux * 0.5f, c);
     }
   }
   if (marks.has_selection())

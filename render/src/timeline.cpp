@@ -497,21 +497,50 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       P.arrows_left_out += std::max<size_t>(flows.size(), req.max_arrows + 1);
       flows.clear();
     }
+    // Each channel's colour, and the lane that receives most of its messages
+    // here (its queue: where a message never received was headed).
+    std::unordered_map<uint64_t, uint32_t> channel_colour;
+    std::unordered_map<uint64_t, std::unordered_map<uint32_t, uint32_t>> receivers;  // channel -> lane -> receives
+    for (const index::Flow& f : flows) {
+      if (f.flags & index::kFlowReceived) ++receivers[f.channel][f.dst];
+      auto [it, fresh] = channel_colour.try_emplace(f.channel, 0);
+      if (fresh) {
+        const std::string name = scene.sources()[s].catalog->channel_name(f.channel);
+        it->second = name_colour(name.empty() ? "channel " + std::to_string(f.channel) : name);
+      }
+    }
+    auto queue_of = [&](uint64_t channel) -> const Layout::LaneRows* {
+      auto r = receivers.find(channel);
+      if (r == receivers.end()) return nullptr;
+      auto best = std::max_element(r->second.begin(), r->second.end(),
+                                   [](const auto& x, const auto& y) { return x.second < y.second; });
+      auto l = lane_of.find({s, best->first});
+      return l == lane_of.end() ? nullptr : l->second;
+    };
     for (const index::Flow& f : flows) {
       auto a = lane_of.find({s, f.src}), b = lane_of.find({s, f.dst});
       const bool sent = f.flags & index::kFlowSent, received = f.flags & index::kFlowReceived;
       const int64_t send = sent ? cw.ns(f.send_ts) : 0, recv = received ? cw.ns(f.recv_ts) : 0;
+      const uint32_t colour = channel_colour[f.channel];
       if (sent && received) {
         if (a == lane_of.end() || b == lane_of.end()) continue;
-        P.arrows.push_back({float(axis.x(send)), mid_y(a->second), float(axis.x(recv)), mid_y(b->second), 0, send, recv, s, f});
+        P.arrows.push_back(
+            {float(axis.x(send)), mid_y(a->second), float(axis.x(recv)), mid_y(b->second), 0, send, recv, s, f, colour});
       } else if (sent) {
         if (a == lane_of.end()) continue;
+        // A stub toward the queue it was sent to (the lane its channel's
+        // other messages reach), 24 px; down and right where none is known.
         const float x = float(axis.x(send)), y = mid_y(a->second);
-        P.arrows.push_back({x, y, x + 10, y + 10, 1, send, 0, s, f});
+        float dy = 10, dx = 10;
+        if (const Layout::LaneRows* q = queue_of(f.channel); q && q != a->second) {
+          const float to = mid_y(q) - y, len = std::sqrt(to * to + 400);
+          dx = 20 * 24 / len, dy = to * 24 / len;
+        }
+        P.arrows.push_back({x, y, x + dx, y + dy, 1, send, 0, s, f, colour});
       } else {
         if (b == lane_of.end()) continue;
         const float x = float(axis.x(recv)), y = mid_y(b->second);
-        P.arrows.push_back({x - 10, y - 10, x, y, 2, 0, recv, s, f});
+        P.arrows.push_back({x - 10, y - 10, x, y, 2, 0, recv, s, f, colour});
       }
     }
     for (const Gap& g : scene.sources()[s].gaps) {

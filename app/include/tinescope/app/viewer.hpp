@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tinescope/analysis/event_details.hpp"
+#include "tinescope/analysis/message_chain.hpp"
 #include "tinescope/app/analysis_panel.hpp"
 #include "tinescope/render/figure_params.hpp"
 #include "tinescope/render/gl_renderer.hpp"
@@ -199,6 +200,8 @@ class Viewer {
   uint32_t selected_source_ = 0;
   std::string selected_name_, selected_thread_, selected_process_;
   std::string selected_running_;  // a message: the interval running on its receiver when it arrived
+  static constexpr size_t kMaxChainHops = 200;
+  analysis::MessageChain selected_chain_;  // a message: its causes and effects (marks_.chain draws them)
   std::vector<analysis::EventView> selected_events_;
   std::string selected_error_;  // why its events could not be read
   std::vector<std::string> details_lines_;

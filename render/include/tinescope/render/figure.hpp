@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace tinescope::render {
@@ -24,6 +25,9 @@ struct Marks {
   // receive, so that going to one picks a zoom at which its arrow is drawn.
   std::map<int64_t, int64_t> bookmark_messages;
   void clear_bookmarks() { bookmarks.clear(), bookmark_messages.clear(); }
+  // A selected message's chain (analysis::message_chain): (source, message
+  // id) of its hops, drawn bright over the other arrows, which dim.
+  std::set<std::pair<uint32_t, uint64_t>> chain;
   bool has_selection() const { return sel0 != kNone && sel1 > sel0; }
 };
 

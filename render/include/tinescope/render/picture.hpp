@@ -95,6 +95,7 @@ struct Arrow {
   int64_t send = 0, recv = 0;
   uint32_t source = 0;  // its trace, and the message (what the details panel reads its events by)
   index::Flow flow{};
+  uint32_t colour = 0;  // RGBA8 of its channel (name_colour of its name, or of "channel N"): stable across pictures
 };
 
 struct GapRect {
