@@ -17,6 +17,8 @@
 #include "tinescope/analysis/message_chain.hpp"
 #include "tinescope/analysis/message_report.hpp"
 #include "tinescope/index/trace_index.hpp"
+#include "tinescope/render/picture.hpp"
+#include "tinescope/render/scene.hpp"
 #include "tinescope/tinescope.hpp"
 #include "trace_helpers.hpp"
 
@@ -265,6 +267,13 @@ TEST(MessageReport, TheHundredQueueWorkloadsOrphansEqualItsOwnRecord) {
     auto all = analysis::DerivedStream::evaluate(*ix, e, error);
     ASSERT_TRUE(all) << error;
     EXPECT_EQ(all->records().back().value, double(want["never_received"].get<uint64_t>())) << "every queue's leftovers";
+    // From the middle on: the same samples (the count before it is carried in).
+    analysis::EvalOptions o;
+    o.t0 = all->records()[all->size() / 2].end;
+    auto half = analysis::DerivedStream::evaluate(*ix, e, error, o);
+    ASSERT_TRUE(half) << error;
+    ASSERT_EQ(half->size(), all->size() - all->size() / 2);
+    for (size_t i = 0; i < half->size(); ++i) EXPECT_EQ(half->records()[i].value, all->records()[all->size() / 2 + i].value);
     ASSERT_TRUE(analysis::parse_stream("messages(channel=\"q.13\")", e, error));
     auto matched = analysis::DerivedStream::evaluate(*ix, e, error);
     ASSERT_TRUE(matched) << error;
@@ -282,9 +291,10 @@ TEST(MessageReport, TheHundredQueueWorkloadsOrphansEqualItsOwnRecord) {
 }
 
 // Cause and effect (issue 52, part 3): the chain of a message, against a
-// brute-force one built from every flow and every lane's outermost
-// intervals (a derived stream, not the index's running_across): hop by hop
-// the same messages at the same levels, each handled in the same interval.
+// brute-force one built from every flow and every lane's intervals (a
+// derived stream, not the index's running_across; the innermost running at
+// a time t: start <= t < end): hop by hop the same messages at the same
+// levels, each handled in the same interval. Messages never received too.
 TEST(MessageReport, AChainIsItsMessagesCausesAndEffectsHopByHop) {
   const std::string dir = scratch_dir();
   const std::string path = dir + "/chains.tine";
@@ -294,15 +304,16 @@ TEST(MessageReport, AChainIsItsMessagesCausesAndEffectsHopByHop) {
   auto ix = index::TraceIndex::open(path, error);
   ASSERT_TRUE(ix) << error;
   analysis::Expr e;
-  ASSERT_TRUE(analysis::parse_stream("intervals(depth=0)", e, error));
-  auto outer = analysis::DerivedStream::evaluate(*ix, e, error);
-  ASSERT_TRUE(outer) << error;
+  ASSERT_TRUE(analysis::parse_stream("intervals()", e, error));
+  auto every = analysis::DerivedStream::evaluate(*ix, e, error);
+  ASSERT_TRUE(every) << error;
   std::map<uint32_t, std::vector<analysis::Record>> by_lane;
-  for (const analysis::Record& r : outer->records()) by_lane[r.feedlet].push_back(r);
+  for (const analysis::Record& r : every->records()) by_lane[r.feedlet].push_back(r);
   auto around = [&](uint32_t lane, uint64_t t, analysis::Record& out) {
+    bool found = false;  // the innermost: the latest start of those running
     for (const analysis::Record& r : by_lane[lane])
-      if (r.start <= t && t <= r.end) return out = r, true;
-    return false;
+      if (r.start <= t && t < r.end && (!found || r.start > out.start)) out = r, found = true;
+    return found;
   };
   const std::vector<index::Flow> flows = ix->flows(0, UINT64_MAX);
   ASSERT_GT(flows.size(), 1000u);
@@ -310,7 +321,6 @@ TEST(MessageReport, AChainIsItsMessagesCausesAndEffectsHopByHop) {
   int long_chains = 0;
   for (int round = 0; round < 30; ++round) {
     const index::Flow& m = flows[rng() % flows.size()];
-    if (!m.matched()) continue;
     // The brute force: (id -> level), and the handler's start of each.
     std::map<uint64_t, int> want;
     std::map<uint64_t, uint64_t> handler;
@@ -322,23 +332,24 @@ TEST(MessageReport, AChainIsItsMessagesCausesAndEffectsHopByHop) {
       if (!(f.flags & index::kFlowReceived) || !around(f.dst, f.recv_ts, h)) continue;
       handler[f.id] = h.start;
       for (const index::Flow& g : flows)
-        if ((g.flags & index::kFlowSent) && g.src == f.dst && g.send_ts >= f.recv_ts && g.send_ts <= h.end &&
+        if ((g.flags & index::kFlowSent) && g.src == f.dst && g.send_ts >= f.recv_ts && g.send_ts < h.end &&
             !want.count(g.id))
           want[g.id] = want[f.id] + 1, todo.push_back(g);
     }
     todo = {m};
-    for (size_t i = 0; i < todo.size(); ++i) {  // causes
+    for (size_t i = 0; i < todo.size(); ++i) {  // causes: receives whose handler runs at the send
       const index::Flow f = todo[i];
-      analysis::Record from;
-      if (!(f.flags & index::kFlowSent) || !around(f.src, f.send_ts, from)) continue;
-      for (const index::Flow& g : flows)
-        if ((g.flags & index::kFlowReceived) && g.dst == f.src && g.recv_ts >= from.start && g.recv_ts <= f.send_ts &&
-            !want.count(g.id))
-          want[g.id] = want[f.id] - 1, handler[g.id] = from.start, todo.push_back(g);
+      if (!(f.flags & index::kFlowSent)) continue;
+      for (const index::Flow& g : flows) {
+        analysis::Record h;
+        if ((g.flags & index::kFlowReceived) && g.dst == f.src && g.recv_ts <= f.send_ts && !want.count(g.id) &&
+            around(f.src, g.recv_ts, h) && f.send_ts < h.end)
+          want[g.id] = want[f.id] - 1, handler[g.id] = h.start, todo.push_back(g);
+      }
     }
-    analysis::MessageChain c;
-    ASSERT_TRUE(analysis::message_chain(*ix, m.id, c, error)) << error;
+    const analysis::MessageChain c = analysis::message_chain(*ix, m);
     EXPECT_FALSE(c.cut);
+    EXPECT_GE(c.last, c.first);
     std::map<uint64_t, int> got;
     for (const analysis::ChainHop& h : c.hops) {
       got[h.flow.id] = h.level;
@@ -367,6 +378,112 @@ TEST(MessageReport, AChainIsItsMessagesCausesAndEffectsHopByHop) {
     EXPECT_EQ(j["hops"][i]["level"], c.hops[i].level);
   }
   EXPECT_GE(j["end_to_end_ns"].get<int64_t>(), 0);
+  unlink(path.c_str()), unlink((path + ".idx").c_str());
+}
+
+// The chain's rule at its edges, on an imported trace whose times tie: a
+// thread's life-long outer interval is no handler while an inner one runs;
+// a message sent at the tick its handler ends is not its effect (an
+// interval does not run at its end), and read backwards neither is it a
+// cause; a message never received ends its chain, and `last` is never
+// before `first`.
+TEST(MessageReport, AChainsEdgesAreTheSameReadForwardAndBackward) {
+  const std::string dir = scratch_dir();
+  const std::string json_path = dir + "/chain-edges.json", path = dir + "/chain-edges.tine";
+  write_file(json_path, R"({"traceEvents":[
+    {"name":"run","ph":"X","ts":0,"dur":1000,"pid":1,"tid":1},
+    {"name":"work","ph":"X","ts":100,"dur":100,"pid":1,"tid":1},
+    {"name":"m1","cat":"c","ph":"s","id":"1","ts":150,"pid":1,"tid":1},
+    {"name":"run","ph":"X","ts":0,"dur":1000,"pid":1,"tid":2},
+    {"name":"handle","ph":"X","ts":250,"dur":150,"pid":1,"tid":2},
+    {"name":"m1","cat":"c","ph":"f","bp":"e","id":"1","ts":300,"pid":1,"tid":2},
+    {"name":"m3","cat":"c","ph":"s","id":"3","ts":350,"pid":1,"tid":2},
+    {"name":"m2","cat":"c","ph":"s","id":"2","ts":400,"pid":1,"tid":2},
+    {"name":"m3","cat":"c","ph":"f","bp":"e","id":"3","ts":600,"pid":1,"tid":3},
+    {"name":"m4","cat":"c","ph":"s","id":"4","ts":380,"pid":1,"tid":2},
+    {"name":"m2","cat":"c","ph":"f","bp":"e","id":"2","ts":500,"pid":1,"tid":3},
+    {"name":"i","ph":"i","s":"t","ts":700,"pid":1,"tid":3}]})");
+  unlink(path.c_str()), unlink((path + ".idx").c_str());
+  ASSERT_EQ(run(bin("app/tinescope") + " import " + json_path + " -o " + path + " > /dev/null"), 0);
+  std::string error;
+  auto ix = index::TraceIndex::open(path, error);
+  ASSERT_TRUE(ix) << error;
+  std::map<int64_t, index::Flow> by_send;  // us from the start -> its flow
+  for (const index::Flow& f : ix->flows(0, UINT64_MAX)) by_send[(ix->to_ns(f.first_half()) - ix->to_ns(ix->first_ts())) / 1000] = f;
+  ASSERT_EQ(by_send.size(), 4u);
+  const index::Flow m1 = by_send[150], m3 = by_send[350], m4 = by_send[380], m2 = by_send[400];
+  auto levels = [&](const index::Flow& f) {
+    std::map<int64_t, int> out;  // send time (us) -> level
+    const analysis::MessageChain c = analysis::message_chain(*ix, f);
+    EXPECT_GE(c.last, c.first);
+    for (const analysis::ChainHop& h : c.hops) out[(ix->to_ns(h.flow.first_half()) - ix->to_ns(ix->first_ts())) / 1000] = h.level;
+    return out;
+  };
+  // m1 arrives in "handle" (not "run"): m3 and m4 are its effects, m2 (sent as it ends) is not.
+  EXPECT_EQ(levels(m1), (std::map<int64_t, int>{{150, 0}, {350, 1}, {380, 1}}));
+  EXPECT_EQ(levels(m3), (std::map<int64_t, int>{{150, -1}, {350, 0}}));
+  EXPECT_EQ(levels(m2), (std::map<int64_t, int>{{400, 0}})) << "sent as its handler ended: no cause";
+  EXPECT_EQ(levels(m4), (std::map<int64_t, int>{{150, -1}, {380, 0}})) << "never received: its chain ends there";
+  const analysis::MessageChain c = analysis::message_chain(*ix, m1);
+  for (const analysis::ChainHop& h : c.hops)
+    if (h.level == 0) {
+      ASSERT_TRUE(h.has_handler);
+      EXPECT_EQ(ix->catalog_snapshot()->string(h.handler.name), "handle");
+    }
+  EXPECT_EQ(analysis::message_chain(*ix, m1, 2).cut, true) << "a chain of 3 hops, at most 2";
+  unlink(path.c_str()), unlink((path + ".idx").c_str());
+}
+
+// Arrows at scale (issue 52, part 4): past the arrow budget, the picture
+// draws bundles, never nothing: their counts add up to the matched messages
+// between the lanes shown in the window (or in flight across it), each bundle from its sender's row
+// to its receiver's; and zoomed in, arrows again, each in its channel's
+// colour, the same in every picture.
+TEST(MessageReport, PastTheArrowBudgetBundlesCarryEveryMessage) {
+  const std::string dir = scratch_dir();
+  const std::string path = dir + "/bundles.tine";
+  unlink(path.c_str()), unlink((path + ".idx").c_str());
+  ASSERT_EQ(run(bin("recorder/tinescope-queues") + " -o " + path + " --queues 10 --producers 2 --duration 0.3 > /dev/null"), 0);
+  render::Scene scene;
+  std::string error;
+  ASSERT_TRUE(scene.add_trace(path, error)) << error;
+  const index::TraceIndex& ix = *scene.sources()[0].index;
+  render::LayoutOptions lo;
+  lo.lanes = scene.select_lanes("producer.*,q.0*", error);
+  ASSERT_FALSE(lo.lanes.empty()) << error;
+  std::set<uint32_t> shown;
+  for (uint32_t l : lo.lanes) shown.insert(scene.lanes()[l].feedlet);
+  render::TimelineRequest r;
+  r.layout = render::layout_lanes(scene, lo);
+  r.width = 1000;
+  for (const auto& [t0, t1] : {std::pair{scene.first_ns(), scene.last_ns() + 1},
+                               std::pair{scene.first_ns() + 50'000'000, scene.first_ns() + 150'000'000}}) {
+    r.t0 = t0, r.t1 = t1;
+    const render::TimelinePicture p = render::build_timeline(scene, r);
+    uint64_t want = 0;
+    const render::ClockWindow cw(scene.sources()[0].catalog->clock, t0, t1);
+    // (With those in flight across the whole window: drawn too.)
+    for (const index::Flow& f : ix.flows(cw.k0, cw.k1, SIZE_MAX, true))
+      want += f.matched() && shown.count(f.src) && shown.count(f.dst);
+    ASSERT_GT(want, r.max_arrows) << "enough to bundle";
+    EXPECT_TRUE(p.arrows.empty());
+    uint64_t got = 0;
+    for (const render::Bundle& b : p.bundles) got += b.count;
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(p.bundled, want);
+    EXPECT_LE(p.bundles.size(), r.max_arrows / 2 + 1) << "no wall of lines";
+  }
+  // Zoomed in: arrows, coloured by channel.
+  r.t0 = scene.first_ns() + 100'000'000, r.t1 = r.t0 + 5'000'000;
+  const render::TimelinePicture p = render::build_timeline(scene, r);
+  EXPECT_TRUE(p.bundles.empty());
+  ASSERT_FALSE(p.arrows.empty());
+  std::map<uint64_t, uint32_t> colour;
+  for (const render::Arrow& a : p.arrows) {
+    auto [it, fresh] = colour.try_emplace(a.flow.channel, a.colour);
+    EXPECT_EQ(it->second, a.colour) << "one colour a channel";
+    EXPECT_EQ(a.colour, render::name_colour(scene.sources()[0].catalog->channel_name(a.flow.channel)));
+  }
   unlink(path.c_str()), unlink((path + ".idx").c_str());
 }
 

@@ -436,34 +436,48 @@ class ChannelMatcher {
 // queue(channel=...): how many messages wait on the channels, as samples,
 // from the flow table: +1 at each send, -1 at its receive (a receive never
 // sent came from outside the trace: it leaves the count alone), a sample at
-// every change in the window. The whole trace's flows are read (the count
-// at the window's start needs every send before it).
+// every tick where it changes in the window (none for the count held into
+// it). The flow table is walked from the trace's start, window by window
+// (the count at the window's start needs every send before it): memory
+// follows a window, not the trace. A receive timed before its send (clocks
+// apart) may take it below zero for that while.
 class QueueCursor : public Cursor {
  public:
-  QueueCursor(const TraceIndex& ix, const Expr& e, const EvalOptions& opt) {
-    ChannelMatcher channel(ix, e.filter.channel);
-    std::vector<std::pair<uint64_t, int>> steps;  // (time, +1 or -1)
-    for (const index::Flow& f : ix.flows(ix.first_ts(), ix.last_ts())) {
-      if (!(f.flags & index::kFlowSent) || !channel.matches(f.channel)) continue;
-      steps.emplace_back(f.send_ts, +1);
-      if (f.matched()) steps.emplace_back(f.recv_ts, -1);
-      ++read_;
-    }
-    // (At one tick, sends first: a message taken as it comes is never below zero.)
-    std::sort(steps.begin(), steps.end(), [](auto& a, auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
-    int64_t depth = 0;
-    for (size_t i = 0; i < steps.size(); ++i) {
-      depth += steps[i].second;
-      if (i + 1 < steps.size() && steps[i + 1].first == steps[i].first) continue;  // a sample a tick
-      const uint64_t t = steps[i].first;
-      if (t < opt.t0 || t > opt.t1) continue;
-      bool ok = true;
-      for (const ValueTest& v : e.filter.values) ok = ok && v.passes(double(depth));
-      if (ok) out_.push_back(Record{t, t, double(depth), 0, kNoFeedlet});
-    }
+  QueueCursor(const TraceIndex& ix, const Expr& e, const EvalOptions& opt)
+      : ix_(ix), channel_(ix, e.filter.channel), values_(e.filter.values) {
+    lo_ = ix.first_ts(), hi_ = std::min(opt.t1, ix.last_ts()), t0_ = opt.t0;
+    const uint64_t windows = std::max<uint64_t>(1, ix.events() / (1 << 22));
+    window_ = lo_ <= hi_ ? std::max<uint64_t>(1, (hi_ - lo_) / windows + 1) : 1;
+    next_window_ = lo_;
+    done_ = lo_ > hi_;
   }
   bool next(Record& r) override {
-    if (at_ == out_.size()) return false;
+    while (at_ == out_.size()) {
+      if (done_) return false;
+      const uint64_t w0 = next_window_, w1 = hi_ - w0 < window_ - 1 ? hi_ : w0 + window_ - 1;
+      done_ = w1 == hi_;
+      next_window_ = w1 + 1;
+      // The halves in [w0, w1]: a send's at its send, a matched receive's at its receive.
+      steps_.clear(), out_.clear(), at_ = 0;
+      for (const index::Flow& f : ix_.flows(w0, w1)) {
+        ++read_;
+        if (!(f.flags & index::kFlowSent) || !channel_.matches(f.channel)) continue;
+        if (f.send_ts >= w0 && f.send_ts <= w1) steps_.emplace_back(f.send_ts, +1);
+        if (f.matched() && f.recv_ts >= w0 && f.recv_ts <= w1) steps_.emplace_back(f.recv_ts, -1);
+      }
+      // (At one tick, sends first: a message taken as it comes is never below zero.)
+      std::sort(steps_.begin(), steps_.end(),
+                [](auto& a, auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
+      for (size_t i = 0; i < steps_.size(); ++i) {
+        depth_ += steps_[i].second;
+        if (i + 1 < steps_.size() && steps_[i + 1].first == steps_[i].first) continue;  // a sample a tick
+        const uint64_t t = steps_[i].first;
+        if (t < t0_) continue;
+        bool ok = true;
+        for (const ValueTest& v : values_) ok = ok && v.passes(double(depth_));
+        if (ok) out_.push_back(Record{t, t, double(depth_), 0, kNoFeedlet});
+      }
+    }
     r = out_[at_++];
     return true;
   }
@@ -471,9 +485,15 @@ class QueueCursor : public Cursor {
   uint64_t events_read() const override { return read_; }
 
  private:
+  const TraceIndex& ix_;
+  ChannelMatcher channel_;
+  std::vector<ValueTest> values_;
+  uint64_t lo_ = 0, hi_ = 0, t0_ = 0, window_ = 1, next_window_ = 0, read_ = 0;
+  bool done_ = true;
+  int64_t depth_ = 0;
+  std::vector<std::pair<uint64_t, int>> steps_;
   std::vector<Record> out_;
   size_t at_ = 0;
-  uint64_t read_ = 0;
 };
 
 // Messages from send to receive, matched by id, keyed by the receive.

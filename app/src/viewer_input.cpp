@@ -280,9 +280,8 @@ void Viewer::select(const Figure& f, const Hit& h) {
       if (!open.empty()) selected_running_ = std::string(src.catalog->string(open.back().name));
     }
     // Its causes and effects, hop by hop: highlighted in every timeline.
-    std::string why;
-    if (analysis::message_chain(*src.index, fl.id, selected_chain_, why, kMaxChainHops))
-      for (const analysis::ChainHop& hop : selected_chain_.hops) marks_.chain.insert({h.arrow->source, hop.flow.id});
+    selected_chain_ = analysis::message_chain(*src.index, fl, kMaxChainHops);
+    for (const analysis::ChainHop& hop : selected_chain_.hops) marks_.chain.insert({h.arrow->source, hop.flow.id});
   } else if (h.row >= 0 && (f.timeline->request.layout.rows[h.row].kind == render::Row::Instant ||
                              f.timeline->request.layout.rows[h.row].kind == render::Row::Counter)) {
     // An instant or a counter's sample: the one nearest the click, within 3 pixels.

@@ -6,7 +6,7 @@
 // handles each in a "handle" interval and forwards half of them to another
 // queue from inside it (a chain of hops). At the end the producers stop and
 // the queue threads stop where they are: what is left in the queues was sent
-// and never received (most of it in q.13, whose handling takes 3 ms a
+// and never received (much of it in q.13, whose handling takes 3 ms a
 // message, so that it falls behind). One message is put in a queue with no send recorded:
 // received but never sent.
 //

@@ -106,8 +106,12 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
   if (p.arrows_left_out) {
     // In the ruler, at its right end, on its own ground: over the lanes it
     // hid what it was drawn on.
-    char note[96];
-    std::snprintf(note, sizeof note, "more than %u messages here: zoom in to see their arrows", p.request.max_arrows);
+    char note[160];
+    if (!p.bundles.empty() || p.bundled)
+      std::snprintf(note, sizeof note, "%llu messages as %zu bundles between lanes: zoom in to see their arrows",
+                    (unsigned long long)p.bundled, p.bundles.size());
+    else
+      std::snprintf(note, sizeof note, "more than %u messages here: zoom in to see them", p.request.max_bundled);
     const float w = ImGui::CalcTextSize(note).x, x = g.ruler.x + g.ruler.w - w - 6;
     dl->AddRectFilled({x - 4, g.ruler.y}, {g.ruler.x + g.ruler.w, g.ruler.y + g.ruler.h}, IM_COL32(28, 28, 34, 255));
     dl->AddText({x, g.ruler.y + 3}, kDim, note);

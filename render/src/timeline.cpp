@@ -11,6 +11,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "tinescope/render/picture.hpp"
@@ -492,9 +494,38 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       if (!more || flows.size() == all || looked > req.max_arrows) break;
       looked = size_t(req.max_arrows) * kArrowsLookedPerShown;
     }
-    // Arrows only where they can be told apart: a wall of lines says nothing.
+    // Arrows only where they can be told apart: a wall of lines says
+    // nothing. Past that, bundles (up to max_bundled messages in the window).
     if (flows.size() > req.max_arrows || more) {
       P.arrows_left_out += std::max<size_t>(flows.size(), req.max_arrows + 1);
+      flows = ix.flows(cw.k0, cw.k1, req.max_bundled, true);
+      if (flows.size() <= req.max_bundled) {
+        struct Acc {
+          double x0 = 0, x1 = 0;
+          uint32_t n = 0;
+        };
+        // Stretches of the window: as many as keep the bundles to half the
+        // arrow budget (lane pairs x stretches), at most kBundleBins.
+        std::set<std::pair<uint32_t, uint32_t>> pairs;
+        for (const index::Flow& f : flows)
+          if (f.matched() && lane_of.count({s, f.src}) && lane_of.count({s, f.dst})) pairs.insert({f.src, f.dst});
+        const int bins = int(std::clamp<size_t>(req.max_arrows / 2 / std::max<size_t>(1, pairs.size()), 1, kBundleBins));
+        std::map<std::tuple<const Layout::LaneRows*, const Layout::LaneRows*, int>, Acc> acc;
+        for (const index::Flow& f : flows) {
+          if (!f.matched()) continue;
+          auto a = lane_of.find({s, f.src}), b = lane_of.find({s, f.dst});
+          if (a == lane_of.end() || b == lane_of.end()) continue;
+          const double x0 = axis.x(cw.ns(f.send_ts)), x1 = axis.x(cw.ns(f.recv_ts));
+          const int bin = std::clamp(int(x0 / std::max(1.0, req.width) * bins), 0, bins - 1);
+          Acc& c = acc[{a->second, b->second, bin}];
+          c.x0 += x0, c.x1 += x1, ++c.n;
+        }
+        for (const auto& [key, c] : acc) {
+          const auto& [a, b, bin] = key;
+          P.bundles.push_back({float(c.x0 / c.n), mid_y(a), float(c.x1 / c.n), mid_y(b), c.n, s});
+          P.bundled += c.n;
+        }
+      }
       flows.clear();
     }
     // Each channel's colour, and the lane that receives most of its messages
@@ -512,8 +543,9 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     auto queue_of = [&](uint64_t channel) -> const Layout::LaneRows* {
       auto r = receivers.find(channel);
       if (r == receivers.end()) return nullptr;
-      auto best = std::max_element(r->second.begin(), r->second.end(),
-                                   [](const auto& x, const auto& y) { return x.second < y.second; });
+      auto best = std::max_element(r->second.begin(), r->second.end(), [](const auto& x, const auto& y) {
+        return x.second < y.second || (x.second == y.second && x.first > y.first);  // (ties: the first lane)
+      });
       auto l = lane_of.find({s, best->first});
       return l == lane_of.end() ? nullptr : l->second;
     };

@@ -51,7 +51,9 @@ struct TimelineRequest {
   double width = 1;        // pixel columns of the plot
   double theta = 0;        // log-time warp, per ns; 0 is linear
   Layout layout;
-  uint32_t max_boxes = 20000, max_arrows = 800;  // more messages than this: none drawn (counted)
+  uint32_t max_boxes = 20000, max_arrows = 800;  // more messages than this: bundles, not arrows
+  // More messages than this in the window: no bundles either (counted, and said).
+  uint32_t max_bundled = 500000;
   // A lane decodes its window while it holds at most this many events a
   // column; past it, its streams are drawn from their finest stored level.
   uint32_t decode_per_column = index::kDecodeEventsPerColumn;
@@ -98,6 +100,18 @@ struct Arrow {
   uint32_t colour = 0;  // RGBA8 of its channel (name_colour of its name, or of "channel N"): stable across pictures
 };
 
+// Past max_arrows, the messages from one lane to another that were sent
+// within one stretch of the window (as many stretches as keep the bundles to
+// half the arrow budget, at most kBundleBins), as one line from their mean
+// send on the sender's row to their mean receive on the receiver's, its
+// width following their count: the traffic, never nothing.
+struct Bundle {
+  float x0, y0, x1, y1;  // columns, and rows' middles
+  uint32_t count = 0;
+  uint32_t source = 0;
+};
+constexpr int kBundleBins = 32;
+
 struct GapRect {
   float x0, x1, y0, y1;
   uint64_t events;
@@ -119,6 +133,8 @@ struct TimelinePicture {
   std::vector<std::pair<double, double>> counter_range;  // per row: value at 0 and at 1
   std::vector<Box> boxes;
   std::vector<Arrow> arrows;
+  std::vector<Bundle> bundles;     // instead of arrows, past request.max_arrows
+  uint64_t bundled = 0;            // messages in them
   std::vector<GapRect> gaps;
   std::vector<CutRect> cuts;
   uint64_t nodes = 0, arrows_left_out = 0, boxes_left_out = 0;  // arrows: at least this many
