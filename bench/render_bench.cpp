@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include <CLI/CLI.hpp>
@@ -40,6 +41,9 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", quick, "a small trace: checks that every figure prints");
   app.add_flag("--keep", keep, "keep a generated trace and its index");
   app.add_flag("-v,--verbose", verbose, "print every step");
+  std::string messages_trace;
+  app.add_option("--messages-trace", messages_trace,
+                 "the 100-queue workload's trace (recorded with tinescope-queues if missing)");
   CLI11_PARSE(app, argc, argv);
   if (quick) events = 1'000'000;
 
@@ -104,6 +108,46 @@ int main(int argc, char** argv) {
     prims = std::max(prims, t.primitives);
   }
 
+  // Messages (issue 52): the 100-queue workload, every lane, zoomed from
+  // the whole trace (bundles) to 10 us (arrows), each view drawn twice and
+  // the second frame counted, as above.
+  std::vector<double> message_frame, message_build;
+  {
+    if (messages_trace.empty()) messages_trace = "render_bench.queues.tine";
+    if (!std::filesystem::exists(messages_trace)) {
+      const std::string queues =
+          (std::filesystem::path(argv[0]).parent_path() / ".." / "recorder" / "tinescope-queues").string();
+      const std::string cmd = queues + " -o " + messages_trace + " --duration " + (quick ? "0.3" : "1") + " > /dev/null";
+      if (std::system(cmd.c_str()) != 0) {
+        std::fprintf(stderr, "render_bench: %s failed\n", cmd.c_str());
+        return 1;
+      }
+    }
+    render::Scene q;
+    if (!q.add_trace(messages_trace, error)) {
+      std::fprintf(stderr, "render_bench: %s\n", error.c_str());
+      return 1;
+    }
+    render::FigureParams m;
+    const int64_t q0 = q.first_ns(), qspan = std::max<int64_t>(1, q.last_ns() - q0), qc = q0 + qspan / 2;
+    const int qsteps = quick ? 10 : 30;
+    for (int k = 0; k < qsteps; ++k) {
+      const double w = double(qspan) * std::pow(1e4 / double(qspan), double(k) / (qsteps - 1));
+      m.t0 = qc - int64_t(w / 2), m.t1 = m.t0 + std::max<int64_t>(2, int64_t(w));
+      const auto first_draw = r->draw(q, m, {});
+      const auto t = r->draw(q, m, {});
+      message_build.push_back(first_draw.build_ms);
+      message_frame.push_back(t.draw_ms);
+      if (verbose)
+        std::printf("  messages: window %-12s build %8.2f ms  frame %6.2f ms\n",
+                    render::format_duration(m.t1 - m.t0).c_str(), first_draw.build_ms, t.draw_ms);
+    }
+    if (messages_trace == "render_bench.queues.tine" && !keep) {
+      std::filesystem::remove(messages_trace);
+      std::filesystem::remove(messages_trace + ".idx");
+    }
+  }
+
   const double p50 = pct(frame, 0.5), p95 = pct(frame, 0.95);
   std::printf("figure: render.frame_ms.p50 %.2f ms (UI thread + glFinish, %dx%d, %zu lanes)\n", p50, W, H, f.lanes.size());
   std::printf("figure: render.frame_ms.p95 %.2f ms (goal <= 33 ms on llvmpipe, <= 4 ms on a GPU: %.2fx of 33)\n", p95,
@@ -113,6 +157,10 @@ int main(int argc, char** argv) {
   std::printf("figure: render.build_ms.p95 %.2f ms\n", pct(build, 0.95));
   std::printf("figure: render.fold_build_ms.p95 %.2f ms (fold 1024, %u lanes, period dragged)\n", pct(fold_build, 0.95),
               1u);
+  std::printf("figure: render.message_frame_ms.p95 %.2f ms (the 100-queue workload, every lane, whole trace to 10 us, "
+              "arrows or bundles; goal <= 33 ms on llvmpipe: %.2fx)\n",
+              pct(message_frame, 0.95), pct(message_frame, 0.95) / 33);
+  std::printf("figure: render.message_build_ms.p95 %.2f ms (its pictures, off the UI thread)\n", pct(message_build, 0.95));
   std::printf("figure: render.prims_per_frame.max %llu primitives (vs %llu events in the trace: one per event would be %.0fx)\n",
               (unsigned long long)prims, (unsigned long long)total_events, double(total_events) / double(std::max<uint64_t>(1, prims)));
   if (generated && !keep) {

@@ -469,9 +469,10 @@ TEST(MessageReport, PastTheArrowBudgetBundlesCarryEveryMessage) {
     EXPECT_TRUE(p.arrows.empty());
     uint64_t got = 0;
     for (const render::Bundle& b : p.bundles) got += b.count;
-    EXPECT_EQ(got, want);
     EXPECT_EQ(p.bundled, want);
-    EXPECT_LE(p.bundles.size(), r.max_arrows / 2 + 1) << "no wall of lines";
+    if (p.bundles_left_out == 0) EXPECT_EQ(got, want);
+    else EXPECT_LT(got, want);
+    EXPECT_LE(p.bundles.size(), r.max_arrows / 4) << "no wall of lines";
   }
   // Zoomed in: arrows, coloured by channel.
   r.t0 = scene.first_ns() + 100'000'000, r.t1 = r.t0 + 5'000'000;

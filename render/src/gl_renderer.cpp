@@ -236,13 +236,13 @@ void GlRenderer::draw_timeline(const TimelinePicture& p, TextureSlot& slot, cons
     const Row& row = rows[c.row];
     rect(px(c.x0), plot.y + row.y - scroll_y, px(c.x1), plot.y + row.y + row.h - 1 - scroll_y, kCutColour, 2);
   }
-  // Bundles (past the arrow budget): as wide as log2 of their count, a
-  // line for each pixel of it, side by side.
+  // Bundles (past the arrow budget): 1 + log2(count) / 2 pixels wide (at
+  // most 4), a line for each pixel, side by side.
   for (const Bundle& b : p.bundles) {
     const float x0 = px(b.x0), y0 = plot.y + b.y0 - scroll_y, x1 = px(b.x1), y1 = plot.y + b.y1 - scroll_y;
     const float dx = x1 - x0, dy = y1 - y0, len = std::max(1.f, std::sqrt(dx * dx + dy * dy));
     const float nx = -dy / len, ny = dx / len;
-    const int width = std::min(6, 1 + int(std::log2(float(b.count))));
+    const int width = std::min(4, 1 + int(std::log2(float(b.count))) / 2);
     for (int i = 0; i < width; ++i) {
       const float o = float(i) - float(width - 1) / 2;
       line(x0 + nx * o, y0 + ny * o, x1 + nx * o, y1 + ny * o, kBundleColour);

@@ -107,7 +107,11 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
     // In the ruler, at its right end, on its own ground: over the lanes it
     // hid what it was drawn on.
     char note[160];
-    if (!p.bundles.empty() || p.bundled)
+    if (p.bundles_left_out)
+      std::snprintf(note, sizeof note, "%llu messages, the busiest %zu of %llu bundles drawn: zoom in to see arrows",
+                    (unsigned long long)p.bundled, p.bundles.size(),
+                    (unsigned long long)(p.bundles.size() + p.bundles_left_out));
+    else if (!p.bundles.empty() || p.bundled)
       std::snprintf(note, sizeof note, "%llu messages as %zu bundles between lanes: zoom in to see their arrows",
                     (unsigned long long)p.bundled, p.bundles.size());
     else

@@ -520,10 +520,20 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
           Acc& c = acc[{a->second, b->second, bin}];
           c.x0 += x0, c.x1 += x1, ++c.n;
         }
+        const size_t before = P.bundles.size();
         for (const auto& [key, c] : acc) {
           const auto& [a, b, bin] = key;
           P.bundles.push_back({float(c.x0 / c.n), mid_y(a), float(c.x1 / c.n), mid_y(b), c.n, s});
           P.bundled += c.n;
+        }
+        // The busiest, where more lane pairs talk than can be told apart
+        // (each costs its length in pixels on every frame).
+        const size_t most = std::max<size_t>(1, req.max_arrows / 4);
+        if (P.bundles.size() - before > most) {
+          std::sort(P.bundles.begin() + long(before), P.bundles.end(),
+                    [](const Bundle& x, const Bundle& y) { return x.count > y.count; });
+          P.bundles_left_out += P.bundles.size() - before - most;
+          P.bundles.resize(before + most);
         }
       }
       flows.clear();
