@@ -456,6 +456,7 @@ TEST(MessageReport, PastTheArrowBudgetBundlesCarryEveryMessage) {
   render::TimelineRequest r;
   r.layout = render::layout_lanes(scene, lo);
   r.width = 1000;
+  r.decode_per_column = render::kAtRestDecodePerColumn;  // (bundles: pictures at rest)
   for (const auto& [t0, t1] : {std::pair{scene.first_ns(), scene.last_ns() + 1},
                                std::pair{scene.first_ns() + 50'000'000, scene.first_ns() + 150'000'000}}) {
     r.t0 = t0, r.t1 = t1;
@@ -473,6 +474,16 @@ TEST(MessageReport, PastTheArrowBudgetBundlesCarryEveryMessage) {
     if (p.bundles_left_out == 0) EXPECT_EQ(got, want);
     else EXPECT_LT(got, want);
     EXPECT_LE(p.bundles.size(), r.max_arrows / 4) << "no wall of lines";
+  }
+  // While the view moves (the interactive budget), no bundles: the note only.
+  {
+    render::TimelineRequest moving = r;
+    moving.decode_per_column = index::kDecodeEventsPerColumn;
+    moving.t0 = scene.first_ns(), moving.t1 = scene.last_ns() + 1;
+    const render::TimelinePicture p = render::build_timeline(scene, moving);
+    EXPECT_TRUE(p.bundles.empty());
+    EXPECT_TRUE(p.arrows.empty());
+    EXPECT_GT(p.arrows_left_out, 0u);
   }
   // Zoomed in: arrows, coloured by channel.
   r.t0 = scene.first_ns() + 100'000'000, r.t1 = r.t0 + 5'000'000;

@@ -14,6 +14,7 @@
 #include <set>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "tinescope/render/picture.hpp"
 
@@ -498,33 +499,55 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     // nothing. Past that, bundles (up to max_bundled messages in the window).
     if (flows.size() > req.max_arrows || more) {
       P.arrows_left_out += std::max<size_t>(flows.size(), req.max_arrows + 1);
-      flows = ix.flows(cw.k0, cw.k1, req.max_bundled, true);
-      if (flows.size() <= req.max_bundled) {
+      // (Bundles read every message of the window: pictures at rest only,
+      // as a headless render's; one drawn while the view moves, or follows
+      // a live source, stays as cheap as the arrows' look.)
+      flows.clear();
+      if (req.stop && req.stop->load(std::memory_order_relaxed)) {  // a newer request: this picture is moot
+        P.stopped = true;
+        return P;
+      }
+      if (req.decode_per_column >= kAtRestDecodePerColumn) flows = ix.flows(cw.k0, cw.k1, req.max_bundled, true);
+      if (!flows.empty() && flows.size() <= req.max_bundled) {
         struct Acc {
           double x0 = 0, x1 = 0;
           uint32_t n = 0;
         };
+        // The shown lanes by feedlet, and the pairs that talk.
+        std::vector<const Layout::LaneRows*> by_feedlet;
+        for (const auto& [key, lr] : lane_of)
+          if (key.first == s) {
+            if (by_feedlet.size() <= key.second) by_feedlet.resize(key.second + 1, nullptr);
+            by_feedlet[key.second] = lr;
+          }
+        auto shown = [&](uint32_t feedlet) { return feedlet < by_feedlet.size() ? by_feedlet[feedlet] : nullptr; };
+        std::unordered_set<uint64_t> pairs;
+        for (const index::Flow& f : flows)
+          if (f.matched() && shown(f.src) && shown(f.dst)) pairs.insert(uint64_t(f.src) << 32 | f.dst);
         // Stretches of the window: as many as keep the bundles to half the
         // arrow budget (lane pairs x stretches), at most kBundleBins.
-        std::set<std::pair<uint32_t, uint32_t>> pairs;
-        for (const index::Flow& f : flows)
-          if (f.matched() && lane_of.count({s, f.src}) && lane_of.count({s, f.dst})) pairs.insert({f.src, f.dst});
         const int bins = int(std::clamp<size_t>(req.max_arrows / 2 / std::max<size_t>(1, pairs.size()), 1, kBundleBins));
-        std::map<std::tuple<const Layout::LaneRows*, const Layout::LaneRows*, int>, Acc> acc;
+        std::unordered_map<uint64_t, Acc> acc;  // (src, dst, stretch) -> sums
         for (const index::Flow& f : flows) {
-          if (!f.matched()) continue;
-          auto a = lane_of.find({s, f.src}), b = lane_of.find({s, f.dst});
-          if (a == lane_of.end() || b == lane_of.end()) continue;
+          if (!f.matched() || !shown(f.src) || !shown(f.dst)) continue;
           const double x0 = axis.x(cw.ns(f.send_ts)), x1 = axis.x(cw.ns(f.recv_ts));
           const int bin = std::clamp(int(x0 / std::max(1.0, req.width) * bins), 0, bins - 1);
-          Acc& c = acc[{a->second, b->second, bin}];
+          Acc& c = acc[(uint64_t(f.src) << 40) ^ (uint64_t(f.dst) << 8) ^ uint64_t(bin)];
+          if (c.n == 0) c.x0 = 0, c.x1 = 0;
           c.x0 += x0, c.x1 += x1, ++c.n;
         }
         const size_t before = P.bundles.size();
-        for (const auto& [key, c] : acc) {
-          const auto& [a, b, bin] = key;
-          P.bundles.push_back({float(c.x0 / c.n), mid_y(a), float(c.x1 / c.n), mid_y(b), c.n, s});
+        // (Each key is made of its first flow again, to find its lanes.)
+        for (const index::Flow& f : flows) {
+          if (!f.matched() || !shown(f.src) || !shown(f.dst)) continue;
+          const double x0 = axis.x(cw.ns(f.send_ts));
+          const int bin = std::clamp(int(x0 / std::max(1.0, req.width) * bins), 0, bins - 1);
+          auto it = acc.find((uint64_t(f.src) << 40) ^ (uint64_t(f.dst) << 8) ^ uint64_t(bin));
+          if (it == acc.end()) continue;
+          const Acc& c = it->second;
+          P.bundles.push_back({float(c.x0 / c.n), mid_y(shown(f.src)), float(c.x1 / c.n), mid_y(shown(f.dst)), c.n, s});
           P.bundled += c.n;
+          acc.erase(it);
         }
         // The busiest, where more lane pairs talk than can be told apart
         // (each costs its length in pixels on every frame).
