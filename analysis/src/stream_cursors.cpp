@@ -91,7 +91,7 @@ class BaseCursor : public Cursor {
     prefetch();
   }
   ~BaseCursor() override {
-    if (pending_.valid()) pending_.wait();
+    for (auto& p : pending_) p.wait();
   }
 
   bool next(Record& r) override { return next_batch(std::span<Record>(&r, 1)) == 1; }
@@ -148,6 +148,7 @@ class BaseCursor : public Cursor {
   struct FieldPick {
     int8_t field = -1;  // -1: no sample from this type
     bool argument = false;
+    bool named = false;  // its first field is its name (a string): what argument events after it carry on
     format::FieldType type{};
   };
   std::vector<FieldPick> picks_;  // [type code]
@@ -157,6 +158,10 @@ class BaseCursor : public Cursor {
     field_ = true;
     catalog_ = ix_.catalog_snapshot();
     picks_.assign(format::kMaxEventType + 1, FieldPick{});
+    for (uint32_t code = 0; code < format::kFirstUserType; ++code) {
+      const format::EventTypeDef* d = catalog_->schema.find(uint16_t(code));
+      picks_[code].named = d && !d->fields.empty() && d->fields[0].type == format::FieldType::String;
+    }
     NameMatcher name(filter_.name), field(filter_.field), thread(filter_.thread), process(filter_.process);
     for (uint32_t code = format::kFirstUserType; code <= format::kMaxEventType; ++code) {
       const format::EventTypeDef* d = catalog_->schema.find(uint16_t(code));
@@ -168,7 +173,7 @@ class BaseCursor : public Cursor {
         const bool numeric = t == format::FieldType::U64 || t == format::FieldType::I64 ||
                              t == format::FieldType::F64 || t == format::FieldType::DeltaU64;
         if (numeric && field.matches(d->fields[k].name)) {
-          picks_[code] = FieldPick{int8_t(k), argument, t};
+          picks_[code] = FieldPick{int8_t(k), argument, false, t};
           break;
         }
       }
@@ -278,10 +283,7 @@ class BaseCursor : public Cursor {
       ++seen;
       const FieldPick p = picks_[e.type];
       if (p.field < 0) {
-        if (!p.argument) {
-          const format::EventTypeDef* d = e.type < format::kFirstUserType ? catalog_->schema.find(e.type) : nullptr;
-          last_name = d && !d->fields.empty() && d->fields[0].type == format::FieldType::String ? uint32_t(e.u[0]) : 0;
-        }
+        if (!p.argument) last_name = p.named ? uint32_t(e.u[0]) : 0;
         return;
       }
       uint32_t nm = 0;
@@ -312,10 +314,10 @@ class BaseCursor : public Cursor {
   // this one is read, its lanes' heads in the heap.
   bool refill() {
     while (left_ == 0) {
-      if (!pending_.valid()) return false;
-      std::vector<std::vector<Record>> done = std::move(window_lanes_);
-      window_lanes_ = pending_.get();  // the decoding task has finished: spare_lanes_ is free
-      spare_lanes_ = std::move(done);
+      if (pending_.empty()) return false;
+      spare_lanes_.push_back(std::move(window_lanes_));
+      window_lanes_ = pending_.front().get();
+      pending_.pop_front();
       pos_.assign(window_lanes_.size(), 0);
       heap_.clear();
       left_ = 0;
@@ -330,12 +332,20 @@ class BaseCursor : public Cursor {
     return true;
   }
 
+  // Windows are decoded kAhead ahead of the one read: with one, the
+  // decoding threads waited while the reader merged and stored, and two
+  // cores were busy three quarters of the time.
   void prefetch() {
-    if (done_) return;
-    uint64_t w0 = next_window_, w1 = hi_ - w0 < window_ - 1 ? hi_ : w0 + window_ - 1;
-    done_ = w1 == hi_;
-    next_window_ = w1 + 1;
-    pending_ = std::async(std::launch::async, [this, w0, w1] { return decode(w0, w1); });
+    while (!done_ && pending_.size() < kAhead) {
+      uint64_t w0 = next_window_, w1 = hi_ - w0 < window_ - 1 ? hi_ : w0 + window_ - 1;
+      done_ = w1 == hi_;
+      next_window_ = w1 + 1;
+      Lanes buffers;
+      if (!spare_lanes_.empty()) buffers = std::move(spare_lanes_.back()), spare_lanes_.pop_back();
+      pending_.push_back(std::async(std::launch::async, [this, w0, w1, b = std::move(buffers)]() mutable {
+        return decode(w0, w1, std::move(b));
+      }));
+    }
   }
 
   // Whether lane l may hold a wanted item in [w0, w1], from its pyramids.
@@ -351,9 +361,10 @@ class BaseCursor : public Cursor {
   }
 
   // Each lane's records of [w0, w1], in key order (next_batch merges them).
-  std::vector<std::vector<Record>> decode(uint64_t w0, uint64_t w1) {
-    // Buffers kept from window to window: fresh memory costs a page fault a page.
-    std::vector<std::vector<Record>> per_lane = std::move(spare_lanes_);
+  // `per_lane`: buffers kept from window to window (fresh memory costs a
+  // page fault a page).
+  using Lanes = std::vector<std::vector<Record>>;
+  Lanes decode(uint64_t w0, uint64_t w1, Lanes per_lane) {
     per_lane.resize(lanes_.size());
     for (auto& v : per_lane) v.clear();
     std::atomic<size_t> next{0};
@@ -399,11 +410,13 @@ class BaseCursor : public Cursor {
   uint64_t max_dur_ = 0;
   uint64_t lo_ = 0, hi_ = 0, window_ = 1, next_window_ = 0;
   bool done_ = true;
-  std::future<std::vector<std::vector<Record>>> pending_;
+  static constexpr size_t kAhead = 2;
+  std::deque<std::future<Lanes>> pending_;  // the windows being decoded, in order
   // The window being read, a vector a lane, merged as it is read: where
   // each lane is, the heap of the lanes' next keys (empty when one lane is
-  // left: only_), the records left. The window before's vectors, for reuse.
-  std::vector<std::vector<Record>> window_lanes_, spare_lanes_;
+  // left: only_), the records left. Windows read before, for reuse.
+  Lanes window_lanes_;
+  std::vector<Lanes> spare_lanes_;
   std::vector<size_t> pos_;
   using Head = std::pair<uint64_t, uint32_t>;  // (key, lane)
   std::vector<Head> heap_;

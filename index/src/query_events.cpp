@@ -64,13 +64,16 @@ bool TraceIndex::decode_events(uint32_t feedlet, uint64_t t0, uint64_t t1,
     if (!raw) return false;
     uint64_t skipped = 0;
     std::string reason;
+    // A chunk wholly inside the window goes straight to fn: one call an
+    // event less (the window's edges are tested only in its two end chunks).
     const bool inside = h.first_ts >= t0 && h.last_ts <= t1;
-    const bool ok = trace::decode_events(
-        raw, h.raw_size, h, catalog_.schema,
-        [&](const trace::Event& e) {
-          if (inside || (e.ts >= t0 && e.ts <= t1)) fn(e);
-        },
-        reason, skipped);
+    const bool ok = inside ? trace::decode_events(raw, h.raw_size, h, catalog_.schema, fn, reason, skipped)
+                           : trace::decode_events(
+                                 raw, h.raw_size, h, catalog_.schema,
+                                 [&](const trace::Event& e) {
+                                   if (e.ts >= t0 && e.ts <= t1) fn(e);
+                                 },
+                                 reason, skipped);
     if (!ok) {
       why = chunk_error(*s_, f->chunks[c].chunk, trace_path_, reason);
       return false;
