@@ -38,6 +38,37 @@ struct Tally {
 
 }  // namespace
 
+void for_each_flow(const index::TraceIndex& ix, uint64_t t0, uint64_t t1,
+                   const std::function<void(const index::Flow&)>& fn) {
+  if (t0 > t1) return;
+  // Windows of about 4 M events, each flow taken in the window of its first
+  // half (flows() answers those with either half in it). A trace still
+  // followed scans every flow for any window: one window then.
+  const uint64_t windows = ix.flows_unsorted() ? 1 : std::max<uint64_t>(1, ix.events() / (uint64_t(1) << 22));
+  const uint64_t width = std::max<uint64_t>(1, (t1 - t0) / windows + 1);
+  std::vector<index::Flow> fs;
+  for (uint64_t w0 = t0;; w0 += width) {
+    const uint64_t w1 = t1 - w0 < width - 1 ? t1 : w0 + width - 1;
+    ix.flows(w0, w1, fs);
+    for (const index::Flow& f : fs)
+      if (f.first_half() >= w0 && f.first_half() <= w1) fn(f);
+    if (w1 == t1) break;
+  }
+}
+
+ChannelMatcher::ChannelMatcher(const index::TraceIndex& ix, const std::string& pattern)
+    : match_(pattern), catalog_(pattern.empty() ? nullptr : ix.catalog_snapshot()) {}
+
+bool ChannelMatcher::matches(uint64_t channel) {
+  if (match_.any()) return true;
+  auto [it, fresh] = known_.try_emplace(channel, false);
+  if (fresh) {
+    const std::string name = catalog_->channel_name(channel);
+    it->second = match_.matches(std::to_string(channel)) || (!name.empty() && match_.matches(name));
+  }
+  return it->second;
+}
+
 MessageReport message_report(const index::TraceIndex& ix, size_t orphan_limit, uint64_t t0, uint64_t t1) {
   MessageReport r;
   const uint64_t lo = std::max(t0, ix.first_ts()), hi = std::min(t1, ix.last_ts());
@@ -49,22 +80,7 @@ MessageReport message_report(const index::TraceIndex& ix, size_t orphan_limit, u
   // receives are few: their ids are kept here, and a second pass looks at
   // the receives of those ids only.
   std::unordered_set<uint64_t> orphan_receive_ids;
-  // Windows of about 4 M events, each flow taken in the window of its first
-  // half (flows() answers those with either half in it). A trace still
-  // followed scans every flow for any window: one window then.
-  const uint64_t windows = ix.flows_unsorted() ? 1 : std::max<uint64_t>(1, ix.events() / (uint64_t(1) << 22));
-  std::vector<index::Flow> fs;
-  auto each_flow = [&](uint64_t from, uint64_t to, auto&& fn) {
-    const uint64_t width = std::max<uint64_t>(1, (to - from) / windows + 1);
-    for (uint64_t w0 = from;; w0 += width) {
-      const uint64_t w1 = to - w0 < width - 1 ? to : w0 + width - 1;
-      ix.flows(w0, w1, fs);
-      for (const index::Flow& f : fs)
-        if (f.first_half() >= w0 && f.first_half() <= w1) fn(f);
-      if (w1 == to) break;
-    }
-  };
-  each_flow(lo, hi, [&](const index::Flow& f) {
+  for_each_flow(ix, lo, hi, [&](const index::Flow& f) {
     ++r.flows;
     const int64_t ns = f.matched() ? ix.to_ns(f.recv_ts) - ix.to_ns(f.send_ts) : 0;
     all.add(f, ns);
@@ -86,7 +102,7 @@ MessageReport message_report(const index::TraceIndex& ix, size_t orphan_limit, u
     };
     std::unordered_map<uint64_t, Receives> of;
     std::vector<index::Flow> kept;  // the orphan receives of those ids (few)
-    each_flow(ix.first_ts(), ix.last_ts(), [&](const index::Flow& f) {  // (the other receives may lie anywhere)
+    for_each_flow(ix, ix.first_ts(), ix.last_ts(), [&](const index::Flow& f) {  // (the other receives may lie anywhere)
       if (!(f.flags & index::kFlowReceived) || !orphan_receive_ids.count(f.id)) return;
       if (f.matched()) of[f.id].matched = true;
       else kept.push_back(f);

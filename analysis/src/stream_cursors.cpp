@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "tinescope/analysis/derived_stream.hpp"
+#include "tinescope/analysis/message_report.hpp"
 
 namespace tinescope::analysis {
 
@@ -423,27 +424,6 @@ class BaseCursor : public Cursor {
   uint32_t only_ = 0;
   size_t left_ = 0;
   std::atomic<uint64_t> events_read_{0};
-};
-
-// channel=: a channel's number, or its name (ts_channel_name).
-class ChannelMatcher {
- public:
-  ChannelMatcher(const TraceIndex& ix, const std::string& pattern)
-      : match_(pattern), catalog_(pattern.empty() ? nullptr : ix.catalog_snapshot()) {}
-  bool matches(uint64_t channel) {
-    if (match_.any()) return true;
-    auto [it, fresh] = known_.try_emplace(channel, false);
-    if (fresh) {
-      const std::string name = catalog_->channel_name(channel);
-      it->second = match_.matches(std::to_string(channel)) || (!name.empty() && match_.matches(name));
-    }
-    return it->second;
-  }
-
- private:
-  NameMatcher match_;
-  std::shared_ptr<const trace::Catalog> catalog_;
-  std::unordered_map<uint64_t, bool> known_;
 };
 
 // queue(channel=...): how many messages wait on the channels, as samples,

@@ -451,4 +451,16 @@ std::string format_duration_ns(int64_t ns) {
   return std::to_string(ns / div) + unit;
 }
 
+std::string readable_duration(int64_t ns) {
+  const double a = std::abs(double(ns));
+  const char* unit = "ns";
+  double v = double(ns);
+  if (a >= 1e9) unit = "s", v /= 1e9;
+  else if (a >= 1e6) unit = "ms", v /= 1e6;
+  else if (a >= 1e3) unit = "us", v /= 1e3;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.4g%s", v, unit);
+  return buf;
+}
+
 }  // namespace tinescope::analysis

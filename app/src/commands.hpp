@@ -28,6 +28,8 @@ void add_analysis_commands(CLI::App& app, int* exit_code);
 bool add_duration_table(nlohmann::json& out, const index::TraceIndex& ix, const std::string& stream, bool by_thread,
                         std::string& error);
 void print_duration_table(const nlohmann::json& table);
+// `check`: the trace's messages against protocol rules (exit 1 on a violation).
+void add_check_command(CLI::App& app, int* exit_code);
 // `view`: the desktop viewer.
 void add_view_command(CLI::App& app, int* exit_code);
 

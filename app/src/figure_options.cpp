@@ -27,6 +27,8 @@ void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::
   cmd.add_option("--hide-categories", o.hide_categories,
                  "timeline: leave out the intervals and instants of these categories, comma separated (the trace is "
                  "read once to find them)");
+  cmd.add_option("--rules", o.rules,
+                 "timeline: protocol rules (docs/ANALYSIS.md): arrows that break one red, those that keep them green");
   cmd.add_option("--cursor", o.cursor, "a cursor at this time");
   cmd.add_option("--select", o.select, "a selected range FROM:TO");
 }
@@ -102,6 +104,15 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
         return false;
       }
     f.hidden_names = hidden_names(found, f.hidden_categories);
+  }
+  if (!o.rules.empty()) {
+    if (f.type != render::FigureParams::Timeline) return error = "--rules applies to the timeline", false;
+    analysis::Rules rules;
+    if (!analysis::load_rules(o.rules, rules, error)) return false;
+    auto verdicts = std::make_shared<std::vector<analysis::RuleReport>>();
+    for (const render::Source& src : scene.sources()) verdicts->push_back(analysis::check_rules(*src.index, rules, 0, true));
+    f.rules_file = o.rules;
+    f.rule_verdicts = std::move(verdicts);
   }
   if (!o.cursor.empty() && !at(o.cursor, 0, marks.cursor)) return false;
   if (!o.select.empty()) {

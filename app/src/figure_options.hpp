@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tinescope/analysis/categories.hpp"
+#include "tinescope/analysis/protocol_rules.hpp"
 #include "tinescope/analysis/stream_expr.hpp"
 #include "tinescope/render/figure_params.hpp"
 
@@ -13,7 +14,7 @@ namespace tinescope::app {
 
 struct FigureOptions {
   std::string figure = "timeline";
-  std::string from, to, period, lanes, cursor, select, hide_categories;
+  std::string from, to, period, lanes, cursor, select, hide_categories, rules;
   uint32_t fold = 1, strip_px = 8;
   double theta = 0;  // per microsecond on the command line
   float names_px = render::TimelineGeometry::kNamesPx;

@@ -150,6 +150,12 @@ int run_render(const RenderArgs& a) {
   std::printf("%s: %dx%d %s (build %.1f ms, draw %.1f ms, %llu primitives, %s)\n", a.out.c_str(), w, h,
               a.figure.figure.c_str(), t.build_ms, t.draw_ms, (unsigned long long)t.primitives,
               r->context().renderer().c_str());
+  if (f.rule_verdicts) {
+    uint64_t violations = 0, messages = 0;
+    for (const analysis::RuleReport& r : *f.rule_verdicts) violations += r.violations_total, messages += r.messages;
+    std::printf("  arrows by the rules of %s: %llu violations in %llu messages (red), those that keep them green\n",
+                f.rules_file.c_str(), (unsigned long long)violations, (unsigned long long)messages);
+  }
   if (!f.hidden_categories.empty()) {
     uint64_t names = 0;
     for (const auto& per_source : *f.hidden_names) names += uint64_t(std::count(per_source.begin(), per_source.end(), 1));

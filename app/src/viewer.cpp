@@ -170,6 +170,8 @@ void Viewer::add_figure(FigureParams::Type type) {
   if (!figures_.empty()) {  // a new timeline hides what the others hide
     f->params.hidden_categories = figures_[0]->params.hidden_categories;
     f->params.hidden_names = figures_[0]->params.hidden_names;
+    f->params.rules_file = figures_[0]->params.rules_file;  // and colours arrows by the same rules
+    f->params.rule_verdicts = figures_[0]->params.rule_verdicts;
   }
   if (type == FigureParams::Scope && f->params.period_ns <= 0) {
     f->params.t0 = t0_, f->params.t1 = t1_;

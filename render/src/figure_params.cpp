@@ -19,6 +19,7 @@ TimelineRequest timeline_request(const Scene& scene, const FigureParams& f, cons
   r.theta = f.theta;
   r.layout = layout_lanes(scene, layout_options(f));
   r.hidden_names = f.hidden_names;
+  r.rule_verdicts = f.rule_verdicts;
   return r;
 }
 

@@ -20,6 +20,9 @@
 
 namespace tinescope::render {
 
+// Arrows under protocol rules: red breaks one, green keeps them.
+constexpr uint32_t kViolatedColour = 0xff2828e6, kSatisfiedColour = 0xff3cb43c;
+
 using index::Node;
 using index::StreamKind;
 
@@ -586,7 +589,9 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       auto a = lane_of.find({s, f.src}), b = lane_of.find({s, f.dst});
       const bool sent = f.flags & index::kFlowSent, received = f.flags & index::kFlowReceived;
       const int64_t send = sent ? cw.ns(f.send_ts) : 0, recv = received ? cw.ns(f.recv_ts) : 0;
-      const uint32_t colour = channel_colour[f.channel];
+      uint32_t colour = channel_colour[f.channel];
+      if (req.rule_verdicts && s < req.rule_verdicts->size())
+        if (const uint8_t v = (*req.rule_verdicts)[s].verdict(f)) colour = v == analysis::RuleReport::Violated ? kViolatedColour : kSatisfiedColour;
       if (sent && received) {
         if (a == lane_of.end() || b == lane_of.end()) continue;
         P.arrows.push_back(

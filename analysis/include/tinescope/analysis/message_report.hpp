@@ -9,9 +9,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <unordered_map>
 #include <vector>
 
+#include "tinescope/analysis/stream_expr.hpp"
 #include "tinescope/index/trace_index.hpp"
 
 namespace tinescope::analysis {
@@ -42,5 +45,24 @@ struct MessageReport {
 // lies in [t0, t1] (ticks).
 MessageReport message_report(const index::TraceIndex& ix, size_t orphan_limit = SIZE_MAX, uint64_t t0 = 0,
                              uint64_t t1 = UINT64_MAX);
+
+// Every flow whose first half lies in [t0, t1], in time order, window by
+// window (memory follows a window of about 4 M events, not the trace).
+void for_each_flow(const index::TraceIndex& ix, uint64_t t0, uint64_t t1,
+                   const std::function<void(const index::Flow&)>& fn);
+
+// channel=: a channel's number, or its name (ts_channel_name), as a glob
+// or /regex/; "" matches every channel. Remembers each channel's answer.
+class ChannelMatcher {
+ public:
+  ChannelMatcher(const index::TraceIndex& ix, const std::string& pattern);
+  bool matches(uint64_t channel);
+  bool any() const { return match_.any(); }
+
+ private:
+  NameMatcher match_;
+  std::shared_ptr<const trace::Catalog> catalog_;
+  std::unordered_map<uint64_t, bool> known_;
+};
 
 }  // namespace tinescope::analysis

@@ -115,5 +115,7 @@ bool parse_duration(std::string_view text, double& ns);
 // The same, rounded to whole nanoseconds.
 bool parse_duration_ns(std::string_view text, int64_t& ns);
 std::string format_duration_ns(int64_t ns);
+// For people: four significant digits in the largest unit under it ("5.827ms").
+std::string readable_duration(int64_t ns);
 
 }  // namespace tinescope::analysis

@@ -29,6 +29,9 @@ struct FigureParams {
   // (analysis::hidden_names of each source's analysis::Categories).
   std::vector<std::string> hidden_categories;
   std::shared_ptr<const std::vector<std::vector<uint8_t>>> hidden_names;
+  // Timeline: arrows coloured by protocol rules (TimelineRequest::rule_verdicts).
+  std::string rules_file;
+  std::shared_ptr<const std::vector<analysis::RuleReport>> rule_verdicts;
 };
 
 LayoutOptions layout_options(const FigureParams& f);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tinescope/analysis/protocol_rules.hpp"
 #include "tinescope/render/scene.hpp"
 #include "tinescope/render/time_axis.hpp"
 
@@ -60,6 +61,10 @@ struct TimelineRequest {
   // [source][string id]: intervals and instants of these names are not
   // drawn (hidden categories: analysis::hidden_names); none if empty.
   std::shared_ptr<const std::vector<std::vector<uint8_t>>> hidden_names;
+  // [source]: each message's verdict under protocol rules (`--rules`):
+  // arrows of messages that violate one are red, of those that satisfy
+  // them green; the rest keep their channel's colour. None if empty.
+  std::shared_ptr<const std::vector<analysis::RuleReport>> rule_verdicts;
   // Once this is set, building stops before the next lane's query and the
   // picture comes back `stopped` (a picture at rest that a newer request
   // makes moot: one lane at that budget is some tens of ms).
