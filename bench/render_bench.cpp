@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 
 #include "synthetic_trace.hpp"
+#include "tinescope/render/lane_order.hpp"
 #include "tinescope/render/headless.hpp"
 
 using namespace tinescope;
@@ -112,6 +113,9 @@ int main(int argc, char** argv) {
   // the whole trace (bundles) to 10 us (arrows), each view drawn twice and
   // the second frame counted, as above; pictures at rest (bundles are).
   std::vector<double> message_frame, message_build;
+  render::ArrowLengths lane_lengths;
+  double lane_order_ms = 0;
+  size_t lane_count = 0;
   {
     if (messages_trace.empty()) messages_trace = "render_bench.queues.tine";
     if (!std::filesystem::exists(messages_trace)) {
@@ -143,6 +147,11 @@ int main(int argc, char** argv) {
         std::printf("  messages: window %-12s build %8.2f ms  frame %6.2f ms\n",
                     render::format_duration(m.t1 - m.t0).c_str(), first_draw.build_ms, t.draw_ms);
     }
+    // The lane order of shortest arrows against the order the threads came in.
+    const auto order_t0 = std::chrono::steady_clock::now();
+    const std::vector<uint32_t> shortest = render::order_lanes(q, {}, render::LaneOrder::ShortestArrows, &lane_lengths);
+    lane_order_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - order_t0).count();
+    lane_count = shortest.size();
     if (messages_trace == "render_bench.queues.tine" && !keep) {
       std::filesystem::remove(messages_trace);
       std::filesystem::remove(messages_trace + ".idx");
@@ -162,6 +171,12 @@ int main(int argc, char** argv) {
               "arrows or bundles; goal <= 33 ms on llvmpipe: %.2fx)\n",
               pct(message_frame, 0.95), pct(message_frame, 0.95) / 33);
   std::printf("figure: render.message_build_ms.p95 %.2f ms (its pictures, off the UI thread)\n", pct(message_build, 0.95));
+  const double lane_ratio = lane_lengths.first ? double(lane_lengths.chosen) / double(lane_lengths.first) : 1.0;
+  std::printf("figure: render.lane_order_arrow_ratio %.3f ratio (the 100-queue workload's %zu lanes in the order of shortest "
+              "arrows: total arrow length %llu lanes against %llu as the threads came; goal <= 0.5: %.2fx; ordered in "
+              "%.0f ms)\n",
+              lane_ratio, lane_count, (unsigned long long)lane_lengths.chosen, (unsigned long long)lane_lengths.first,
+              lane_ratio / 0.5, lane_order_ms);
   std::printf("figure: render.prims_per_frame.max %llu primitives (vs %llu events in the trace: one per event would be %.0fx)\n",
               (unsigned long long)prims, (unsigned long long)total_events, double(total_events) / double(std::max<uint64_t>(1, prims)));
   if (generated && !keep) {

@@ -1118,5 +1118,42 @@ TEST_F(AnalysisGui, HidingACategoryLeavesItsEventsOutOfTheTimeline) {
   EXPECT_EQ(v_->control("hidden_categories").w, 0);
 }
 
+// The lanes' order (issue 52): "shortest arrows" orders the timeline's lanes
+// so that the queue workload's arrows are at most half as long, in lanes,
+// as in the order the threads started; "first" puts them back.
+TEST_F(AnalysisGui, ShortestArrowsOrdersTheLanesSoTheArrowsAreShort) {
+  const std::string path = scratch_dir() + "/lane_order.tine";
+  ASSERT_EQ(run(bin("recorder/tinescope-queues") + " -o " + path + " --duration 0.3 > /dev/null"), 0);  // 100 queues
+  ASSERT_NO_FATAL_FAILURE(open({}, path));
+  const std::vector<uint32_t> before = v_->figure_timeline(0)->request.layout.lanes.empty()
+                                           ? std::vector<uint32_t>{}
+                                           : [&] {
+                                               std::vector<uint32_t> l;
+                                               for (const auto& lr : v_->figure_timeline(0)->request.layout.lanes) l.push_back(lr.lane);
+                                               return l;
+                                             }();
+  ASSERT_EQ(before.size(), scene_->lanes().size());
+  ASSERT_NO_FATAL_FAILURE(press("lane_order"));  // the list
+  ASSERT_NO_FATAL_FAILURE(press("lane_order_arrows"));
+  ASSERT_TRUE(v_->settle());
+  EXPECT_EQ(v_->figure_params(0).lane_order, render::LaneOrder::ShortestArrows);
+  std::vector<uint32_t> after;
+  for (const auto& lr : v_->figure_timeline(0)->request.layout.lanes) after.push_back(lr.lane);
+  EXPECT_EQ(after, v_->figure_params(0).lanes) << "the picture shows the lanes in the new order";
+  EXPECT_EQ(std::set<uint32_t>(after.begin(), after.end()), std::set<uint32_t>(before.begin(), before.end()));
+  // The lengths, counted here from every message.
+  const render::LaneGraph g = render::lane_graph(*scene_, before);
+  const uint64_t first = render::arrow_length(g, before), shortest = render::arrow_length(g, after);
+  EXPECT_EQ(v_->figure_params(0).arrow_lengths.first, first);
+  EXPECT_EQ(v_->figure_params(0).arrow_lengths.chosen, shortest);
+  EXPECT_LE(double(shortest), 0.5 * double(first)) << shortest << " against " << first;
+  ASSERT_NO_FATAL_FAILURE(press("lane_order"));
+  ASSERT_NO_FATAL_FAILURE(press("lane_order_first"));
+  ASSERT_TRUE(v_->settle());
+  std::vector<uint32_t> back;
+  for (const auto& lr : v_->figure_timeline(0)->request.layout.lanes) back.push_back(lr.lane);
+  EXPECT_EQ(back, before);
+}
+
 }  // namespace
 }  // namespace tinescope::test

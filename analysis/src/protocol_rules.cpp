@@ -1,6 +1,7 @@
 #include "tinescope/analysis/protocol_rules.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <tuple>
@@ -85,6 +86,7 @@ bool parse_rules(std::string_view text, const std::string& file, Rules& out, std
   out.file = file;
   std::vector<std::string> words;
   int line_no = 0;
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte order mark
   for (size_t at = 0; at <= text.size();) {
     const size_t nl = std::min(text.find('\n', at), text.size());
     const std::string_view line = text.substr(at, nl - at);
@@ -118,7 +120,9 @@ bool parse_rules(std::string_view text, const std::string& file, Rules& out, std
           return bad("within=" + value + " is not a duration (e.g. 5ms, 250us)");
         continue;
       }
+      if (value.empty()) return bad(key + "= is empty (leave the key out to match everything)");
       if (!valid_pattern(value, why)) return bad(key + "=" + value + ": " + why);
+      if (value.size() > 1000) return bad(key + "= is longer than 1000 characters");
       (key == "channel" ? r.channel : key == "reply" ? r.reply : key == "from" ? r.from : r.to) = value;
     }
     std::istringstream need(k->required);
@@ -133,6 +137,7 @@ bool parse_rules(std::string_view text, const std::string& file, Rules& out, std
 }
 
 bool load_rules(const std::string& path, Rules& out, std::string& error) {
+  if (std::error_code ec; std::filesystem::is_directory(path, ec)) return error = path + ": a directory, not a rules file", false;
   std::ifstream in(path, std::ios::binary);
   if (!in) return error = path + ": cannot read it", false;
   std::ostringstream text;
@@ -143,9 +148,13 @@ bool load_rules(const std::string& path, Rules& out, std::string& error) {
 // ----------------------------------------------------------------- checking
 
 uint64_t flow_key(const index::Flow& f) {
-  uint64_t x = f.id * 0x9E3779B97F4A7C15ull ^ (f.first_half() + 0x632BE59BD9B4E019ull);
-  x ^= x >> 31, x *= 0xBF58476D1CE4E5B9ull, x ^= x >> 29;
-  return x;
+  auto mix = [](uint64_t h, uint64_t v) {
+    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    h ^= h >> 31, h *= 0xBF58476D1CE4E5B9ull, h ^= h >> 29;
+    return h;
+  };
+  // (Ids are unique within a process only: the lanes and channel too.)
+  return mix(mix(mix(mix(mix(0, f.id), f.first_half()), f.channel), f.src), uint64_t(f.dst) << 32 | f.flags);
 }
 
 uint8_t RuleReport::verdict(const index::Flow& f) const {
@@ -161,6 +170,7 @@ class LaneMatcher {
  public:
   LaneMatcher(const std::string& pattern, const std::unordered_map<uint32_t, std::string>& labels)
       : match_(pattern), labels_(labels) {}
+  LaneMatcher(const std::string&, std::unordered_map<uint32_t, std::string>&&) = delete;  // (it keeps a reference)
   bool matches(uint32_t feedlet) {
     if (match_.any()) return true;
     auto [it, fresh] = known_.try_emplace(feedlet, false);
@@ -278,11 +288,11 @@ RuleReport check_rules(const index::TraceIndex& ix, const Rules& rules, size_t l
     }
   });
 
-  // answered: each lane's receives on the channel, in time order, take the
-  // lane's sends on the reply channel in order, each the first one left at
-  // or after it (a lane that handles requests one after another, or
-  // pipelined, answers them in the order they came; receives at one tick
-  // in the order of their ids).
+  // answered: a lane handles its requests one after another; a receive on
+  // the channel is answered by the lane's first send on the reply channel
+  // at or after it and before the lane's next receive on the channel
+  // (receives at one tick in the order of their ids). A request never
+  // answered leaves the next one's answer to it, not to the one before.
   for (size_t i = 0; i < rules.rules.size(); ++i) {
     if (rules.rules[i].kind != Rule::Answered) continue;
     const Rule& r = rules.rules[i];
@@ -292,11 +302,12 @@ RuleReport check_rules(const index::TraceIndex& ix, const Rules& rules, size_t l
       std::vector<uint64_t>& sends = st[i].sends[lane];
       std::sort(sends.begin(), sends.end());
       size_t j = 0;
-      for (const index::Flow& f : recvs) {
+      for (size_t k = 0; k < recvs.size(); ++k) {
+        const index::Flow& f = recvs[k];
         ++rep.per_rule[i].checked;
         while (j < sends.size() && sends[j] < f.recv_ts) ++j;
-        if (j == sends.size()) {
-          violate(i, f, "never answered on " + r.reply + " by " + label(lane));
+        if (j == sends.size() || (k + 1 < recvs.size() && sends[j] >= recvs[k + 1].recv_ts)) {
+          violate(i, f, "never answered on " + r.reply + " by " + label(lane) + " before its next request");
           continue;
         }
         const int64_t ns = ix.to_ns(sends[j++]) - ix.to_ns(f.recv_ts);

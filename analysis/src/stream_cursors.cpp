@@ -92,7 +92,8 @@ class BaseCursor : public Cursor {
     prefetch();
   }
   ~BaseCursor() override {
-    for (auto& p : pending_) p.wait();
+    for (auto& p : pending_)
+      if (p.valid()) p.wait();
   }
 
   bool next(Record& r) override { return next_batch(std::span<Record>(&r, 1)) == 1; }
@@ -317,8 +318,9 @@ class BaseCursor : public Cursor {
     while (left_ == 0) {
       if (pending_.empty()) return false;
       spare_lanes_.push_back(std::move(window_lanes_));
-      window_lanes_ = pending_.front().get();
-      pending_.pop_front();
+      std::future<Lanes> next = std::move(pending_.front());
+      pending_.pop_front();  // (first: a decode that threw leaves no dead future behind)
+      window_lanes_ = next.get();
       pos_.assign(window_lanes_.size(), 0);
       heap_.clear();
       left_ = 0;
@@ -339,13 +341,13 @@ class BaseCursor : public Cursor {
   void prefetch() {
     while (!done_ && pending_.size() < kAhead) {
       uint64_t w0 = next_window_, w1 = hi_ - w0 < window_ - 1 ? hi_ : w0 + window_ - 1;
-      done_ = w1 == hi_;
-      next_window_ = w1 + 1;
       Lanes buffers;
       if (!spare_lanes_.empty()) buffers = std::move(spare_lanes_.back()), spare_lanes_.pop_back();
       pending_.push_back(std::async(std::launch::async, [this, w0, w1, b = std::move(buffers)]() mutable {
         return decode(w0, w1, std::move(b));
       }));
+      done_ = w1 == hi_;  // (only once its task is started)
+      next_window_ = w1 + 1;
     }
   }
 

@@ -61,8 +61,9 @@ void add_check_command(CLI::App& app, int* exit_code) {
       std::printf("%s\n", j.dump(1).c_str());
     } else {
       for (size_t i = 0; i < rules.rules.size(); ++i)
-        std::printf("%s  %s: %llu messages, %llu violate it\n", where(i).c_str(), rules.rules[i].text.c_str(),
-                    (unsigned long long)r.per_rule[i].checked, (unsigned long long)r.per_rule[i].violated);
+        std::printf("%s  %s: %llu messages, %llu violate it%s\n", where(i).c_str(), rules.rules[i].text.c_str(),
+                    (unsigned long long)r.per_rule[i].checked, (unsigned long long)r.per_rule[i].violated,
+                    r.per_rule[i].checked ? "" : "  (it applies to no message: are its lanes and channels right?)");
       if (rules.has_allowed())
         std::printf("%s: %llu messages no allowed rule lets through\n", rules.file.c_str(),
                     (unsigned long long)r.not_allowed);

@@ -22,6 +22,10 @@ void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::
   cmd.add_option("--strip", o.strip_px, "scope: strip height in pixels (>= 1)")->check(CLI::Range(1, 1000));
   cmd.add_option("--theta", o.theta, "log-time warp: 0 is linear; larger opens up bursts (per microsecond)");
   cmd.add_option("--lanes", o.lanes, "lanes by thread or process name, or number, comma separated");
+  cmd.add_option("--lane-order", o.lane_order,
+                 "timeline: first (as the lanes appeared; the default), name, process, or arrows (the order that makes "
+                 "the message arrows shortest)")
+      ->check(CLI::IsMember({"first", "name", "process", "arrows"}));
   cmd.add_option("--names-width", o.names_px, "timeline: the lane names' column, in pixels (long names; the viewer: drag its border)")
       ->check(CLI::Range(60, 4000));
   cmd.add_option("--hide-categories", o.hide_categories,
@@ -71,6 +75,12 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
     f.lanes = scene.select_lanes(o.lanes, error);
     if (f.lanes.empty()) return false;
   }
+  if (!o.lane_order.empty() && !render::parse_lane_order(o.lane_order, f.lane_order))
+    return error = "--lane-order: first, name, process or arrows", false;
+  if (f.lane_order != render::LaneOrder::FirstAppearance) {
+    if (f.type != render::FigureParams::Timeline) return error = "--lane-order applies to the timeline", false;
+    f.lanes = render::order_lanes(scene, f.lanes, f.lane_order, &f.arrow_lengths);
+  }
   if (!o.hide_categories.empty() && f.type != render::FigureParams::Timeline) {
     error = "--hide-categories applies to the timeline";
     return false;
@@ -107,6 +117,7 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
   }
   if (!o.rules.empty()) {
     if (f.type != render::FigureParams::Timeline) return error = "--rules applies to the timeline", false;
+    if (scene.sources().empty()) return error = "--rules needs the traces on the command line (not a live view)", false;
     analysis::Rules rules;
     if (!analysis::load_rules(o.rules, rules, error)) return false;
     auto verdicts = std::make_shared<std::vector<analysis::RuleReport>>();

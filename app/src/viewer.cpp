@@ -172,6 +172,9 @@ void Viewer::add_figure(FigureParams::Type type) {
     f->params.hidden_names = figures_[0]->params.hidden_names;
     f->params.rules_file = figures_[0]->params.rules_file;  // and colours arrows by the same rules
     f->params.rule_verdicts = figures_[0]->params.rule_verdicts;
+    if (type == FigureParams::Timeline && figures_[0]->params.lane_order != render::LaneOrder::FirstAppearance)
+      f->params.lanes = figures_[0]->params.lanes, f->params.lane_order = figures_[0]->params.lane_order,
+      f->params.arrow_lengths = figures_[0]->params.arrow_lengths;  // its lanes in the same order
   }
   if (type == FigureParams::Scope && f->params.period_ns <= 0) {
     f->params.t0 = t0_, f->params.t1 = t1_;

@@ -73,6 +73,7 @@ void Viewer::controls() {
   }
 
   play_controls();
+  lane_order_controls();
 
   // The scope's controls act on every scope figure.
   Figure* scope = nullptr;
@@ -128,6 +129,48 @@ void Viewer::controls() {
   const float bottom = ImGui::GetWindowPos().y + ImGui::GetWindowSize().y;
   ImGui::End();
   layout_figures(bottom);
+}
+
+// The timelines' lane order (render/lane_order.hpp), for every timeline:
+// "arrows" reads the flow table once and says how much shorter they got.
+void Viewer::lane_order_controls() {
+  Figure* first = nullptr;
+  for (auto& f : figures_)
+    if (f->params.type == FigureParams::Timeline && !first) first = f.get();
+  if (!first) return;
+  const std::pair<render::LaneOrder, const char*> orders[] = {{render::LaneOrder::FirstAppearance, "as they came"},
+                                                               {render::LaneOrder::ByName, "by name"},
+                                                               {render::LaneOrder::ByProcess, "by process"},
+                                                               {render::LaneOrder::ShortestArrows, "shortest arrows"}};
+  const char* current = orders[0].second;
+  for (const auto& [order, label] : orders)
+    if (first->params.lane_order == order) current = label;
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(150);
+  if (ImGui::BeginCombo("lanes", current)) {
+    for (const auto& [order, label] : orders) {
+      if (ImGui::Selectable(label, first->params.lane_order == order)) set_lane_order(order);
+      record_control((std::string("lane_order_") + render::lane_order_name(order)).c_str());
+    }
+    ImGui::EndCombo();
+  }
+  record_control("lane_order");
+  const render::ArrowLengths& a = first->params.arrow_lengths;
+  if (first->params.lane_order == render::LaneOrder::ShortestArrows && a.first) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("arrows %.2fx as long", double(a.chosen) / double(a.first));
+  }
+}
+
+void Viewer::set_lane_order(render::LaneOrder order) {
+  for (auto& f : figures_) {
+    if (f->params.type != FigureParams::Timeline) continue;
+    f->params.lanes = render::order_lanes(*scene_, f->params.lanes, order, &f->params.arrow_lengths);
+    f->params.lane_order = order;
+    // Every lane as it came is no list: lanes that join later (live) show too.
+    if (order == render::LaneOrder::FirstAppearance && f->params.lanes.size() == scene_->lanes().size())
+      f->params.lanes.clear();
+  }
 }
 
 void Viewer::layout_figures(float top) {

@@ -4,7 +4,10 @@
 // P producers send messages to random queues; each of N queue threads takes
 // messages from its queue (its channel, named "q.NN" with ts_channel_name),
 // handles each in a "handle" interval and forwards half of them to another
-// queue from inside it (a chain of hops). At the end the producers stop and
+// queue from inside it (a chain of hops). Queues forward along a fixed
+// service graph, as real systems do: each to one of its two successors on a
+// ring laid in a shuffled order (seeded), so that no thread order shows it
+// by chance; `--forward any` sends to any other queue instead. At the end the producers stop and
 // the queue threads stop where they are: what is left in the queues was sent
 // and never received (much of it in q.13, whose handling takes 3 ms a
 // message, so that it falls behind). One message is put in a queue with no send recorded:
@@ -12,8 +15,10 @@
 //
 // Usage: tinescope-queues [-o FILE] [--queues N] [--producers P]
 //                         [--duration S] [--rate R] [--record FILE.json] [--overwrite]
+//                         [--forward ring|any]
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -45,6 +50,7 @@ struct Queue {
   std::deque<Message> items;
   uint64_t channel = 0;
   std::string name;
+  std::vector<size_t> next;  // the queues it forwards to (empty: any other)
   // The workload's own record.
   std::atomic<uint64_t> sent{0}, received{0}, received_unsent{0};
 };
@@ -90,6 +96,7 @@ void queue_thread(size_t index, std::vector<std::unique_ptr<Queue>>* queues) {
     if (rng() % 2 == 0 && queues->size() > 1) {
       size_t next = rng() % (queues->size() - 1);
       if (next >= index) ++next;
+      if (!q.next.empty()) next = q.next[rng() % q.next.size()];
       send_to(*(*queues)[next]);
     }
   }
@@ -116,8 +123,10 @@ void usage() {
   std::fprintf(stderr,
                "usage: tinescope-queues [-o FILE] [--queues N] [--producers P] [--duration SECONDS]\n"
                "                        [--rate MESSAGES_PER_S_PER_PRODUCER] [--record FILE.json] [--overwrite]\n"
+               "                        [--forward ring|any]\n"
                "  P producers send to N queues (channels q.NN); each queue's thread handles its messages\n"
-               "  and forwards half to another queue. What is left in the queues at the end was never\n"
+               "  and forwards half to one of two others on a fixed ring (--forward any: to any other\n"
+               "  queue). What is left in the queues at the end was never\n"
                "  received; one message is received that was never sent. --record writes the workload's\n"
                "  own counts, per channel, as JSON.\n");
 }
@@ -129,7 +138,7 @@ int main(int argc, char** argv) {
   size_t n_queues = 100;
   int producers = 4;
   double duration = 1, rate = 5000;
-  bool overwrite = false;
+  bool overwrite = false, ring = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -146,6 +155,7 @@ int main(int argc, char** argv) {
     else if (a == "--rate") rate = std::max(1.0, std::atof(value()));
     else if (a == "--record") record = value();
     else if (a == "--overwrite") overwrite = true;
+    else if (a == "--forward") ring = std::string(value()) != "any";
     else if (a == "-h" || a == "--help") return usage(), 0;
     else return usage(), 2;
   }
@@ -168,6 +178,13 @@ int main(int argc, char** argv) {
     q->name = name;
     ts::channel_name(q->channel, name);
     queues.push_back(std::move(q));
+  }
+  if (ring && n_queues > 2) {
+    std::vector<size_t> order(n_queues);
+    for (size_t i = 0; i < n_queues; ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(52));
+    for (size_t j = 0; j < n_queues; ++j)
+      queues[order[j]]->next = {order[(j + 1) % n_queues], order[(j + 2) % n_queues]};
   }
   // A message no send was recorded for (it came from outside the trace).
   push(*queues[n_queues / 2], Message{uint64_t(1) << 62, false});

@@ -64,7 +64,7 @@ class Cursor {
 
 struct EvalOptions {
   uint64_t t0 = 0, t1 = UINT64_MAX;  // only records whose key lies in [t0, t1] (ticks)
-  unsigned threads = 0;              // decoding threads; 0: one per core
+  unsigned threads = 0;              // decoding threads a window (two windows decode at once); 0: one per core
   std::string temp_dir;              // for stored streams; "": $TMPDIR or /tmp
 };
 

@@ -3,13 +3,14 @@
 // index's flow table. docs/ANALYSIS.md "Protocol rules" is the syntax:
 //
 //   # one rule a line; '#' begins a comment
-//   received  channel=req within=5ms            every send on req is received, within 5 ms
-//   answered  channel=req reply=resp within=1ms each receive on req is answered on resp by its receiver
-//   forbidden from="producer*" to="q.13*"       no message from those lanes to those
-//   allowed   from="producer*" to="q.*"         with any allowed rule, every message needs one
+//   received  channel=req within=5ms             # every send on req is received, within 5 ms
+//   answered  channel=req reply=resp within=1ms  # each receive on req answered on resp by its receiver
+//   forbidden from="producer*" to="q.13*"        # no message from those lanes to those
+//   allowed   from="producer*" to="q.*"          # with an allowed rule, every message needs one
 //
-// Lanes are matched by their label (the thread's name, as `info` lists
-// them), channels by name or number; both as globs or /regular expressions/.
+// Lanes are matched by their label (Catalog::thread_labels: the thread's
+// name, with its process and tid where names repeat), channels by name or
+// number; both as globs or /regular expressions/.
 #pragma once
 
 #include <cstdint>

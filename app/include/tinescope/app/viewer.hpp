@@ -58,6 +58,8 @@ class Viewer {
   void set_speed(double s) { speed_ = std::clamp(s, kMinSpeed, kMaxSpeed); }
   void step(int direction);  // by one window span, back (-1) or forward (+1)
   void jump_bookmark(int direction);
+  // Orders every timeline's lanes (the "lanes:" buttons; render::order_lanes).
+  void set_lane_order(render::LaneOrder order);
   Play play_mode() const { return play_; }
   bool reverse() const { return reverse_; }
   double speed() const { return speed_; }
@@ -156,6 +158,7 @@ class Viewer {
   void add_figure(render::FigureParams::Type type);
   void record_control(const char* id);  // the last ImGui item's rectangle, for control()
   void play_controls();
+  void lane_order_controls();
   void advance_play();
   void live_panel();
   SharedView shared_view();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tinescope/render/figure.hpp"
+#include "tinescope/render/lane_order.hpp"
 #include "tinescope/render/picture.hpp"
 
 namespace tinescope::render {
@@ -21,6 +22,8 @@ struct FigureParams {
   uint32_t fold = 1;
   uint32_t strip_px = 8;
   std::vector<uint32_t> lanes;           // timeline: lanes shown (all if empty); scope: lanes folded
+  LaneOrder lane_order = LaneOrder::FirstAppearance;  // timeline: how `lanes` was ordered (order_lanes)
+  ArrowLengths arrow_lengths;                          // of that order, where it is shortest arrows
   std::vector<std::string> collapsed;    // process groups folded away
   float scroll_y = 0;
   float names_px = TimelineGeometry::kNamesPx;  // timeline: the lane names' column
