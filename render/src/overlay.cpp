@@ -114,6 +114,8 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
     else if (!p.bundles.empty() || p.bundled)
       std::snprintf(note, sizeof note, "%llu messages as %zu bundles between lanes: zoom in to see their arrows",
                     (unsigned long long)p.bundled, p.bundles.size());
+    else if (p.bundles_wait)
+      std::snprintf(note, sizeof note, "more than %u messages here: bundles once the view rests", p.request.max_arrows);
     else
       std::snprintf(note, sizeof note, "more than %u messages here: zoom in to see them", p.request.max_bundled);
     const float w = ImGui::CalcTextSize(note).x, x = g.ruler.x + g.ruler.w - w - 6;

@@ -511,6 +511,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
         return P;
       }
       if (req.decode_per_column >= kAtRestDecodePerColumn) flows = ix.flows(cw.k0, cw.k1, req.max_bundled, true);
+      else P.bundles_wait = true;
       if (!flows.empty() && flows.size() <= req.max_bundled) {
         struct Acc {
           double x0 = 0, x1 = 0;
