@@ -1120,8 +1120,9 @@ TEST_F(AnalysisGui, HidingACategoryLeavesItsEventsOutOfTheTimeline) {
 
 // The lanes' order (issue 52): "shortest arrows" orders the timeline's lanes
 // so that the queue workload's arrows are at most half as long, in lanes,
-// as in the order the threads started; "first" puts them back.
-TEST_F(AnalysisGui, ShortestArrowsOrdersTheLanesSoTheArrowsAreShort) {
+// as in the order the threads started; "first" puts them back. The
+// messages field keeps one channel's arrows.
+TEST_F(AnalysisGui, ShortestArrowsOrdersTheLanesAndAFilterKeepsItsMessages) {
   const std::string path = scratch_dir() + "/lane_order.tine";
   ASSERT_EQ(run(bin("recorder/tinescope-queues") + " -o " + path + " --duration 0.3 > /dev/null"), 0);  // 100 queues
   ASSERT_NO_FATAL_FAILURE(open({}, path));
@@ -1153,6 +1154,22 @@ TEST_F(AnalysisGui, ShortestArrowsOrdersTheLanesSoTheArrowsAreShort) {
   std::vector<uint32_t> back;
   for (const auto& lr : v_->figure_timeline(0)->request.layout.lanes) back.push_back(lr.lane);
   EXPECT_EQ(back, before);
+  // The messages field: only the slow queue's messages (their arrows, and
+  // stubs for those left in it), where every message was too many to draw.
+  EXPECT_GT(v_->figure_timeline(0)->arrows_left_out, 0u);
+  ASSERT_NO_FATAL_FAILURE(type_into("message_filter", "channel=q.13"));
+  ASSERT_TRUE(v_->settle());
+  ASSERT_TRUE(v_->figure_params(0).message_filter);
+  EXPECT_EQ(v_->figure_params(0).message_filter->text, "channel=q.13");
+  const render::TimelinePicture* p = v_->figure_timeline(0);
+  uint64_t q13 = 0;
+  for (const index::Flow& f : scene_->sources()[0].index->flows(0, UINT64_MAX)) q13 += f.channel == 13;
+  EXPECT_EQ(p->arrows.size(), q13);
+  EXPECT_EQ(p->arrows_left_out, 0u);
+  for (const render::Arrow& a : p->arrows) EXPECT_EQ(a.flow.channel, 13u);
+  ASSERT_NO_FATAL_FAILURE(type_into("message_filter", "latency>soon"));
+  pump(3);
+  EXPECT_EQ(v_->figure_params(0).message_filter->text, "channel=q.13") << "a filter that does not parse changes nothing";
 }
 
 }  // namespace

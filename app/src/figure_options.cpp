@@ -33,6 +33,9 @@ void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::
                  "read once to find them)");
   cmd.add_option("--rules", o.rules,
                  "timeline: protocol rules (docs/ANALYSIS.md): arrows that break one red, those that keep them green");
+  cmd.add_option("--messages", o.messages,
+                 "timeline: only these messages' arrows, e.g. 'channel=q.1* from=producer* size>=1024 latency>2ms' "
+                 "(docs/VIEWER.md)");
   cmd.add_option("--cursor", o.cursor, "a cursor at this time");
   cmd.add_option("--select", o.select, "a selected range FROM:TO");
 }
@@ -114,6 +117,12 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
         return false;
       }
     f.hidden_names = hidden_names(found, f.hidden_categories);
+  }
+  if (!o.messages.empty()) {
+    if (f.type != render::FigureParams::Timeline) return error = "--messages applies to the timeline", false;
+    auto filter = std::make_shared<analysis::MessageFilter>();
+    if (!analysis::parse_message_filter(o.messages, *filter, error)) return error = "--messages: " + error, false;
+    f.message_filter = std::move(filter);
   }
   if (!o.rules.empty()) {
     if (f.type != render::FigureParams::Timeline) return error = "--rules applies to the timeline", false;

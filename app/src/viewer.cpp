@@ -74,6 +74,8 @@ std::unique_ptr<Viewer> Viewer::create(std::shared_ptr<render::Scene> scene, con
   }
   v->figures_.push_back(std::make_unique<Figure>());
   v->figures_.back()->params = first;
+  if (first.message_filter)
+    std::snprintf(v->message_filter_text_, sizeof v->message_filter_text_, "%s", first.message_filter->text.c_str());
   if (first.type == FigureParams::Scope && first.period_ns <= 0)
     v->figures_.back()->params.period_ns = render::default_period_ns(*v->scene_, v->figures_.back()->params);
   v->overview_width_ = float(options.width);
@@ -172,6 +174,7 @@ void Viewer::add_figure(FigureParams::Type type) {
     f->params.hidden_names = figures_[0]->params.hidden_names;
     f->params.rules_file = figures_[0]->params.rules_file;  // and colours arrows by the same rules
     f->params.rule_verdicts = figures_[0]->params.rule_verdicts;
+    f->params.message_filter = figures_[0]->params.message_filter;
     if (type == FigureParams::Timeline && figures_[0]->params.lane_order != render::LaneOrder::FirstAppearance)
       f->params.lanes = figures_[0]->params.lanes, f->params.lane_order = figures_[0]->params.lane_order,
       f->params.arrow_lengths = figures_[0]->params.arrow_lengths;  // its lanes in the same order

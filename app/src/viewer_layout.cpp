@@ -73,7 +73,7 @@ void Viewer::controls() {
   }
 
   play_controls();
-  lane_order_controls();
+  timeline_controls();
 
   // The scope's controls act on every scope figure.
   Figure* scope = nullptr;
@@ -131,9 +131,10 @@ void Viewer::controls() {
   layout_figures(bottom);
 }
 
-// The timelines' lane order (render/lane_order.hpp), for every timeline:
-// "arrows" reads the flow table once and says how much shorter they got.
-void Viewer::lane_order_controls() {
+// For every timeline: the lanes' order (render/lane_order.hpp; "shortest
+// arrows" reads the flow table once and says how much shorter they got),
+// and which messages' arrows are drawn (analysis/message_filter.hpp).
+void Viewer::timeline_controls() {
   Figure* first = nullptr;
   for (auto& f : figures_)
     if (f->params.type == FigureParams::Timeline && !first) first = f.get();
@@ -145,8 +146,7 @@ void Viewer::lane_order_controls() {
   const char* current = orders[0].second;
   for (const auto& [order, label] : orders)
     if (first->params.lane_order == order) current = label;
-  ImGui::SameLine();
-  ImGui::SetNextItemWidth(150);
+  ImGui::SetNextItemWidth(150);  // (a row of its own: the others fill 1280 px)
   if (ImGui::BeginCombo("lanes", current)) {
     for (const auto& [order, label] : orders) {
       if (ImGui::Selectable(label, first->params.lane_order == order)) set_lane_order(order);
@@ -160,6 +160,26 @@ void Viewer::lane_order_controls() {
     ImGui::SameLine();
     ImGui::TextDisabled("arrows %.2fx as long", double(a.chosen) / double(a.first));
   }
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(260);
+  if (ImGui::InputTextWithHint("messages", "channel=q.1* from=... size>=N latency>2ms", message_filter_text_,
+                               sizeof message_filter_text_, ImGuiInputTextFlags_EnterReturnsTrue))
+    set_message_filter(message_filter_text_);
+  record_control("message_filter");
+  if (!message_filter_error_.empty()) {
+    ImGui::SameLine();
+    ImGui::TextColored(ImVec4(1.f, 0.45f, 0.35f, 1.f), "%s", message_filter_error_.c_str());
+  }
+}
+
+bool Viewer::set_message_filter(const std::string& text) {
+  auto filter = std::make_shared<analysis::MessageFilter>();
+  if (!analysis::parse_message_filter(text, *filter, message_filter_error_)) return false;
+  message_filter_error_.clear();
+  std::snprintf(message_filter_text_, sizeof message_filter_text_, "%s", text.c_str());
+  for (auto& f : figures_)
+    if (f->params.type == FigureParams::Timeline) f->params.message_filter = filter->any() ? nullptr : filter;
+  return true;
 }
 
 void Viewer::set_lane_order(render::LaneOrder order) {

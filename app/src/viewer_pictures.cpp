@@ -28,6 +28,7 @@ std::string state_key(const FigureParams& p, Rect r) {
   for (const std::string& c : p.collapsed) key.append(1, ' ').append(c);
   // (Each change of the hidden categories makes new hidden names.)
   if (p.hidden_names) key.append(" hidden ").append(std::to_string(reinterpret_cast<uintptr_t>(p.hidden_names.get())));
+  if (p.message_filter) key.append(" messages ").append(p.message_filter->text);
   if (p.rule_verdicts) key.append(" rules ").append(std::to_string(reinterpret_cast<uintptr_t>(p.rule_verdicts.get())));
   return key;
 }

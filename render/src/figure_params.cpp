@@ -20,6 +20,7 @@ TimelineRequest timeline_request(const Scene& scene, const FigureParams& f, cons
   r.layout = layout_lanes(scene, layout_options(f));
   r.hidden_names = f.hidden_names;
   r.rule_verdicts = f.rule_verdicts;
+  r.message_filter = f.message_filter;
   return r;
 }
 

@@ -11,11 +11,13 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tinescope/analysis/message_filter.hpp"
 #include "tinescope/render/picture.hpp"
 
 namespace tinescope::render {
@@ -479,7 +481,10 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     // (With every lane of the trace shown, no flow is another lane's: the
     // limit is the look. Looking through 64 times it cost a coarse view
     // ~40 ms, where its picture had taken 6.)
-    bool every_lane = true;
+    // A message filter (`--messages`) leaves messages out as lanes not shown do.
+    std::optional<analysis::MessageMatcher> only;
+    if (req.message_filter && !req.message_filter->any()) only.emplace(ix, *req.message_filter);
+    bool every_lane = !only;
     for (const Lane& l : scene.lanes()) every_lane &= l.source != s || lane_of.count({s, l.feedlet}) > 0;
     size_t looked = size_t(req.max_arrows) * (every_lane ? 1 : kArrowsLookedPerShown);
     std::vector<index::Flow> flows;
@@ -491,7 +496,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       std::erase_if(flows, [&](const index::Flow& f) {
         const bool sent = f.flags & index::kFlowSent, received = f.flags & index::kFlowReceived;
         const bool a = lane_of.count({s, f.src}), b = lane_of.count({s, f.dst});
-        return sent && received ? !(a && b) : sent ? !a : !b;
+        return (sent && received ? !(a && b) : sent ? !a : !b) || (only && !only->matches(f));
       });
       // A growing trace's new lanes, not in the scene yet: flows of lanes
       // not shown after all, so the look goes on as for lanes not shown.
@@ -512,6 +517,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       }
       if (req.decode_per_column >= kAtRestDecodePerColumn) flows = ix.flows(cw.k0, cw.k1, req.max_bundled, true);
       else P.bundles_wait = true;
+      if (only) std::erase_if(flows, [&](const index::Flow& f) { return !only->matches(f); });
       if (!flows.empty() && flows.size() <= req.max_bundled) {
         struct Acc {
           double x0 = 0, x1 = 0;

@@ -60,6 +60,10 @@ class Viewer {
   void jump_bookmark(int direction);
   // Orders every timeline's lanes (the "lanes:" buttons; render::order_lanes).
   void set_lane_order(render::LaneOrder order);
+  // Draws only the messages `text` passes in every timeline (the top bar's
+  // "messages" field; analysis::parse_message_filter): false, with the
+  // error shown beside the field, if it does not parse.
+  bool set_message_filter(const std::string& text);
   Play play_mode() const { return play_; }
   bool reverse() const { return reverse_; }
   double speed() const { return speed_; }
@@ -158,7 +162,7 @@ class Viewer {
   void add_figure(render::FigureParams::Type type);
   void record_control(const char* id);  // the last ImGui item's rectangle, for control()
   void play_controls();
-  void lane_order_controls();
+  void timeline_controls();
   void advance_play();
   void live_panel();
   SharedView shared_view();
@@ -175,6 +179,8 @@ class Viewer {
   int fb_w_ = 0, fb_h_ = 0;
   std::vector<uint8_t> pixels_;
   std::vector<std::pair<std::string, render::Rect>> controls_;
+  char message_filter_text_[256] = {};
+  std::string message_filter_error_;
   AnalysisPanel analysis_;
   bool analysis_open_ = false;
   render::Rect stream_figure_rect_;

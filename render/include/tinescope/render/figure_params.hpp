@@ -35,6 +35,8 @@ struct FigureParams {
   // Timeline: arrows coloured by protocol rules (TimelineRequest::rule_verdicts).
   std::string rules_file;
   std::shared_ptr<const std::vector<analysis::RuleReport>> rule_verdicts;
+  // Timeline: only these messages' arrows (TimelineRequest::message_filter).
+  std::shared_ptr<const analysis::MessageFilter> message_filter;
 };
 
 LayoutOptions layout_options(const FigureParams& f);

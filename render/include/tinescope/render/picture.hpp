@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tinescope/analysis/message_filter.hpp"
 #include "tinescope/analysis/protocol_rules.hpp"
 #include "tinescope/render/scene.hpp"
 #include "tinescope/render/time_axis.hpp"
@@ -65,6 +66,8 @@ struct TimelineRequest {
   // arrows of messages that violate one are red, of those that satisfy
   // them green; the rest keep their channel's colour. None if empty.
   std::shared_ptr<const std::vector<analysis::RuleReport>> rule_verdicts;
+  // Only the messages it passes are drawn (arrows, stubs and bundles); none if null.
+  std::shared_ptr<const analysis::MessageFilter> message_filter;
   // Once this is set, building stops before the next lane's query and the
   // picture comes back `stopped` (a picture at rest that a newer request
   // makes moot: one lane at that budget is some tens of ms).

@@ -1,0 +1,46 @@
+// Which messages to show (issue 52, "filter arrows"): by channel, sending
+// and receiving lane, size and latency, written as words:
+//
+//   channel=q.1* from="producer*" to=/q\.(3|4)./ size>=1024 latency>2ms
+//
+// Channels match by name or number, lanes by label; both globs or
+// /regular expressions/. Size is in bytes, latency a duration (receive -
+// send); a latency test passes only messages both sent and received.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "tinescope/analysis/message_report.hpp"
+
+namespace tinescope::analysis {
+
+struct MessageFilter {
+  std::string text;  // as written (empty: every message)
+  std::string channel, from, to;
+  uint64_t size_min = 0, size_max = UINT64_MAX;
+  int64_t latency_min = INT64_MIN, latency_max = INT64_MAX;  // ns
+  bool any() const { return text.empty(); }
+};
+
+// False with what is wrong ("latency>soon: not a duration").
+bool parse_message_filter(const std::string& text, MessageFilter& out, std::string& error);
+
+// A filter against one trace's messages (answers cached per channel and lane).
+class MessageMatcher {
+ public:
+  MessageMatcher(const index::TraceIndex& ix, const MessageFilter& f);
+  bool matches(const index::Flow& f);
+
+ private:
+  const index::TraceIndex& ix_;
+  MessageFilter filter_;
+  ChannelMatcher channel_;
+  NameMatcher from_, to_;
+  std::unordered_map<uint32_t, std::string> labels_;
+  std::unordered_map<uint32_t, uint8_t> lanes_;  // feedlet -> bit 1: from matches, bit 2: to matches
+  uint8_t lane(uint32_t feedlet);
+};
+
+}  // namespace tinescope::analysis

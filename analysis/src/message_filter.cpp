@@ -1,0 +1,104 @@
+#include "tinescope/analysis/message_filter.hpp"
+
+#include <cstdlib>
+
+namespace tinescope::analysis {
+
+bool parse_message_filter(const std::string& text, MessageFilter& out, std::string& error) {
+  out = MessageFilter{};
+  // Words: bare, or with a "quoted" value.
+  std::vector<std::string> words;
+  std::string cur;
+  bool quoted = false, in_word = false;
+  for (char c : text) {
+    if (c == '"') {
+      quoted = !quoted, in_word = true;
+      continue;
+    }
+    if (!quoted && (c == ' ' || c == '\t')) {
+      if (in_word) words.push_back(cur), cur.clear(), in_word = false;
+      continue;
+    }
+    cur += c, in_word = true;
+  }
+  if (quoted) return error = "a quote is not closed: " + text, false;
+  if (in_word) words.push_back(cur);
+  for (const std::string& w : words) {
+    const size_t op_at = w.find_first_of("=<>");
+    if (op_at == std::string::npos || op_at == 0)
+      return error = "'" + w + "' is not KEY=VALUE, size>=N or latency>D", false;
+    const std::string key = w.substr(0, op_at);
+    std::string op(1, w[op_at]);
+    if (op_at + 1 < w.size() && w[op_at + 1] == '=' && op != "=") op += '=';
+    const std::string value = w.substr(op_at + op.size());
+    if (value.empty()) return error = "'" + w + "' has no value", false;
+    if (key == "channel" || key == "from" || key == "to") {
+      if (op != "=") return error = key + " takes =, not " + op, false;
+      std::string why;
+      if (!valid_pattern(value, why)) return error = key + "=" + value + ": " + why, false;
+      (key == "channel" ? out.channel : key == "from" ? out.from : out.to) = value;
+      continue;
+    }
+    if (key != "size" && key != "latency")
+      return error = "'" + key + "' is not channel, from, to, size or latency", false;
+    int64_t v = 0;
+    if (key == "size") {
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
+      if (!end || *end || value[0] == '-') return error = "size" + op + value + ": not a number of bytes", false;
+      v = int64_t(std::min<unsigned long long>(n, INT64_MAX));
+    } else if (!parse_duration_ns(value, v)) {
+      return error = "latency" + op + value + ": not a duration (e.g. 2ms, 150us)", false;
+    }
+    // Both kept as closed ranges [min, max].
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    if (op == "=") lo = hi = v;
+    else if (op == ">=") lo = v;
+    else if (op == ">") lo = v == INT64_MAX ? v : v + 1;
+    else if (op == "<=") hi = v;
+    else hi = v == INT64_MIN ? v : v - 1;
+    if (key == "size") {
+      out.size_min = std::max<uint64_t>(out.size_min, uint64_t(std::max<int64_t>(lo, 0)));
+      if (hi < 0) out.size_max = 0, out.size_min = 1;  // (nothing passes)
+      else out.size_max = std::min<uint64_t>(out.size_max, uint64_t(hi));
+    } else {
+      out.latency_min = std::max(out.latency_min, lo), out.latency_max = std::min(out.latency_max, hi);
+    }
+  }
+  out.text = text;
+  if (words.empty()) out.text.clear();
+  return true;
+}
+
+MessageMatcher::MessageMatcher(const index::TraceIndex& ix, const MessageFilter& f)
+    : ix_(ix), filter_(f), channel_(ix, f.channel), from_(f.from), to_(f.to) {
+  if (!f.from.empty() || !f.to.empty()) labels_ = ix.catalog_snapshot()->thread_labels();
+}
+
+uint8_t MessageMatcher::lane(uint32_t feedlet) {
+  auto [it, fresh] = lanes_.try_emplace(feedlet, 0);
+  if (fresh) {
+    auto l = labels_.find(feedlet);
+    const std::string label = l == labels_.end() ? std::string() : l->second;
+    it->second = uint8_t((from_.any() || from_.matches(label) ? 1 : 0) | (to_.any() || to_.matches(label) ? 2 : 0));
+  }
+  return it->second;
+}
+
+bool MessageMatcher::matches(const index::Flow& f) {
+  if (filter_.any()) return true;
+  const bool sent = f.flags & index::kFlowSent, received = f.flags & index::kFlowReceived;
+  if (f.size < filter_.size_min || f.size > filter_.size_max) return false;
+  if (!channel_.matches(f.channel)) return false;
+  // A lane test needs its half: a message never received has no receiver.
+  if (!from_.any() && (!sent || !(lane(f.src) & 1))) return false;
+  if (!to_.any() && (!received || !(lane(f.dst) & 2))) return false;
+  if (filter_.latency_min != INT64_MIN || filter_.latency_max != INT64_MAX) {
+    if (!f.matched()) return false;
+    const int64_t ns = ix_.to_ns(f.recv_ts) - ix_.to_ns(f.send_ts);
+    if (ns < filter_.latency_min || ns > filter_.latency_max) return false;
+  }
+  return true;
+}
+
+}  // namespace tinescope::analysis

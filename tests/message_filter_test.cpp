@@ -1,0 +1,125 @@
+// Filtering messages (issue 52): the filter's words and their errors, and
+// pictures whose arrows are exactly the window's messages that a plain
+// reading of the filter passes, for many random filters and windows.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <random>
+#include <set>
+
+#include "tinescope/analysis/message_filter.hpp"
+#include "tinescope/render/figure_params.hpp"
+#include "tinescope/render/picture.hpp"
+#include "tinescope/render/scene.hpp"
+#include "trace_helpers.hpp"
+
+namespace tinescope::test {
+namespace {
+
+TEST(MessageFilter, ReadsItsWordsAndNamesWhatIsWrong) {
+  analysis::MessageFilter f;
+  std::string error;
+  ASSERT_TRUE(analysis::parse_message_filter("channel=q.1* from=\"producer *\" to=/q\\.3./ size>=1024 size<4096 latency>2ms",
+                                             f, error))
+      << error;
+  EXPECT_EQ(f.channel, "q.1*");
+  EXPECT_EQ(f.from, "producer *");
+  EXPECT_EQ(f.to, "/q\\.3./");
+  EXPECT_EQ(f.size_min, 1024u);
+  EXPECT_EQ(f.size_max, 4095u);
+  EXPECT_EQ(f.latency_min, 2'000'001);
+  EXPECT_EQ(f.latency_max, INT64_MAX);
+  ASSERT_TRUE(analysis::parse_message_filter("  ", f, error));
+  EXPECT_TRUE(f.any());
+  ASSERT_TRUE(analysis::parse_message_filter("latency=1ms", f, error));
+  EXPECT_EQ(f.latency_min, 1'000'000);
+  EXPECT_EQ(f.latency_max, 1'000'000);
+  const std::pair<const char*, const char*> bad[] = {
+      {"chanel=q", "'chanel' is not channel, from, to, size or latency"},
+      {"latency>soon", "latency>soon: not a duration"},
+      {"size>=big", "size>=big: not a number of bytes"},
+      {"from>q", "from takes =, not >"},
+      {"q.13", "'q.13' is not KEY=VALUE"},
+      {"channel=", "'channel=' has no value"},
+      {"channel=/(/", "channel=/(/:"},
+      {"from=\"x", "a quote is not closed"},
+  };
+  for (auto [text, want] : bad) {
+    EXPECT_FALSE(analysis::parse_message_filter(text, f, error)) << text;
+    EXPECT_EQ(error.rfind(want, 0), 0u) << text << " -> " << error;
+  }
+}
+
+TEST(MessageFilter, ThePictureDrawsExactlyTheMessagesItPasses) {
+  const std::string path = scratch_dir() + "/filter.tine";
+  ASSERT_EQ(run(bin("recorder/tinescope-queues") + " -o " + path + " --queues 12 --producers 3 --duration 0.3 > /dev/null"), 0);
+  render::Scene scene;
+  std::string error;
+  ASSERT_TRUE(scene.add_trace(path, error)) << error;
+  const index::TraceIndex& ix = *scene.sources()[0].index;
+  const auto catalog = scene.sources()[0].catalog;
+  const auto labels = catalog->thread_labels();
+  const char* channels[] = {"", "q.0*", "/q\\.1[0-2]/", "7"};
+  const char* lanes[] = {"", "producer.*", "q.0?", "q.1*"};
+  const char* sizes[] = {"", "size>=64", "size<64", "size=64"};
+  const char* latencies[] = {"", "latency>1ms", "latency<=200us", "latency>=50us"};
+  std::mt19937_64 rng(test_seed(5253));
+  auto pick = [&](const auto& list) { return std::string(list[rng() % std::size(list)]); };
+  int drawn = 0, rounds_with_arrows = 0;
+  for (int round = 0; round < 60; ++round) {
+    std::string text;
+    auto add = [&](const std::string& w) {
+      if (!w.empty()) text += (text.empty() ? "" : " ") + w;
+    };
+    const std::string ch = pick(channels), from = pick(lanes), to = pick(lanes);
+    if (!ch.empty()) add("channel=" + ch);
+    if (!from.empty()) add("from=" + from);
+    if (!to.empty()) add("to=" + to);
+    add(pick(sizes));
+    add(pick(latencies));
+    auto filter = std::make_shared<analysis::MessageFilter>();
+    ASSERT_TRUE(analysis::parse_message_filter(text, *filter, error)) << text << ": " << error;
+    // The plain reading.
+    auto label_is = [&](const std::string& pattern, uint32_t feedlet) {
+      return pattern.empty() || (labels.count(feedlet) && analysis::NameMatcher(pattern).matches(labels.at(feedlet)));
+    };
+    auto passes = [&](const index::Flow& f) {
+      const bool sent = f.flags & index::kFlowSent, received = f.flags & index::kFlowReceived;
+      if (!ch.empty()) {
+        const analysis::NameMatcher m(ch);
+        if (!m.matches(std::to_string(f.channel)) && !m.matches(catalog->channel_name(f.channel))) return false;
+      }
+      if (!from.empty() && (!sent || !label_is(from, f.src))) return false;
+      if (!to.empty() && (!received || !label_is(to, f.dst))) return false;
+      if (text.find("size>=64") != std::string::npos && f.size < 64) return false;
+      if (text.find("size<64") != std::string::npos && f.size >= 64) return false;
+      if (text.find("size=64") != std::string::npos && f.size != 64) return false;
+      const int64_t ns = f.matched() ? ix.to_ns(f.recv_ts) - ix.to_ns(f.send_ts) : 0;
+      if (text.find("latency") != std::string::npos && !f.matched()) return false;
+      if (text.find("latency>1ms") != std::string::npos && ns <= 1'000'000) return false;
+      if (text.find("latency<=200us") != std::string::npos && ns > 200'000) return false;
+      if (text.find("latency>=50us") != std::string::npos && ns < 50'000) return false;
+      return true;
+    };
+    render::FigureParams fp;
+    fp.message_filter = filter;
+    const int64_t at = scene.first_ns() + int64_t(rng() % uint64_t(scene.last_ns() - scene.first_ns() - 5'000'000));
+    fp.t0 = at, fp.t1 = at + 1'000'000 + int64_t(rng() % 4'000'000);
+    render::TimelineRequest req = render::timeline_request(scene, fp, render::TimelineGeometry::of(render::Rect{0, 0, 1150, 900}));
+    req.max_arrows = 100000;  // (every message an arrow: the set is compared)
+    const render::TimelinePicture p = render::build_timeline(scene, req);
+    std::multiset<uint64_t> got, want;
+    for (const render::Arrow& a : p.arrows) got.insert(a.flow.id);
+    const render::ClockWindow cw(catalog->clock, fp.t0, fp.t1);
+    for (const index::Flow& f : ix.flows(cw.k0, cw.k1, SIZE_MAX, true))
+      if (passes(f)) want.insert(f.id);
+    EXPECT_EQ(got, want) << "filter '" << text << "'";
+    drawn += int(got.size());
+    rounds_with_arrows += !got.empty();
+  }
+  EXPECT_GT(rounds_with_arrows, 10);
+  EXPECT_GT(drawn, 200);
+}
+
+}  // namespace
+}  // namespace tinescope::test
