@@ -65,8 +65,9 @@ TEST(LaneOrder, EachOrderIsAPermutationAndShortestArrowsIsShorter) {
   EXPECT_EQ(render::arrow_length(render::lane_graph(scene, all), shortest), lengths.chosen);
   EXPECT_GT(lengths.first, 0u);
   // The queues forward along a ring in a shuffled order: an order that
-  // follows it has far shorter arrows than the one the threads came in.
-  EXPECT_LE(double(lengths.chosen), 0.6 * double(lengths.first)) << lengths.chosen << " against " << lengths.first;
+  // follows it has far shorter arrows than the one the threads came in
+  // (0.5-0.63 with 24 queues, by how the threads happened to start).
+  EXPECT_LE(double(lengths.chosen), 0.75 * double(lengths.first)) << lengths.chosen << " against " << lengths.first;
   // A lane no message touches goes last (the process's main thread).
   const std::string last = scene.lanes()[shortest.back()].label();
   EXPECT_EQ(last.find("q."), std::string::npos) << last;

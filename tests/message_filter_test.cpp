@@ -121,5 +121,40 @@ TEST(MessageFilter, ThePictureDrawsExactlyTheMessagesItPasses) {
   EXPECT_GT(drawn, 200);
 }
 
+// The overview strip's message density: every send counted once, in its
+// column or the one before (a bucket no wider than a column, counted where
+// it starts).
+TEST(MessageFilter, TheOverviewCountsEverySendInItsColumn) {
+  const std::string path = scratch_dir() + "/density.tine";
+  ASSERT_EQ(run(bin("recorder/tinescope-queues") + " -o " + path + " --queues 12 --producers 2 --duration 0.2 > /dev/null"), 0);
+  render::Scene scene;
+  std::string error;
+  ASSERT_TRUE(scene.add_trace(path, error)) << error;
+  for (float width : {1.f, 97.f, 1000.f}) {
+    render::TimelineRequest req = render::overview_request(scene, width);
+    const render::TimelinePicture p = render::build_timeline(scene, req);
+    ASSERT_EQ(p.message_density.size(), p.columns);
+    EXPECT_TRUE(p.arrows.empty());
+    std::vector<uint64_t> want(p.columns, 0);
+    const index::TraceIndex& ix = *scene.sources()[0].index;
+    const render::ClockWindow cw(scene.sources()[0].catalog->clock, req.t0, req.t1);
+    uint64_t sends = 0;
+    for (const index::Flow& f : ix.flows(0, UINT64_MAX)) {
+      if (!(f.flags & index::kFlowSent)) continue;
+      ++sends;
+      const int64_t c = int64_t(std::floor(p.axis.x(cw.ns(f.send_ts))));
+      ++want[size_t(std::clamp<int64_t>(c, 0, p.columns - 1))];
+    }
+    uint64_t got_sum = 0, want_sum = 0;
+    for (size_t c = 0; c < p.columns; ++c) {
+      got_sum += p.message_density[c], want_sum += want[c];
+      EXPECT_GE(got_sum, want_sum) << "column " << c << " of " << p.columns;
+      EXPECT_LE(got_sum, want_sum + (c + 1 < p.columns ? want[c + 1] : 0)) << "column " << c;
+    }
+    EXPECT_EQ(got_sum, sends);
+    EXPECT_GT(sends, 1000u);
+  }
+}
+
 }  // namespace
 }  // namespace tinescope::test

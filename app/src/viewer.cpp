@@ -234,6 +234,20 @@ bool Viewer::frame() {
       dl->AddText({f->rect.x + f->rect.w - 90, f->rect.y + 3}, IM_COL32(255, 200, 80, 255), "drawing...");
   }
   dl->AddText({4, overview_rect_.y + 8}, IM_COL32(150, 150, 150, 255), "whole trace");
+  if (overview_ && !overview_->message_density.empty()) {
+    // The messages sent, along the strip's foot: a column's height on a log
+    // scale of the busiest one's (a lone message is still a mark).
+    const std::vector<uint32_t>& d = overview_->message_density;
+    const double top = std::log1p(double(*std::max_element(d.begin(), d.end())));
+    const float foot = overview_rect_.y + overview_rect_.h, w = overview_rect_.w / float(d.size());
+    for (size_t c = 0; c < d.size() && top > 0; ++c)
+      if (d[c]) {
+        const float h = std::max(1.f, 9.f * float(std::log1p(double(d[c])) / top));
+        const float x = overview_rect_.x + float(c) * w;
+        dl->AddRectFilled({x, foot - h}, {x + std::max(1.f, w), foot}, IM_COL32(120, 230, 230, 200));
+      }
+    dl->AddText({4, overview_rect_.y + 20}, IM_COL32(120, 200, 200, 255), "messages");
+  }
   if (analysis_.has_figure() && stream_figure_rect_.w > 0) {
     // On the first timeline's axis, so it lines up with the lanes above.
     const render::TimelineGeometry g = render::TimelineGeometry::of(stream_figure_rect_);

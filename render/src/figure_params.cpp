@@ -143,7 +143,9 @@ TimelineRequest overview_request(const Scene& scene, float width) {
     r.layout.lanes.push_back(lr);
   }
   r.max_arrows = 0;
+  r.max_bundled = 0;  // (no bundles either: the strip shows the messages' density)
   r.max_boxes = 0;
+  r.message_density = true;
   return r;
 }
 

@@ -471,9 +471,25 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     lane_of[{l.source, l.feedlet}] = &lr;
   }
   auto mid_y = [&](const Layout::LaneRows* lr) { return lr->y0 + req.layout.rows[lr->first].h * 0.5f; };
+  if (req.message_density) P.message_density.assign(P.columns, 0);
   for (uint32_t s = 0; s < scene.sources().size(); ++s) {
     const index::TraceIndex& ix = *scene.sources()[s].index;
     const ClockWindow cw(scene.sources()[s].catalog->clock, req.t0, req.t1);
+    if (req.message_density) {
+      // Every lane's sends (a stream a lane and channel), counted in buckets
+      // no wider than a column, each into the column of its start.
+      const double ticks_per_column = double(cw.k1 - cw.k0) / std::max(1.0, req.width);
+      const uint32_t shift = ticks_per_column >= 2 ? uint32_t(std::floor(std::log2(ticks_per_column))) : 0;
+      for (size_t id = 0; id < ix.streams().size(); ++id) {
+        if (ix.streams()[id].kind != index::StreamKind::Send) continue;
+        const index::Buckets b = ix.query_shift(int(id), cw.k0, cw.k1, shift);
+        for (const index::Node& n : b.nodes) {
+          if (!n.count) continue;
+          const int64_t c = int64_t(std::floor(axis.x(cw.ns(n.bucket << b.shift))));
+          P.message_density[size_t(std::clamp<int64_t>(c, 0, P.columns - 1))] += n.count;
+        }
+      }
+    }
     // The messages with a half in the window or in flight across it, of
     // the lanes shown: those of lanes not shown do not count against the
     // limit (two lanes chosen of a busy trace got none). Past `looked` of

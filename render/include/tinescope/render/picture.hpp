@@ -66,6 +66,9 @@ struct TimelineRequest {
   // arrows of messages that violate one are red, of those that satisfy
   // them green; the rest keep their channel's colour. None if empty.
   std::shared_ptr<const std::vector<analysis::RuleReport>> rule_verdicts;
+  // Counts the messages sent in each column (TimelinePicture::message_density),
+  // from the lanes' send pyramids: the overview strip's message density.
+  bool message_density = false;
   // Only the messages it passes are drawn (arrows, stubs and bundles); none if null.
   std::shared_ptr<const analysis::MessageFilter> message_filter;
   // Once this is set, building stops before the next lane's query and the
@@ -145,6 +148,7 @@ struct TimelinePicture {
   uint64_t bundled = 0;            // messages bundled (those of the bundles left out too)
   uint64_t bundles_left_out = 0;   // past request.max_arrows / 4 of them: the busiest kept
   bool bundles_wait = false;       // past the arrow budget while the view moves: bundles come at rest
+  std::vector<uint32_t> message_density;  // request.message_density: messages sent, per column
   std::vector<GapRect> gaps;
   std::vector<CutRect> cuts;
   uint64_t nodes = 0, arrows_left_out = 0, boxes_left_out = 0;  // arrows: at least this many
