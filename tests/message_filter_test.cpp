@@ -43,11 +43,37 @@ TEST(MessageFilter, ReadsItsWordsAndNamesWhatIsWrong) {
       {"channel=", "'channel=' has no value"},
       {"channel=/(/", "channel=/(/:"},
       {"from=\"x", "a quote is not closed"},
+      {"channel==q", "'channel==q': one = between key and value"},
+      {"from=a from=b", "'from' is given twice"},
+      {"size=-5", "size=-5: not a number of bytes"},
+      {"size=+5", "size=+5: not a number of bytes"},
+      {"size=>5", "size=>5: not a number of bytes"},
   };
   for (auto [text, want] : bad) {
     EXPECT_FALSE(analysis::parse_message_filter(text, f, error)) << text;
     EXPECT_EQ(error.rfind(want, 0), 0u) << text << " -> " << error;
   }
+  // Each operator's bounds, whole and fractional: [min, max] of whole units.
+  struct Case {
+    const char* text;
+    int64_t lo, hi;
+  };
+  const Case cases[] = {
+      {"latency=5ns", 5, 5},      {"latency<5ns", INT64_MIN, 4},    {"latency<=5ns", INT64_MIN, 5},
+      {"latency>5ns", 6, INT64_MAX}, {"latency>=5ns", 5, INT64_MAX}, {"latency<1.4ns", INT64_MIN, 1},
+      {"latency<=1.9996us", INT64_MIN, 1999}, {"latency>=1.4ns", 2, INT64_MAX}, {"latency>1.4ns", 2, INT64_MAX},
+      {"latency=1.5ns", 2, 1},  // (empty: no whole latency is 1.5 ns)
+  };
+  for (const Case& c : cases) {
+    ASSERT_TRUE(analysis::parse_message_filter(c.text, f, error)) << c.text << ": " << error;
+    EXPECT_EQ(f.latency_min, c.lo) << c.text;
+    EXPECT_EQ(f.latency_max, c.hi) << c.text;
+  }
+  ASSERT_TRUE(analysis::parse_message_filter("size>63 size<=64", f, error));
+  EXPECT_EQ(f.size_min, 64u);
+  EXPECT_EQ(f.size_max, 64u);
+  ASSERT_TRUE(analysis::parse_message_filter("size<1", f, error));
+  EXPECT_EQ(f.size_max, 0u);
 }
 
 TEST(MessageFilter, ThePictureDrawsExactlyTheMessagesItPasses) {
@@ -81,7 +107,10 @@ TEST(MessageFilter, ThePictureDrawsExactlyTheMessagesItPasses) {
     ASSERT_TRUE(analysis::parse_message_filter(text, *filter, error)) << text << ": " << error;
     // The plain reading.
     auto label_is = [&](const std::string& pattern, uint32_t feedlet) {
-      return pattern.empty() || (labels.count(feedlet) && analysis::NameMatcher(pattern).matches(labels.at(feedlet)));
+      const analysis::NameMatcher m(pattern);
+      const auto info = catalog->feedlets.find(feedlet);  // the label, or the thread's own name
+      return pattern.empty() || (labels.count(feedlet) && m.matches(labels.at(feedlet))) ||
+             (info != catalog->feedlets.end() && !info->second.name.empty() && m.matches(info->second.name));
     };
     auto passes = [&](const index::Flow& f) {
       const bool sent = f.flags & index::kFlowSent, received = f.flags & index::kFlowReceived;

@@ -90,7 +90,12 @@ Want brute_force(const index::TraceIndex& ix, const analysis::Rules& rules) {
   std::map<std::pair<std::string, uint64_t>, bool> lanes_seen, channels_seen;  // (a regex compiles once)
   auto lane_is = [&](const std::string& pattern, uint32_t f) {
     auto [it, fresh] = lanes_seen.try_emplace({pattern, f}, false);
-    if (fresh) it->second = pattern.empty() || (labels.count(f) && analysis::NameMatcher(pattern).matches(labels.at(f)));
+    if (fresh) {
+      const analysis::NameMatcher m(pattern);
+      const auto info = catalog->feedlets.find(f);  // the label, or the thread's own name
+      it->second = pattern.empty() || (labels.count(f) && m.matches(labels.at(f))) ||
+                   (info != catalog->feedlets.end() && !info->second.name.empty() && m.matches(info->second.name));
+    }
     return it->second;
   };
   auto channel_is = [&](const std::string& pattern, uint64_t c) {
@@ -114,8 +119,8 @@ Want brute_force(const index::TraceIndex& ix, const analysis::Rules& rules) {
     const Rule& r = rules.rules[i];
     if (r.kind == Rule::Answered) {
       // Each receive is answered by the earliest send of its lane on the
-      // reply channel from it up to (not including) that lane's next
-      // receive on the channel, in (time, id) order.
+      // reply channel from it up to that lane's next receive on the
+      // channel, in (time, id) order.
       std::vector<index::Flow> recvs;
       for (const index::Flow& f : flows)
         if ((f.flags & index::kFlowReceived) && channel_is(r.channel, f.channel)) recvs.push_back(f);
@@ -132,7 +137,7 @@ Want brute_force(const index::TraceIndex& ix, const analysis::Rules& rules) {
         size_t best = SIZE_MAX;
         for (size_t k : replies) {
           const index::Flow& s = flows[k];
-          if (s.src != q.dst || s.send_ts < q.recv_ts || s.send_ts >= until) continue;
+          if (s.src != q.dst || s.send_ts < q.recv_ts || s.send_ts > until) continue;
           if (best == SIZE_MAX || s.send_ts < flows[best].send_ts) best = k;
         }
         if (best == SIZE_MAX) {

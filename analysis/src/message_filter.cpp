@@ -1,5 +1,6 @@
 #include "tinescope/analysis/message_filter.hpp"
 
+#include <cmath>
 #include <cstdlib>
 
 namespace tinescope::analysis {
@@ -34,6 +35,10 @@ bool parse_message_filter(const std::string& text, MessageFilter& out, std::stri
     if (value.empty()) return error = "'" + w + "' has no value", false;
     if (key == "channel" || key == "from" || key == "to") {
       if (op != "=") return error = key + " takes =, not " + op, false;
+      if (value[0] == '=' || value[0] == '<' || value[0] == '>') return error = "'" + w + "': one = between key and value", false;
+      std::string& slot = key == "channel" ? out.channel : key == "from" ? out.from : out.to;
+      if (!slot.empty()) return error = "'" + key + "' is given twice", false;
+      if (value.size() > 1000) return error = key + "= is longer than 1000 characters", false;
       std::string why;
       if (!valid_pattern(value, why)) return error = key + "=" + value + ": " + why, false;
       (key == "channel" ? out.channel : key == "from" ? out.from : out.to) = value;
@@ -41,22 +46,27 @@ bool parse_message_filter(const std::string& text, MessageFilter& out, std::stri
     }
     if (key != "size" && key != "latency")
       return error = "'" + key + "' is not channel, from, to, size or latency", false;
-    int64_t v = 0;
+    double v = 0;  // (a fraction of a nanosecond is kept: the bounds round the right way)
     if (key == "size") {
-      char* end = nullptr;
-      const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
-      if (!end || *end || value[0] == '-') return error = "size" + op + value + ": not a number of bytes", false;
-      v = int64_t(std::min<unsigned long long>(n, INT64_MAX));
-    } else if (!parse_duration_ns(value, v)) {
+      if (value.find_first_not_of("0123456789") != std::string::npos || value.size() > 18)
+        return error = "size" + op + value + ": not a number of bytes", false;
+      v = double(std::stoll(value));
+    } else if (!parse_duration(value, v) || !std::isfinite(v) || std::abs(v) > 9e18) {
       return error = "latency" + op + value + ": not a duration (e.g. 2ms, 150us)", false;
     }
-    // Both kept as closed ranges [min, max].
+    // Both kept as closed ranges [min, max] of whole units.
     int64_t lo = INT64_MIN, hi = INT64_MAX;
-    if (op == "=") lo = hi = v;
-    else if (op == ">=") lo = v;
-    else if (op == ">") lo = v == INT64_MAX ? v : v + 1;
-    else if (op == "<=") hi = v;
-    else hi = v == INT64_MIN ? v : v - 1;
+    if (op == "=") {
+      lo = int64_t(std::ceil(v)), hi = int64_t(std::floor(v));  // (a fraction: empty)
+    } else if (op == ">=") {
+      lo = int64_t(std::ceil(v));
+    } else if (op == ">") {
+      lo = int64_t(std::floor(v)) + 1;
+    } else if (op == "<=") {
+      hi = int64_t(std::floor(v));
+    } else {
+      hi = int64_t(std::ceil(v)) - 1;
+    }
     if (key == "size") {
       out.size_min = std::max<uint64_t>(out.size_min, uint64_t(std::max<int64_t>(lo, 0)));
       if (hi < 0) out.size_max = 0, out.size_min = 1;  // (nothing passes)
@@ -72,15 +82,23 @@ bool parse_message_filter(const std::string& text, MessageFilter& out, std::stri
 
 MessageMatcher::MessageMatcher(const index::TraceIndex& ix, const MessageFilter& f)
     : ix_(ix), filter_(f), channel_(ix, f.channel), from_(f.from), to_(f.to) {
-  if (!f.from.empty() || !f.to.empty()) labels_ = ix.catalog_snapshot()->thread_labels();
+  if (!f.from.empty() || !f.to.empty()) {
+    const auto catalog = ix.catalog_snapshot();
+    labels_ = catalog->thread_labels();
+    for (const auto& [id, info] : catalog->feedlets) names_[id] = info.name;
+  }
 }
 
 uint8_t MessageMatcher::lane(uint32_t feedlet) {
   auto [it, fresh] = lanes_.try_emplace(feedlet, 0);
   if (fresh) {
+    // Its label (with process and tid where names repeat) or its name.
     auto l = labels_.find(feedlet);
+    auto n = names_.find(feedlet);
     const std::string label = l == labels_.end() ? std::string() : l->second;
-    it->second = uint8_t((from_.any() || from_.matches(label) ? 1 : 0) | (to_.any() || to_.matches(label) ? 2 : 0));
+    const std::string name = n == names_.end() ? std::string() : n->second;
+    auto is = [&](const NameMatcher& m) { return m.any() || m.matches(label) || (!name.empty() && m.matches(name)); };
+    it->second = uint8_t((is(from_) ? 1 : 0) | (is(to_) ? 2 : 0));
   }
   return it->second;
 }

@@ -121,8 +121,8 @@ bool parse_rules(std::string_view text, const std::string& file, Rules& out, std
         continue;
       }
       if (value.empty()) return bad(key + "= is empty (leave the key out to match everything)");
-      if (!valid_pattern(value, why)) return bad(key + "=" + value + ": " + why);
       if (value.size() > 1000) return bad(key + "= is longer than 1000 characters");
+      if (!valid_pattern(value, why)) return bad(key + "=" + value + ": " + why);
       (key == "channel" ? r.channel : key == "reply" ? r.reply : key == "from" ? r.from : r.to) = value;
     }
     std::istringstream need(k->required);
@@ -168,15 +168,19 @@ namespace {
 // A lane pattern's answer per feedlet, by the lane's label.
 class LaneMatcher {
  public:
-  LaneMatcher(const std::string& pattern, const std::unordered_map<uint32_t, std::string>& labels)
-      : match_(pattern), labels_(labels) {}
-  LaneMatcher(const std::string&, std::unordered_map<uint32_t, std::string>&&) = delete;  // (it keeps a reference)
+  LaneMatcher(const std::string& pattern, const std::unordered_map<uint32_t, std::string>& labels,
+              const trace::Catalog& catalog)
+      : match_(pattern), labels_(labels), catalog_(catalog) {}
+  LaneMatcher(const std::string&, std::unordered_map<uint32_t, std::string>&&, const trace::Catalog&) = delete;  // (it keeps a reference)
   bool matches(uint32_t feedlet) {
     if (match_.any()) return true;
     auto [it, fresh] = known_.try_emplace(feedlet, false);
     if (fresh) {
+      // Its label (with process and tid where names repeat) or its name.
       auto l = labels_.find(feedlet);
-      it->second = l != labels_.end() && match_.matches(l->second);
+      auto f = catalog_.feedlets.find(feedlet);
+      it->second = (l != labels_.end() && match_.matches(l->second)) ||
+                   (f != catalog_.feedlets.end() && !f->second.name.empty() && match_.matches(f->second.name));
     }
     return it->second;
   }
@@ -184,6 +188,7 @@ class LaneMatcher {
  private:
   NameMatcher match_;
   const std::unordered_map<uint32_t, std::string>& labels_;
+  const trace::Catalog& catalog_;
   std::unordered_map<uint32_t, bool> known_;
 };
 
@@ -225,7 +230,7 @@ RuleReport check_rules(const index::TraceIndex& ix, const Rules& rules, size_t l
   std::vector<RuleState> st;
   st.reserve(rules.rules.size());
   for (const Rule& r : rules.rules)
-    st.push_back(RuleState{LaneMatcher(r.from, labels), LaneMatcher(r.to, labels), ChannelMatcher(ix, r.channel),
+    st.push_back(RuleState{LaneMatcher(r.from, labels, *catalog), LaneMatcher(r.to, labels, *catalog), ChannelMatcher(ix, r.channel),
                            ChannelMatcher(ix, r.reply), {}, {}});
   const bool allowed_rules = rules.has_allowed();
   std::unordered_map<uint64_t, uint8_t> verdicts;
@@ -290,9 +295,10 @@ RuleReport check_rules(const index::TraceIndex& ix, const Rules& rules, size_t l
 
   // answered: a lane handles its requests one after another; a receive on
   // the channel is answered by the lane's first send on the reply channel
-  // at or after it and before the lane's next receive on the channel
-  // (receives at one tick in the order of their ids). A request never
-  // answered leaves the next one's answer to it, not to the one before.
+  // at or after it and up to the lane's next receive on the channel
+  // (receives at one tick in the order of their ids; a reply at the tick of
+  // the next receive answers the one before: coarse clocks tie). A request
+  // never answered leaves the next one's answer to it.
   for (size_t i = 0; i < rules.rules.size(); ++i) {
     if (rules.rules[i].kind != Rule::Answered) continue;
     const Rule& r = rules.rules[i];
@@ -306,7 +312,7 @@ RuleReport check_rules(const index::TraceIndex& ix, const Rules& rules, size_t l
         const index::Flow& f = recvs[k];
         ++rep.per_rule[i].checked;
         while (j < sends.size() && sends[j] < f.recv_ts) ++j;
-        if (j == sends.size() || (k + 1 < recvs.size() && sends[j] >= recvs[k + 1].recv_ts)) {
+        if (j == sends.size() || (k + 1 < recvs.size() && sends[j] > recvs[k + 1].recv_ts)) {
           violate(i, f, "never answered on " + r.reply + " by " + label(lane) + " before its next request");
           continue;
         }

@@ -151,9 +151,10 @@ int run_render(const RenderArgs& a) {
               a.figure.figure.c_str(), t.build_ms, t.draw_ms, (unsigned long long)t.primitives,
               r->context().renderer().c_str());
   if (f.lane_order == render::LaneOrder::ShortestArrows) {
-    const render::ArrowLengths& a = f.arrow_lengths;
+    const render::ArrowLengths& len = f.arrow_lengths;
     std::printf("  lanes in the order of shortest arrows: total arrow length %llu lanes (first appearance: %llu, %.2fx)\n",
-                (unsigned long long)a.chosen, (unsigned long long)a.first, a.first ? double(a.chosen) / double(a.first) : 1.0);
+                (unsigned long long)len.chosen, (unsigned long long)len.first,
+                len.first ? double(len.chosen) / double(len.first) : 1.0);
   }
   if (f.rule_verdicts) {
     uint64_t violations = 0, messages = 0;

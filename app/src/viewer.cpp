@@ -237,7 +237,7 @@ bool Viewer::frame() {
   if (overview_ && !overview_->message_density.empty()) {
     // The messages sent, along the strip's foot: a column's height on a log
     // scale of the busiest one's (a lone message is still a mark).
-    const std::vector<uint32_t>& d = overview_->message_density;
+    const std::vector<uint64_t>& d = overview_->message_density;
     const double top = std::log1p(double(*std::max_element(d.begin(), d.end())));
     const float foot = overview_rect_.y + overview_rect_.h, w = overview_rect_.w / float(d.size());
     for (size_t c = 0; c < d.size() && top > 0; ++c)

@@ -121,13 +121,20 @@ void improve_by_barycentres(const LaneGraph& g, const Neighbours& nb, std::vecto
 std::vector<uint32_t> spectral_order(const Neighbours& nb) {
   const size_t n = nb.of.size();
   std::vector<double> degree(n, 0), x(n), y(n);
-  for (size_t u = 0; u < n; ++u)
+  size_t linked = 0;
+  for (size_t u = 0; u < n; ++u) {
     for (auto [v, w] : nb.of[u]) degree[u] += w;
+    linked += degree[u] > 0;
+  }
   const double c = 2 * (*std::max_element(degree.begin(), degree.end())) + 1;
-  for (size_t u = 0; u < n; ++u) x[u] = std::sin(double(u) * 12.9898 + 1.0);  // (fixed: the same order every time)
-  for (int it = 0; it < 2000; ++it) {
-    const double mean = std::accumulate(x.begin(), x.end(), 0.0) / double(n);
-    for (double& v : x) v -= mean;
+  // Lanes no message touches are left out (at 0): each would be an
+  // eigenvector of its own at the top, and the iteration would find it.
+  for (size_t u = 0; u < n; ++u) x[u] = degree[u] > 0 ? std::sin(double(u) * 12.9898 + 1.0) : 0;  // (fixed: the same order every time)
+  for (int it = 0; it < 2000 && linked; ++it) {
+    double mean = 0;
+    for (size_t u = 0; u < n; ++u) mean += degree[u] > 0 ? x[u] : 0;
+    mean /= double(linked);
+    for (size_t u = 0; u < n; ++u) x[u] = degree[u] > 0 ? x[u] - mean : 0;
     for (size_t u = 0; u < n; ++u) {
       double lx = degree[u] * x[u];
       for (auto [v, w] : nb.of[u]) lx -= w * x[v];
@@ -247,7 +254,11 @@ std::vector<uint32_t> order_lanes(const Scene& scene, std::vector<uint32_t> lane
         const double mx = x.first / x.second, my = y.first / y.second;
         return mx != my ? mx < my : scene.lanes()[a].group < scene.lanes()[b].group;
       });
-      if (lengths) lengths->first = arrow_length(g, lanes), lengths->chosen = arrow_length(g, out);
+      // (Keeping processes together can cost more than it saved: then the
+      // lanes stay as they came.)
+      const uint64_t first_length = arrow_length(g, lanes), out_length = arrow_length(g, out);
+      if (out_length > first_length) out = lanes;
+      if (lengths) lengths->first = first_length, lengths->chosen = std::min(out_length, first_length);
       lanes = std::move(out);
       break;
     }

@@ -480,8 +480,9 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       // no wider than a column, each into the column of its start.
       const double ticks_per_column = double(cw.k1 - cw.k0) / std::max(1.0, req.width);
       const uint32_t shift = ticks_per_column >= 2 ? uint32_t(std::floor(std::log2(ticks_per_column))) : 0;
-      for (size_t id = 0; id < ix.streams().size(); ++id) {
-        if (ix.streams()[id].kind != index::StreamKind::Send) continue;
+      const auto streams = ix.streams();  // (a copy a call)
+      for (size_t id = 0; id < streams.size(); ++id) {
+        if (streams[id].kind != index::StreamKind::Send) continue;
         const index::Buckets b = ix.query_shift(int(id), cw.k0, cw.k1, shift);
         for (const index::Node& n : b.nodes) {
           if (!n.count) continue;
@@ -533,8 +534,11 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       }
       if (req.decode_per_column >= kAtRestDecodePerColumn) flows = ix.flows(cw.k0, cw.k1, req.max_bundled, true);
       else P.bundles_wait = true;
+      // (Over the cap, the flows read are some of them: none are bundled,
+      // filtered or not.)
+      const bool over_cap = flows.size() > req.max_bundled;
       if (only) std::erase_if(flows, [&](const index::Flow& f) { return !only->matches(f); });
-      if (!flows.empty() && flows.size() <= req.max_bundled) {
+      if (!flows.empty() && !over_cap) {
         struct Acc {
           double x0 = 0, x1 = 0;
           uint32_t n = 0;

@@ -3,7 +3,8 @@
 //
 //   channel=q.1* from="producer*" to=/q\.(3|4)./ size>=1024 latency>2ms
 //
-// Channels match by name or number, lanes by label; both globs or
+// Channels match by name or number, lanes by their thread's name or label
+// (Catalog::thread_labels: with process and tid where names repeat); both globs or
 // /regular expressions/. Size is in bytes, latency a duration (receive -
 // send); a latency test passes only messages both sent and received.
 #pragma once
@@ -38,7 +39,7 @@ class MessageMatcher {
   MessageFilter filter_;
   ChannelMatcher channel_;
   NameMatcher from_, to_;
-  std::unordered_map<uint32_t, std::string> labels_;
+  std::unordered_map<uint32_t, std::string> labels_, names_;
   std::unordered_map<uint32_t, uint8_t> lanes_;  // feedlet -> bit 1: from matches, bit 2: to matches
   uint8_t lane(uint32_t feedlet);
 };

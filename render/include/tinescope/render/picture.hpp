@@ -148,7 +148,7 @@ struct TimelinePicture {
   uint64_t bundled = 0;            // messages bundled (those of the bundles left out too)
   uint64_t bundles_left_out = 0;   // past request.max_arrows / 4 of them: the busiest kept
   bool bundles_wait = false;       // past the arrow budget while the view moves: bundles come at rest
-  std::vector<uint32_t> message_density;  // request.message_density: messages sent, per column
+  std::vector<uint64_t> message_density;  // request.message_density: messages sent, per column
   std::vector<GapRect> gaps;
   std::vector<CutRect> cuts;
   uint64_t nodes = 0, arrows_left_out = 0, boxes_left_out = 0;  // arrows: at least this many
