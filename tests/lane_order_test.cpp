@@ -32,8 +32,8 @@ uint64_t counted_length(const render::Scene& scene, const std::vector<uint32_t>&
 }
 
 TEST(LaneOrder, EachOrderIsAPermutationAndShortestArrowsIsShorter) {
-  const std::string path = scratch_dir() + "/order.tine";
-  ASSERT_EQ(run(bin("recorder/tinescope-queues") + " -o " + path + " --queues 24 --producers 2 --duration 0.3 > /dev/null"), 0);
+  const std::string path = record_queues("order", "--queues 24 --producers 2 --duration 0.3");
+  ASSERT_FALSE(path.empty());
   render::Scene scene;
   std::string error;
   ASSERT_TRUE(scene.add_trace(path, error)) << error;

@@ -77,8 +77,8 @@ TEST(MessageFilter, ReadsItsWordsAndNamesWhatIsWrong) {
 }
 
 TEST(MessageFilter, ThePictureDrawsExactlyTheMessagesItPasses) {
-  const std::string path = scratch_dir() + "/filter.tine";
-  ASSERT_EQ(run(bin("recorder/tinescope-queues") + " -o " + path + " --queues 12 --producers 3 --duration 0.3 > /dev/null"), 0);
+  const std::string path = record_queues("filter", "--queues 12 --producers 3 --duration 0.3");
+  ASSERT_FALSE(path.empty());
   render::Scene scene;
   std::string error;
   ASSERT_TRUE(scene.add_trace(path, error)) << error;
@@ -154,8 +154,8 @@ TEST(MessageFilter, ThePictureDrawsExactlyTheMessagesItPasses) {
 // column or the one before (a bucket no wider than a column, counted where
 // it starts).
 TEST(MessageFilter, TheOverviewCountsEverySendInItsColumn) {
-  const std::string path = scratch_dir() + "/density.tine";
-  ASSERT_EQ(run(bin("recorder/tinescope-queues") + " -o " + path + " --queues 12 --producers 2 --duration 0.2 > /dev/null"), 0);
+  const std::string path = record_queues("density", "--queues 12 --producers 2 --duration 0.2");
+  ASSERT_FALSE(path.empty());
   render::Scene scene;
   std::string error;
   ASSERT_TRUE(scene.add_trace(path, error)) << error;

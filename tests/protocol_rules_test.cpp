@@ -180,10 +180,8 @@ Want brute_force(const index::TraceIndex& ix, const analysis::Rules& rules) {
 }
 
 TEST(ProtocolRules, EveryRuleCountsAndFlagsWhatTheFlowTableSays) {
-  const std::string dir = scratch_dir();
-  const std::string path = dir + "/rules.tine";
-  unlink(path.c_str()), unlink((path + ".idx").c_str());
-  ASSERT_EQ(run(bin("recorder/tinescope-queues") + " -o " + path + " --queues 12 --producers 3 --duration 0.3 > /dev/null"), 0);
+  const std::string path = record_queues("rules", "--queues 12 --producers 3 --duration 0.3");
+  ASSERT_FALSE(path.empty());
   std::string error;
   auto ix = index::TraceIndex::open(path, error);
   ASSERT_TRUE(ix) << error;
@@ -243,14 +241,12 @@ TEST(ProtocolRules, EveryRuleCountsAndFlagsWhatTheFlowTableSays) {
   }
   EXPECT_GT(violations_seen, 100u);
   EXPECT_GT(satisfied_seen, 100u);
-  unlink(path.c_str()), unlink((path + ".idx").c_str());
 }
 
 TEST(ProtocolRules, CheckExitsOneOnAViolationAndZeroWithout) {
   const std::string dir = scratch_dir();
-  const std::string path = dir + "/check.tine";
-  unlink(path.c_str()), unlink((path + ".idx").c_str());
-  ASSERT_EQ(run(bin("recorder/tinescope-queues") + " -o " + path + " --queues 12 --producers 2 --duration 0.2 > /dev/null"), 0);
+  const std::string path = record_queues("check", "--queues 12 --producers 2 --duration 0.2");
+  ASSERT_FALSE(path.empty());
   const std::string cli = bin("app/tinescope") + " check " + path + " --rules ";
   auto rules_file = [&](const std::string& name, const std::string& text) {
     const std::string p = dir + "/" + name;
@@ -275,16 +271,13 @@ TEST(ProtocolRules, CheckExitsOneOnAViolationAndZeroWithout) {
   const std::string broken = rules_file("broken.rules", "received within=fast\n");
   EXPECT_EQ(run(cli + broken + " 2>&1", &out), 2);
   EXPECT_NE(out.find("broken.rules:1: within=fast is not a duration"), std::string::npos) << out;
-  unlink(path.c_str()), unlink((path + ".idx").c_str());
 }
 
 // `--rules` on a figure: each arrow drawn is red where its message breaks a
 // rule, green where it keeps them, its channel's colour where none applies.
 TEST(ProtocolRules, ArrowsTakeTheColourOfTheirVerdict) {
-  const std::string dir = scratch_dir();
-  const std::string path = dir + "/colours.tine";
-  unlink(path.c_str()), unlink((path + ".idx").c_str());
-  ASSERT_EQ(run(bin("recorder/tinescope-queues") + " -o " + path + " --queues 12 --producers 2 --duration 0.2 > /dev/null"), 0);
+  const std::string path = record_queues("colours", "--queues 12 --producers 2 --duration 0.2");
+  ASSERT_FALSE(path.empty());
   render::Scene scene;
   std::string error;
   ASSERT_TRUE(scene.add_trace(path, error)) << error;
@@ -315,7 +308,6 @@ TEST(ProtocolRules, ArrowsTakeTheColourOfTheirVerdict) {
   }
   EXPECT_GT(colours[0xff2828e6u], 0) << "the slow queue's messages wait longer than 1 ms";
   EXPECT_GT(colours[0xff3cb43cu], 0);
-  unlink(path.c_str()), unlink((path + ".idx").c_str());
 }
 
 }  // namespace

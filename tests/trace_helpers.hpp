@@ -261,6 +261,14 @@ inline int run(const std::string& cmd, std::string* out = nullptr) {
 // A file in this process's scratch directory (removed when it ends).
 inline std::string temp_path(const std::string& name) { return scratch_dir() + "/" + name + ".tine"; }
 
+// The queue workload (recorder/demo/queues_workload.cpp) recorded with
+// `args` into temp_path(name): its path, or "" if it failed.
+inline std::string record_queues(const std::string& name, const std::string& args) {
+  const std::string path = temp_path(name);
+  ::unlink(path.c_str()), ::unlink((path + ".idx").c_str());
+  return run(bin("recorder/tinescope-queues") + " -o " + path + " " + args + " > /dev/null") == 0 ? path : "";
+}
+
 inline std::string slurp(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");
   std::string s;

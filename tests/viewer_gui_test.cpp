@@ -1123,8 +1123,8 @@ TEST_F(AnalysisGui, HidingACategoryLeavesItsEventsOutOfTheTimeline) {
 // as in the order the threads started; "first" puts them back. The
 // messages field keeps one channel's arrows.
 TEST_F(AnalysisGui, ShortestArrowsOrdersTheLanesAndAFilterKeepsItsMessages) {
-  const std::string path = scratch_dir() + "/lane_order.tine";
-  ASSERT_EQ(run(bin("recorder/tinescope-queues") + " -o " + path + " --duration 0.3 > /dev/null"), 0);  // 100 queues
+  const std::string path = record_queues("lane_order", "--duration 0.3");  // 100 queues
+  ASSERT_FALSE(path.empty());
   ASSERT_NO_FATAL_FAILURE(open({}, path));
   const std::vector<uint32_t> before = v_->figure_timeline(0)->request.layout.lanes.empty()
                                            ? std::vector<uint32_t>{}

@@ -81,27 +81,7 @@ bool parse_message_filter(const std::string& text, MessageFilter& out, std::stri
 }
 
 MessageMatcher::MessageMatcher(const index::TraceIndex& ix, const MessageFilter& f)
-    : ix_(ix), filter_(f), channel_(ix, f.channel), from_(f.from), to_(f.to) {
-  if (!f.from.empty() || !f.to.empty()) {
-    const auto catalog = ix.catalog_snapshot();
-    labels_ = catalog->thread_labels();
-    for (const auto& [id, info] : catalog->feedlets) names_[id] = info.name;
-  }
-}
-
-uint8_t MessageMatcher::lane(uint32_t feedlet) {
-  auto [it, fresh] = lanes_.try_emplace(feedlet, 0);
-  if (fresh) {
-    // Its label (with process and tid where names repeat) or its name.
-    auto l = labels_.find(feedlet);
-    auto n = names_.find(feedlet);
-    const std::string label = l == labels_.end() ? std::string() : l->second;
-    const std::string name = n == names_.end() ? std::string() : n->second;
-    auto is = [&](const NameMatcher& m) { return m.any() || m.matches(label) || (!name.empty() && m.matches(name)); };
-    it->second = uint8_t((is(from_) ? 1 : 0) | (is(to_) ? 2 : 0));
-  }
-  return it->second;
-}
+    : ix_(ix), filter_(f), channel_(ix, f.channel), from_(ix, f.from), to_(ix, f.to) {}
 
 bool MessageMatcher::matches(const index::Flow& f) {
   if (filter_.any()) return true;
@@ -109,8 +89,8 @@ bool MessageMatcher::matches(const index::Flow& f) {
   if (f.size < filter_.size_min || f.size > filter_.size_max) return false;
   if (!channel_.matches(f.channel)) return false;
   // A lane test needs its half: a message never received has no receiver.
-  if (!from_.any() && (!sent || !(lane(f.src) & 1))) return false;
-  if (!to_.any() && (!received || !(lane(f.dst) & 2))) return false;
+  if (!from_.any() && (!sent || !from_.matches(f.src))) return false;
+  if (!to_.any() && (!received || !to_.matches(f.dst))) return false;
   if (filter_.latency_min != INT64_MIN || filter_.latency_max != INT64_MAX) {
     if (!f.matched()) return false;
     const int64_t ns = ix_.to_ns(f.recv_ts) - ix_.to_ns(f.send_ts);

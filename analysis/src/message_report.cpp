@@ -69,6 +69,24 @@ bool ChannelMatcher::matches(uint64_t channel) {
   return it->second;
 }
 
+LaneMatcher::LaneMatcher(const index::TraceIndex& ix, const std::string& pattern) : match_(pattern) {
+  if (match_.any()) return;
+  catalog_ = ix.catalog_snapshot();
+  labels_ = catalog_->thread_labels();
+}
+
+bool LaneMatcher::matches(uint32_t feedlet) {
+  if (match_.any()) return true;
+  auto [it, fresh] = known_.try_emplace(feedlet, false);
+  if (fresh) {
+    auto l = labels_.find(feedlet);
+    auto f = catalog_->feedlets.find(feedlet);
+    it->second = (l != labels_.end() && match_.matches(l->second)) ||
+                 (f != catalog_->feedlets.end() && !f->second.name.empty() && match_.matches(f->second.name));
+  }
+  return it->second;
+}
+
 MessageReport message_report(const index::TraceIndex& ix, size_t orphan_limit, uint64_t t0, uint64_t t1) {
   MessageReport r;
   const uint64_t lo = std::max(t0, ix.first_ts()), hi = std::min(t1, ix.last_ts());

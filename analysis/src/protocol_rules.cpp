@@ -165,33 +165,6 @@ uint8_t RuleReport::verdict(const index::Flow& f) const {
 
 namespace {
 
-// A lane pattern's answer per feedlet, by the lane's label.
-class LaneMatcher {
- public:
-  LaneMatcher(const std::string& pattern, const std::unordered_map<uint32_t, std::string>& labels,
-              const trace::Catalog& catalog)
-      : match_(pattern), labels_(labels), catalog_(catalog) {}
-  LaneMatcher(const std::string&, std::unordered_map<uint32_t, std::string>&&, const trace::Catalog&) = delete;  // (it keeps a reference)
-  bool matches(uint32_t feedlet) {
-    if (match_.any()) return true;
-    auto [it, fresh] = known_.try_emplace(feedlet, false);
-    if (fresh) {
-      // Its label (with process and tid where names repeat) or its name.
-      auto l = labels_.find(feedlet);
-      auto f = catalog_.feedlets.find(feedlet);
-      it->second = (l != labels_.end() && match_.matches(l->second)) ||
-                   (f != catalog_.feedlets.end() && !f->second.name.empty() && match_.matches(f->second.name));
-    }
-    return it->second;
-  }
-
- private:
-  NameMatcher match_;
-  const std::unordered_map<uint32_t, std::string>& labels_;
-  const trace::Catalog& catalog_;
-  std::unordered_map<uint32_t, bool> known_;
-};
-
 struct RuleState {
   LaneMatcher from, to;
   ChannelMatcher channel, reply;
@@ -230,7 +203,7 @@ RuleReport check_rules(const index::TraceIndex& ix, const Rules& rules, size_t l
   std::vector<RuleState> st;
   st.reserve(rules.rules.size());
   for (const Rule& r : rules.rules)
-    st.push_back(RuleState{LaneMatcher(r.from, labels, *catalog), LaneMatcher(r.to, labels, *catalog), ChannelMatcher(ix, r.channel),
+    st.push_back(RuleState{LaneMatcher(ix, r.from), LaneMatcher(ix, r.to), ChannelMatcher(ix, r.channel),
                            ChannelMatcher(ix, r.reply), {}, {}});
   const bool allowed_rules = rules.has_allowed();
   std::unordered_map<uint64_t, uint8_t> verdicts;

@@ -183,9 +183,19 @@ bool Viewer::set_message_filter(const std::string& text) {
 }
 
 void Viewer::set_lane_order(render::LaneOrder order) {
+  // Timelines of the same lanes share one ordering (shortest arrows reads
+  // the flow table).
+  std::vector<std::pair<std::vector<uint32_t>, const FigureParams*>> done;  // (lanes asked, the result)
   for (auto& f : figures_) {
     if (f->params.type != FigureParams::Timeline) continue;
-    f->params.lanes = render::order_lanes(*scene_, f->params.lanes, order, &f->params.arrow_lengths);
+    auto same = std::find_if(done.begin(), done.end(), [&](const auto& d) { return d.first == f->params.lanes; });
+    if (same != done.end()) {
+      f->params.lanes = same->second->lanes, f->params.arrow_lengths = same->second->arrow_lengths;
+    } else {
+      std::vector<uint32_t> asked = f->params.lanes;
+      f->params.lanes = render::order_lanes(*scene_, f->params.lanes, order, &f->params.arrow_lengths);
+      done.emplace_back(std::move(asked), &f->params);
+    }
     f->params.lane_order = order;
     // Every lane as it came is no list: lanes that join later (live) show too.
     if (order == render::LaneOrder::FirstAppearance && f->params.lanes.size() == scene_->lanes().size())

@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 
 #include "tinescope/analysis/message_report.hpp"
 
@@ -38,10 +37,7 @@ class MessageMatcher {
   const index::TraceIndex& ix_;
   MessageFilter filter_;
   ChannelMatcher channel_;
-  NameMatcher from_, to_;
-  std::unordered_map<uint32_t, std::string> labels_, names_;
-  std::unordered_map<uint32_t, uint8_t> lanes_;  // feedlet -> bit 1: from matches, bit 2: to matches
-  uint8_t lane(uint32_t feedlet);
+  LaneMatcher from_, to_;
 };
 
 }  // namespace tinescope::analysis

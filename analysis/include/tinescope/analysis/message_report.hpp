@@ -65,4 +65,20 @@ class ChannelMatcher {
   std::unordered_map<uint64_t, bool> known_;
 };
 
+// from=, to=: a lane by its thread's name or its label (Catalog::
+// thread_labels: with process and tid where names repeat), as a glob or
+// /regex/; "" matches every lane. Remembers each lane's answer.
+class LaneMatcher {
+ public:
+  LaneMatcher(const index::TraceIndex& ix, const std::string& pattern);
+  bool matches(uint32_t feedlet);
+  bool any() const { return match_.any(); }
+
+ private:
+  NameMatcher match_;
+  std::shared_ptr<const trace::Catalog> catalog_;
+  std::unordered_map<uint32_t, std::string> labels_;
+  std::unordered_map<uint32_t, bool> known_;
+};
+
 }  // namespace tinescope::analysis
