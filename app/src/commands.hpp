@@ -2,10 +2,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tinescope/analysis/clock_align.hpp"
 #include "tinescope/index/trace_index.hpp"
 
 namespace tinescope::app {
@@ -13,6 +15,18 @@ namespace tinescope::app {
 // The index of a trace, built first if need be (with a progress bar unless
 // quiet); null after printing why.
 std::unique_ptr<index::TraceIndex> open_index(const std::string& trace, bool quiet, bool force = false);
+
+// The indexes of the traces, built first if need be, every one on the
+// first's clock: fitted from their clock sync messages, or as --clock says
+// (analysis/clock_align.hpp). The fit and its warnings go to `fit_to`
+// (null: nowhere). Empty after printing "tinescope COMMAND: why".
+std::vector<std::shared_ptr<index::TraceIndex>> open_aligned(const char* command, const std::vector<std::string>& traces,
+                                                             const std::vector<std::string>& clocks, bool quiet,
+                                                             analysis::ClockAlignment* alignment = nullptr,
+                                                             FILE* fit_to = stderr);
+// --clock: add_clock_option (figure_options.hpp).
+// `align`: prints how several traces' clocks fit onto the first's.
+void add_align_command(CLI::App& app, int* exit_code);
 
 // Adds `dump` to the tool; the callback runs it and sets *exit_code.
 void add_dump_command(CLI::App& app, int* exit_code);

@@ -36,8 +36,16 @@ void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::
   cmd.add_option("--messages", o.messages,
                  "timeline: only these messages' arrows, e.g. 'channel=q.1* from=producer* size>=1024 latency>2ms' "
                  "(docs/VIEWER.md)");
+  add_clock_option(cmd, o.clocks);
   cmd.add_option("--cursor", o.cursor, "a cursor at this time");
   cmd.add_option("--select", o.select, "a selected range FROM:TO");
+}
+
+void add_clock_option(CLI::App& cmd, std::vector<std::string>& clocks) {
+  cmd.add_option("--clock", clocks,
+                 "with several traces, TRACE=auto (fitted from its clock sync messages; the default), TRACE=none (its "
+                 "own clock) or TRACE=+5ms (that far after the first trace's clock); TRACE is its path or file name")
+      ->expected(1, -1);
 }
 
 bool parse_duration(const std::string& text, double& ns) { return analysis::parse_duration(text, ns); }
@@ -153,21 +161,6 @@ std::shared_ptr<const std::vector<std::vector<uint8_t>>> hidden_names(
   for (size_t s = 0; s < per_source.size(); ++s)
     if (per_source[s]) (*out)[s] = analysis::hidden_names(*per_source[s], hidden);
   return out;
-}
-
-int open_figure(const char* command, const std::vector<std::string>& traces, const FigureOptions& o,
-                render::Scene& scene, render::FigureParams& f, render::Marks& marks) {
-  std::string error;
-  for (const std::string& t : traces)
-    if (!scene.add_trace(t, error)) {
-      std::fprintf(stderr, "tinescope %s: %s\n", command, error.c_str());
-      return 1;
-    }
-  if (!figure_params(o, scene, f, marks, error)) {
-    std::fprintf(stderr, "tinescope %s: %s\n", command, error.c_str());
-    return 2;
-  }
-  return 0;
 }
 
 }  // namespace tinescope::app

@@ -15,11 +15,15 @@ namespace tinescope::app {
 struct FigureOptions {
   std::string figure = "timeline";
   std::string from, to, period, lanes, lane_order, cursor, select, hide_categories, rules, messages;
+  std::vector<std::string> clocks;  // --clock TRACE=auto|none|+OFFSET
   uint32_t fold = 1, strip_px = 8;
   double theta = 0;  // per microsecond on the command line
   float names_px = render::TimelineGeometry::kNamesPx;
 };
 
+// --clock TRACE=auto|none|+OFFSET, for commands that take several traces
+// (open_aligned, commands.hpp).
+void add_clock_option(CLI::App& cmd, std::vector<std::string>& clocks);
 // `more_figures`: figures this command draws besides the timeline and scope.
 void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::string>& more_figures = {});
 // "1.5s", "300us", "45.3515us", "12ns", "7" (ns): nanoseconds (fractions kept).
@@ -34,8 +38,9 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
 std::shared_ptr<const std::vector<std::vector<uint8_t>>> hidden_names(
     const std::vector<std::shared_ptr<const analysis::Categories>>& per_source, const std::vector<std::string>& hidden);
 
-// What `view` and `render` both do first: index and open the traces, then
-// read the figure options against them. Returns 0, or the exit status after
+// What `view` and `render` both do first: index and open the traces (on
+// the first one's clock: open_aligned), then read the figure options
+// against them. Returns 0, or the exit status after
 // printing "tinescope COMMAND: why" (1: a trace, 2: an option).
 int open_figure(const char* command, const std::vector<std::string>& traces, const FigureOptions& o,
                 render::Scene& scene, render::FigureParams& f, render::Marks& marks);

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   tinescope::app::add_index_commands(app, &exit_code);
   tinescope::app::add_analysis_commands(app, &exit_code);
   tinescope::app::add_check_command(app, &exit_code);
+  tinescope::app::add_align_command(app, &exit_code);
   tinescope::app::add_render_command(app, &exit_code);
   tinescope::app::add_view_command(app, &exit_code);
   CLI11_PARSE(app, argc, argv);

@@ -25,6 +25,7 @@
 #include <deque>
 
 #include "import_model.hpp"
+#include "tinescope/import/clock_fit.hpp"
 #include "tinescope/format.hpp"
 
 namespace tinescope::import {
@@ -81,22 +82,6 @@ const std::string* option(const std::vector<std::string>& w, size_t from, std::s
   for (size_t i = from; i + 1 < w.size(); ++i)
     if (w[i] == key) return &w[i + 1];
   return nullptr;
-}
-
-// y = a + b x by least squares; false (a line of slope 1 through the mean
-// then) with fewer than two distinct x.
-bool fit_line(const std::vector<std::pair<double, double>>& p, double& a, double& b) {
-  double mx = 0, my = 0;
-  for (auto [x, y] : p) mx += x, my += y;
-  mx /= double(p.size()), my /= double(p.size());
-  double sxx = 0, sxy = 0;
-  for (auto [x, y] : p) sxx += (x - mx) * (x - mx), sxy += (x - mx) * (y - my);
-  if (p.size() >= 2 && sxx > 0) {
-    b = sxy / sxx, a = my - b * mx;
-    return true;
-  }
-  b = 1, a = my - mx;
-  return false;
 }
 
 std::string number(double v) {
@@ -271,80 +256,49 @@ std::map<uint32_t, GraspReader::ClockMap> GraspReader::align_clocks() {
   const auto messages = sync_messages();
   std::map<uint32_t, ClockMap> maps;
   if (messages.empty()) return maps;
-  // Per pair of processors {u, v} (u declared first), the map of v's clock
-  // onto u's: t_u = a + b t_v. A message u -> v sent at s (u's clock) and
-  // received at r (v's clock) says s = f(r) - delay, one v -> u says r =
-  // f(s) + delay: f runs between the two clouds, so it is their middle
-  // (equal delays either way, as in NTP). Its slope is the mean of the two
-  // clouds' slopes where each has two messages; else 1 (offset only).
+  // Clocks numbered in the order their processors were declared, so that
+  // each cluster is put on its first declared processor's clock.
+  std::vector<uint32_t> by_order(processors_.size());
+  for (auto& [p, o] : processors_) by_order[o.order - 1] = p;  // (orders count from 1)
+  auto order = [&](uint32_t p) { return processors_[p].order - 1; };
+  // Per pair of processors {u, v} (u declared first), the messages u -> v and v -> u.
   struct Pair {
-    std::vector<std::pair<double, double>> below, above;  // (x on v's clock, y on u's)
+    std::vector<SyncPoint> there, back;
   };
   std::map<std::pair<uint32_t, uint32_t>, Pair> pairs;
   uint64_t lost = 0;
-  auto order = [&](uint32_t p) { return processors_[p].order; };
   for (auto& [key, m] : messages) {
     auto [src, dst, sync_id] = key;
     if (!m.sent || !m.received || src == dst) {
       lost += !m.sent || !m.received;
       continue;
     }
-    if (order(src) < order(dst)) pairs[{src, dst}].below.push_back({m.r, m.s});
-    else pairs[{dst, src}].above.push_back({m.s, m.r});
+    if (order(src) < order(dst)) pairs[{order(src), order(dst)}].there.push_back({m.r, m.s});
+    else pairs[{order(dst), order(src)}].back.push_back({m.s, m.r});
   }
   if (lost) m_.r.notes.push_back("clock sync: " + std::to_string(lost) + " sync messages with one end only (lost)");
-  struct Edge {
-    uint32_t to;
-    double a, b;  // this node's clock from `to`'s: t = a + b t_to
-  };
-  std::map<uint32_t, std::vector<Edge>> edges;
+  std::vector<PairEdge> edges;
   for (auto& [uv, p] : pairs) {
-    const std::string& un = processors_[uv.first].name;
-    const std::string& vn = processors_[uv.second].name;
-    if (p.below.empty() || p.above.empty()) {
-      m_.r.notes.push_back("clock sync: " + un + " and " + vn +
-                           " cannot be aligned: their sync messages go one way only (each way needs one)");
+    PairFit fit;
+    fit_clock_pair(p.there, p.back, fit);
+    if (fit.one_way)
+      m_.r.notes.push_back("clock sync: " + processors_[by_order[uv.first]].name + " and " +
+                           processors_[by_order[uv.second]].name +
+                           ": sync messages go one way only, so the drift cannot be fitted (offset only, the fastest "
+                           "message taken as instant)");
+    edges.push_back({uv.first, uv.second, fit.line});
+  }
+  const std::vector<ChainedClock> chained = chain_clocks(uint32_t(by_order.size()), edges);
+  for (uint32_t i = 0; i < chained.size(); ++i) {
+    if (chained[i].reference == i) {
+      maps[by_order[i]] = ClockMap{};
       continue;
     }
-    double a1, b1, a2, b2;
-    const bool slope1 = fit_line(p.below, a1, b1), slope2 = fit_line(p.above, a2, b2);
-    double b = slope1 && slope2 ? (b1 + b2) / 2 : 1;
-    if (!(b > 1e-3 && b < 1e3)) b = 1;  // no clock runs a thousand times another's: the messages say nothing
-    double c1 = 0, c2 = 0;
-    for (auto [x, y] : p.below) c1 += y - b * x;
-    for (auto [x, y] : p.above) c2 += y - b * x;
-    const double a = (c1 / double(p.below.size()) + c2 / double(p.above.size())) / 2;
-    edges[uv.first].push_back(Edge{uv.second, a, b});
-    edges[uv.second].push_back(Edge{uv.first, -a / b, 1 / b});
-  }
-  // Clusters: each processor's clock onto that of the first processor
-  // declared in its cluster, along a breadth-first tree of the pairs.
-  std::vector<std::pair<uint32_t, uint32_t>> by_order;
-  for (auto& [p, o] : processors_) by_order.push_back({o.order, p});
-  std::sort(by_order.begin(), by_order.end());
-  std::map<uint32_t, uint32_t> reference;
-  for (auto [ord, root] : by_order) {
-    if (maps.count(root) || !edges.count(root)) continue;
-    maps[root] = ClockMap{};
-    reference[root] = root;
-    std::deque<uint32_t> todo{root};
-    while (!todo.empty()) {
-      const uint32_t at = todo.front();
-      todo.pop_front();
-      for (const Edge& e : edges[at]) {
-        if (maps.count(e.to)) continue;
-        // t_root = o + d t_at, t_at = a + b t_to.
-        const ClockMap& m = maps[at];
-        maps[e.to] = ClockMap{m.offset + m.drift * e.a, m.drift * e.b};
-        reference[e.to] = root;
-        todo.push_back(e.to);
-      }
-    }
-  }
-  for (auto& [p, m] : maps) {
-    if (reference[p] == p) continue;
-    m_.r.notes.push_back("clock sync: " + processors_[p].name + " aligned to " + processors_[reference[p]].name +
-                         ": t = " + number(m.offset) + " + " + number(m.drift) + " x its own clock");
+    const ClockLine& l = chained[i].line;
+    maps[by_order[i]] = ClockMap{l.offset, l.rate};
+    m_.r.notes.push_back("clock sync: " + processors_[by_order[i]].name + " aligned to " +
+                         processors_[by_order[chained[i].reference]].name + ": t = " + number(l.offset) + " + " +
+                         number(l.rate) + " x its own clock");
   }
   return maps;
 }

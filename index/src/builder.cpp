@@ -492,7 +492,12 @@ bool Builder::run(int fd, uint64_t size, bool eof, unsigned threads, uint64_t re
   consumed_ = pos;
   stop_workers();
   slice_ = nullptr;
-  catalog_ = parser_.catalog();
+  {
+    // The parser's catalog is the host's; an alignment onto another trace's clock stays.
+    const double offset = catalog_.clock.align_offset_ns(), rate = catalog_.clock.align_rate();
+    catalog_ = parser_.catalog();
+    catalog_.clock.align(offset, rate);
+  }
   return parser_.error().empty() && read_error_.empty();
 }
 

@@ -13,6 +13,8 @@
 //           counters; one message in 1000 is lost by a worker, never received.
 //
 // Usage: tinescope-demo [-o FILE] [--live ADDR] [--duration S] [--rate X]
+//        tinescope-demo --node [-o FILE] [--duration S]: two nodes, two traces
+//        whose clocks differ (node_demo.cpp)
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
@@ -30,6 +32,8 @@
 #include <vector>
 
 #include "tinescope/tinescope.hpp"
+
+int run_node_demo(const std::string& out, double duration, bool overwrite);  // node_demo.cpp
 
 namespace {
 
@@ -238,9 +242,13 @@ void usage() {
   std::fprintf(stderr,
                "usage: tinescope-demo [-o FILE] [--live unix:PATH|tcp:HOST:PORT] [--duration SECONDS]\n"
                "                      [--rate X] [--workers N] [--no-sweep-bug] [--overwrite]\n"
+               "       tinescope-demo --node [-o FILE] [--duration SECONDS] [--overwrite]\n"
                "  records TuningFork's case studies: a 22.05 kHz audio task with 300 us\n"
                "  interruptions every 50 ms, a Metronome-like GC whose sweep quanta lengthen,\n"
-               "  and workers passing messages (1 in 1000 never received).\n");
+               "  and workers passing messages (1 in 1000 never received).\n"
+               "  --node: two processes (nodes A and B) exchanging requests, replies and clock\n"
+               "  sync messages over sockets, each recording its own trace (FILE's stem + .a.tine,\n"
+               "  .b.tine); B's clock runs 5 s ahead and 1000 ppm fast.\n");
 }
 
 }  // namespace
@@ -250,7 +258,7 @@ int main(int argc, char** argv) {
   std::string out = "demo.tine";
   double duration = 5, rate = 1;
   int workers = 4;
-  bool sweep_bug = true;
+  bool sweep_bug = true, node = false;
   const char* live = nullptr;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -268,9 +276,11 @@ int main(int argc, char** argv) {
     else if (a == "--workers") workers = std::max(1, std::atoi(value()));
     else if (a == "--no-sweep-bug") sweep_bug = false;
     else if (a == "--overwrite") config.overwrite = 1;
+    else if (a == "--node") node = true;
     else if (a == "-h" || a == "--help") return usage(), 0;
     else return usage(), 2;
   }
+  if (node) return run_node_demo(out == "demo.tine" ? "nodes.tine" : out, duration, config.overwrite != 0);
   config.file_path = out.empty() || out == "-" ? nullptr : out.c_str();
   config.live_address = live;
   config.buffer_bytes = 4u << 20;

@@ -34,7 +34,7 @@ void ClockMap::add_point(uint64_t ticks, uint64_t ns) {
 // Offsets from a calibration point are taken in integers before any double
 // (and a nanosecond clock's not scaled at all): a tick count near 2^62 as a
 // double is a microsecond off.
-int64_t ClockMap::to_ns(uint64_t ticks) const {
+int64_t ClockMap::host_ns(uint64_t ticks) const {
   if (points_.empty()) return nominal_ == 1.0 ? int64_t(ticks) : int64_t(double(ticks) / nominal_);
   auto it = std::upper_bound(points_.begin(), points_.end(), ticks,
                              [](uint64_t t, const std::pair<uint64_t, uint64_t>& p) { return t < p.first; });
@@ -49,7 +49,7 @@ int64_t ClockMap::to_ns(uint64_t ticks) const {
   return int64_t(uint64_t(n) + uint64_t(scaled));  // (wraps as the tick counter would, never UB)
 }
 
-uint64_t ClockMap::to_ticks(int64_t ns) const {
+uint64_t ClockMap::host_ticks(int64_t ns) const {
   auto clamp = [](double t) { return t <= 0 ? uint64_t(0) : uint64_t(t + 0.5); };
   if (points_.empty()) return nominal_ == 1.0 ? uint64_t(std::max<int64_t>(ns, 0)) : clamp(double(ns) * nominal_);
   auto it = std::upper_bound(points_.begin(), points_.end(), ns,
@@ -70,6 +70,27 @@ uint64_t ClockMap::to_ticks(int64_t ns) const {
   }
   if (d < 0) return uint64_t(0) - uint64_t(d) > t ? 0 : t - (uint64_t(0) - uint64_t(d));
   return UINT64_MAX - t < uint64_t(d) ? UINT64_MAX : t + uint64_t(d);
+}
+
+void ClockMap::align(double offset_ns, double rate) {
+  offset_ = offset_ns;
+  rate_ = rate > 0 ? rate : 1;
+  aligned_ = offset_ != 0 || rate_ != 1;
+}
+
+// The host's nanoseconds stay integers until here: an aligned time is a
+// double only for the one multiply (2^53 ns is a hundred days: exact enough).
+int64_t ClockMap::to_ns(uint64_t ticks) const {
+  const int64_t ns = host_ns(ticks);
+  if (!aligned_) return ns;
+  const double v = offset_ + rate_ * double(ns);
+  return std::fabs(v) < 9.2e18 ? std::llround(v) : v < 0 ? INT64_MIN : INT64_MAX;
+}
+
+uint64_t ClockMap::to_ticks(int64_t ns) const {
+  if (!aligned_) return host_ticks(ns);
+  const double v = (double(ns) - offset_) / rate_;
+  return host_ticks(std::fabs(v) < 9.2e18 ? std::llround(v) : v < 0 ? INT64_MIN : INT64_MAX);
 }
 
 // ----------------------------------------------------------------- chunks

@@ -2,9 +2,20 @@
 
 #include <cpuid.h>
 
+#include <cmath>
+
 namespace tinescope::rec {
 
 bool g_use_tsc = true;
+
+namespace {
+double g_skew_offset = 0, g_skew_rate = 1;
+}
+
+void set_clock_skew(double offset_ns, double rate) {
+  g_skew_offset = offset_ns;
+  g_skew_rate = rate > 0 ? rate : 1;
+}
 
 uint64_t real_ns() {
   timespec t;
@@ -31,6 +42,7 @@ void read_pair(uint64_t& ticks, uint64_t& ns) {
       ns = a + (b - a) / 2;
     }
   }
+  if (g_skew_offset != 0 || g_skew_rate != 1) ns = uint64_t(std::llround(g_skew_offset + g_skew_rate * double(ns)));
 }
 
 Calibration calibrate(uint64_t window_ns) {
@@ -38,7 +50,7 @@ Calibration calibrate(uint64_t window_ns) {
   c.ref_real_ns = real_ns();
   read_pair(c.ref_ticks, c.ref_mono_ns);
   if (!g_use_tsc) {
-    c.ticks_per_ns = 1.0;
+    c.ticks_per_ns = 1.0 / g_skew_rate;
     return c;
   }
   uint64_t t1, n1;

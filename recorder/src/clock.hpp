@@ -34,4 +34,11 @@ Calibration calibrate(uint64_t window_ns);
 // One (ticks, monotonic ns) pair read as close together as this machine allows.
 void read_pair(uint64_t& ticks, uint64_t& ns);
 
+// A host clock that is not this one (TINESCOPE_CLOCK_SKEW): the
+// nanoseconds read_pair() gives, and so the trace's calibration, become
+// offset_ns + rate × CLOCK_MONOTONIC, as another machine's clock would be.
+// For trying the alignment of several traces on one machine. Set before
+// calibrate().
+void set_clock_skew(double offset_ns, double rate);
+
 }  // namespace tinescope::rec

@@ -230,6 +230,12 @@ extern "C" int ts_start(const ts_config* config) {
 
   const char* clock = getenv("TINESCOPE_CLOCK");
   g_use_tsc = cpu_has_invariant_tsc() && !(clock && strcmp(clock, "monotonic") == 0);
+  if (const char* skew = getenv("TINESCOPE_CLOCK_SKEW")) {  // "OFFSET_NS[,RATE]"
+    char* end = nullptr;
+    const double offset = strtod(skew, &end);
+    const double rate = end && *end == ',' ? strtod(end + 1, nullptr) : 1.0;
+    set_clock_skew(offset, rate);
+  }
 
   CollectorOptions opt;
   if (c.file_path) opt.file_path = c.file_path;

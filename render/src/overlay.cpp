@@ -122,6 +122,16 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
     dl->AddRectFilled({x - 4, g.ruler.y}, {g.ruler.x + g.ruler.w, g.ruler.y + g.ruler.h}, IM_COL32(28, 28, 34, 255));
     dl->AddText({x, g.ruler.y + 3}, kDim, note);
   }
+  // What is wrong with the scene as a whole, at the plot's foot, where it
+  // hides the least and cannot be missed.
+  float y = plot.y + plot.h - 18 * float(scene.warnings.size()) - 20;
+  for (const std::string& w : scene.warnings) {
+    const std::string s = "warning: " + w;
+    const float tw = ImGui::CalcTextSize(s.c_str()).x;
+    dl->AddRectFilled({plot.x + 4, y}, {plot.x + 12 + tw, y + 17}, IM_COL32(60, 40, 0, 235));
+    text_clipped(dl, plot, {plot.x + 8, y + 1}, IM_COL32(255, 190, 60, 255), s);
+    y += 18;
+  }
 }
 
 void scope_overlay(ImDrawList* dl, const Scene& scene, const ScopePicture& p, const ScopeGeometry& g,

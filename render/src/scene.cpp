@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace tinescope::render {
@@ -99,6 +100,7 @@ void Scene::refresh() {
     last_ns_ = std::max(last_ns_, s.scan->last_ns);
   }
   if (first_ns_ > last_ns_) first_ns_ = last_ns_ = 0;
+  if (sources_.size() > 1) group_by_host();
   std::string unit;  // the one every trace names, else none
   for (size_t i = 0; i < sources_.size(); ++i) {
     const auto& meta = sources_[i].catalog->metadata;
@@ -117,6 +119,28 @@ void Scene::refresh() {
     return std::forward_as_tuple(order(a.group_sort_index), a.group, a.source, order(a.sort_index), a.feedlet) <
            std::forward_as_tuple(order(b.group_sort_index), b.group, b.source, order(b.sort_index), b.feedlet);
   });
+}
+
+// Traces of several machines: a process's lanes under "host: process", and
+// where two traces still give one name (two runs, two processes of one
+// name on one host), each its process id.
+void Scene::group_by_host() {
+  std::set<std::string> hosts;
+  for (const Source& s : sources_) hosts.insert(s.index->header().host);
+  std::map<std::string, std::set<uint32_t>> sources_of;
+  auto host_group = [&](const Lane& l) {
+    const std::string& host = sources_[l.source].index->header().host;
+    return hosts.size() > 1 && !host.empty() ? host + ": " + l.group : l.group;
+  };
+  for (const Lane& l : lanes_) sources_of[host_group(l)].insert(l.source);
+  for (Lane& l : lanes_) {
+    std::string g = host_group(l);
+    if (sources_of[g].size() > 1) {
+      const uint32_t pid = sources_[l.source].index->header().pid;
+      g += pid ? " (pid " + std::to_string(pid) + ")" : " (trace " + std::to_string(l.source + 1) + ")";
+    }
+    l.group = std::move(g);
+  }
 }
 
 void Scene::scan(Source& s, uint32_t source) {

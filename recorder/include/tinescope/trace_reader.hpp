@@ -79,10 +79,20 @@ class ClockMap {
   // The inverse: the tick at `ns` (0 before the clock's start).
   uint64_t to_ticks(int64_t ns) const;
   double ticks_per_ns() const { return nominal_; }
+  // Onto another host's clock (several traces merged): to_ns() gives
+  // offset_ns + rate × the host's own nanoseconds, and to_ticks() takes
+  // those. Kept across reset() and add_point(); (0, 1) is the host's own.
+  void align(double offset_ns, double rate);
+  double align_offset_ns() const { return offset_; }
+  double align_rate() const { return rate_; }
 
  private:
+  int64_t host_ns(uint64_t ticks) const;
+  uint64_t host_ticks(int64_t ns) const;
   double nominal_ = 1.0;
   std::vector<std::pair<uint64_t, uint64_t>> points_;  // sorted by ticks
+  double offset_ = 0, rate_ = 1;
+  bool aligned_ = false;
 };
 
 struct FeedletInfo {

@@ -367,6 +367,9 @@ class TraceIndex {
   std::vector<Gap> gaps() const;
   std::vector<FeedletSummary> feedlets() const;
   int64_t to_ns(uint64_t ticks) const { return catalog_.clock.to_ns(ticks); }
+  // Puts the trace on another trace's clock (trace::ClockMap::align): every
+  // time read from the catalog from then on. Not while update() runs.
+  void align_clock(double offset_ns, double rate);
 
   // ---- streams
   std::vector<StreamInfo> streams() const;

@@ -124,9 +124,13 @@ class Scene {
   // a prefix followed by '.'/'#') and globs (fnmatch). Empty, with an error
   // naming it, if an item matches no lane.
   std::vector<uint32_t> select_lanes(const std::string& spec, std::string& error) const;
+  // What every figure of the scene says above its lanes: what is wrong with
+  // the scene as a whole (clocks of several traces that could not be aligned).
+  std::vector<std::string> warnings;
 
  private:
   void scan(Source& s, uint32_t source);
+  void group_by_host();
   std::vector<Source> sources_;
   std::vector<Lane> lanes_;
   int64_t first_ns_ = 0, last_ns_ = 0;
