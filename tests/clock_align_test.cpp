@@ -8,9 +8,13 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "index_helpers.hpp"
 #include "tinescope/analysis/clock_align.hpp"
+#include "tinescope/analysis/message_across.hpp"
+#include "tinescope/render/figure_params.hpp"
+#include "tinescope/render/picture.hpp"
 #include "tinescope/render/scene.hpp"
 
 namespace tinescope {
@@ -246,6 +250,17 @@ TEST(ClockAlign, TheTwoNodeDemoMerges) {
   EXPECT_EQ(b->catalog().metadata.at("demo.clock_skew"), "5000000000,1.001");
   const double truth = (double(b_own_first) - 5e9) / 1.001;
   EXPECT_NEAR(double(b->to_ns(b->first_ts())), truth, 200'000);
+  // Every request B received and every reply A received is a message
+  // between the traces, sent by the other (the nodes' own counts).
+  const analysis::CrossMessages across = analysis::match_across({a.get(), b.get()});
+  const uint64_t requests = std::stoull(b->catalog().metadata.at("demo.requests_received"));
+  const uint64_t replies = std::stoull(a->catalog().metadata.at("demo.replies_received"));
+  EXPECT_GT(requests, 100u);
+  EXPECT_EQ(across.messages.size(), requests + replies);
+  EXPECT_EQ(across.ambiguous, 0u);
+  uint64_t to_b = 0;
+  for (const analysis::CrossMessage& m : across.messages) to_b += m.send_trace == 0 && m.recv_trace == 1;
+  EXPECT_EQ(to_b, requests);
   // In one scene the nodes' lanes are grouped by node, and overlap in time.
   render::Scene scene;
   scene.add_index(std::move(a));
@@ -254,6 +269,22 @@ TEST(ClockAlign, TheTwoNodeDemoMerges) {
   for (const render::Lane& l : scene.lanes()) groups.insert(l.group);
   EXPECT_TRUE(groups.count("node A") && groups.count("node B")) << *groups.begin();
   EXPECT_LT(scene.last_ns() - scene.first_ns(), 3'000'000'000);
+  // Its pictures draw those messages as arrows from one node's lane to the
+  // other's, each leaving before it arrives, and no half as an orphan.
+  scene.across = std::make_shared<analysis::CrossMessages>(across);
+  render::FigureParams f;
+  uint64_t between = 0;
+  for (int64_t at = scene.first_ns() + 200'000'000; at < scene.first_ns() + 1'200'000'000; at += 100'000'000) {
+    f.t0 = at, f.t1 = at + 10'000'000;
+    const render::TimelinePicture p =
+        render::build_timeline(scene, render::timeline_request(scene, f, render::TimelineGeometry::of(render::Rect{0, 0, 1150, 400})));
+    for (const render::Arrow& arrow : p.arrows) {
+      EXPECT_EQ(arrow.orphan, 0) << "message " << arrow.flow.id << " at " << arrow.send;
+      EXPECT_LE(arrow.send, arrow.recv) << "message " << arrow.flow.id;
+      between += arrow.flow.channel <= 2;
+    }
+  }
+  EXPECT_GT(between, 20u);
   for (const char* s : {".a.tine", ".b.tine"}) test::remove_trace(stem + s);
 }
 

@@ -45,7 +45,8 @@ void for_each_flow(const index::TraceIndex& ix, uint64_t t0, uint64_t t1,
   // half (flows() answers those with either half in it). A trace still
   // followed scans every flow for any window: one window then.
   const uint64_t windows = ix.flows_unsorted() ? 1 : std::max<uint64_t>(1, ix.events() / (uint64_t(1) << 22));
-  const uint64_t width = std::max<uint64_t>(1, (t1 - t0) / windows + 1);
+  uint64_t width = (t1 - t0) / windows;
+  if (width < UINT64_MAX) ++width;  // (the whole range of ticks, in one window, is one short)
   std::vector<index::Flow> fs;
   for (uint64_t w0 = t0;; w0 += width) {
     const uint64_t w1 = t1 - w0 < width - 1 ? t1 : w0 + width - 1;

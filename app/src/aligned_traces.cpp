@@ -9,7 +9,8 @@ namespace tinescope::app {
 
 std::vector<std::shared_ptr<index::TraceIndex>> open_aligned(const char* command, const std::vector<std::string>& traces,
                                                              const std::vector<std::string>& clocks, bool quiet,
-                                                             analysis::ClockAlignment* alignment, FILE* fit_to) {
+                                                             analysis::ClockAlignment* alignment, FILE* fit_to,
+                                                             std::shared_ptr<const analysis::CrossMessages>* across) {
   std::vector<std::shared_ptr<index::TraceIndex>> out;
   auto failed = [&](const std::string& why) {
     std::fprintf(stderr, "tinescope %s: %s\n", command, why.c_str());
@@ -43,6 +44,20 @@ std::vector<std::shared_ptr<index::TraceIndex>> open_aligned(const char* command
   analysis::ClockAlignment a;
   std::string error;
   if (!analysis::align_traces(raw, choices, a, error)) return failed(error);
+  if (across) {
+    std::vector<const index::TraceIndex*> traces_read(raw.begin(), raw.end());
+    auto m = std::make_shared<analysis::CrossMessages>(analysis::match_across(traces_read));
+    a.report.push_back(std::to_string(m->messages.size()) + " messages between the traces (matched by id and channel)");
+    auto warn = [&](std::string w) {
+      a.report.push_back("warning: " + w);
+      a.warnings.push_back(std::move(w));
+    };
+    if (m->ambiguous)
+      warn(std::to_string(m->ambiguous) + " message halves share their id and channel with another trace's: left unmatched");
+    if (m->early)
+      warn(std::to_string(m->early) + " messages between the traces arrive before they were sent once the clocks are aligned");
+    *across = std::move(m);
+  }
   if (fit_to)
     for (const std::string& line : a.report) std::fprintf(fit_to, "%s\n", line.c_str());
   if (alignment) *alignment = std::move(a);
@@ -54,18 +69,24 @@ void add_align_command(CLI::App& app, int* exit_code) {
   auto clocks = std::make_shared<std::vector<std::string>>();
   auto json = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
-      "align", "how several traces' clocks fit onto the first's, from their clock sync messages (exit 1 if a sync "
-               "message then arrives before it was sent)");
+      "align", "how several traces' clocks fit onto the first's, from their clock sync messages, and the messages "
+               "between them (exit 1 if a message then arrives before it was sent)");
   cmd->add_option("traces", *traces, "trace files, the first the reference")->required()->expected(2, -1);
   add_clock_option(*cmd, *clocks);
   cmd->add_flag("--json", *json, "the fit as JSON on stdout");
   cmd->callback([=] {
     analysis::ClockAlignment a;
-    const auto indexes = open_aligned("align", *traces, *clocks, true, &a, nullptr);
+    std::shared_ptr<const analysis::CrossMessages> across;
+    const auto indexes = open_aligned("align", *traces, *clocks, true, &a, nullptr, &across);
     if (indexes.empty()) return void(*exit_code = 1);
     if (*json) {
       static const char* kHow[] = {"reference", "fitted", "offset only", "given", "own clock"};
-      nlohmann::json j{{"unmatched_sync", a.unmatched}, {"reused_sync_ids", a.reused}, {"sync_before_sent", a.early},
+      nlohmann::json j{{"unmatched_sync", a.unmatched},
+                       {"reused_sync_ids", a.reused},
+                       {"sync_before_sent", a.early},
+                       {"messages_between", across->messages.size()},
+                       {"messages_before_sent", across->early},
+                       {"messages_ambiguous", across->ambiguous},
                        {"warnings", a.warnings}};
       for (size_t t = 0; t < indexes.size(); ++t) {
         const analysis::TraceClock& c = a.clocks[t];
@@ -81,14 +102,14 @@ void add_align_command(CLI::App& app, int* exit_code) {
     } else {
       for (const std::string& line : a.report) std::printf("%s\n", line.c_str());
     }
-    if (a.early) *exit_code = 1;
+    if (a.early || across->early) *exit_code = 1;
   });
 }
 
 int open_figure(const char* command, const std::vector<std::string>& traces, const FigureOptions& o,
                 render::Scene& scene, render::FigureParams& f, render::Marks& marks) {
   analysis::ClockAlignment alignment;
-  const auto indexes = open_aligned(command, traces, o.clocks, false, &alignment);
+  const auto indexes = open_aligned(command, traces, o.clocks, false, &alignment, stderr, &scene.across);
   if (indexes.empty() && !traces.empty()) return 1;
   for (const auto& ix : indexes) scene.add_index(ix);
   scene.warnings = alignment.warnings;

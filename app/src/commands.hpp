@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tinescope/analysis/clock_align.hpp"
+#include "tinescope/analysis/message_across.hpp"
 #include "tinescope/index/trace_index.hpp"
 
 namespace tinescope::app {
@@ -19,11 +20,13 @@ std::unique_ptr<index::TraceIndex> open_index(const std::string& trace, bool qui
 // The indexes of the traces, built first if need be, every one on the
 // first's clock: fitted from their clock sync messages, or as --clock says
 // (analysis/clock_align.hpp). The fit and its warnings go to `fit_to`
-// (null: nowhere). Empty after printing "tinescope COMMAND: why".
+// (null: nowhere). With `across`, the messages between the traces are
+// matched too (one trace alone: none). Empty after printing "tinescope COMMAND: why".
 std::vector<std::shared_ptr<index::TraceIndex>> open_aligned(const char* command, const std::vector<std::string>& traces,
                                                              const std::vector<std::string>& clocks, bool quiet,
                                                              analysis::ClockAlignment* alignment = nullptr,
-                                                             FILE* fit_to = stderr);
+                                                             FILE* fit_to = stderr,
+                                                             std::shared_ptr<const analysis::CrossMessages>* across = nullptr);
 // --clock: add_clock_option (figure_options.hpp).
 // `align`: prints how several traces' clocks fit onto the first's.
 void add_align_command(CLI::App& app, int* exit_code);

@@ -10,8 +10,9 @@
 //
 // B records with TINESCOPE_CLOCK_SKEW: its clock reads 5 s ahead of A's and
 // runs 1000 ppm (1.001x) fast, as an unsynchronised machine's might; the
-// skew is written to B's trace as metadata "demo.clock_skew" so that a test
-// can hold the fit to it.
+// skew is written to B's trace as metadata "demo.clock_skew", and each
+// node's own count of what it sent and received as "demo.*", so that a test
+// can hold the fit and the matching to them.
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -115,6 +116,7 @@ int node_b(int data, int sync, const std::string& path, bool overwrite) {
   }
   ::shutdown(sync, SHUT_RDWR);
   syncer.join();
+  ts::metadata("demo.requests_received", std::to_string(n).c_str());  // the workload's own count
   ts_stop();
   return 0;
 }
@@ -156,10 +158,12 @@ int run_node_demo(const std::string& out, double duration, bool overwrite) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   });
+  uint64_t replies_received = 0, requests_sent = 0;
   std::thread replies([&] {
     ts::thread_name("replies");
     Frame r;
     while (read_all(d, &r, sizeof r)) {
+      ++replies_received;
       ts::recv(r.id, kResp, r.size);
       TS_SCOPE("reply");
       spin_for(20'000);
@@ -173,6 +177,7 @@ int run_node_demo(const std::string& out, double duration, bool overwrite) {
       TS_SCOPE("request");
       ts::send(f.id, kReq, f.size);
       if (!write_all(d, &f, sizeof f)) break;
+      ++requests_sent;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
@@ -184,6 +189,8 @@ int run_node_demo(const std::string& out, double duration, bool overwrite) {
   waitpid(child, &status, 0);
   ::shutdown(d, SHUT_RDWR);
   replies.join();
+  ts::metadata("demo.requests_sent", std::to_string(requests_sent).c_str());
+  ts::metadata("demo.replies_received", std::to_string(replies_received).c_str());
   ts_stop();
   std::printf("tinescope-demo --node: %s (node A) and %s (node B, its clock 5 s ahead and 1000 ppm fast)\n"
               "  tinescope view %s %s   aligns them from their clock sync messages\n",

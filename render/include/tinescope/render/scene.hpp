@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tinescope/analysis/message_across.hpp"
 #include "tinescope/index/trace_index.hpp"
 #include "tinescope/render/time_axis.hpp"
 
@@ -127,6 +128,9 @@ class Scene {
   // What every figure of the scene says above its lanes: what is wrong with
   // the scene as a whole (clocks of several traces that could not be aligned).
   std::vector<std::string> warnings;
+  // Messages between its traces (each an orphan in its own trace), once
+  // they are on one clock: drawn as arrows from one trace's lane to the other's.
+  std::shared_ptr<const analysis::CrossMessages> across;
 
  private:
   void scan(Source& s, uint32_t source);
