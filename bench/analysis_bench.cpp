@@ -11,6 +11,9 @@
 //                                  page cache first (p99 of 200 random events)
 //   analysis.orphans_ms            the messages never received and never sent,
 //                                  per channel and sender, from the index's flows
+//   analysis.merge_ms              two nodes' traces (--merge-events each) put on
+//                                  one clock (sync events read, fitted) and their
+//                                  messages matched, against indexing both
 // Each printed with its ratio to the goal, and the cost behind it.
 #include <fcntl.h>
 #include <unistd.h>
@@ -22,7 +25,9 @@
 #include <cstdio>
 
 #include "synthetic_trace.hpp"
+#include "tinescope/analysis/clock_align.hpp"
 #include "tinescope/analysis/derived_stream.hpp"
+#include "tinescope/analysis/message_across.hpp"
 #include "tinescope/analysis/event_details.hpp"
 #include "tinescope/analysis/message_report.hpp"
 #include "tinescope/analysis/needles.hpp"
@@ -112,10 +117,12 @@ int main(int argc, char** argv) {
   app.add_option("--field-stream", field_expr, "the field stream to compute (over a trace made with user events)");
   double field_events = 2e8;
   app.add_option("--field-events", field_events, "events of the trace made for the field stream");
+  double merge_events = 1e8;
+  app.add_option("--merge-events", merge_events, "events in each of the two traces merged (0: no merge figure)");
   app.add_option("-k", k, "needles to find");
   app.add_flag("--quick", quick, "a small trace: checks that every figure prints");
   CLI11_PARSE(app, argc, argv);
-  if (quick) events = 2e6, derive_events = 1e6, field_events = 1e6;
+  if (quick) events = 2e6, derive_events = 1e6, field_events = 1e6, merge_events = 1e6;
   if (trace.empty()) trace = "index_bench." + std::to_string(uint64_t(events)) + ".tine";  // shared with index_bench
   if (!bench::ensure_bench_trace(trace, uint64_t(events), 16, "analysis_bench")) return 1;
   std::string error;
@@ -269,6 +276,43 @@ int main(int argc, char** argv) {
                 "%llu never sent, over %llu events, median of 3)\n",
                 ms_each[1], ms_each[1] / 1000, (unsigned long long)r.flows, (unsigned long long)r.all.never_received,
                 (unsigned long long)r.all.never_sent, (unsigned long long)ix->events());
+  }
+
+  // ---- two nodes' traces merged: each indexed (the goal's measure), then
+  // put on one clock and their messages matched, from the indexes (median of 3).
+  if (merge_events > 0) {
+    std::vector<std::unique_ptr<index::TraceIndex>> nodes;
+    double index_ms = 0;
+    for (uint32_t node : {1u, 2u}) {
+      const std::string path = "merge_bench." + std::to_string(uint64_t(merge_events)) + ".node" + std::to_string(node) + ".tine";
+      if (::access(path.c_str(), F_OK) != 0) {
+        bench::SyntheticOptions o;
+        o.events = uint64_t(merge_events), o.threads = 16, o.seed = node, o.node = node;
+        bench::SyntheticResult r;
+        if (!bench::write_synthetic_trace(path, o, r, error)) return std::fprintf(stderr, "analysis_bench: %s\n", error.c_str()), 1;
+      }
+      ::unlink((path + ".idx").c_str());
+      const auto t0 = Clock::now();
+      auto nix = index::TraceIndex::build(path, error);
+      index_ms += ms_since(t0);
+      if (!nix) return std::fprintf(stderr, "analysis_bench: %s\n", error.c_str()), 1;
+      nodes.push_back(std::move(nix));
+    }
+    std::vector<double> ms_each;
+    analysis::ClockAlignment al;
+    analysis::CrossMessages across;
+    for (int i = 0; i < 3; ++i) {
+      const auto t0 = Clock::now();
+      if (!analysis::align_traces({nodes[0].get(), nodes[1].get()}, {}, al, error))
+        return std::fprintf(stderr, "analysis_bench: %s\n", error.c_str()), 1;
+      across = analysis::match_across({nodes[0].get(), nodes[1].get()});
+      ms_each.push_back(ms_since(t0));
+    }
+    std::sort(ms_each.begin(), ms_each.end());
+    std::printf("figure: analysis.merge_ms %.1f ms (indexing both: %.1f ms; goal <= 1x of it: %.3fx; %llu + %llu events, "
+                "%llu sync messages each way, %zu messages between them, median of 3)\n",
+                ms_each[1], index_ms, ms_each[1] / index_ms, (unsigned long long)nodes[0]->events(),
+                (unsigned long long)nodes[1]->events(), (unsigned long long)al.clocks[1].there, across.messages.size());
   }
   return 0;
 }

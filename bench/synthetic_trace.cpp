@@ -26,6 +26,7 @@ namespace {
 // String ids, defined in the metadata chunk.
 enum : uint32_t { kTask = 1, kTick = 2, kQueueDepth = 3, kPhase0 = 4, kPhases = 16, kThreadNames = kPhase0 + kPhases };
 
+constexpr uint64_t kSyncEveryNs = 10'000'000;  // (SyntheticOptions::node)
 constexpr uint64_t kSliceNs = 1'000'000;  // threads advance in lockstep slices; messages take >= 1 slice
 
 struct Recv {
@@ -35,7 +36,7 @@ struct Recv {
 
 struct Thread {
   ChunkBuilder cb;
-  uint64_t rng = 0, next_task = 0, task_no = 0, sent = 0;
+  uint64_t rng = 0, next_task = 0, task_no = 0, sent = 0, next_sync = 0;
   int64_t depth_counter = 0;
   std::mutex inbox_mu;
   std::priority_queue<Recv, std::vector<Recv>, std::greater<Recv>> inbox;
@@ -183,6 +184,20 @@ bool write_synthetic_trace(const std::string& path, const SyntheticOptions& opt,
           const uint64_t scale = anomaly ? 20 : 1;
           anomalies += anomaly;
           const uint64_t task_start = ts;
+          if (opt.node && i == nt - 1 && ts >= t.next_sync) {
+            // Node 1 sends 2k and receives 2k + 1; node 2 the other way round.
+            for (uint64_t id : {t.next_sync / kSyncEveryNs * 2, t.next_sync / kSyncEveryNs * 2 + 1}) {
+              const bool send = (id % 2 == 0) == (opt.node == 1);
+              deliver(t, ts);
+              emit(t, [&] {
+                uint8_t* p = t.cb.begin(send ? kClockSyncSend : kClockSyncRecv, ts++);
+                p = ChunkBuilder::put_u64(p, id);
+                p = ChunkBuilder::put_u64(p, 3 - opt.node);
+                t.cb.end(p);
+              });
+            }
+            t.next_sync += kSyncEveryNs;
+          }
           if (!opt.completes) named(t, kIntervalBegin, ts, kTask);
           uint64_t phases = 2 + next(t.rng) % 4;
           for (uint64_t k = 0; k < phases; ++k) {

@@ -20,6 +20,10 @@ struct SyntheticOptions {
   // times its task and records it whole), not a begin/end pair: its phases
   // are then outermost too.
   bool completes = false;
+  // 1 or 2: this trace is one node of a pair (a merge's benchmark): its last
+  // thread exchanges a clock sync message each way with the other node's
+  // every 10 ms (sync ids alike in both), on one clock.
+  uint32_t node = 0;
 };
 
 struct SyntheticResult {
