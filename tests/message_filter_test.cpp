@@ -31,11 +31,17 @@ TEST(MessageFilter, ReadsItsWordsAndNamesWhatIsWrong) {
   EXPECT_EQ(f.latency_max, INT64_MAX);
   ASSERT_TRUE(analysis::parse_message_filter("  ", f, error));
   EXPECT_TRUE(f.any());
+  ASSERT_TRUE(analysis::parse_message_filter("lanes=q.01,q.05 orphans rest=grey", f, error)) << error;
+  EXPECT_EQ(f.lanes, "q.01,q.05");
+  EXPECT_TRUE(f.orphans);
+  EXPECT_TRUE(f.grey_rest);
   ASSERT_TRUE(analysis::parse_message_filter("latency=1ms", f, error));
   EXPECT_EQ(f.latency_min, 1'000'000);
   EXPECT_EQ(f.latency_max, 1'000'000);
   const std::pair<const char*, const char*> bad[] = {
-      {"chanel=q", "'chanel' is not channel, from, to, size or latency"},
+      {"chanel=q", "'chanel' is not channel, from, to, lanes, size, latency or rest"},
+      {"rest=pink", "rest= is grey or hide, not 'pink'"},
+      {"lanes=a lanes=b", "'lanes' is given twice"},
       {"latency>soon", "latency>soon: not a duration"},
       {"size>=big", "size>=big: not a number of bytes"},
       {"from>q", "from takes =, not >"},
@@ -103,6 +109,13 @@ TEST(MessageFilter, ThePictureDrawsExactlyTheMessagesItPasses) {
     if (!to.empty()) add("to=" + to);
     add(pick(sizes));
     add(pick(latencies));
+    // MPROV's pick (either lane, a list) and orphans; and the rest greyed, not left out.
+    const char* picks[] = {"", "", "q.01,q.05,producer.1", "/q\\.0[3-5]/"};
+    const std::string either = pick(picks);
+    if (!either.empty()) add("lanes=" + either);
+    const bool orphans = rng() % 4 == 0, grey = rng() % 3 == 0;
+    if (orphans) add("orphans");
+    if (grey) add("rest=grey");
     auto filter = std::make_shared<analysis::MessageFilter>();
     ASSERT_TRUE(analysis::parse_message_filter(text, *filter, error)) << text << ": " << error;
     // The plain reading.
@@ -128,6 +141,16 @@ TEST(MessageFilter, ThePictureDrawsExactlyTheMessagesItPasses) {
       if (text.find("latency>1ms") != std::string::npos && ns <= 1'000'000) return false;
       if (text.find("latency<=200us") != std::string::npos && ns > 200'000) return false;
       if (text.find("latency>=50us") != std::string::npos && ns < 50'000) return false;
+      if (!either.empty()) {
+        auto in_list = [&](uint32_t feedlet) {
+          if (either[0] == '/') return label_is(either, feedlet);
+          for (const char* item : {"q.01", "q.05", "producer.1"})
+            if (label_is(item, feedlet)) return true;
+          return false;
+        };
+        if (!((sent && in_list(f.src)) || (received && in_list(f.dst)))) return false;
+      }
+      if (orphans && f.matched()) return false;
       return true;
     };
     render::FigureParams fp;
@@ -137,12 +160,14 @@ TEST(MessageFilter, ThePictureDrawsExactlyTheMessagesItPasses) {
     render::TimelineRequest req = render::timeline_request(scene, fp, render::TimelineGeometry::of(render::Rect{0, 0, 1150, 900}));
     req.max_arrows = 100000;  // (every message an arrow: the set is compared)
     const render::TimelinePicture p = render::build_timeline(scene, req);
-    std::multiset<uint64_t> got, want;
-    for (const render::Arrow& a : p.arrows) got.insert(a.flow.id);
+    std::multiset<uint64_t> got, want, got_grey, want_grey;
+    for (const render::Arrow& a : p.arrows) (a.colour == 0xff505050u ? got_grey : got).insert(a.flow.id);
     const render::ClockWindow cw(catalog->clock, fp.t0, fp.t1);
     for (const index::Flow& f : ix.flows(cw.k0, cw.k1, SIZE_MAX, true))
       if (passes(f)) want.insert(f.id);
+      else if (grey) want_grey.insert(f.id);  // (rest=grey: every other message, in grey)
     EXPECT_EQ(got, want) << "filter '" << text << "'";
+    EXPECT_EQ(got_grey, want_grey) << "filter '" << text << "'";
     drawn += int(got.size());
     rounds_with_arrows += !got.empty();
   }

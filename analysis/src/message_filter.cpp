@@ -25,27 +25,36 @@ bool parse_message_filter(const std::string& text, MessageFilter& out, std::stri
   if (quoted) return error = "a quote is not closed: " + text, false;
   if (in_word) words.push_back(cur);
   for (const std::string& w : words) {
+    if (w == "orphans") {
+      out.orphans = true;
+      continue;
+    }
+    if (w == "rest=grey" || w == "rest=hide") {
+      out.grey_rest = w == "rest=grey";
+      continue;
+    }
     const size_t op_at = w.find_first_of("=<>");
     if (op_at == std::string::npos || op_at == 0)
-      return error = "'" + w + "' is not KEY=VALUE, size>=N or latency>D", false;
+      return error = "'" + w + "' is not KEY=VALUE, size>=N, latency>D or orphans", false;
     const std::string key = w.substr(0, op_at);
     std::string op(1, w[op_at]);
     if (op_at + 1 < w.size() && w[op_at + 1] == '=' && op != "=") op += '=';
     const std::string value = w.substr(op_at + op.size());
     if (value.empty()) return error = "'" + w + "' has no value", false;
-    if (key == "channel" || key == "from" || key == "to") {
+    if (key == "rest") return error = "rest= is grey or hide, not '" + value + "'", false;
+    if (key == "channel" || key == "from" || key == "to" || key == "lanes") {
       if (op != "=") return error = key + " takes =, not " + op, false;
       if (value[0] == '=' || value[0] == '<' || value[0] == '>') return error = "'" + w + "': one = between key and value", false;
-      std::string& slot = key == "channel" ? out.channel : key == "from" ? out.from : out.to;
+      std::string& slot = key == "channel" ? out.channel : key == "from" ? out.from : key == "to" ? out.to : out.lanes;
       if (!slot.empty()) return error = "'" + key + "' is given twice", false;
       if (value.size() > 1000) return error = key + "= is longer than 1000 characters", false;
       std::string why;
       if (!valid_pattern(value, why)) return error = key + "=" + value + ": " + why, false;
-      (key == "channel" ? out.channel : key == "from" ? out.from : out.to) = value;
+      slot = value;
       continue;
     }
     if (key != "size" && key != "latency")
-      return error = "'" + key + "' is not channel, from, to, size or latency", false;
+      return error = "'" + key + "' is not channel, from, to, lanes, size, latency or rest", false;
     double v = 0;  // (a fraction of a nanosecond is kept: the bounds round the right way)
     if (key == "size") {
       if (value.find_first_not_of("0123456789") != std::string::npos || value.size() > 18)
@@ -81,7 +90,7 @@ bool parse_message_filter(const std::string& text, MessageFilter& out, std::stri
 }
 
 MessageMatcher::MessageMatcher(const index::TraceIndex& ix, const MessageFilter& f)
-    : ix_(ix), filter_(f), channel_(ix, f.channel), from_(ix, f.from), to_(ix, f.to) {}
+    : ix_(ix), filter_(f), channel_(ix, f.channel), from_(ix, f.from), to_(ix, f.to), lanes_(ix, f.lanes) {}
 
 bool MessageMatcher::matches(const index::Flow& f) {
   if (filter_.any()) return true;
@@ -91,6 +100,8 @@ bool MessageMatcher::matches(const index::Flow& f) {
   // A lane test needs its half: a message never received has no receiver.
   if (!from_.any() && (!sent || !from_.matches(f.src))) return false;
   if (!to_.any() && (!received || !to_.matches(f.dst))) return false;
+  if (!lanes_.any() && !((sent && lanes_.matches(f.src)) || (received && lanes_.matches(f.dst)))) return false;
+  if (filter_.orphans && f.matched()) return false;
   if (filter_.latency_min != INT64_MIN || filter_.latency_max != INT64_MAX) {
     if (!f.matched()) return false;
     const int64_t ns = ix_.to_ns(f.recv_ts) - ix_.to_ns(f.send_ts);

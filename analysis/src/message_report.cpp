@@ -70,20 +70,36 @@ bool ChannelMatcher::matches(uint64_t channel) {
   return it->second;
 }
 
-LaneMatcher::LaneMatcher(const index::TraceIndex& ix, const std::string& pattern) : match_(pattern) {
-  if (match_.any()) return;
+LaneMatcher::LaneMatcher(const index::TraceIndex& ix, const std::string& pattern) {
+  if (pattern.empty()) return;
+  // A /regex/ is one pattern (its commas are its own); else each item of the list.
+  if (pattern.size() >= 2 && pattern.front() == '/' && pattern.back() == '/') {
+    match_.emplace_back(pattern);
+  } else {
+    for (size_t at = 0; at <= pattern.size();) {
+      const size_t comma = std::min(pattern.find(',', at), pattern.size());
+      if (comma > at) match_.emplace_back(pattern.substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
   catalog_ = ix.catalog_snapshot();
   labels_ = catalog_->thread_labels();
 }
 
+bool LaneMatcher::matches(std::string_view text) const {
+  for (const NameMatcher& m : match_)
+    if (m.matches(text)) return true;
+  return false;
+}
+
 bool LaneMatcher::matches(uint32_t feedlet) {
-  if (match_.any()) return true;
+  if (match_.empty()) return true;
   auto [it, fresh] = known_.try_emplace(feedlet, false);
   if (fresh) {
     auto l = labels_.find(feedlet);
     auto f = catalog_->feedlets.find(feedlet);
-    it->second = (l != labels_.end() && match_.matches(l->second)) ||
-                 (f != catalog_->feedlets.end() && !f->second.name.empty() && match_.matches(f->second.name));
+    it->second = (l != labels_.end() && matches(l->second)) ||
+                 (f != catalog_->feedlets.end() && !f->second.name.empty() && matches(f->second.name));
   }
   return it->second;
 }

@@ -24,6 +24,8 @@ namespace tinescope::render {
 
 // Arrows under protocol rules: red breaks one, green keeps them.
 constexpr uint32_t kViolatedColour = 0xff2828e6, kSatisfiedColour = 0xff3cb43c;
+// Messages a filter does not pass, under rest=grey: there for context, quiet.
+constexpr uint32_t kContextColour = 0xff505050;
 
 using index::Node;
 using index::StreamKind;
@@ -499,9 +501,11 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     // limit is the look. Looking through 64 times it cost a coarse view
     // ~40 ms, where its picture had taken 6.)
     // A message filter (`--messages`) leaves messages out as lanes not shown do.
+    // With rest=grey it leaves nothing out: it greys what it does not pass.
     std::optional<analysis::MessageMatcher> only;
     if (req.message_filter && !req.message_filter->any()) only.emplace(ix, *req.message_filter);
-    bool every_lane = !only;
+    const bool grey_rest = only && req.message_filter->grey_rest;
+    bool every_lane = !only || grey_rest;
     for (const Lane& l : scene.lanes()) every_lane &= l.source != s || lane_of.count({s, l.feedlet}) > 0;
     size_t looked = size_t(req.max_arrows) * (every_lane ? 1 : kArrowsLookedPerShown);
     std::vector<index::Flow> flows;
@@ -513,7 +517,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       std::erase_if(flows, [&](const index::Flow& f) {
         const bool sent = f.flags & index::kFlowSent, received = f.flags & index::kFlowReceived;
         const bool a = lane_of.count({s, f.src}), b = lane_of.count({s, f.dst});
-        return (sent && received ? !(a && b) : sent ? !a : !b) || (only && !only->matches(f));
+        return (sent && received ? !(a && b) : sent ? !a : !b) || (only && !grey_rest && !only->matches(f));
       });
       // A growing trace's new lanes, not in the scene yet: flows of lanes
       // not shown after all, so the look goes on as for lanes not shown.
@@ -537,7 +541,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       // (Over the cap, the flows read are some of them: none are bundled,
       // filtered or not.)
       const bool over_cap = flows.size() > req.max_bundled;
-      if (only) std::erase_if(flows, [&](const index::Flow& f) { return !only->matches(f); });
+      if (only && !grey_rest) std::erase_if(flows, [&](const index::Flow& f) { return !only->matches(f); });
       if (!flows.empty() && !over_cap) {
         struct Acc {
           double x0 = 0, x1 = 0;
@@ -619,6 +623,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       uint32_t colour = channel_colour[f.channel];
       if (req.rule_verdicts && s < req.rule_verdicts->size())
         if (const uint8_t v = (*req.rule_verdicts)[s].verdict(f)) colour = v == analysis::RuleReport::Violated ? kViolatedColour : kSatisfiedColour;
+      if (grey_rest && !only->matches(f)) colour = kContextColour;
       if (sent && received) {
         if (a == lane_of.end() || b == lane_of.end()) continue;
         P.arrows.push_back(

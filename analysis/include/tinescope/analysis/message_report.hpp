@@ -70,12 +70,14 @@ class ChannelMatcher {
 // /regex/; "" matches every lane. Remembers each lane's answer.
 class LaneMatcher {
  public:
+  // `pattern`: a glob, a /regex/, or a comma-separated list of globs (MPROV's pick).
   LaneMatcher(const index::TraceIndex& ix, const std::string& pattern);
   bool matches(uint32_t feedlet);
-  bool any() const { return match_.any(); }
+  bool any() const { return match_.empty(); }
 
  private:
-  NameMatcher match_;
+  bool matches(std::string_view text) const;
+  std::vector<NameMatcher> match_;  // any of them
   std::shared_ptr<const trace::Catalog> catalog_;
   std::unordered_map<uint32_t, std::string> labels_;
   std::unordered_map<uint32_t, bool> known_;
