@@ -182,14 +182,67 @@ TEST(ClockAlign, WithoutSyncATraceKeepsItsClockAndAGivenOffsetMovesIt) {
 TEST(ClockAlign, ReusedAndUnmatchedSyncIdsAreCountedAndLeftOut) {
   const TwoNodes nodes;
   std::vector<Sync> sync = sync_messages(nodes, 100, 11);
-  sync[5].id = sync[6].id;  // two messages under one id: both left out
+  sync[4].id = sync[6].id;  // A sends two messages to B under one id: both left out, both ends
   sync.push_back({9999, 1'005'000'000'000, -1, true});  // its receive was lost
   Pair p("reused", nodes, sync);
   const analysis::ClockAlignment al = p.align();
-  EXPECT_EQ(al.reused, 2u);
+  EXPECT_EQ(al.reused, 4u);
   EXPECT_EQ(al.unmatched, 1u);
   EXPECT_EQ(al.clocks[1].there + al.clocks[1].back, 198u);
   EXPECT_LT(worst_error_ns(nodes, *p.b.ix), 5'000);
+}
+
+// Each node numbering its own sync messages from 1: one id is a message
+// each way, and each send pairs with the receive in the other trace.
+TEST(ClockAlign, NodesThatCountTheirOwnSyncIdsAlign) {
+  const TwoNodes nodes;
+  std::vector<Sync> sync = sync_messages(nodes, 300, 21);
+  uint64_t there = 0, back = 0;
+  for (Sync& s : sync) s.id = s.a_to_b ? ++there : ++back;
+  Pair p("ownids", nodes, sync);
+  const analysis::ClockAlignment al = p.align();
+  EXPECT_EQ(al.reused, 0u);
+  EXPECT_EQ(al.clocks[1].there, 300u);
+  EXPECT_EQ(al.clocks[1].back, 300u);
+  EXPECT_LT(worst_error_ns(nodes, *p.b.ix), 5'000);
+}
+
+// A chain: C syncs with B only, B with A; C reaches A's clock through B's
+// (ClockLine::then and inverse, a breadth-first tree of the pairs).
+TEST(ClockAlign, AClockSyncedOnlyThroughAnotherIsChainedToTheFirst) {
+  const TwoNodes ab;            // B = 5 s + 1.001 A
+  TwoNodes bc;                  // C from B's clock: C = 2 s + 0.9995 B (as a pair with B first)
+  bc.skew_offset = 2e9, bc.skew_rate = 0.9995;
+  std::vector<Sync> ab_sync = sync_messages(ab, 300, 31);
+  // B -> C sync at true times: B's clock is b_of(truth), C's is bc.b_of(B's).
+  std::vector<Sync> bc_sync;
+  for (const Sync& s : sync_messages(TwoNodes{0, 1}, 300, 32)) {  // (times on the true clock)
+    const int64_t send = s.send_ns, recv = s.recv_ns;
+    const int64_t at_b_send = ab.b_of(send), at_b_recv = ab.b_of(recv);
+    bc_sync.push_back({s.id + 100'000, s.a_to_b ? at_b_send : bc.b_of(at_b_send), s.a_to_b ? bc.b_of(at_b_recv) : at_b_recv, s.a_to_b});
+  }
+  // B's trace holds both: for the B-C pair it is the first (the sender of a_to_b messages).
+  std::vector<Sync> b_events = ab_sync;
+  for (Sync s : bc_sync) s.a_to_b = !s.a_to_b, b_events.push_back(s);
+  const int64_t first = 999'000'000'000, last = 1'011'000'000'000;
+  test::IndexedTrace a("chain-a", sync_trace(ab_sync, true, first, last));
+  test::IndexedTrace b("chain-b", sync_trace(b_events, false, ab.b_of(first), ab.b_of(last)));
+  test::IndexedTrace c("chain-c", sync_trace(bc_sync, false, bc.b_of(ab.b_of(first)), bc.b_of(ab.b_of(last))));
+  analysis::ClockAlignment al;
+  std::string why;
+  ASSERT_TRUE(analysis::align_traces({a.ix.get(), b.ix.get(), c.ix.get()}, {}, al, why)) << why;
+  EXPECT_EQ(al.clocks[2].how, analysis::TraceClock::Fitted);
+  EXPECT_EQ(al.clocks[2].reference, 0u);
+  EXPECT_EQ(al.clocks[2].peer, 1u);
+  EXPECT_TRUE(al.warnings.empty()) << al.warnings[0];
+  // C's every time back on A's clock, within the two fits' errors.
+  double worst = 0;
+  for (int k = 0; k <= 100; ++k) {
+    const int64_t truth = first + (last - first) / 100 * k;
+    const uint64_t c_ticks = uint64_t(bc.b_of(ab.b_of(truth)));
+    worst = std::max(worst, std::fabs(double(c.ix->to_ns(c_ticks)) - double(truth)));
+  }
+  EXPECT_LT(worst, 10'000);
 }
 
 TEST(ClockAlign, ParsesClockChoices) {
@@ -261,13 +314,15 @@ TEST(ClockAlign, TheTwoNodeDemoMerges) {
   uint64_t to_b = 0;
   for (const analysis::CrossMessage& m : across.messages) to_b += m.send_trace == 0 && m.recv_trace == 1;
   EXPECT_EQ(to_b, requests);
+  // Traces on clocks of their own share no messages: where would their arrows go?
+  EXPECT_TRUE(analysis::match_across({a.get(), b.get()}, {0, 1}).messages.empty());
   // In one scene the nodes' lanes are grouped by node, and overlap in time.
   render::Scene scene;
   scene.add_index(std::move(a));
   scene.add_index(std::move(b));
   std::set<std::string> groups;
   for (const render::Lane& l : scene.lanes()) groups.insert(l.group);
-  EXPECT_TRUE(groups.count("node A") && groups.count("node B")) << *groups.begin();
+  EXPECT_TRUE(groups.count("node A") && groups.count("node B")) << groups.size() << " groups";
   EXPECT_LT(scene.last_ns() - scene.first_ns(), 3'000'000'000);
   // Its pictures draw those messages as arrows from one node's lane to the
   // other's, each leaving before it arrives, and no half as an orphan.
@@ -278,7 +333,9 @@ TEST(ClockAlign, TheTwoNodeDemoMerges) {
     f.t0 = at, f.t1 = at + 10'000'000;
     const render::TimelinePicture p =
         render::build_timeline(scene, render::timeline_request(scene, f, render::TimelineGeometry::of(render::Rect{0, 0, 1150, 400})));
+    std::set<uint64_t> ids;
     for (const render::Arrow& arrow : p.arrows) {
+      EXPECT_TRUE(ids.insert(arrow.flow.id).second) << "message " << arrow.flow.id << " drawn twice";
       EXPECT_EQ(arrow.orphan, 0) << "message " << arrow.flow.id << " at " << arrow.send;
       EXPECT_LE(arrow.send, arrow.recv) << "message " << arrow.flow.id;
       between += arrow.flow.channel <= 2;

@@ -66,37 +66,66 @@ ClockAlignment align_clocks(const std::vector<std::vector<SyncEvent>>& sync, con
     out.report.push_back("warning: " + s);
     out.warnings.push_back(std::move(s));
   };
-  // The two ends of each sync id, across every trace; an id sent (or received) twice is left out.
+  // The ends of each sync id, across every trace. Nodes may each count
+  // their own ids from 1, so one id may be sent by A to B and by B to A:
+  // a send pairs with the one receive of its id in another trace. An id a
+  // trace sends (or receives) twice, or a send with receives in several
+  // other traces, is left out (`reused`).
   struct End {
     uint32_t trace = 0;
     int64_t ns = 0;
-    uint32_t seen = 0;
   };
   struct Ends {
-    End send, recv;
+    std::vector<End> sends, recvs;
   };
   std::map<uint64_t, Ends> by_id;
   for (uint32_t t = 0; t < n; ++t)
-    for (const SyncEvent& e : sync[t]) {
-      End& end = e.sent ? by_id[e.sync_id].send : by_id[e.sync_id].recv;
-      if (end.seen++ == 0) end.trace = t, end.ns = e.ns;
+    for (const SyncEvent& e : sync[t]) (e.sent ? by_id[e.sync_id].sends : by_id[e.sync_id].recvs).push_back({t, e.ns});
+  struct Matched {
+    End send, recv;
+  };
+  std::vector<Matched> matched;
+  for (auto& [id, e] : by_id) {
+    auto twice = [](const std::vector<End>& ends) {
+      for (size_t i = 0; i < ends.size(); ++i)
+        for (size_t j = i + 1; j < ends.size(); ++j)
+          if (ends[i].trace == ends[j].trace) return true;
+      return false;
+    };
+    if (twice(e.sends) || twice(e.recvs)) {
+      out.reused += e.sends.size() + e.recvs.size();
+      continue;
     }
+    std::vector<bool> taken(e.recvs.size(), false);
+    for (const End& s : e.sends) {
+      size_t found = SIZE_MAX, candidates = 0, own = 0;
+      for (size_t r = 0; r < e.recvs.size(); ++r) {
+        if (e.recvs[r].trace == s.trace) ++own;  // between threads of one trace: one clock already
+        else ++candidates, found = r;
+      }
+      if (candidates > 1) {
+        out.reused += 1 + candidates;
+        for (size_t r = 0; r < e.recvs.size(); ++r) taken[r] = taken[r] || e.recvs[r].trace != s.trace;
+      } else if (candidates == 1 && !taken[found]) {
+        taken[found] = true;
+        matched.push_back({s, e.recvs[found]});
+      } else if (own == 0) {
+        ++out.unmatched;
+      }
+    }
+    for (size_t r = 0; r < e.recvs.size(); ++r) {
+      bool own = false;
+      for (const End& s : e.sends) own |= s.trace == e.recvs[r].trace;
+      out.unmatched += !taken[r] && !own;
+    }
+  }
   // Per pair of traces {u < v}: messages u -> v and v -> u.
   struct Pair {
     std::vector<import::SyncPoint> there, back;
   };
   std::map<std::pair<uint32_t, uint32_t>, Pair> pairs;
-  for (auto& [id, m] : by_id) {
-    if (m.send.seen > 1 || m.recv.seen > 1) {
-      out.reused += std::max(m.send.seen, m.recv.seen);
-      continue;
-    }
-    if (!m.send.seen || !m.recv.seen) {
-      ++out.unmatched;
-      continue;
-    }
+  for (const Matched& m : matched) {
     const uint32_t s = m.send.trace, r = m.recv.trace;
-    if (s == r) continue;  // between threads of one trace: one clock already
     if (s < r) pairs[{s, r}].there.push_back({double(m.recv.ns), double(m.send.ns)});
     else pairs[{r, s}].back.push_back({double(m.send.ns), double(m.recv.ns)});
   }
@@ -157,10 +186,9 @@ ClockAlignment align_clocks(const std::vector<std::vector<SyncEvent>>& sync, con
   }
   if (out.unmatched)
     out.report.push_back(std::to_string(out.unmatched) + " sync messages have their other end in none of these traces");
-  if (out.reused) warn(std::to_string(out.reused) + " sync events reuse a sync id: left out of the fit");
+  if (out.reused) warn(std::to_string(out.reused) + " sync events reuse a sync id so that their other ends cannot be told: left out of the fit");
   // Causality, once aligned: no sync message arrives before it left.
-  for (auto& [id, m] : by_id) {
-    if (m.send.seen != 1 || m.recv.seen != 1 || m.send.trace == m.recv.trace) continue;
+  for (const Matched& m : matched) {
     const TraceClock &s = out.clocks[m.send.trace], &r = out.clocks[m.recv.trace];
     if (s.reference != r.reference) continue;
     out.early += r.line(double(m.recv.ns)) < s.line(double(m.send.ns));

@@ -32,7 +32,8 @@ const CrossMessage* CrossMessages::find(uint32_t trace, const index::Flow& half)
   return &m;
 }
 
-CrossMessages match_across(const std::vector<const index::TraceIndex*>& traces) {
+CrossMessages match_across(const std::vector<const index::TraceIndex*>& traces, const std::vector<uint32_t>& clock_of) {
+  auto clock = [&](uint32_t t) { return t < clock_of.size() ? clock_of[t] : 0; };
   struct Half {
     uint32_t trace;
     index::Flow flow;
@@ -61,6 +62,7 @@ CrossMessages match_across(const std::vector<const index::TraceIndex*>& traces) 
     }
     const Half &s = e.sends[0], &r = e.recvs[0];
     if (s.trace == r.trace) continue;  // one trace's: it knows they did not match (a lost chunk, a reused id)
+    if (clock(s.trace) != clock(r.trace)) continue;
     out.messages.push_back({s.trace, r.trace, s.flow, r.flow});
   }
   auto send_ns = [&](const CrossMessage& m) { return traces[m.send_trace]->to_ns(m.send.send_ts); };

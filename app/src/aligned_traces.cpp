@@ -32,6 +32,9 @@ std::vector<std::shared_ptr<index::TraceIndex>> open_aligned(const char* command
     std::string error;
     if (!analysis::parse_clock_choice(c.substr(eq + 1), choices[which], error)) return failed("--clock " + c + ": " + error);
   }
+  for (size_t t = 0; t < traces.size(); ++t)
+    for (size_t u = t + 1; u < traces.size(); ++u)
+      if (traces[t] == traces[u]) return failed(traces[t] + " is given twice");
   for (const std::string& t : traces) {
     std::shared_ptr<index::TraceIndex> ix = open_index(t, quiet);
     if (!ix) return out.clear(), out;
@@ -46,7 +49,9 @@ std::vector<std::shared_ptr<index::TraceIndex>> open_aligned(const char* command
   if (!analysis::align_traces(raw, choices, a, error)) return failed(error);
   if (across) {
     std::vector<const index::TraceIndex*> traces_read(raw.begin(), raw.end());
-    auto m = std::make_shared<analysis::CrossMessages>(analysis::match_across(traces_read));
+    std::vector<uint32_t> clock_of;
+    for (const analysis::TraceClock& c : a.clocks) clock_of.push_back(c.reference);
+    auto m = std::make_shared<analysis::CrossMessages>(analysis::match_across(traces_read, clock_of));
     a.report.push_back(std::to_string(m->messages.size()) + " messages between the traces (matched by id and channel)");
     auto warn = [&](std::string w) {
       a.report.push_back("warning: " + w);

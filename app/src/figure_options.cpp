@@ -45,7 +45,8 @@ void add_clock_option(CLI::App& cmd, std::vector<std::string>& clocks) {
   cmd.add_option("--clock", clocks,
                  "with several traces, TRACE=auto (fitted from its clock sync messages; the default), TRACE=none (its "
                  "own clock) or TRACE=+5ms (that far after the first trace's clock); TRACE is its path or file name")
-      ->expected(1, -1);
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);  // (one value a --clock: trace paths after it stay traces)
 }
 
 bool parse_duration(const std::string& text, double& ns) { return analysis::parse_duration(text, ns); }

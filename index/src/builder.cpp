@@ -495,8 +495,12 @@ bool Builder::run(int fd, uint64_t size, bool eof, unsigned threads, uint64_t re
   {
     // The parser's catalog is the host's; an alignment onto another trace's clock stays.
     const double offset = catalog_.clock.align_offset_ns(), rate = catalog_.clock.align_rate();
+    const uint64_t version = catalog_.version;
     catalog_ = parser_.catalog();
-    catalog_.clock.align(offset, rate);
+    if (offset != 0 || rate != 1) {
+      catalog_.clock.align(offset, rate);
+      catalog_.version = std::max(catalog_.version, version) + 1;  // (snapshots must not go back to the host's clock)
+    }
   }
   return parser_.error().empty() && read_error_.empty();
 }

@@ -344,7 +344,9 @@ std::unique_ptr<TraceIndex> TraceIndex::follow(const std::string& trace, std::st
 void TraceIndex::align_clock(double offset_ns, double rate) {
   std::unique_lock lock(mu_);
   catalog_.clock.align(offset_ns, rate);
-  ++catalog_.version;  // snapshots taken before are on the old clock
+  ++catalog_.version;
+  std::lock_guard snap(snapshot_mu_);
+  snapshot_.reset();  // taken on the old clock
 }
 
 std::shared_ptr<const trace::Catalog> TraceIndex::catalog_snapshot() const {

@@ -42,7 +42,10 @@ void read_pair(uint64_t& ticks, uint64_t& ns) {
       ns = a + (b - a) / 2;
     }
   }
-  if (g_skew_offset != 0 || g_skew_rate != 1) ns = uint64_t(std::llround(g_skew_offset + g_skew_rate * double(ns)));
+  if (g_skew_offset != 0 || g_skew_rate != 1) {
+    const double skewed = g_skew_offset + g_skew_rate * double(ns);
+    ns = skewed > 0 ? uint64_t(std::llround(skewed)) : 0;  // (a clock before its 0 reads 0)
+  }
 }
 
 Calibration calibrate(uint64_t window_ns) {

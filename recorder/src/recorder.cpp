@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -230,10 +231,17 @@ extern "C" int ts_start(const ts_config* config) {
 
   const char* clock = getenv("TINESCOPE_CLOCK");
   g_use_tsc = cpu_has_invariant_tsc() && !(clock && strcmp(clock, "monotonic") == 0);
-  if (const char* skew = getenv("TINESCOPE_CLOCK_SKEW")) {  // "OFFSET_NS[,RATE]"
-    char* end = nullptr;
-    const double offset = strtod(skew, &end);
-    const double rate = end && *end == ',' ? strtod(end + 1, nullptr) : 1.0;
+  {  // TINESCOPE_CLOCK_SKEW="OFFSET_NS[,RATE]"; anything else: this host's own clock
+    double offset = 0, rate = 1;
+    if (const char* skew = getenv("TINESCOPE_CLOCK_SKEW")) {
+      char* end = nullptr;
+      offset = strtod(skew, &end);
+      if (end && *end == ',') rate = strtod(end + 1, &end);
+      if (end == skew || (end && *end) || !(rate > 0.5 && rate < 2) || !(std::fabs(offset) < 1e18)) {
+        fprintf(stderr, "tinescope: TINESCOPE_CLOCK_SKEW='%s' is not OFFSET_NS[,RATE] (rate 0.5 to 2): not used\n", skew);
+        offset = 0, rate = 1;
+      }
+    }
     set_clock_skew(offset, rate);
   }
 

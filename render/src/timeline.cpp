@@ -468,6 +468,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
 
   // 5. Messages and lost data.
   std::map<std::pair<uint32_t, uint32_t>, const Layout::LaneRows*> lane_of;
+  std::unordered_set<const analysis::CrossMessage*> drawn_across;  // messages between traces drawn
   for (const Layout::LaneRows& lr : req.layout.lanes) {
     const Lane& l = scene.lanes()[lr.lane];
     lane_of[{l.source, l.feedlet}] = &lr;
@@ -629,12 +630,12 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
         P.arrows.push_back(
             {float(axis.x(send)), mid_y(a->second), float(axis.x(recv)), mid_y(b->second), 0, send, recv, s, f, colour});
       } else if (const analysis::CrossMessage* m = scene.across ? scene.across->find(s, f) : nullptr) {
-        // Between traces: from the sender's side, or from the receiver's
-        // where the send is not in the window (the sender's look missed it).
+        // Between traces: from whichever side's look finds it first (the
+        // other's may be past the arrow budget, or the half out of the window).
+        if (!drawn_across.insert(m).second) continue;
         const Source& send_src = scene.sources()[m->send_trace];
         const int64_t t_send = send_src.catalog->clock.to_ns(m->send.send_ts);
         const int64_t t_recv = scene.sources()[m->recv_trace].catalog->clock.to_ns(m->recv.recv_ts);
-        if (!sent && t_send >= req.t0 && t_send <= req.t1) continue;
         auto from = lane_of.find({m->send_trace, m->send.src}), to = lane_of.find({m->recv_trace, m->recv.dst});
         if (from == lane_of.end() || to == lane_of.end()) continue;
         P.arrows.push_back({float(axis.x(t_send)), mid_y(from->second), float(axis.x(t_recv)), mid_y(to->second), 0,

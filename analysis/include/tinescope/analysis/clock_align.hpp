@@ -49,7 +49,9 @@ struct TraceClock {
 struct ClockAlignment {
   std::vector<TraceClock> clocks;  // one per trace
   uint64_t unmatched = 0;  // sync events whose other end is in none of the traces
-  uint64_t reused = 0;     // sync ids sent (or received) more than once: left out
+  uint64_t reused = 0;     // sync events whose other end cannot be told (an id a trace sends or receives
+                           // twice, or received in several other traces): left out. Each node may
+                           // count its own ids: A -> B and B -> A under one id pair up.
   uint64_t early = 0;      // sync messages that arrive before they left, once aligned
   // What was fitted and what is wrong, a line each, for the terminal and the figures.
   std::vector<std::string> report;

@@ -30,7 +30,11 @@ struct CrossMessages {
 };
 
 // Matches the orphans of the traces (each already on the first's clock:
-// TraceIndex::align_clock). Reads each trace's flow table once.
-CrossMessages match_across(const std::vector<const index::TraceIndex*>& traces);
+// TraceIndex::align_clock). Reads each trace's flow table once. With
+// `clock_of` (a trace's clock reference, ClockAlignment's), only traces on
+// one clock are matched: a trace left on its own clock shares no message
+// with the others, since where its arrows would go is not known.
+CrossMessages match_across(const std::vector<const index::TraceIndex*>& traces,
+                           const std::vector<uint32_t>& clock_of = {});
 
 }  // namespace tinescope::analysis
