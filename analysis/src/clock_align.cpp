@@ -62,10 +62,6 @@ ClockAlignment align_clocks(const std::vector<std::vector<SyncEvent>>& sync, con
   const uint32_t n = uint32_t(sync.size());
   out.clocks.resize(n);
   auto choice = [&](uint32_t t) { return t < choices.size() ? choices[t] : ClockChoice{}; };
-  auto warn = [&](std::string s) {
-    out.report.push_back("warning: " + s);
-    out.warnings.push_back(std::move(s));
-  };
   // The ends of each sync id, across every trace. Nodes may each count
   // their own ids from 1, so one id may be sent by A to B and by B to A:
   // a send pairs with the one receive of its id in another trace. An id a
@@ -160,7 +156,7 @@ ClockAlignment align_clocks(const std::vector<std::vector<SyncEvent>>& sync, con
       c.reference = t, c.line = {};
       if (choice(t).kind == ClockChoice::None) out.report.push_back(names[t] + ": on its own clock (--clock none)");
       else
-        warn(names[t] + " has no clock sync messages joining it to " + names[0] +
+        out.warn(names[t] + " has no clock sync messages joining it to " + names[0] +
              ": left on its own clock (--clock " + names[t] + "=+OFFSET places it)");
       continue;
     }
@@ -180,13 +176,13 @@ ClockAlignment align_clocks(const std::vector<std::vector<SyncEvent>>& sync, con
                          std::to_string(c.there) + " sync messages to " + names[c.peer] + " and " +
                          std::to_string(c.back) + " back)");
     if (c.how == TraceClock::OffsetOnly)
-      warn(names[t] + " and " + names[c.peer] +
+      out.warn(names[t] + " and " + names[c.peer] +
            ": sync messages go one way only, so the drift cannot be fitted: offset only, the fastest message taken as "
            "instant");
   }
   if (out.unmatched)
     out.report.push_back(std::to_string(out.unmatched) + " sync messages have their other end in none of these traces");
-  if (out.reused) warn(std::to_string(out.reused) + " sync events reuse a sync id so that their other ends cannot be told: left out of the fit");
+  if (out.reused) out.warn(std::to_string(out.reused) + " sync events reuse a sync id so that their other ends cannot be told: left out of the fit");
   // Causality, once aligned: no sync message arrives before it left.
   for (const Matched& m : matched) {
     const TraceClock &s = out.clocks[m.send.trace], &r = out.clocks[m.recv.trace];
@@ -194,7 +190,7 @@ ClockAlignment align_clocks(const std::vector<std::vector<SyncEvent>>& sync, con
     out.early += r.line(double(m.recv.ns)) < s.line(double(m.send.ns));
   }
   if (out.early)
-    warn(std::to_string(out.early) +
+    out.warn(std::to_string(out.early) +
          " sync messages arrive before they were sent once the clocks are aligned: a clock's drift is not constant, "
          "or a sync message's ends are reversed; events near them may be out of order");
   return out;

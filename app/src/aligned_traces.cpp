@@ -53,14 +53,10 @@ std::vector<std::shared_ptr<index::TraceIndex>> open_aligned(const char* command
     for (const analysis::TraceClock& c : a.clocks) clock_of.push_back(c.reference);
     auto m = std::make_shared<analysis::CrossMessages>(analysis::match_across(traces_read, clock_of));
     a.report.push_back(std::to_string(m->messages.size()) + " messages between the traces (matched by id and channel)");
-    auto warn = [&](std::string w) {
-      a.report.push_back("warning: " + w);
-      a.warnings.push_back(std::move(w));
-    };
     if (m->ambiguous)
-      warn(std::to_string(m->ambiguous) + " message halves share their id and channel with another trace's: left unmatched");
+      a.warn(std::to_string(m->ambiguous) + " message halves share their id and channel with another trace's: left unmatched");
     if (m->early)
-      warn(std::to_string(m->early) + " messages between the traces arrive before they were sent once the clocks are aligned");
+      a.warn(std::to_string(m->early) + " messages between the traces arrive before they were sent once the clocks are aligned");
     *across = std::move(m);
   }
   if (fit_to)

@@ -56,6 +56,11 @@ struct ClockAlignment {
   // What was fitted and what is wrong, a line each, for the terminal and the figures.
   std::vector<std::string> report;
   std::vector<std::string> warnings;
+  // A warning: in the report (marked so) and among the warnings.
+  void warn(std::string w) {
+    report.push_back("warning: " + w);
+    warnings.push_back(std::move(w));
+  }
 };
 
 // Fits each trace's clock onto the first's from the sync events of each
