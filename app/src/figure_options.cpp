@@ -10,7 +10,7 @@
 namespace tinescope::app {
 
 void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::string>& more_figures) {
-  std::vector<std::string> figures = {"timeline", "scope"};
+  std::vector<std::string> figures = {"timeline", "scope", "sequence"};
   figures.insert(figures.end(), more_figures.begin(), more_figures.end());
   std::string help;
   for (const std::string& f : figures) help += (help.empty() ? "" : f == figures.back() ? " or " : ", ") + f;
@@ -23,18 +23,21 @@ void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::
   cmd.add_option("--theta", o.theta, "log-time warp: 0 is linear; larger opens up bursts (per microsecond)");
   cmd.add_option("--lanes", o.lanes, "lanes by thread or process name, or number, comma separated");
   cmd.add_option("--lane-order", o.lane_order,
-                 "timeline: first (as the lanes appeared; the default), name, process, or arrows (the order that makes "
+                 "timeline, sequence: first (as the lanes appeared; the default), name, process, or arrows (the order that makes "
                  "the message arrows shortest)")
       ->check(CLI::IsMember({"first", "name", "process", "arrows"}));
+  cmd.add_option("--spacing", o.spacing,
+                 "sequence: time (ends placed by real time; the default) or order (each send and receive one step)")
+      ->check(CLI::IsMember({"time", "order"}));
   cmd.add_option("--names-width", o.names_px, "timeline: the lane names' column, in pixels (long names; the viewer: drag its border)")
       ->check(CLI::Range(60, 4000));
   cmd.add_option("--hide-categories", o.hide_categories,
                  "timeline: leave out the intervals and instants of these categories, comma separated (the trace is "
                  "read once to find them)");
   cmd.add_option("--rules", o.rules,
-                 "timeline: protocol rules (docs/ANALYSIS.md): arrows that break one red, those that keep them green");
+                 "timeline, sequence: protocol rules (docs/ANALYSIS.md): arrows that break one red, those that keep them green");
   cmd.add_option("--messages", o.messages,
-                 "timeline: only these messages' arrows, e.g. 'channel=q.1* from=producer* size>=1024 latency>2ms' "
+                 "timeline, sequence: only these messages' arrows, e.g. 'channel=q.1* from=producer* size>=1024 latency>2ms' "
                  "(docs/VIEWER.md)");
   add_clock_option(cmd, o.clocks);
   cmd.add_option("--cursor", o.cursor, "a cursor at this time");
@@ -63,7 +66,10 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
     out = scene.first_ns() + int64_t(std::llround(ns));
     return true;
   };
-  f.type = o.figure == "scope" ? render::FigureParams::Scope : render::FigureParams::Timeline;
+  f.type = o.figure == "scope"      ? render::FigureParams::Scope
+           : o.figure == "sequence" ? render::FigureParams::Sequence
+                                    : render::FigureParams::Timeline;
+  const bool arrows = f.type != render::FigureParams::Scope;  // a figure that draws messages
   if (!at(o.from, scene.first_ns(), f.t0) || !at(o.to, scene.last_ns() + 1, f.t1)) return false;
   // A window that misses the trace draws nothing: say where the trace is.
   if (f.t0 > scene.last_ns() || (f.t1 < scene.first_ns() && f.t1 > f.t0)) {
@@ -90,8 +96,19 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
   if (!o.lane_order.empty() && !render::parse_lane_order(o.lane_order, f.lane_order))
     return error = "--lane-order: first, name, process or arrows", false;
   if (f.lane_order != render::LaneOrder::FirstAppearance) {
-    if (f.type != render::FigureParams::Timeline) return error = "--lane-order applies to the timeline", false;
+    if (!arrows) return error = "--lane-order applies to the timeline and the sequence diagram", false;
     f.lanes = render::order_lanes(scene, f.lanes, f.lane_order, &f.arrow_lengths);
+  }
+  if (!o.spacing.empty()) {
+    if (f.type != render::FigureParams::Sequence) return error = "--spacing applies to the sequence diagram", false;
+    render::parse_spacing(o.spacing, f.spacing);
+  }
+  // A sequence diagram's lifelines: the lanes asked for that send or receive.
+  if (f.type == render::FigureParams::Sequence) {
+    const bool asked = !f.lanes.empty();
+    f.lanes = render::message_lanes(scene, f.lanes);
+    if (f.lanes.empty())
+      return error = asked ? "--lanes: none of these lanes sends or receives a message" : "the trace holds no messages", false;
   }
   if (!o.hide_categories.empty() && f.type != render::FigureParams::Timeline) {
     error = "--hide-categories applies to the timeline";
@@ -128,13 +145,13 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
     f.hidden_names = hidden_names(found, f.hidden_categories);
   }
   if (!o.messages.empty()) {
-    if (f.type != render::FigureParams::Timeline) return error = "--messages applies to the timeline", false;
+    if (!arrows) return error = "--messages applies to the timeline and the sequence diagram", false;
     auto filter = std::make_shared<analysis::MessageFilter>();
     if (!analysis::parse_message_filter(o.messages, *filter, error)) return error = "--messages: " + error, false;
     f.message_filter = std::move(filter);
   }
   if (!o.rules.empty()) {
-    if (f.type != render::FigureParams::Timeline) return error = "--rules applies to the timeline", false;
+    if (!arrows) return error = "--rules applies to the timeline and the sequence diagram", false;
     if (scene.sources().empty()) return error = "--rules needs the traces on the command line (not a live view)", false;
     analysis::Rules rules;
     if (!analysis::load_rules(o.rules, rules, error)) return false;

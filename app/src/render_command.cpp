@@ -122,7 +122,7 @@ int run_render(const RenderArgs& a) {
     std::fprintf(stderr, "tinescope render: --stream draws with --figure stream or histogram\n");
     return 2;
   }
-  // The timeline and scope are PNG only, so far: a name that asks for
+  // The timeline, scope and sequence diagram are PNG only, so far: a name that asks for
   // another format is refused, not answered with a PNG under that name.
   const size_t dot = a.out.rfind('.');
   std::string ext = dot == std::string::npos || a.out.find('/', dot) != std::string::npos ? "" : a.out.substr(dot + 1);
@@ -150,6 +150,11 @@ int run_render(const RenderArgs& a) {
   std::printf("%s: %dx%d %s (build %.1f ms, draw %.1f ms, %llu primitives, %s)\n", a.out.c_str(), w, h,
               a.figure.figure.c_str(), t.build_ms, t.draw_ms, (unsigned long long)t.primitives,
               r->context().renderer().c_str());
+  if (f.type == render::FigureParams::Sequence)
+    std::printf("  %zu lifeline%s, %s spacing: %llu arrows%s%s%s\n", f.lanes.size(), f.lanes.size() == 1 ? "" : "s",
+                render::spacing_name(f.spacing),
+                (unsigned long long)t.arrows, t.bundles ? (", " + std::to_string(t.bundles) + " bundles").c_str() : "",
+                t.note.empty() ? "" : "; ", t.note.c_str());
   if (f.lane_order == render::LaneOrder::ShortestArrows) {
     const render::ArrowLengths& len = f.arrow_lengths;
     std::printf("  lanes in the order of shortest arrows: total arrow length %llu lanes (first appearance: %llu, %.2fx)\n",

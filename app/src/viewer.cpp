@@ -66,7 +66,7 @@ std::unique_ptr<Viewer> Viewer::create(std::shared_ptr<render::Scene> scene, con
   v->t0_ = first.t0;
   v->t1_ = first.t1 > first.t0 ? first.t1 : first.t0 + 1;
   v->theta_us_ = first.theta * 1e3;
-  if (first.type == FigureParams::Scope) {  // a scope comes with a timeline above it
+  if (first.type != FigureParams::Timeline) {  // a scope or sequence diagram comes with a timeline above it
     FigureParams timeline;
     timeline.type = FigureParams::Timeline;
     v->figures_.push_back(std::make_unique<Figure>());
@@ -158,7 +158,10 @@ void Viewer::zoom(double factor, double at_x) {
   for (auto& f : figures_)
     if (f->params.type == FigureParams::Timeline) tl = f.get();
   const render::TimeAxis axis = tl ? tl->axis : render::TimeAxis(t0_, t1_, 1000);
-  const int64_t at = axis.time(at_x);
+  zoom_about(factor, axis.time(at_x));
+}
+
+void Viewer::zoom_about(double factor, int64_t at) {
   const double left = double(at - t0_) * factor, right = double(t1_ - at) * factor;
   set_window(at - int64_t(std::llround(left)), at + std::max<int64_t>(1, int64_t(std::llround(right))));
 }
@@ -175,10 +178,12 @@ void Viewer::add_figure(FigureParams::Type type) {
     f->params.rules_file = figures_[0]->params.rules_file;  // and colours arrows by the same rules
     f->params.rule_verdicts = figures_[0]->params.rule_verdicts;
     f->params.message_filter = figures_[0]->params.message_filter;
-    if (type == FigureParams::Timeline && figures_[0]->params.lane_order != render::LaneOrder::FirstAppearance)
+    if (type != FigureParams::Scope && figures_[0]->params.lane_order != render::LaneOrder::FirstAppearance)
       f->params.lanes = figures_[0]->params.lanes, f->params.lane_order = figures_[0]->params.lane_order,
       f->params.arrow_lengths = figures_[0]->params.arrow_lengths;  // its lanes in the same order
   }
+  // A sequence diagram's lifelines: those lanes that send or receive.
+  if (type == FigureParams::Sequence) f->params.lanes = render::message_lanes(*scene_, f->params.lanes);
   if (type == FigureParams::Scope && f->params.period_ns <= 0) {
     f->params.t0 = t0_, f->params.t1 = t1_;
     f->params.period_ns = render::default_period_ns(*scene_, f->params);
@@ -211,6 +216,10 @@ const render::TimelinePicture* Viewer::figure_timeline(size_t i) const {
   return figures_[i]->params.type == FigureParams::Timeline ? figures_[i]->timeline.get() : nullptr;
 }
 
+const render::SequencePicture* Viewer::figure_sequence(size_t i) const {
+  return figures_[i]->params.type == FigureParams::Sequence ? figures_[i]->sequence.get() : nullptr;
+}
+
 bool Viewer::frame() {
   if (glfwWindowShouldClose(window_)) return false;
   glfwPollEvents();
@@ -230,6 +239,8 @@ bool Viewer::frame() {
       render::timeline_overlay(dl, scene, *f->timeline, f->tg(), f->axis, f->params.scroll_y, marks_,
                                f->params.collapsed);
     if (f->params.type == FigureParams::Scope && f->scope) render::scope_overlay(dl, scene, *f->scope, f->sg(), marks_);
+    if (f->params.type == FigureParams::Sequence && f->sequence)
+      render::sequence_overlay(dl, scene, *f->sequence, f->qg(), marks_);
     if (f->generation != f->shown)
       dl->AddText({f->rect.x + f->rect.w - 90, f->rect.y + 3}, IM_COL32(255, 200, 80, 255), "drawing...");
   }

@@ -92,9 +92,11 @@ void Viewer::handle_input() {
     if (drag_ == Drag::None && !f.rect.contains(m.x, m.y)) continue;
     if (f.params.type == FigureParams::Timeline)
       handle_timeline_input(f, i);
+    else if (f.params.type == FigureParams::Sequence)
+      handle_sequence_input(f, i);
     else
       handle_scope_input(f);
-    if (drag_ == Drag::None) tooltip(f);
+    if (drag_ == Drag::None) f.params.type == FigureParams::Sequence ? sequence_tooltip(f) : tooltip(f);
     break;
   }
 }
@@ -201,6 +203,83 @@ void Viewer::handle_scope_input(Figure& f) {
   if (ImGui::IsMouseDown(0) || ImGui::IsMouseDown(1)) return;
   if (!drag_moved_) marks_.cursor = drag_anchor_;
   drag_ = Drag::None;
+}
+
+// The sequence diagram: time runs down. The wheel zooms about the time
+// under the mouse, a drag moves through time, a right (or shift) drag
+// selects, a click puts the cursor there and selects the message under it.
+void Viewer::handle_sequence_input(Figure& f, size_t index) {
+  ImGuiIO& io = ImGui::GetIO();
+  const ImVec2 m = io.MousePos;
+  const render::SequenceGeometry g = f.qg();
+  if (!f.sequence || (!g.plot.contains(m.x, m.y) && drag_ == Drag::None)) return;
+  const render::SequencePicture& p = *f.sequence;
+  auto time_at = [&](float y) { return p.time(std::clamp(y - g.plot.y, 0.f, g.plot.h)); };
+  if (drag_ == Drag::None) {
+    if (io.MouseWheel != 0) zoom_about(std::pow(0.8, io.MouseWheel), time_at(m.y));
+    if (ImGui::IsMouseClicked(0) || ImGui::IsMouseClicked(1)) {
+      drag_ = ImGui::IsMouseClicked(1) || io.KeyShift ? Drag::Select : Drag::SequencePan;
+      drag_figure_ = index;
+      drag_x_ = m.x, drag_y_ = m.y;
+      drag_t0_ = t0_, drag_t1_ = t1_;
+      drag_anchor_ = time_at(m.y);
+      drag_moved_ = false;
+    }
+    return;
+  }
+  drag_moved_ |= std::fabs(m.x - drag_x_) > 2 || std::fabs(m.y - drag_y_) > 2;
+  if (drag_ == Drag::SequencePan && drag_moved_) {
+    if (play_ == Play::Live) pause();
+    // By the window's time per pixel (in event order too: a steady drag).
+    const double ns_per_px = double(drag_t1_ - drag_t0_) / std::max(1.f, g.plot.h);
+    const int64_t dt = int64_t(std::llround((m.y - drag_y_) * ns_per_px));
+    set_window(drag_t0_ - dt, drag_t1_ - dt);
+  }
+  if (drag_ == Drag::Select && drag_moved_) {
+    const int64_t t = time_at(m.y);
+    marks_.sel0 = std::min(t, drag_anchor_), marks_.sel1 = std::max(t, drag_anchor_);
+  }
+  if (ImGui::IsMouseDown(0) || ImGui::IsMouseDown(1)) return;
+  if (!drag_moved_) {
+    marks_.cursor = drag_anchor_;
+    Hit h;
+    h.arrow = render::sequence_arrow_at(p, m.x - g.plot.x, m.y - g.plot.y);
+    select(f, h);
+  }
+  drag_ = Drag::None;
+}
+
+void Viewer::sequence_tooltip(const Figure& f) {
+  const ImVec2 m = ImGui::GetIO().MousePos;
+  if (!f.sequence) return;
+  const render::SequenceGeometry g = f.qg();
+  const render::SequencePicture& p = *f.sequence;
+  const render::Scene& scene = f.scene ? *f.scene : *scene_;
+  if (g.header.contains(m.x, m.y)) {  // a lifeline's name whole, with its process
+    for (size_t i = 0; i < p.lifeline_x.size(); ++i) {
+      const float spacing = g.plot.w / float(p.lifeline_x.size());
+      if (std::fabs(m.x - g.plot.x - p.lifeline_x[i]) > spacing / 2) continue;
+      const render::Lane& lane = scene.lanes()[p.request.lanes[i]];
+      ImGui::BeginTooltip();
+      ImGui::Text("%s", lane.name.c_str());
+      ImGui::TextDisabled("%s%stid %llu", lane.group.c_str(), lane.group.empty() ? "" : ", ", (unsigned long long)lane.tid);
+      ImGui::EndTooltip();
+    }
+    return;
+  }
+  if (!g.plot.contains(m.x, m.y)) return;
+  const render::Arrow* a = render::sequence_arrow_at(p, m.x - g.plot.x, m.y - g.plot.y);
+  if (!a) return;
+  const render::Source& src = scene.sources()[a->source];
+  const render::TimeUnit unit = scene.time_unit();
+  ImGui::BeginTooltip();
+  ImGui::Text("message %llu on %s, %u bytes", (unsigned long long)a->flow.id,
+              src.catalog->channel_label(a->flow.channel).c_str(), a->flow.size);
+  if (a->orphan != 2) ImGui::Text("sent     %s", render::format_time(a->send - scene.first_ns(), 1, unit).c_str());
+  if (a->orphan != 1) ImGui::Text("received %s", render::format_time(a->recv - scene.first_ns(), 1, unit).c_str());
+  if (a->orphan == 0) ImGui::Text("latency  %s", render::format_duration(a->recv - a->send, unit).c_str());
+  ImGui::TextDisabled(a->orphan == 1 ? "never received" : a->orphan == 2 ? "never sent" : "click for its fields and chain");
+  ImGui::EndTooltip();
 }
 
 Viewer::Hit Viewer::hit(const Figure& f, float x, float y) const {

@@ -13,6 +13,7 @@ namespace tinescope::app {
 
 using render::FigureParams;
 using render::Rect;
+using render::Spacing;
 
 namespace {
 constexpr float kOverviewPx = 34;  // the overview's height
@@ -53,6 +54,9 @@ void Viewer::controls() {
   ImGui::SameLine();
   if (ImGui::Button("+ Scope")) add_figure(FigureParams::Scope);
   record_control("add_scope");
+  ImGui::SameLine();
+  if (ImGui::Button("+ Sequence")) add_figure(FigureParams::Sequence);
+  record_control("add_sequence");
   ImGui::SameLine();
   if (ImGui::Button(analysis_open_ ? "Analysis <<" : "Analysis >>")) analysis_open_ = !analysis_open_;
   record_control("analysis");
@@ -131,13 +135,16 @@ void Viewer::controls() {
   layout_figures(bottom);
 }
 
-// For every timeline: the lanes' order (render/lane_order.hpp; "shortest
+// For every timeline and sequence diagram: the lanes' order (render/lane_order.hpp; "shortest
 // arrows" reads the flow table once and says how much shorter they got),
 // and which messages' arrows are drawn (analysis/message_filter.hpp).
 void Viewer::timeline_controls() {
   Figure* first = nullptr;
-  for (auto& f : figures_)
-    if (f->params.type == FigureParams::Timeline && !first) first = f.get();
+  bool sequence = false;
+  for (auto& f : figures_) {
+    if (f->params.type != FigureParams::Scope && !first) first = f.get();
+    sequence |= f->params.type == FigureParams::Sequence;
+  }
   if (!first) return;
   const std::pair<render::LaneOrder, const char*> orders[] = {{render::LaneOrder::FirstAppearance, "as they came"},
                                                                {render::LaneOrder::ByName, "by name"},
@@ -170,6 +177,26 @@ void Viewer::timeline_controls() {
     ImGui::SameLine();
     ImGui::TextColored(ImVec4(1.f, 0.45f, 0.35f, 1.f), "%s", message_filter_error_.c_str());
   }
+  if (sequence) {  // the sequence diagrams' spacing
+    Spacing now = Spacing::Time;
+    for (auto& f : figures_)
+      if (f->params.type == FigureParams::Sequence) now = f->params.spacing;
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(130);
+    if (ImGui::BeginCombo("spacing", now == Spacing::Order ? "event order" : "real time")) {
+      if (ImGui::Selectable("real time", now == Spacing::Time)) set_spacing(Spacing::Time);
+      record_control("spacing_time");
+      if (ImGui::Selectable("event order", now == Spacing::Order)) set_spacing(Spacing::Order);
+      record_control("spacing_order");
+      ImGui::EndCombo();
+    }
+    record_control("spacing");
+  }
+}
+
+void Viewer::set_spacing(Spacing spacing) {
+  for (auto& f : figures_)
+    if (f->params.type == FigureParams::Sequence) f->params.spacing = spacing;
 }
 
 bool Viewer::set_message_filter(const std::string& text) {
@@ -178,7 +205,7 @@ bool Viewer::set_message_filter(const std::string& text) {
   message_filter_error_.clear();
   std::snprintf(message_filter_text_, sizeof message_filter_text_, "%s", text.c_str());
   for (auto& f : figures_)
-    if (f->params.type == FigureParams::Timeline) f->params.message_filter = filter->any() ? nullptr : filter;
+    if (f->params.type != FigureParams::Scope) f->params.message_filter = filter->any() ? nullptr : filter;
   return true;
 }
 
@@ -187,7 +214,12 @@ void Viewer::set_lane_order(render::LaneOrder order) {
   // the flow table).
   std::vector<std::pair<std::vector<uint32_t>, const FigureParams*>> done;  // (lanes asked, the result)
   for (auto& f : figures_) {
-    if (f->params.type != FigureParams::Timeline) continue;
+    if (f->params.type == FigureParams::Scope) continue;
+    if (f->params.type == FigureParams::Sequence) {  // its lifelines, in that order
+      if (!f->params.lanes.empty()) f->params.lanes = render::order_lanes(*scene_, f->params.lanes, order);
+      f->params.lane_order = order;
+      continue;
+    }
     auto same = std::find_if(done.begin(), done.end(), [&](const auto& d) { return d.first == f->params.lanes; });
     if (same != done.end()) {
       f->params.lanes = same->second->lanes, f->params.arrow_lengths = same->second->arrow_lengths;

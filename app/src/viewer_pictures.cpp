@@ -20,9 +20,9 @@ namespace {
 // lanes and the figure's size.
 std::string state_key(const FigureParams& p, Rect r) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%d %lld %lld %.9g %.12g %u %u %.0f %.0f %zu %zu", int(p.type), (long long)p.t0,
+  std::snprintf(buf, sizeof buf, "%d %lld %lld %.9g %.12g %u %u %.0f %.0f %zu %zu %d", int(p.type), (long long)p.t0,
                 (long long)p.t1, p.theta, p.period_ns, p.fold, p.strip_px, r.w, r.h, p.lanes.size(),
-                p.collapsed.size());
+                p.collapsed.size(), int(p.spacing));
   std::string key = buf;
   for (uint32_t l : p.lanes) key.append(1, ' ').append(std::to_string(l));
   for (const std::string& c : p.collapsed) key.append(1, ' ').append(c);
@@ -105,6 +105,10 @@ void Viewer::worker_loop() {
       if (job->timeline->stopped) continue;
       forget(job->figure);
       if (!job->at_rest && job->timeline->over_budget && live.empty()) at_rest.push_back(job);
+    } else if (job->params.type == FigureParams::Sequence) {
+      const render::SequenceGeometry g = render::SequenceGeometry::of(job->rect);
+      job->sequence = std::make_shared<render::SequencePicture>(
+          render::build_sequence(*scene, render::sequence_request(*scene, job->params, g)));
     } else {
       const render::ScopeGeometry g = render::ScopeGeometry::of(job->rect, job->params.strip_px);
       job->scope = std::make_shared<render::ScopePicture>(
@@ -166,6 +170,7 @@ void Viewer::request_pictures() {
       f.shown_until = std::min(job->scene->last_ns(), job->params.t1);
       if (job->timeline) f.timeline = job->timeline;
       if (job->scope) f.scope = job->scope;
+      if (job->sequence) f.sequence = job->sequence;
       if (job->scene_serial > scene_serial_) scene_ = job->scene, scene_serial_ = job->scene_serial;
     }
     done_.clear();

@@ -15,6 +15,7 @@ struct Viewer::Figure {
   render::Rect rect;
   std::shared_ptr<render::TimelinePicture> timeline;
   std::shared_ptr<render::ScopePicture> scope;
+  std::shared_ptr<render::SequencePicture> sequence;
   render::TextureSlot slot;
   uint64_t generation = 0;      // of the latest request
   uint64_t shown = 0;           // of the picture shown
@@ -26,7 +27,15 @@ struct Viewer::Figure {
 
   render::TimelineGeometry tg() const { return render::TimelineGeometry::of(rect, params.names_px); }
   render::ScopeGeometry sg() const { return render::ScopeGeometry::of(rect, params.strip_px); }
-  render::Rect plot() const { return params.type == render::FigureParams::Timeline ? tg().plot : sg().plot; }
+  render::SequenceGeometry qg() const { return render::SequenceGeometry::of(rect); }
+  render::Rect plot() const {
+    switch (params.type) {
+      case render::FigureParams::Timeline: return tg().plot;
+      case render::FigureParams::Scope: return sg().plot;
+      case render::FigureParams::Sequence: return qg().plot;
+    }
+    return rect;
+  }
 };
 
 struct Viewer::Job {
@@ -38,6 +47,7 @@ struct Viewer::Job {
   render::Rect rect;
   std::shared_ptr<render::TimelinePicture> timeline;
   std::shared_ptr<render::ScopePicture> scope;
+  std::shared_ptr<render::SequencePicture> sequence;
   bool at_rest = false;  // drawn again with render::kAtRestDecodePerColumn, the view unchanged
 };
 

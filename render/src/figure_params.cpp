@@ -24,6 +24,20 @@ TimelineRequest timeline_request(const Scene& scene, const FigureParams& f, cons
   return r;
 }
 
+SequenceRequest sequence_request(const Scene& scene, const FigureParams& f, const SequenceGeometry& g) {
+  SequenceRequest r;
+  r.t0 = f.t0;
+  r.t1 = std::max(f.t1, f.t0 + 1);
+  r.width = std::max(1.f, g.plot.w), r.height = std::max(1.f, g.plot.h);
+  r.lanes = f.lanes;
+  for (uint32_t i = 0; i < scene.lanes().size() && f.lanes.empty(); ++i) r.lanes.push_back(i);
+  std::erase_if(r.lanes, [&](uint32_t l) { return l >= scene.lanes().size(); });
+  r.spacing = f.spacing;
+  r.rule_verdicts = f.rule_verdicts;
+  r.message_filter = f.message_filter;
+  return r;
+}
+
 namespace {
 
 // The lanes a scope folds: those asked for, else the first with intervals or job segments.

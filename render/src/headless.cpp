@@ -158,10 +158,17 @@ HeadlessRenderer::Timing HeadlessRenderer::draw(const Scene& scene, const Figure
   ScopePicture scope;
   const TimelineGeometry tg = TimelineGeometry::of(area, f.names_px);
   const ScopeGeometry sg = ScopeGeometry::of(area, f.strip_px);
+  const SequenceGeometry qg = SequenceGeometry::of(area);
+  SequencePicture sequence;
   if (f.type == FigureParams::Timeline) {
     TimelineRequest request = timeline_request(scene, f, tg);
     request.decode_per_column = decode_per_column;
     timeline = build_timeline(scene, request);
+    t.arrows = timeline.arrows.size(), t.bundles = timeline.bundles.size();
+  } else if (f.type == FigureParams::Sequence) {
+    sequence = build_sequence(scene, sequence_request(scene, f, qg));
+    t.arrows = sequence.arrows.size(), t.bundles = sequence.bundles.size();
+    if (sequence.order_events) t.note = std::to_string(sequence.order_events) + " sends and receives: too many for event order, drawn in real time";
   } else {
     scope = build_scope(scene, scope_request(scene, f, sg));
   }
@@ -173,6 +180,8 @@ HeadlessRenderer::Timing HeadlessRenderer::draw(const Scene& scene, const Figure
   ImDrawList* dl = ImGui::GetBackgroundDrawList();
   if (f.type == FigureParams::Timeline)
     timeline_overlay(dl, scene, timeline, tg, timeline.axis, f.scroll_y, marks, f.collapsed);
+  else if (f.type == FigureParams::Sequence)
+    sequence_overlay(dl, scene, sequence, qg, marks);
   else
     scope_overlay(dl, scene, scope, sg, marks);
   ImGui::Render();
@@ -180,8 +189,8 @@ HeadlessRenderer::Timing HeadlessRenderer::draw(const Scene& scene, const Figure
   gl_.begin_frame(context_->width(), context_->height());
   if (f.type == FigureParams::Timeline)
     gl_.draw_timeline(timeline, slot_, tg, timeline.axis, f.scroll_y, marks);
-  else
-    gl_.draw_scope(scope, slot_, sg, marks);
+  else if (f.type == FigureParams::Scope)
+    gl_.draw_scope(scope, slot_, sg, marks);  // (a sequence diagram is all draw list)
   ImDrawData* dd = ImGui::GetDrawData();
   ImGui_ImplOpenGL3_RenderDrawData(dd);
   glFinish();

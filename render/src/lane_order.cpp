@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <numeric>
 
 #include "tinescope/analysis/message_report.hpp"
@@ -48,6 +49,26 @@ LaneGraph lane_graph(const Scene& scene, const std::vector<uint32_t>& lanes) {
   }
   for (const auto& [ab, w] : weight) g.edges.push_back({ab.first, ab.second, w});
   return g;
+}
+
+std::vector<uint32_t> message_lanes(const Scene& scene, const std::vector<uint32_t>& lanes) {
+  std::set<std::pair<uint32_t, uint32_t>> talk;  // (source, feedlet)
+  for (uint32_t s = 0; s < scene.sources().size(); ++s) {
+    const index::TraceIndex& ix = *scene.sources()[s].index;
+    analysis::for_each_flow(ix, ix.first_ts(), ix.last_ts(), [&](const index::Flow& f) {
+      if (f.flags & index::kFlowSent) talk.insert({s, f.src});
+      if (f.flags & index::kFlowReceived) talk.insert({s, f.dst});
+    });
+  }
+  std::vector<uint32_t> out;
+  auto keep = [&](uint32_t lane) {
+    const Lane& l = scene.lanes()[lane];
+    if (talk.count({l.source, l.feedlet})) out.push_back(lane);
+  };
+  if (lanes.empty())
+    for (uint32_t i = 0; i < scene.lanes().size(); ++i) keep(i);
+  for (uint32_t lane : lanes) keep(lane);
+  return out;
 }
 
 namespace {

@@ -103,27 +103,37 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
       dl->AddText({x + 4, plot.y + plot.h - 16}, kDark, s.c_str());
     }
   }
-  if (p.arrows_left_out) {
-    // In the ruler, at its right end, on its own ground: over the lanes it
-    // hid what it was drawn on.
-    char note[160];
-    if (p.bundles_left_out)
-      std::snprintf(note, sizeof note, "%llu messages, the busiest %zu of %llu bundles drawn: zoom in to see arrows",
-                    (unsigned long long)p.bundled, p.bundles.size(),
-                    (unsigned long long)(p.bundles.size() + p.bundles_left_out));
-    else if (!p.bundles.empty() || p.bundled)
-      std::snprintf(note, sizeof note, "%llu messages as %zu bundles between lanes: zoom in to see their arrows",
-                    (unsigned long long)p.bundled, p.bundles.size());
-    else if (p.bundles_wait)
-      std::snprintf(note, sizeof note, "more than %u messages here: bundles once the view rests", p.request.max_arrows);
-    else
-      std::snprintf(note, sizeof note, "more than %u messages here: zoom in to see them", p.request.max_bundled);
-    const float w = ImGui::CalcTextSize(note).x, x = g.ruler.x + g.ruler.w - w - 6;
+  // In the ruler, at its right end, on its own ground: over the lanes it
+  // hid what it was drawn on.
+  const std::string note = message_note(p.arrows_left_out, p.bundled, p.bundles.size(), p.bundles_left_out,
+                                        p.bundles_wait, p.request.max_arrows, p.request.max_bundled);
+  if (!note.empty()) {
+    const float w = ImGui::CalcTextSize(note.c_str()).x, x = g.ruler.x + g.ruler.w - w - 6;
     dl->AddRectFilled({x - 4, g.ruler.y}, {g.ruler.x + g.ruler.w, g.ruler.y + g.ruler.h}, IM_COL32(28, 28, 34, 255));
-    dl->AddText({x, g.ruler.y + 3}, kDim, note);
+    dl->AddText({x, g.ruler.y + 3}, kDim, note.c_str());
   }
-  // What is wrong with the scene as a whole, at the plot's foot, where it
-  // hides the least and cannot be missed.
+  scene_warnings(dl, scene, plot);
+}
+
+std::string message_note(uint64_t arrows_left_out, uint64_t bundled, size_t bundles, uint64_t bundles_left_out,
+                         bool bundles_wait, uint32_t max_arrows, uint32_t max_bundled) {
+  if (!arrows_left_out) return {};
+  char note[160];
+  if (bundles_left_out)
+    std::snprintf(note, sizeof note, "%llu messages, the busiest %zu of %llu bundles drawn: zoom in to see arrows",
+                  (unsigned long long)bundled, bundles, (unsigned long long)(bundles + bundles_left_out));
+  else if (bundles || bundled)
+    std::snprintf(note, sizeof note, "%llu messages as %zu bundles between lanes: zoom in to see their arrows",
+                  (unsigned long long)bundled, bundles);
+  else if (bundles_wait)
+    std::snprintf(note, sizeof note, "more than %u messages here: bundles once the view rests", max_arrows);
+  else
+    std::snprintf(note, sizeof note, "more than %u messages here: zoom in to see them", max_bundled);
+  return note;
+}
+
+void scene_warnings(ImDrawList* dl, const Scene& scene, Rect plot) {
+  // At the plot's foot, where they hide the least and cannot be missed.
   float y = plot.y + plot.h - 18 * float(scene.warnings.size()) - 20;
   for (const std::string& w : scene.warnings) {
     const std::string s = "warning: " + w;

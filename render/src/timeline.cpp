@@ -19,13 +19,10 @@
 
 #include "tinescope/analysis/message_filter.hpp"
 #include "tinescope/render/picture.hpp"
+#include "window_messages.hpp"
 
 namespace tinescope::render {
 
-// Arrows under protocol rules: red breaks one, green keeps them.
-constexpr uint32_t kViolatedColour = 0xff2828e6, kSatisfiedColour = 0xff3cb43c;
-// Messages a filter does not pass, under rest=grey: there for context, quiet.
-constexpr uint32_t kContextColour = 0xff505050;
 
 using index::Node;
 using index::StreamKind;
@@ -77,11 +74,6 @@ Layout layout_lanes(const Scene& scene, const LayoutOptions& o) {
   out.height = y;
   return out;
 }
-
-// How many messages a picture looks through for those of the lanes shown,
-// per arrow it may draw (800 arrows: 51 200 messages, some 400 of the
-// index's blocks).
-constexpr size_t kArrowsLookedPerShown = 64;
 
 uint64_t next_picture_serial() {
   static std::atomic<uint64_t> serial{0};
@@ -494,166 +486,65 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
         }
       }
     }
-    // The messages with a half in the window or in flight across it, of
-    // the lanes shown: those of lanes not shown do not count against the
-    // limit (two lanes chosen of a busy trace got none). Past `looked` of
-    // them in all, which are shown is not looked for.
-    // (With every lane of the trace shown, no flow is another lane's: the
-    // limit is the look. Looking through 64 times it cost a coarse view
-    // ~40 ms, where its picture had taken 6.)
-    // A message filter (`--messages`) leaves messages out as lanes not shown do.
-    // With rest=grey it leaves nothing out: it greys what it does not pass.
-    std::optional<analysis::MessageMatcher> only;
-    if (req.message_filter && !req.message_filter->any()) only.emplace(ix, *req.message_filter);
-    const bool grey_rest = only && req.message_filter->grey_rest;
-    bool every_lane = !only || grey_rest;
-    for (const Lane& l : scene.lanes()) every_lane &= l.source != s || lane_of.count({s, l.feedlet}) > 0;
-    size_t looked = size_t(req.max_arrows) * (every_lane ? 1 : kArrowsLookedPerShown);
-    std::vector<index::Flow> flows;
-    bool more = false;
-    for (;;) {
-      flows = ix.flows(cw.k0, cw.k1, looked, true);
-      more = flows.size() > looked;
-      const size_t all = flows.size();
-      std::erase_if(flows, [&](const index::Flow& f) {
-        const bool sent = f.flags & index::kFlowSent, received = f.flags & index::kFlowReceived;
-        const bool a = lane_of.count({s, f.src}), b = lane_of.count({s, f.dst});
-        return (sent && received ? !(a && b) : sent ? !a : !b) || (only && !grey_rest && !only->matches(f));
-      });
-      // A growing trace's new lanes, not in the scene yet: flows of lanes
-      // not shown after all, so the look goes on as for lanes not shown.
-      if (!more || flows.size() == all || looked > req.max_arrows) break;
-      looked = size_t(req.max_arrows) * kArrowsLookedPerShown;
-    }
-    // Arrows only where they can be told apart: a wall of lines says
-    // nothing. Past that, bundles (up to max_bundled messages in the window).
-    if (flows.size() > req.max_arrows || more) {
-      P.arrows_left_out += std::max<size_t>(flows.size(), req.max_arrows + 1);
-      // (Bundles read every message of the window: pictures at rest only,
-      // as a headless render's; one drawn while the view moves, or follows
-      // a live source, stays as cheap as the arrows' look.)
-      flows.clear();
+    // The messages of the lanes shown (window_messages.hpp); past the arrow
+    // budget, bundles. (Bundles read every message of the window: pictures
+    // at rest only, as a headless render's; one drawn while the view moves,
+    // or follows a live source, stays as cheap as the arrows' look.)
+    MessageLook look(ix, req.message_filter.get());
+    auto shown = [&](uint32_t feedlet) -> const Layout::LaneRows* {
+      auto it = lane_of.find({s, feedlet});
+      return it == lane_of.end() ? nullptr : it->second;
+    };
+    const ShownLane is_shown = [&](uint32_t feedlet) { return shown(feedlet) != nullptr; };
+    WindowMessages window = window_messages(scene, s, cw, is_shown, look, req.max_arrows);
+    if (window.over_budget) {
+      P.arrows_left_out += window.at_least;
       if (req.stop && req.stop->load(std::memory_order_relaxed)) {  // a newer request: this picture is moot
         P.stopped = true;
         return P;
       }
-      if (req.decode_per_column >= kAtRestDecodePerColumn) flows = ix.flows(cw.k0, cw.k1, req.max_bundled, true);
-      else P.bundles_wait = true;
-      // (Over the cap, the flows read are some of them: none are bundled,
-      // filtered or not.)
-      const bool over_cap = flows.size() > req.max_bundled;
-      if (only && !grey_rest) std::erase_if(flows, [&](const index::Flow& f) { return !only->matches(f); });
-      if (!flows.empty() && !over_cap) {
-        struct Acc {
-          double x0 = 0, x1 = 0;
-          uint32_t n = 0;
-        };
-        // The shown lanes by feedlet, and the pairs that talk.
-        std::vector<const Layout::LaneRows*> by_feedlet;
-        for (const auto& [key, lr] : lane_of)
-          if (key.first == s) {
-            if (by_feedlet.size() <= key.second) by_feedlet.resize(key.second + 1, nullptr);
-            by_feedlet[key.second] = lr;
-          }
-        auto shown = [&](uint32_t feedlet) { return feedlet < by_feedlet.size() ? by_feedlet[feedlet] : nullptr; };
-        std::unordered_set<uint64_t> pairs;
-        for (const index::Flow& f : flows)
-          if (f.matched() && shown(f.src) && shown(f.dst)) pairs.insert(uint64_t(f.src) << 32 | f.dst);
-        // Stretches of the window: as many as keep the bundles to half the
-        // arrow budget (lane pairs x stretches), at most kBundleBins.
-        const int bins = int(std::clamp<size_t>(req.max_arrows / 2 / std::max<size_t>(1, pairs.size()), 1, kBundleBins));
-        std::unordered_map<uint64_t, Acc> acc;  // (src, dst, stretch) -> sums
-        for (const index::Flow& f : flows) {
-          if (!f.matched() || !shown(f.src) || !shown(f.dst)) continue;
-          const double x0 = axis.x(cw.ns(f.send_ts)), x1 = axis.x(cw.ns(f.recv_ts));
-          const int bin = std::clamp(int(x0 / std::max(1.0, req.width) * bins), 0, bins - 1);
-          Acc& c = acc[(uint64_t(f.src) << 40) ^ (uint64_t(f.dst) << 8) ^ uint64_t(bin)];
-          if (c.n == 0) c.x0 = 0, c.x1 = 0;
-          c.x0 += x0, c.x1 += x1, ++c.n;
-        }
-        const size_t before = P.bundles.size();
-        // (Each key is made of its first flow again, to find its lanes.)
-        for (const index::Flow& f : flows) {
-          if (!f.matched() || !shown(f.src) || !shown(f.dst)) continue;
-          const double x0 = axis.x(cw.ns(f.send_ts));
-          const int bin = std::clamp(int(x0 / std::max(1.0, req.width) * bins), 0, bins - 1);
-          auto it = acc.find((uint64_t(f.src) << 40) ^ (uint64_t(f.dst) << 8) ^ uint64_t(bin));
-          if (it == acc.end()) continue;
-          const Acc& c = it->second;
-          P.bundles.push_back({float(c.x0 / c.n), mid_y(shown(f.src)), float(c.x1 / c.n), mid_y(shown(f.dst)), c.n, s});
-          P.bundled += c.n;
-          acc.erase(it);
-        }
-        // The busiest, where more lane pairs talk than can be told apart
-        // (each costs its length in pixels on every frame).
-        const size_t most = std::max<size_t>(1, req.max_arrows / 4);
-        if (P.bundles.size() - before > most) {
-          std::sort(P.bundles.begin() + long(before), P.bundles.end(),
-                    [](const Bundle& x, const Bundle& y) { return x.count > y.count; });
-          P.bundles_left_out += P.bundles.size() - before - most;
-          P.bundles.resize(before + most);
-        }
-      }
-      flows.clear();
-    }
-    // Each channel's colour, and the lane that receives most of its messages
-    // here (its queue: where a message never received was headed).
-    std::unordered_map<uint64_t, uint32_t> channel_colour;
-    std::unordered_map<uint64_t, std::unordered_map<uint32_t, uint32_t>> receivers;  // channel -> lane -> receives
-    for (const index::Flow& f : flows) {
-      if (f.flags & index::kFlowReceived) ++receivers[f.channel][f.dst];
-      auto [it, fresh] = channel_colour.try_emplace(f.channel, 0);
-      if (fresh) {
-        const std::string name = scene.sources()[s].catalog->channel_name(f.channel);
-        it->second = name_colour(name.empty() ? "channel " + std::to_string(f.channel) : name);
+      if (req.decode_per_column >= kAtRestDecodePerColumn) {
+        const Bundled b = bundle_messages(
+            ix, cw, is_shown, look, req.max_bundled, req.max_arrows,
+            [&](uint64_t ticks) { return axis.x(cw.ns(ticks)); }, req.width);
+        for (const LaneBundle& x : b.bundles)
+          P.bundles.push_back({float(x.at0), mid_y(shown(x.from)), float(x.at1), mid_y(shown(x.to)), x.count, s});
+        P.bundled += b.messages, P.bundles_left_out += b.left_out;
+      } else {
+        P.bundles_wait = true;
       }
     }
-    auto queue_of = [&](uint64_t channel) -> const Layout::LaneRows* {
-      auto r = receivers.find(channel);
-      if (r == receivers.end()) return nullptr;
-      auto best = std::max_element(r->second.begin(), r->second.end(), [](const auto& x, const auto& y) {
-        return x.second < y.second || (x.second == y.second && x.first > y.first);  // (ties: the first lane)
-      });
-      auto l = lane_of.find({s, best->first});
-      return l == lane_of.end() ? nullptr : l->second;
-    };
-    for (const index::Flow& f : flows) {
-      auto a = lane_of.find({s, f.src}), b = lane_of.find({s, f.dst});
+    ArrowStyle style(scene, s, window.flows, req.rule_verdicts.get(), look);
+    for (const index::Flow& f : window.flows) {
+      const Layout::LaneRows *a = shown(f.src), *b = shown(f.dst);
       const bool sent = f.flags & index::kFlowSent, received = f.flags & index::kFlowReceived;
       const int64_t send = sent ? cw.ns(f.send_ts) : 0, recv = received ? cw.ns(f.recv_ts) : 0;
-      uint32_t colour = channel_colour[f.channel];
-      if (req.rule_verdicts && s < req.rule_verdicts->size())
-        if (const uint8_t v = (*req.rule_verdicts)[s].verdict(f)) colour = v == analysis::RuleReport::Violated ? kViolatedColour : kSatisfiedColour;
-      if (grey_rest && !only->matches(f)) colour = kContextColour;
+      const uint32_t colour = style.colour(f);
+      int64_t t_send = 0, t_recv = 0;
+      bool again = false;
       if (sent && received) {
-        if (a == lane_of.end() || b == lane_of.end()) continue;
-        P.arrows.push_back(
-            {float(axis.x(send)), mid_y(a->second), float(axis.x(recv)), mid_y(b->second), 0, send, recv, s, f, colour});
-      } else if (const analysis::CrossMessage* m = scene.across ? scene.across->find(s, f) : nullptr) {
-        // Between traces: from whichever side's look finds it first (the
-        // other's may be past the arrow budget, or the half out of the window).
-        if (!drawn_across.insert(m).second) continue;
-        const Source& send_src = scene.sources()[m->send_trace];
-        const int64_t t_send = send_src.catalog->clock.to_ns(m->send.send_ts);
-        const int64_t t_recv = scene.sources()[m->recv_trace].catalog->clock.to_ns(m->recv.recv_ts);
+        if (!a || !b) continue;
+        P.arrows.push_back({float(axis.x(send)), mid_y(a), float(axis.x(recv)), mid_y(b), 0, send, recv, s, f, colour});
+      } else if (const analysis::CrossMessage* m = message_across(scene, s, f, drawn_across, t_send, t_recv, again)) {
         auto from = lane_of.find({m->send_trace, m->send.src}), to = lane_of.find({m->recv_trace, m->recv.dst});
-        if (from == lane_of.end() || to == lane_of.end()) continue;
+        if (again || from == lane_of.end() || to == lane_of.end()) continue;
         P.arrows.push_back({float(axis.x(t_send)), mid_y(from->second), float(axis.x(t_recv)), mid_y(to->second), 0,
                             t_send, t_recv, m->send_trace, m->send, colour});
       } else if (sent) {
-        if (a == lane_of.end()) continue;
+        if (!a) continue;
         // A stub toward the queue it was sent to (the lane its channel's
         // other messages reach), 24 px; down and right where none is known.
-        const float x = float(axis.x(send)), y = mid_y(a->second);
+        const float x = float(axis.x(send)), y = mid_y(a);
         float dy = 10, dx = 10;
-        if (const Layout::LaneRows* q = queue_of(f.channel); q && q != a->second) {
+        const std::optional<uint32_t> queue = style.queue(f.channel);
+        if (const Layout::LaneRows* q = queue ? shown(*queue) : nullptr; q && q != a) {
           const float to = mid_y(q) - y, len = std::sqrt(to * to + 400);
           dx = 20 * 24 / len, dy = to * 24 / len;
         }
         P.arrows.push_back({x, y, x + dx, y + dy, 1, send, 0, s, f, colour});
       } else {
-        if (b == lane_of.end()) continue;
-        const float x = float(axis.x(recv)), y = mid_y(b->second);
+        if (!b) continue;
+        const float x = float(axis.x(recv)), y = mid_y(b);
         P.arrows.push_back({x - 10, y - 10, x, y, 2, 0, recv, s, f, colour});
       }
     }

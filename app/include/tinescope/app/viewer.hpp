@@ -106,6 +106,12 @@ class Viewer {
   const render::TimeAxis& figure_axis(size_t i) const;  // timeline: the mapping on screen
   // The timeline picture figure i shows (null for a scope or none yet).
   const render::TimelinePicture* figure_timeline(size_t i) const;
+  // The sequence diagram figure i shows (null for another figure or none yet).
+  const render::SequencePicture* figure_sequence(size_t i) const;
+  // Adds a figure below the others (the "+ Timeline", "+ Scope" and "+ Sequence" buttons).
+  void add_figure(render::FigureParams::Type type);
+  // The spacing of every sequence diagram (its "spacing" control).
+  void set_spacing(render::Spacing spacing);
   const render::Marks& marks() const { return marks_; }
   const render::Scene& scene() const { return *scene_; }
   // The analysis panel (right): streams, statistics, histogram, search.
@@ -135,6 +141,8 @@ class Viewer {
   std::vector<int> keys_;               // pressed since the last frame
   void handle_timeline_input(Figure& f, size_t index);
   void handle_scope_input(Figure& f);
+  void handle_sequence_input(Figure& f, size_t index);
+  void sequence_tooltip(const Figure& f);
   // What is under (x, y) in a timeline figure: the row, the picture's
   // column, and the interval drawn there when it is wide enough to be a box.
   struct Hit {
@@ -157,9 +165,9 @@ class Viewer {
   void request_pictures();
   void worker_loop();
   void zoom(double factor, double at_x);
+  void zoom_about(double factor, int64_t at);  // the time `at` stays put
   void fit();
   void set_window(int64_t t0, int64_t t1);
-  void add_figure(render::FigureParams::Type type);
   void record_control(const char* id);  // the last ImGui item's rectangle, for control()
   void play_controls();
   void timeline_controls();
@@ -195,7 +203,7 @@ class Viewer {
   render::Rect overview_rect_;
 
   // Mouse gestures.
-  enum class Drag { None, Pan, Select, Overview, ScopePan, Names } drag_ = Drag::None;
+  enum class Drag { None, Pan, Select, Overview, ScopePan, SequencePan, Names } drag_ = Drag::None;
   double drag_x_ = 0, drag_y_ = 0;
   int64_t drag_t0_ = 0, drag_t1_ = 0, drag_anchor_ = 0;
   bool drag_moved_ = false;

@@ -11,18 +11,22 @@
 #include "tinescope/render/figure.hpp"
 #include "tinescope/render/lane_order.hpp"
 #include "tinescope/render/picture.hpp"
+#include "tinescope/render/sequence.hpp"
 
 namespace tinescope::render {
 
 struct FigureParams {
-  enum Type { Timeline, Scope } type = Timeline;
+  enum Type { Timeline, Scope, Sequence } type = Timeline;
   int64_t t0 = 0, t1 = 0;   // timeline: the window; scope: t0 is the first strip's start (ns)
   double theta = 0;         // log-time warp (per ns), 0 linear
   double period_ns = 0;     // scope strip duration; 0: default_period_ns()
   uint32_t fold = 1;
   uint32_t strip_px = 8;
-  std::vector<uint32_t> lanes;           // timeline: lanes shown (all if empty); scope: lanes folded
-  LaneOrder lane_order = LaneOrder::FirstAppearance;  // timeline: how `lanes` was ordered (order_lanes)
+  // Timeline: lanes shown (all if empty); scope: lanes folded; sequence:
+  // the lifelines (all if empty; message_lanes() picks those with messages).
+  std::vector<uint32_t> lanes;
+  LaneOrder lane_order = LaneOrder::FirstAppearance;  // timeline, sequence: how `lanes` was ordered (order_lanes)
+  Spacing spacing = Spacing::Time;                    // sequence: real time or event order
   ArrowLengths arrow_lengths;                          // of that order, where it is shortest arrows
   std::vector<std::string> collapsed;    // process groups folded away
   float scroll_y = 0;
@@ -32,15 +36,16 @@ struct FigureParams {
   // (analysis::hidden_names of each source's analysis::Categories).
   std::vector<std::string> hidden_categories;
   std::shared_ptr<const std::vector<std::vector<uint8_t>>> hidden_names;
-  // Timeline: arrows coloured by protocol rules (TimelineRequest::rule_verdicts).
+  // Timeline, sequence: arrows coloured by protocol rules (TimelineRequest::rule_verdicts).
   std::string rules_file;
   std::shared_ptr<const std::vector<analysis::RuleReport>> rule_verdicts;
-  // Timeline: only these messages' arrows (TimelineRequest::message_filter).
+  // Timeline, sequence: only these messages' arrows (TimelineRequest::message_filter).
   std::shared_ptr<const analysis::MessageFilter> message_filter;
 };
 
 LayoutOptions layout_options(const FigureParams& f);
 TimelineRequest timeline_request(const Scene& scene, const FigureParams& f, const TimelineGeometry& g);
+SequenceRequest sequence_request(const Scene& scene, const FigureParams& f, const SequenceGeometry& g);
 ScopeRequest scope_request(const Scene& scene, const FigureParams& f, const ScopeGeometry& g);
 // A scope's period until one is chosen: the typical period of the lane it
 // folds (the first of f.lanes, else the first with intervals or jobs), the

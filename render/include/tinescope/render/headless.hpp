@@ -45,6 +45,8 @@ class HeadlessRenderer {
   struct Timing {
     double build_ms = 0, draw_ms = 0;
     uint64_t primitives = 0;
+    uint64_t arrows = 0, bundles = 0;  // messages drawn (timeline, sequence)
+    std::string note;                  // what the figure says it left out (sequence)
   };
   Timing draw(const Scene& scene, const FigureParams& f, const Marks& marks);
   HeadlessContext& context() { return *context_; }

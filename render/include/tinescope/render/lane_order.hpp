@@ -31,6 +31,11 @@ struct LaneGraph {
 };
 LaneGraph lane_graph(const Scene& scene, const std::vector<uint32_t>& lanes);
 
+// Those of `lanes` (empty: all of the scene's) that send or receive a
+// message, in their order: a sequence diagram's lifelines. Reads every
+// source's flow table once, as lane_graph.
+std::vector<uint32_t> message_lanes(const Scene& scene, const std::vector<uint32_t>& lanes);
+
 // The total arrow length of `order` (scene lane numbers): the sum over the
 // graph's messages of how many lanes apart their two lanes are.
 uint64_t arrow_length(const LaneGraph& g, const std::vector<uint32_t>& order);

@@ -1,0 +1,89 @@
+// The sequence diagram (Threadmill's main view, MPROV's space-time
+// diagram): a vertical lifeline per lane, time downward, each message an
+// arrow from its sender's lifeline at its send to its receiver's at its
+// receive. Spaced by real time, or by event order: each send and each
+// receive one step, so that a burst of messages a microsecond apart reads
+// as clearly as a slow exchange (Threadmill's equal spacing, MPROV's event
+// numbers). It shares the window, cursor, selection and bookmarks with the
+// other figures. The picture is built on the CPU from the flow table (at
+// most max_arrows arrows, else bundles) and drawn with a Dear ImGui draw
+// list, so the viewer and a headless render draw it alike.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tinescope/render/figure.hpp"
+#include "tinescope/render/picture.hpp"
+
+struct ImDrawList;
+
+namespace tinescope::render {
+
+enum class Spacing : uint8_t { Time, Order };
+bool parse_spacing(const std::string& text, Spacing& out);  // "time", "order"
+const char* spacing_name(Spacing s);
+
+// Lifeline names on top (two rows, alternating where they are crowded),
+// times on the left, the lifelines and arrows below.
+struct SequenceGeometry {
+  static constexpr float kHeaderPx = 40, kTimesPx = 112;
+  Rect figure, header, times, plot;
+  static SequenceGeometry of(Rect f) {
+    SequenceGeometry g;
+    g.figure = f;
+    g.header = {f.x + kTimesPx, f.y, f.w - kTimesPx, kHeaderPx};
+    g.times = {f.x, f.y + kHeaderPx, kTimesPx, f.h - kHeaderPx};
+    g.plot = {f.x + kTimesPx, f.y + kHeaderPx, f.w - kTimesPx, f.h - kHeaderPx};
+    return g;
+  }
+};
+
+struct SequenceRequest {
+  int64_t t0 = 0, t1 = 1;        // the window, nanoseconds
+  float width = 1, height = 1;   // the plot, pixels
+  std::vector<uint32_t> lanes;   // the lifelines, left to right (scene lane numbers)
+  Spacing spacing = Spacing::Time;
+  uint32_t max_arrows = 800;     // more messages than this in the window: bundles (real time)
+  uint32_t max_bundled = 500000; // more than this: not even bundles (counted, and said)
+  float min_step_px = 4;         // event order needs this much a step; past it, real time (and said)
+  std::shared_ptr<const std::vector<analysis::RuleReport>> rule_verdicts;  // as TimelineRequest's
+  std::shared_ptr<const analysis::MessageFilter> message_filter;
+};
+
+struct SequencePicture {
+  uint64_t serial = 0;
+  SequenceRequest request;
+  Spacing spacing = Spacing::Time;  // as drawn: event order past its steps is drawn in real time
+  std::vector<float> lifeline_x;    // per request.lanes: pixels from the plot's left
+  // Arrows as the timeline's (x: lifelines, y: pixels from the plot's top);
+  // a half outside the window sits on the plot's edge.
+  std::vector<Arrow> arrows;
+  std::vector<Bundle> bundles;      // past max_arrows (x: lifelines, y: mean send and receive)
+  uint64_t bundled = 0, bundles_left_out = 0, arrows_left_out = 0;
+  bool over_cap = false;            // more than max_bundled: neither
+  // Event order: the time of each step, in order; step i is at y = (i + 1) * step_px.
+  std::vector<int64_t> steps;
+  float step_px = 0;
+  uint64_t order_events = 0;        // event order asked for, but this many steps did not fit
+  double build_ms = 0;
+
+  // Where time t is drawn (pixels from the plot's top): in event order, on
+  // its step, or between the steps around it.
+  float y(int64_t t) const;
+  // The time drawn at y (event order: the nearest step's).
+  int64_t time(float y) const;
+};
+
+SequencePicture build_sequence(const Scene& scene, const SequenceRequest& request);
+
+// Lifelines, arrows, times, names and the shared marks, into a draw list.
+void sequence_overlay(ImDrawList* dl, const Scene& scene, const SequencePicture& p, const SequenceGeometry& g,
+                      const Marks& marks);
+
+// The message arrow drawn within `px` pixels of (x, y) (plot coordinates), or null.
+const Arrow* sequence_arrow_at(const SequencePicture& p, float x, float y, float px = 3);
+
+}  // namespace tinescope::render

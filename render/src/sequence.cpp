@@ -1,0 +1,324 @@
+// The sequence diagram: which messages (window_messages.hpp, as the
+// timeline's arrows), where each end goes (real time, or a step an event),
+// and its drawing into an ImGui draw list.
+#include "tinescope/render/sequence.hpp"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include "tinescope/render/overlay.hpp"
+#include "window_messages.hpp"
+
+namespace tinescope::render {
+
+bool parse_spacing(const std::string& text, Spacing& out) {
+  if (text == "time") return out = Spacing::Time, true;
+  if (text == "order") return out = Spacing::Order, true;
+  return false;
+}
+
+const char* spacing_name(Spacing s) { return s == Spacing::Order ? "order" : "time"; }
+
+float SequencePicture::y(int64_t t) const {
+  const SequenceRequest& q = request;
+  if (spacing == Spacing::Order && !steps.empty()) {
+    if (t < q.t0) return 0;
+    if (t > q.t1) return q.height;
+    const size_t k = size_t(std::lower_bound(steps.begin(), steps.end(), t) - steps.begin());
+    return (float(k) + (k < steps.size() && steps[k] == t ? 1.f : 0.5f)) * step_px;
+  }
+  return float(double(t - q.t0) / double(std::max<int64_t>(1, q.t1 - q.t0)) * q.height);
+}
+
+int64_t SequencePicture::time(float at) const {
+  const SequenceRequest& q = request;
+  if (spacing == Spacing::Order && !steps.empty()) {
+    const long k = std::lround(at / step_px - 1);
+    return steps[size_t(std::clamp<long>(k, 0, long(steps.size()) - 1))];
+  }
+  return q.t0 + int64_t(std::llround(double(at) / std::max(1.f, q.height) * double(q.t1 - q.t0)));
+}
+
+namespace {
+
+// A message before it is placed: its lifelines (or -1), its ends' times
+// (on the scene's clock) and what it is.
+struct Message {
+  int from = -1, to = -1;
+  int64_t send = 0, recv = 0;
+  uint8_t orphan = 0;  // as Arrow::orphan
+  uint32_t source = 0;
+  index::Flow flow;
+  uint32_t colour = 0;
+  int queue = -1;  // a message never received: the lifeline its channel's messages reach
+};
+
+}  // namespace
+
+SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
+  const auto started = std::chrono::steady_clock::now();
+  SequencePicture P;
+  P.serial = next_picture_serial();
+  P.request = req;
+  const size_t n = req.lanes.size();
+  const float spacing = req.width / float(std::max<size_t>(1, n));
+  std::map<std::pair<uint32_t, uint32_t>, int> lane_of;  // (source, feedlet) -> lifeline
+  for (size_t i = 0; i < n; ++i) {
+    P.lifeline_x.push_back((float(i) + 0.5f) * spacing);
+    const Lane& l = scene.lanes()[req.lanes[i]];
+    lane_of[{l.source, l.feedlet}] = int(i);
+  }
+  auto lifeline = [&](uint32_t s, uint32_t feedlet) {
+    auto it = lane_of.find({s, feedlet});
+    return it == lane_of.end() ? -1 : it->second;
+  };
+
+  // 1. The messages of the lifelines in the window, as the timeline finds them.
+  std::vector<Message> messages;
+  std::unordered_set<const analysis::CrossMessage*> drawn_across;
+  bool over = false;
+  std::vector<std::pair<uint32_t, ClockWindow>> bundle_later;
+  for (uint32_t s = 0; s < scene.sources().size(); ++s) {
+    const index::TraceIndex& ix = *scene.sources()[s].index;
+    const ClockWindow cw(scene.sources()[s].catalog->clock, req.t0, req.t1);
+    MessageLook look(ix, req.message_filter.get());
+    const ShownLane shown = [&](uint32_t feedlet) { return lifeline(s, feedlet) >= 0; };
+    WindowMessages window = window_messages(scene, s, cw, shown, look, req.max_arrows);
+    if (window.over_budget) {
+      P.arrows_left_out += window.at_least, over = true;
+      bundle_later.emplace_back(s, cw);
+      continue;
+    }
+    ArrowStyle style(scene, s, window.flows, req.rule_verdicts.get(), look);
+    for (const index::Flow& f : window.flows) {
+      Message m;
+      m.source = s, m.flow = f, m.colour = style.colour(f);
+      const bool sent = f.flags & index::kFlowSent, received = f.flags & index::kFlowReceived;
+      int64_t t_send = 0, t_recv = 0;
+      bool again = false;
+      if (sent && received) {
+        m.from = lifeline(s, f.src), m.to = lifeline(s, f.dst);
+        m.send = cw.ns(f.send_ts), m.recv = cw.ns(f.recv_ts);
+      } else if (const analysis::CrossMessage* x = message_across(scene, s, f, drawn_across, t_send, t_recv, again)) {
+        if (again) continue;
+        m.from = lifeline(x->send_trace, x->send.src), m.to = lifeline(x->recv_trace, x->recv.dst);
+        m.send = t_send, m.recv = t_recv, m.source = x->send_trace, m.flow = x->send;
+      } else if (sent) {
+        m.from = lifeline(s, f.src), m.send = cw.ns(f.send_ts), m.orphan = 1;
+        if (const std::optional<uint32_t> q = style.queue(f.channel)) m.queue = lifeline(s, *q);
+      } else {
+        m.to = lifeline(s, f.dst), m.recv = cw.ns(f.recv_ts), m.orphan = 2;
+      }
+      if ((m.orphan != 2 && m.from < 0) || (m.orphan != 1 && m.to < 0)) continue;
+      messages.push_back(m);
+    }
+  }
+  if (over) messages.clear();  // (one figure, one kind of picture: bundles for all)
+
+  // 2. Event order: each end in the window a step, in time order (ties:
+  // left to right, sends first), if the steps get min_step_px each.
+  std::vector<float> y_send(messages.size()), y_recv(messages.size());
+  auto y_time = [&](int64_t t) { return std::clamp(P.y(t), 0.f, req.height); };
+  if (req.spacing == Spacing::Order && !over) {
+    struct End {
+      int64_t t;
+      int lifeline;
+      uint8_t recv;
+      uint32_t message;
+    };
+    std::vector<End> ends;
+    for (uint32_t i = 0; i < messages.size(); ++i) {
+      const Message& m = messages[i];
+      if (m.orphan != 2 && m.send >= req.t0 && m.send <= req.t1) ends.push_back({m.send, m.from, 0, i});
+      if (m.orphan != 1 && m.recv >= req.t0 && m.recv <= req.t1) ends.push_back({m.recv, m.to, 1, i});
+    }
+    std::sort(ends.begin(), ends.end(), [](const End& a, const End& b) {
+      return std::tie(a.t, a.lifeline, a.recv, a.message) < std::tie(b.t, b.lifeline, b.recv, b.message);
+    });
+    const float step = req.height / float(ends.size() + 1);
+    if (!ends.empty() && step < req.min_step_px) {
+      P.order_events = ends.size();
+    } else {
+      P.spacing = Spacing::Order, P.step_px = step;
+      for (const Message& m : messages) {  // ends outside the window: on the edge
+        y_send[&m - messages.data()] = m.send < req.t0 ? 0 : req.height;
+        y_recv[&m - messages.data()] = m.recv < req.t0 ? 0 : req.height;
+      }
+      for (size_t k = 0; k < ends.size(); ++k) {
+        P.steps.push_back(ends[k].t);
+        (ends[k].recv ? y_recv : y_send)[ends[k].message] = float(k + 1) * step;
+      }
+    }
+  }
+  if (P.spacing == Spacing::Time)
+    for (size_t i = 0; i < messages.size(); ++i) y_send[i] = y_time(messages[i].send), y_recv[i] = y_time(messages[i].recv);
+
+  // 3. Arrows; orphans as stubs (a send never received toward its queue).
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const Message& m = messages[i];
+    Arrow a{0, 0, 0, 0, m.orphan, m.orphan == 2 ? 0 : m.send, m.orphan == 1 ? 0 : m.recv, m.source, m.flow, m.colour};
+    if (m.orphan == 0) {
+      a.x0 = P.lifeline_x[size_t(m.from)], a.y0 = y_send[i], a.x1 = P.lifeline_x[size_t(m.to)], a.y1 = y_recv[i];
+    } else if (m.orphan == 1) {
+      const float x = P.lifeline_x[size_t(m.from)];
+      const float toward = m.queue >= 0 && m.queue != m.from ? (m.queue > m.from ? 1.f : -1.f) : 1.f;
+      a.x0 = x, a.y0 = y_send[i], a.x1 = x + toward * std::min(24.f, spacing * 0.8f), a.y1 = y_send[i] + 8;
+    } else {
+      const float x = P.lifeline_x[size_t(m.to)];
+      a.x0 = x - std::min(16.f, spacing * 0.6f), a.y0 = y_recv[i] - 8, a.x1 = x, a.y1 = y_recv[i];
+    }
+    P.arrows.push_back(a);
+  }
+
+  // 4. Past the budget: bundles between lifelines, in real time.
+  for (const auto& [s, cw] : bundle_later) {
+    const index::TraceIndex& ix = *scene.sources()[s].index;
+    MessageLook look(ix, req.message_filter.get());
+    const ShownLane shown = [&, s = s](uint32_t feedlet) { return lifeline(s, feedlet) >= 0; };
+    const Bundled b = bundle_messages(
+        ix, cw, shown, look, req.max_bundled, req.max_arrows, [&, &cw = cw](uint64_t t) { return double(y_time(cw.ns(t))); },
+        req.height);
+    P.over_cap |= b.over_cap;
+    for (const LaneBundle& x : b.bundles)
+      P.bundles.push_back({P.lifeline_x[size_t(lifeline(s, x.from))], float(x.at0),
+                           P.lifeline_x[size_t(lifeline(s, x.to))], float(x.at1), x.count, s});
+    P.bundled += b.messages, P.bundles_left_out += b.left_out;
+  }
+  P.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  return P;
+}
+
+const Arrow* sequence_arrow_at(const SequencePicture& p, float x, float y, float px) {
+  const Arrow* hit = nullptr;
+  float best = px * px;
+  for (const Arrow& a : p.arrows) {
+    const float dx = a.x1 - a.x0, dy = a.y1 - a.y0, len2 = dx * dx + dy * dy;
+    const float t = len2 > 0 ? std::clamp(((x - a.x0) * dx + (y - a.y0) * dy) / len2, 0.f, 1.f) : 0.f;
+    const float ex = a.x0 + t * dx - x, ey = a.y0 + t * dy - y;
+    if (ex * ex + ey * ey <= best) best = ex * ex + ey * ey, hit = &a;
+  }
+  return hit;
+}
+
+void sequence_overlay(ImDrawList* dl, const Scene& scene, const SequencePicture& p, const SequenceGeometry& g,
+                      const Marks& marks) {
+  constexpr ImU32 kText = IM_COL32(220, 220, 220, 255), kDim = IM_COL32(150, 150, 150, 255),
+                  kLifeline = IM_COL32(95, 95, 110, 255);
+  const Rect plot = g.plot;
+  const int64_t origin = scene.first_ns();
+  const TimeUnit unit = scene.time_unit();
+  const SequenceRequest& q = p.request;
+  const float spacing = plot.w / float(std::max<size_t>(1, q.lanes.size()));
+
+  // Lifelines and their names: on one row where they fit, else on two,
+  // alternately; over one, each process's name at its first lifeline.
+  const bool two_rows = spacing < 70;
+  bool groups = false;
+  for (uint32_t lane : q.lanes) groups |= scene.lanes()[lane].group != scene.lanes()[q.lanes[0]].group;
+  dl->PushClipRect({g.header.x, g.header.y}, {g.header.x + g.header.w, g.header.y + g.header.h}, true);
+  for (size_t i = 0; i < q.lanes.size() && i < p.lifeline_x.size(); ++i) {
+    const float x = plot.x + p.lifeline_x[i];
+    const std::string label = scene.lanes()[q.lanes[i]].label();
+    const float room = two_rows ? spacing * 2 - 4 : spacing - 4;
+    const float w = std::min(room, ImGui::CalcTextSize(label.c_str()).x);
+    const float y = g.header.y + (two_rows && i % 2 ? 2 : 20);
+    dl->PushClipRect({x - room / 2, y}, {x + room / 2, y + 18}, true);
+    dl->AddText({x - w / 2, y}, kText, label.c_str());
+    dl->PopClipRect();
+    dl->AddLine({x, y + 15}, {x, g.header.y + g.header.h}, kLifeline);
+    const std::string& group = scene.lanes()[q.lanes[i]].group;
+    if (groups && !two_rows && (i == 0 || scene.lanes()[q.lanes[i - 1]].group != group))
+      dl->AddText({x - spacing / 2 + 4, g.header.y + 2}, kDim, group.empty() ? "(process)" : group.c_str());
+  }
+  dl->PopClipRect();
+  dl->AddText({g.figure.x + 4, g.figure.y + 4}, kDim, p.spacing == Spacing::Order ? "event order" : "real time");
+  dl->PushClipRect({plot.x, plot.y}, {plot.x + plot.w, plot.y + plot.h}, true);
+  for (float x : p.lifeline_x) dl->AddLine({plot.x + x, plot.y}, {plot.x + x, plot.y + plot.h}, kLifeline);
+  dl->PopClipRect();
+
+  // Times down the left: round ones in real time, a step's in event order.
+  dl->PushClipRect({g.times.x, g.times.y - 8}, {g.times.x + g.times.w, g.times.y + g.times.h}, true);
+  if (p.spacing == Spacing::Order) {
+    const size_t every = size_t(std::max(1.f, std::ceil(18 / std::max(0.1f, p.step_px))));
+    for (size_t k = 0; k < p.steps.size(); k += every) {
+      const float y = plot.y + float(k + 1) * p.step_px;
+      dl->AddLine({g.times.x + g.times.w - 4, y}, {g.times.x + g.times.w, y}, kDim);
+      const std::string s = format_time(p.steps[k] - origin, 1, unit);
+      dl->AddText({g.times.x + g.times.w - 7 - ImGui::CalcTextSize(s.c_str()).x, y - 7}, kDim, s.c_str());
+    }
+  } else {
+    const TimeAxis axis(q.t0, q.t1, q.height);
+    const std::vector<Tick> tk = ticks(axis, 40, origin);
+    const int64_t step = tk.size() >= 2 ? std::max<int64_t>(1, tk[1].t - tk[0].t) : 1;
+    for (const Tick& t : tk) {
+      const float y = plot.y + float(t.x);
+      dl->AddLine({g.times.x + g.times.w - 4, y}, {g.times.x + g.times.w, y}, kDim);
+      dl->AddText({g.times.x + 4, y - 7}, kDim, format_time(t.t - origin, step, unit).c_str());
+    }
+  }
+  dl->PopClipRect();
+
+  dl->PushClipRect({plot.x, plot.y}, {plot.x + plot.w, plot.y + plot.h}, true);
+  if (marks.has_selection())
+    dl->AddRectFilled({plot.x, plot.y + p.y(marks.sel0)}, {plot.x + plot.w, plot.y + p.y(marks.sel1)},
+                      kSelectionColour);
+  for (int64_t b : marks.bookmarks)
+    if (b >= q.t0 && b <= q.t1) dl->AddLine({plot.x, plot.y + p.y(b)}, {plot.x + plot.w, plot.y + p.y(b)}, kBookmarkColour);
+  // Bundles, as wide as the timeline's (1 + log2(count) / 2, at most 4 px).
+  for (const Bundle& b : p.bundles)
+    dl->AddLine({plot.x + b.x0, plot.y + b.y0}, {plot.x + b.x1, plot.y + b.y1}, kBundleColour,
+                float(std::min(4, 1 + int(std::log2(float(b.count))) / 2)));
+  // Arrows in their channel's colour (orphans grey, a ring at the open
+  // end); a selected chain's hops bright and thick, the rest dimmed. Where
+  // they are few, each says its channel.
+  const bool heads = p.arrows.size() <= 400, chain = !marks.chain.empty();
+  const bool labels = p.arrows.size() <= 40;
+  for (const Arrow& a : p.arrows) {
+    const ImVec2 from{plot.x + a.x0, plot.y + a.y0}, to{plot.x + a.x1, plot.y + a.y1};
+    const bool hop = chain && marks.chain.count({a.source, a.flow.id});
+    ImU32 c = a.orphan ? kOrphanColour : a.colour ? a.colour : kArrowColour;
+    if (chain && !hop) c = (c & 0x00ffffffu) | 0x38000000u;
+    dl->AddLine(from, to, c, hop ? 2.5f : 1.f);
+    if (a.orphan == 1) dl->AddCircle(to, 3, c);
+    if (a.orphan == 2) dl->AddCircle(from, 3, c);
+    if (heads && a.orphan != 1) {
+      const float dx = to.x - from.x, dy = to.y - from.y, len = std::max(1.f, std::sqrt(dx * dx + dy * dy));
+      const float ux = dx / len * 7, uy = dy / len * 7;
+      dl->AddTriangleFilled(to, {to.x - ux - uy * 0.45f, to.y - uy + ux * 0.45f},
+                            {to.x - ux + uy * 0.45f, to.y - uy - ux * 0.45f}, c);
+    }
+    if (labels && a.orphan == 0) {
+      const std::string name = scene.sources()[a.source].catalog->channel_label(a.flow.channel);
+      dl->AddText({(from.x + to.x) / 2 + 3, (from.y + to.y) / 2 - 14}, (c & 0x00ffffffu) | 0xc0000000u, name.c_str());
+    }
+  }
+  if (marks.cursor != Marks::kNone && marks.cursor >= q.t0 && marks.cursor <= q.t1) {
+    const float y = std::floor(plot.y + p.y(marks.cursor)) + 0.5f;
+    dl->AddLine({plot.x, y}, {plot.x + plot.w, y}, kCursorColour);
+  }
+  dl->PopClipRect();
+  if (marks.cursor != Marks::kNone && marks.cursor >= q.t0 && marks.cursor <= q.t1) {
+    const float y = plot.y + p.y(marks.cursor);
+    const std::string s = format_time(marks.cursor - origin, 1, unit);
+    dl->AddRectFilled({g.times.x, y - 8}, {g.times.x + g.times.w, y + 8}, IM_COL32(255, 224, 64, 220));
+    dl->AddText({g.times.x + 3, y - 7}, IM_COL32(20, 20, 20, 255), s.c_str());
+  }
+
+  // What is not drawn as arrows, and why, at the plot's top right.
+  std::string note = message_note(p.arrows_left_out, p.bundled, p.bundles.size(), p.bundles_left_out, false, q.max_arrows,
+                                  q.max_bundled);
+  if (p.order_events)
+    note = std::to_string(p.order_events) + " sends and receives: too many for a step each here, so real time; zoom in";
+  if (!note.empty()) {
+    const float w = ImGui::CalcTextSize(note.c_str()).x, x = plot.x + plot.w - w - 6;
+    dl->AddRectFilled({x - 4, plot.y}, {plot.x + plot.w, plot.y + 18}, IM_COL32(28, 28, 34, 255));
+    dl->AddText({x, plot.y + 2}, kDim, note.c_str());
+  }
+  scene_warnings(dl, scene, plot);
+}
+
+}  // namespace tinescope::render

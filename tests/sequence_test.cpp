@@ -1,0 +1,221 @@
+// The sequence diagram (issue 52, part 5): its arrows are exactly the
+// window's messages between its lifelines, each end at its time (real
+// time) or on its own step (event order), compared with a plain reading of
+// every message of the trace over many random windows, lifelines and
+// spacings; past the arrow budget its bundles hold every message; the
+// command line draws it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+
+#include "tinescope/render/figure_params.hpp"
+#include "tinescope/render/headless.hpp"
+#include "tinescope/render/lane_order.hpp"
+#include "tinescope/render/sequence.hpp"
+#include "trace_helpers.hpp"
+
+namespace tinescope::test {
+namespace {
+
+struct Workload {
+  render::Scene scene;
+  std::vector<index::Flow> all;  // every message of the trace
+};
+
+const Workload& workload() {
+  static Workload* w = [] {
+    auto* w = new Workload;
+    const std::string path = record_queues("sequence", "--queues 12 --producers 3 --duration 0.3");
+    EXPECT_FALSE(path.empty());
+    std::string error;
+    EXPECT_TRUE(w->scene.add_trace(path, error)) << error;
+    const index::TraceIndex& ix = *w->scene.sources()[0].index;
+    w->all = ix.flows(0, UINT64_MAX);
+    return w;
+  }();
+  return *w;
+}
+
+// The messages a window [k0, k1] (ticks) shows between these lifelines
+// (feedlet -> lifeline): a half in it, or in flight across it.
+std::map<uint64_t, uint8_t> plain_reading(const std::vector<index::Flow>& all, uint64_t k0, uint64_t k1,
+                                          const std::map<uint32_t, size_t>& lifeline) {
+  std::map<uint64_t, uint8_t> want;  // id -> Arrow::orphan
+  for (const index::Flow& f : all) {
+    const bool sent = f.flags & index::kFlowSent, received = f.flags & index::kFlowReceived;
+    const bool in = (sent && f.send_ts >= k0 && f.send_ts <= k1) || (received && f.recv_ts >= k0 && f.recv_ts <= k1) ||
+                    (f.matched() && f.send_ts < k0 && f.recv_ts > k1);
+    if (!in) continue;
+    if (f.matched() && lifeline.count(f.src) && lifeline.count(f.dst)) want[f.id] = 0;
+    if (!received && lifeline.count(f.src)) want[f.id] = 1;
+    if (!sent && lifeline.count(f.dst)) want[f.id] = 2;
+  }
+  return want;
+}
+
+TEST(Sequence, ItsArrowsAreTheWindowsMessagesEachEndAtItsTimeOrOnItsStep) {
+  const Workload& w = workload();
+  const render::Scene& scene = w.scene;
+  const index::TraceIndex& ix = *scene.sources()[0].index;
+  const std::vector<uint32_t> talk = render::message_lanes(scene, {});
+  ASSERT_GE(talk.size(), 15u) << "12 queues and 3 producers";
+  // Every lane that sends or receives, and no other.
+  std::set<uint32_t> senders;
+  for (const index::Flow& f : w.all) {
+    if (f.flags & index::kFlowSent) senders.insert(f.src);
+    if (f.flags & index::kFlowReceived) senders.insert(f.dst);
+  }
+  EXPECT_EQ(talk.size(), senders.size());
+  for (uint32_t l : talk) EXPECT_TRUE(senders.count(scene.lanes()[l].feedlet));
+
+  std::mt19937_64 rng(test_seed(5205));
+  int drawn = 0, ordered = 0, orphans = 0;
+  for (int round = 0; round < 80; ++round) {
+    render::FigureParams f;
+    f.type = render::FigureParams::Sequence;
+    // Some of the lifelines, shuffled: any order the user picked.
+    f.lanes = talk;
+    std::shuffle(f.lanes.begin(), f.lanes.end(), rng);
+    f.lanes.resize(2 + rng() % (talk.size() - 1));
+    f.spacing = rng() % 2 ? render::Spacing::Order : render::Spacing::Time;
+    const int64_t span = 20'000 + int64_t(rng() % 3'000'000);
+    f.t0 = scene.first_ns() + int64_t(rng() % uint64_t(scene.last_ns() - scene.first_ns()));
+    f.t1 = f.t0 + span;
+    const render::SequenceGeometry g = render::SequenceGeometry::of({0, 0, 1100, 700});
+    render::SequenceRequest req = render::sequence_request(scene, f, g);
+    req.max_arrows = 100000;  // (every message an arrow: the set is compared)
+    const render::SequencePicture p = render::build_sequence(scene, req);
+    ASSERT_EQ(p.lifeline_x.size(), f.lanes.size());
+    std::map<uint32_t, size_t> lifeline;
+    for (size_t i = 0; i < f.lanes.size(); ++i) lifeline[scene.lanes()[f.lanes[i]].feedlet] = i;
+    const render::ClockWindow cw(scene.sources()[0].catalog->clock, f.t0, f.t1);
+    const std::map<uint64_t, uint8_t> want = plain_reading(w.all, cw.k0, cw.k1, lifeline);
+    std::map<uint64_t, uint8_t> got;
+    for (const render::Arrow& a : p.arrows) EXPECT_TRUE(got.emplace(a.flow.id, a.orphan).second) << "drawn twice";
+    ASSERT_EQ(got, want) << "window " << f.t0 << ".." << f.t1;
+    drawn += int(got.size());
+
+    // Each end: on its sender's (receiver's) lifeline, at its place in time.
+    std::multiset<int64_t> ends;
+    for (const render::Arrow& a : p.arrows) {
+      const index::Flow& fl = a.flow;
+      if (a.orphan != 2) { EXPECT_FLOAT_EQ(a.x0, p.lifeline_x[lifeline.at(fl.src)]); }
+      if (a.orphan != 1) { EXPECT_FLOAT_EQ(a.x1, p.lifeline_x[lifeline.at(fl.dst)]); }
+      if (a.orphan != 2 && a.send >= f.t0 && a.send <= f.t1) ends.insert(a.send);
+      if (a.orphan != 1 && a.recv >= f.t0 && a.recv <= f.t1) ends.insert(a.recv);
+      orphans += a.orphan != 0;
+    }
+    if (p.spacing == render::Spacing::Order) {
+      ++ordered;
+      // A step each end, in time order, each step one end's time.
+      ASSERT_EQ(p.steps.size(), ends.size());
+      EXPECT_EQ(std::multiset<int64_t>(p.steps.begin(), p.steps.end()), ends);
+      EXPECT_TRUE(std::is_sorted(p.steps.begin(), p.steps.end()));
+      EXPECT_NEAR(p.step_px, req.height / float(ends.size() + 1), 1e-3);
+      std::set<long> used;
+      for (const render::Arrow& a : p.arrows) {
+        auto on_step = [&](float y, int64_t t) {
+          const long k = std::lround(y / p.step_px) - 1;
+          ASSERT_GE(k, 0);
+          ASSERT_LT(size_t(k), p.steps.size());
+          EXPECT_EQ(p.steps[size_t(k)], t);
+          EXPECT_NEAR(y, float(k + 1) * p.step_px, 1e-2);
+          EXPECT_TRUE(used.insert(k).second) << "two ends on one step";
+        };
+        if (a.orphan == 0 || a.orphan == 1) {
+          if (a.send >= f.t0 && a.send <= f.t1) on_step(a.y0, a.send);
+          else EXPECT_EQ(a.y0, 0.f) << "sent before the window: on its top edge";
+        }
+        if (a.orphan == 0 || a.orphan == 2) {
+          if (a.recv >= f.t0 && a.recv <= f.t1) on_step(a.y1, a.recv);
+          else EXPECT_EQ(a.y1, req.height) << "received after the window: on its foot";
+        }
+      }
+      // The cursor's place: between the steps around it.
+      for (int64_t t : {f.t0, (f.t0 + f.t1) / 2, f.t1}) {
+        const float y = p.y(t);
+        const size_t below = size_t(std::lower_bound(p.steps.begin(), p.steps.end(), t) - p.steps.begin());
+        EXPECT_GE(y, float(below) * p.step_px - 1e-3);
+        EXPECT_LE(y, float(below + 1) * p.step_px + 1e-3);
+      }
+    } else {
+      EXPECT_EQ(p.order_events, f.spacing == render::Spacing::Order ? ends.size() : 0u)
+          << "event order falls back to real time only where its steps do not fit";
+      auto at = [&](int64_t t) {
+        return std::clamp(float(double(t - f.t0) / double(f.t1 - f.t0) * req.height), 0.f, req.height);
+      };
+      for (const render::Arrow& a : p.arrows) {
+        if (a.orphan != 2) { EXPECT_NEAR(a.y0, at(a.send), 1e-2); }
+        if (a.orphan == 0) { EXPECT_NEAR(a.y1, at(a.recv), 1e-2); }
+        if (a.orphan == 2) { EXPECT_NEAR(a.y1, at(a.recv), 1e-2); }
+      }
+    }
+    // time() undoes y() within the window.
+    for (int64_t t : {f.t0 + span / 7, f.t0 + span / 2}) {
+      if (p.spacing == render::Spacing::Time) { EXPECT_NEAR(double(p.time(p.y(t))), double(t), double(span) / req.height); }
+    }
+  }
+  EXPECT_GT(drawn, 500);
+  EXPECT_GT(ordered, 10);
+  EXPECT_GT(orphans, 0);
+  (void)ix;
+}
+
+TEST(Sequence, PastTheBudgetEveryMessageIsInABundleAndEventOrderSaysItDoesNotFit) {
+  const Workload& w = workload();
+  const render::Scene& scene = w.scene;
+  render::FigureParams f;
+  f.type = render::FigureParams::Sequence;
+  f.lanes = render::message_lanes(scene, {});
+  f.t0 = scene.first_ns(), f.t1 = scene.last_ns() + 1;
+  const render::SequenceGeometry g = render::SequenceGeometry::of({0, 0, 1100, 700});
+  render::SequenceRequest req = render::sequence_request(scene, f, g);
+  req.max_arrows = 100;
+  render::SequencePicture p = render::build_sequence(scene, req);
+  EXPECT_TRUE(p.arrows.empty());
+  EXPECT_GT(p.arrows_left_out, 100u);
+  std::map<uint32_t, size_t> lifeline;
+  for (size_t i = 0; i < f.lanes.size(); ++i) lifeline[scene.lanes()[f.lanes[i]].feedlet] = i;
+  uint64_t matched = 0;
+  for (const index::Flow& fl : w.all) matched += fl.matched();
+  EXPECT_EQ(p.bundled, matched) << "every message sent and received, in a bundle";
+  uint64_t in_bundles = 0;
+  for (const render::Bundle& b : p.bundles) in_bundles += b.count;
+  EXPECT_LE(p.bundles.size(), 25u) << "a quarter of the arrow budget";
+  if (!p.bundles_left_out) { EXPECT_EQ(in_bundles, matched); }
+  // Event order with more ends than fit 4 px each: drawn in real time, and said.
+  req.max_arrows = 1'000'000, req.spacing = render::Spacing::Order;
+  p = render::build_sequence(scene, req);
+  EXPECT_EQ(p.spacing, render::Spacing::Time);
+  EXPECT_GT(p.order_events, uint64_t(req.height / 4));
+}
+
+TEST(Sequence, TheCommandLineDrawsIt) {
+  const std::string path = record_queues("sequence_cli", "--queues 6 --producers 2 --duration 0.1");
+  ASSERT_FALSE(path.empty());
+  const std::string png = scratch_dir() + "/sequence.png";
+  std::string out;
+  ASSERT_EQ(run(bin("app/tinescope") + " render " + path + " --figure sequence --spacing order --from 50ms --to 50.2ms -o " +
+                    png + " 2>&1",
+                &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("8 lifelines, order spacing"), std::string::npos) << out;
+  int w = 0, h = 0;
+  std::vector<uint8_t> rgba;
+  std::string error;
+  ASSERT_TRUE(render::read_png(png, w, h, rgba, error)) << error;
+  EXPECT_EQ(w, 1280);
+  EXPECT_EQ(run(bin("app/tinescope") + " render " + path + " --spacing order -o " + png + " 2>&1", &out), 2);
+  EXPECT_NE(out.find("--spacing applies to the sequence diagram"), std::string::npos) << out;
+  EXPECT_EQ(run(bin("app/tinescope") + " render " + path + " --figure sequence --lanes producer.0 -o " + png + " 2>&1", &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("1 lifeline,"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace tinescope::test
