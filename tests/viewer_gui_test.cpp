@@ -20,6 +20,7 @@
 #include "tinescope/analysis/message_chain.hpp"
 #include "tinescope/analysis/duration_stats.hpp"
 #include "tinescope/render/headless.hpp"
+#include "tinescope/render/lane_order.hpp"
 #include "tinescope/analysis/needles.hpp"
 #include "tinescope/index/trace_index.hpp"
 #include "trace_helpers.hpp"
@@ -156,6 +157,14 @@ class ViewerGui : public ::testing::Test {
   void click(float x, float y) {
     move(x, y);
     xdo("click 1");
+  }
+  // Clicks a named control (Viewer::control).
+  void press(const std::string& control) {
+    pump(2);
+    const render::Rect r = v_->control(control);
+    ASSERT_GT(r.w, 0) << "no control " << control;
+    click(r.x + r.w / 2, r.y + r.h / 2);
+    move(5, float(v_->fb_height() - 5));
   }
   void key(const std::string& k) {  // down and up in different frames, as a person types
     xdo("keydown " + k);
@@ -641,6 +650,124 @@ TEST_F(ViewerGui, CursorAndSelectionMoveEveryFigureTogether) {
   EXPECT_EQ(changed({sc.x, sc.y + sc.h - 16, sc.w * 0.5f, 16}), 0) << "but not strips past it";
 }
 
+// The sequence diagram (issue 52): added with "+ Sequence" under the
+// timeline, it draws the window's messages between its lifelines (the lanes
+// that send or receive), follows the timeline's zoom, moves every figure
+// through time when dragged, spaces its ends by event order when asked, and
+// a click on an arrow selects that message, as in the timeline.
+TEST_F(ViewerGui, ASequenceDiagramMovesWithTheTimelineAndAClickedArrowIsItsMessage) {
+  FigureParams f;
+  {
+    render::Scene probe;
+    std::string error;
+    ASSERT_TRUE(probe.add_trace(g_trace, error)) << error;
+    f.t0 = probe.first_ns() + (probe.last_ns() - probe.first_ns()) / 2, f.t1 = f.t0 + 4'000'000;  // 4 ms mid-run
+  }
+  ASSERT_NO_FATAL_FAILURE(open(f));
+  ASSERT_NO_FATAL_FAILURE(press("add_sequence"));
+  ASSERT_TRUE(v_->settle());
+  ASSERT_EQ(v_->figure_count(), 2u);
+  ASSERT_EQ(v_->figure_params(1).type, FigureParams::Sequence);
+  const std::vector<uint32_t> talk = render::message_lanes(*scene_, {});
+  EXPECT_EQ(v_->figure_params(1).lanes, talk);
+  std::set<std::string> names;
+  for (uint32_t l : talk) names.insert(scene_->lanes()[l].name);
+  EXPECT_EQ(names, (std::set<std::string>{"client", "worker.0", "worker.1", "worker.2", "worker.3"}));
+  const index::TraceIndex& ix = *scene_->sources()[0].index;
+  const std::vector<index::Flow> all = ix.flows(0, UINT64_MAX);
+  // The window's messages, counted here from every message of the trace.
+  auto in_window = [&](int64_t t0, int64_t t1) {
+    const render::ClockWindow cw(scene_->sources()[0].catalog->clock, t0, t1);
+    size_t n = 0;
+    for (const index::Flow& fl : all) {
+      const bool sent = fl.flags & index::kFlowSent, received = fl.flags & index::kFlowReceived;
+      n += (sent && fl.send_ts >= cw.k0 && fl.send_ts <= cw.k1) || (received && fl.recv_ts >= cw.k0 && fl.recv_ts <= cw.k1) ||
+           (fl.matched() && fl.send_ts < cw.k0 && fl.recv_ts > cw.k1);
+    }
+    return n;
+  };
+  const render::SequencePicture* q = v_->figure_sequence(1);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->request.t0, v_->window_t0());
+  EXPECT_EQ(q->request.t1, v_->window_t1());
+  EXPECT_EQ(q->arrows.size(), in_window(v_->window_t0(), v_->window_t1()));
+  ASSERT_GE(q->arrows.size(), 4u);
+  // On screen: ink along each long arrow's middle.
+  const render::Rect sp = v_->plot_rect(1);
+  int long_arrows = 0, inked = 0;
+  for (const render::Arrow& a : q->arrows) {
+    if (a.orphan || std::hypot(a.x1 - a.x0, a.y1 - a.y0) < 60) continue;
+    ++long_arrows;
+    const float mx = sp.x + (a.x0 + a.x1) / 2, my = sp.y + (a.y0 + a.y1) / 2;
+    int best = 0;
+    for (int dy = -1; dy <= 1; ++dy) best = std::max(best, ink(px(int(mx), int(my) + dy)));
+    inked += best > 40;
+  }
+  ASSERT_GT(long_arrows, 0);
+  EXPECT_GE(inked, long_arrows * 8 / 10) << inked << " of " << long_arrows << " arrows drawn where the picture says";
+
+  // The wheel over the timeline zooms: the sequence diagram shows the new window.
+  const render::Rect tl = v_->plot_rect(0);
+  const int64_t span0 = v_->window_t1() - v_->window_t0();
+  move(tl.x + tl.w / 2, tl.y + 20);
+  xdo("click --repeat 3 --delay 2 4");
+  ASSERT_TRUE(v_->settle());
+  const int64_t span1 = v_->window_t1() - v_->window_t0();
+  EXPECT_LT(double(span1), 0.7 * double(span0));
+  q = v_->figure_sequence(1);
+  EXPECT_EQ(q->request.t0, v_->window_t0());
+  EXPECT_EQ(q->request.t1, v_->window_t1());
+  EXPECT_EQ(q->arrows.size(), in_window(v_->window_t0(), v_->window_t1()));
+
+  // A drag down the sequence diagram goes back in time by the dragged share
+  // of the window, in every figure.
+  const int64_t before = v_->window_t0();
+  drag(sp.x + 3, sp.y + 60, sp.x + 3, sp.y + 60 + sp.h / 4);
+  ASSERT_TRUE(v_->settle());
+  EXPECT_NEAR(double(before - v_->window_t0()), double(span1) / 4, double(span1) * 0.03);
+  EXPECT_EQ(v_->figure_axis(0).t0(), v_->window_t0()) << "the timeline moved too";
+  EXPECT_EQ(v_->figure_sequence(1)->request.t0, v_->window_t0());
+
+  // Event order: a step for each send and each receive in the window.
+  ASSERT_NO_FATAL_FAILURE(press("spacing"));
+  ASSERT_NO_FATAL_FAILURE(press("spacing_order"));
+  ASSERT_TRUE(v_->settle());
+  EXPECT_EQ(v_->figure_params(1).spacing, render::Spacing::Order);
+  q = v_->figure_sequence(1);
+  ASSERT_EQ(q->spacing, render::Spacing::Order) << q->order_events << " ends did not fit";
+  size_t ends = 0;
+  for (const render::Arrow& a : q->arrows) {
+    ends += a.orphan != 2 && a.send >= q->request.t0 && a.send <= q->request.t1;
+    ends += a.orphan != 1 && a.recv >= q->request.t0 && a.recv <= q->request.t1;
+  }
+  EXPECT_EQ(q->steps.size(), ends);
+  EXPECT_TRUE(std::is_sorted(q->steps.begin(), q->steps.end()));
+
+  // A click on an arrow: that message, its send and receive read from the trace.
+  const render::Arrow* arrow = nullptr;
+  for (const render::Arrow& a : q->arrows)
+    if (a.orphan == 0 && std::hypot(a.x1 - a.x0, a.y1 - a.y0) > 60 && a.y0 > 20 && a.y1 < sp.h - 20) arrow = &a;
+  ASSERT_NE(arrow, nullptr);
+  const index::Flow flow = arrow->flow;
+  const float len = std::hypot(arrow->x1 - arrow->x0, arrow->y1 - arrow->y0), back = 20 / len;
+  click(sp.x + arrow->x1 - (arrow->x1 - arrow->x0) * back, sp.y + arrow->y1 - (arrow->y1 - arrow->y0) * back);
+  pump();
+  ASSERT_EQ(v_->selected_events().size(), 2u) << "its send and its receive";
+  ASSERT_NE(v_->selected_events()[0].field("id"), nullptr);
+  EXPECT_EQ(v_->selected_events()[0].field("id")->number, double(flow.id));
+  EXPECT_TRUE(v_->marks().chain.count({0u, flow.id})) << "its chain is highlighted";
+  EXPECT_NE(v_->marks().cursor, render::Marks::kNone) << "and the cursor is where it was clicked";
+
+  // The lanes' order applies to its lifelines too.
+  ASSERT_NO_FATAL_FAILURE(press("lane_order"));
+  ASSERT_NO_FATAL_FAILURE(press("lane_order_name"));
+  ASSERT_TRUE(v_->settle());
+  EXPECT_EQ(v_->figure_params(1).lane_order, render::LaneOrder::ByName);
+  std::vector<std::string> shown;
+  for (uint32_t l : v_->figure_sequence(1)->request.lanes) shown.push_back(scene_->lanes()[l].name);
+  EXPECT_EQ(shown, (std::vector<std::string>{"client", "worker.0", "worker.1", "worker.2", "worker.3"}));
+}
+
 TEST_F(ViewerGui, ThetaSliderWarpsTimeAndOneClickGoesBackToLinear) {
   FigureParams f;
   ASSERT_NO_FATAL_FAILURE(open(f));
@@ -682,13 +809,6 @@ class AnalysisGui : public ViewerGui {
     press("analysis");
     ASSERT_TRUE(v_->analysis_shown());
     ASSERT_TRUE(v_->settle());
-  }
-  void press(const std::string& control) {
-    pump(2);
-    const render::Rect r = v_->control(control);
-    ASSERT_GT(r.w, 0) << "no control " << control;
-    click(r.x + r.w / 2, r.y + r.h / 2);
-    move(5, float(v_->fb_height() - 5));
   }
   // Types into a text field and presses Return, as a person does.
   void type_into(const std::string& control, const std::string& text) {
