@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   // Messages (issue 52): the 100-queue workload, every lane, zoomed from
   // the whole trace (bundles) to 10 us (arrows), each view drawn twice and
   // the second frame counted, as above; pictures at rest (bundles are).
-  std::vector<double> message_frame, message_build;
+  std::vector<double> message_frame, message_build, sequence_frame, sequence_build;
   render::ArrowLengths lane_lengths;
   double lane_order_ms = 0;
   size_t lane_count = 0;
@@ -147,6 +147,24 @@ int main(int argc, char** argv) {
         std::printf("  messages: window %-12s build %8.2f ms  frame %6.2f ms\n",
                     render::format_duration(m.t1 - m.t0).c_str(), first_draw.build_ms, t.draw_ms);
     }
+    // The sequence diagram of every lane that talks over the same zooms,
+    // in event order (real time where its steps do not fit).
+    render::FigureParams sq;
+    sq.type = render::FigureParams::Sequence;
+    sq.spacing = render::Spacing::Order;
+    sq.lanes = render::message_lanes(q, {});
+    for (int k = 0; k < qsteps; ++k) {
+      const double w = double(qspan) * std::pow(1e4 / double(qspan), double(k) / (qsteps - 1));
+      sq.t0 = qc - int64_t(w / 2), sq.t1 = sq.t0 + std::max<int64_t>(2, int64_t(w));
+      const auto first_draw = r->draw(q, sq, {});
+      const auto t = r->draw(q, sq, {});
+      sequence_build.push_back(first_draw.build_ms);
+      sequence_frame.push_back(t.draw_ms);
+      if (verbose)
+        std::printf("  sequence: window %-12s build %8.2f ms  frame %6.2f ms  %llu arrows %llu bundles\n",
+                    render::format_duration(sq.t1 - sq.t0).c_str(), first_draw.build_ms, t.draw_ms,
+                    (unsigned long long)t.arrows, (unsigned long long)t.bundles);
+    }
     // The lane order of shortest arrows against the order the threads came in.
     const auto order_t0 = std::chrono::steady_clock::now();
     const std::vector<uint32_t> shortest = render::order_lanes(q, {}, render::LaneOrder::ShortestArrows, &lane_lengths);
@@ -171,6 +189,10 @@ int main(int argc, char** argv) {
               "arrows or bundles; goal <= 33 ms on llvmpipe: %.2fx)\n",
               pct(message_frame, 0.95), pct(message_frame, 0.95) / 33);
   std::printf("figure: render.message_build_ms.p95 %.2f ms (its pictures, off the UI thread)\n", pct(message_build, 0.95));
+  std::printf("figure: render.sequence_frame_ms.p95 %.2f ms (the sequence diagram of the same workload and zooms, event "
+              "order; goal <= 33 ms on llvmpipe: %.2fx)\n",
+              pct(sequence_frame, 0.95), pct(sequence_frame, 0.95) / 33);
+  std::printf("figure: render.sequence_build_ms.p95 %.2f ms (its pictures, off the UI thread)\n", pct(sequence_build, 0.95));
   const double lane_ratio = lane_lengths.first ? double(lane_lengths.chosen) / double(lane_lengths.first) : 1.0;
   std::printf("figure: render.lane_order_arrow_ratio %.3f ratio (the 100-queue workload's %zu lanes in the order of shortest "
               "arrows: total arrow length %llu lanes against %llu as the threads came; goal <= 0.5: %.2fx; ordered in "
