@@ -757,6 +757,17 @@ TEST_F(ViewerGui, ASequenceDiagramMovesWithTheTimelineAndAClickedArrowIsItsMessa
   EXPECT_EQ(v_->selected_events()[0].field("id")->number, double(flow.id));
   EXPECT_TRUE(v_->marks().chain.count({0u, flow.id})) << "its chain is highlighted";
   EXPECT_NE(v_->marks().cursor, render::Marks::kNone) << "and the cursor is where it was clicked";
+  // "Go to receive" in the details panel: every figure centred on its receive, the cursor there.
+  ASSERT_NO_FATAL_FAILURE(press("go_receive"));
+  ASSERT_TRUE(v_->settle());
+  const int64_t recv = ix.to_ns(flow.recv_ts);
+  EXPECT_EQ(v_->marks().cursor, recv);
+  EXPECT_NEAR(double(v_->window_t0() + v_->window_t1()) / 2, double(recv), 2);
+  q = v_->figure_sequence(1);
+  EXPECT_EQ(q->request.t0, v_->window_t0());
+  // (In event order the middle of the window is not the middle step: its receive has a step of its own.)
+  ASSERT_EQ(q->spacing, render::Spacing::Order);
+  EXPECT_TRUE(std::binary_search(q->steps.begin(), q->steps.end(), recv)) << "its receive is on the diagram";
 
   // The lanes' order applies to its lifelines too.
   ASSERT_NO_FATAL_FAILURE(press("lane_order"));

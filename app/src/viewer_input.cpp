@@ -550,10 +550,14 @@ void Viewer::details() {
       set_window(t - half, t + half);
       marks_.cursor = t;
     };
-    if ((fl.flags & index::kFlowSent) && ImGui::Button("Go to send")) go(ns(fl.send_ts));
+    if (fl.flags & index::kFlowSent) {
+      if (ImGui::Button("Go to send")) go(ns(fl.send_ts));
+      record_control("go_send");
+    }
     if (fl.flags & index::kFlowReceived) {
       if (fl.flags & index::kFlowSent) ImGui::SameLine();
       if (ImGui::Button("Go to receive")) go(ns(fl.recv_ts));
+      record_control("go_receive");
     }
   } else {
     const render::Box& b = selected_;
