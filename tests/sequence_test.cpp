@@ -71,8 +71,29 @@ TEST(Sequence, ItsArrowsAreTheWindowsMessagesEachEndAtItsTimeOrOnItsStep) {
   EXPECT_EQ(talk.size(), senders.size());
   for (uint32_t l : talk) EXPECT_TRUE(senders.count(scene.lanes()[l].feedlet));
 
+  // The queues as a plain count says: each channel's owner (the lane that
+  // received most of it), each lane's home (the channel it received most on).
+  std::map<std::pair<uint64_t, uint32_t>, uint64_t> received;
+  for (const index::Flow& f : w.all)
+    if (f.flags & index::kFlowReceived) ++received[{f.channel, f.dst}];
+  std::map<uint64_t, uint32_t> owner;  // channel -> feedlet
+  std::map<uint32_t, uint64_t> home;   // feedlet -> channel
+  {
+    std::map<uint64_t, uint64_t> most_of;
+    std::map<uint32_t, uint64_t> most_on;
+    for (const auto& [key, n] : received) {
+      if (n > most_of[key.first]) most_of[key.first] = n, owner[key.first] = key.second;
+      if (n > most_on[key.second]) most_on[key.second] = n, home[key.second] = key.first;
+    }
+  }
+  const render::QueueMap qm = render::queue_map(scene);
+  ASSERT_EQ(qm.queues.size(), owner.size());
+  for (const render::QueueMap::Queue& q : qm.queues) EXPECT_EQ(scene.lanes()[q.owner].feedlet, owner.at(q.channel));
+  for (const auto& [key, channel] : qm.home) EXPECT_EQ(home.at(key.second), channel);
+  auto queues = std::make_shared<const render::QueueMap>(qm);
+
   std::mt19937_64 rng(test_seed(5205));
-  int drawn = 0, ordered = 0, orphans = 0;
+  int drawn = 0, ordered = 0, orphans = 0, by_queue = 0, folded = 0;
   for (int round = 0; round < 80; ++round) {
     render::FigureParams f;
     f.type = render::FigureParams::Sequence;
@@ -81,6 +102,8 @@ TEST(Sequence, ItsArrowsAreTheWindowsMessagesEachEndAtItsTimeOrOnItsStep) {
     std::shuffle(f.lanes.begin(), f.lanes.end(), rng);
     f.lanes.resize(2 + rng() % (talk.size() - 1));
     f.spacing = rng() % 2 ? render::Spacing::Order : render::Spacing::Time;
+    if (rng() % 3 == 0) f.lifelines = render::Lifelines::Queues, f.queue_map = queues, ++by_queue;
+    if (rng() % 6 == 0) f.collapsed = {scene.lanes()[talk[0]].group}, ++folded;  // (one process: one lifeline)
     const int64_t span = 20'000 + int64_t(rng() % 3'000'000);
     f.t0 = scene.first_ns() + int64_t(rng() % uint64_t(scene.last_ns() - scene.first_ns()));
     f.t1 = f.t0 + span;
@@ -88,9 +111,50 @@ TEST(Sequence, ItsArrowsAreTheWindowsMessagesEachEndAtItsTimeOrOnItsStep) {
     render::SequenceRequest req = render::sequence_request(scene, f, g);
     req.max_arrows = 100000;  // (every message an arrow: the set is compared)
     const render::SequencePicture p = render::build_sequence(scene, req);
-    ASSERT_EQ(p.lifeline_x.size(), f.lanes.size());
-    std::map<uint32_t, size_t> lifeline;
+    // The lifelines a plain reading gives, by name: a lane's, a queue's
+    // (shown where its owner is), or the process's, folded.
+    std::map<uint32_t, size_t> lifeline;  // feedlet of a lane shown -> its place in f.lanes
     for (size_t i = 0; i < f.lanes.size(); ++i) lifeline[scene.lanes()[f.lanes[i]].feedlet] = i;
+    std::vector<std::string> want_lines;
+    std::map<uint32_t, std::string> from_of;                    // feedlet -> lifeline its sends leave
+    std::map<std::pair<uint32_t, uint64_t>, std::string> to_of;  // (receiver, channel) -> lifeline it arrives on
+    const auto catalog = scene.sources()[0].catalog;
+    for (uint32_t lane : f.lanes) {
+      const render::Lane& l = scene.lanes()[lane];
+      if (!f.collapsed.empty()) {
+        if (want_lines.empty()) want_lines.push_back("[" + l.group + "]");
+        continue;
+      }
+      bool owns = false;
+      if (f.lifelines == render::Lifelines::Queues)
+        for (const auto& [channel, who] : owner)
+          if (who == l.feedlet) want_lines.push_back(catalog->channel_label(channel)), owns = true;
+      if (!owns) want_lines.push_back(l.label());
+    }
+    std::vector<std::string> got_lines;
+    for (const auto& line : p.lifelines) got_lines.push_back(line.lane < 0 ? "[" + line.label + "]" : line.label);
+    ASSERT_EQ(got_lines, want_lines);
+    auto x_of = [&](const std::string& name) {
+      const size_t i = size_t(std::find(want_lines.begin(), want_lines.end(), name) - want_lines.begin());
+      return i < p.lifelines.size() ? p.lifelines[i].x : -1e9f;
+    };
+    auto own_line = [&](uint32_t feedlet) {  // a lane's lifeline: its own, or its first queue's
+      if (f.lifelines == render::Lifelines::Queues)
+        for (const auto& [channel, who] : owner)
+          if (who == feedlet) return catalog->channel_label(channel);
+      return scene.lanes()[f.lanes[lifeline.at(feedlet)]].label();
+    };
+    auto from_x = [&](uint32_t src) {
+      if (!f.collapsed.empty()) return x_of(want_lines[0]);
+      if (f.lifelines == render::Lifelines::Queues && home.count(src) && lifeline.count(owner.at(home.at(src))))
+        return x_of(catalog->channel_label(home.at(src)));
+      return x_of(own_line(src));
+    };
+    auto to_x = [&](uint32_t dst, uint64_t channel) {
+      if (!f.collapsed.empty()) return x_of(want_lines[0]);
+      if (f.lifelines == render::Lifelines::Queues && lifeline.count(owner.at(channel))) return x_of(catalog->channel_label(channel));
+      return x_of(own_line(dst));
+    };
     const render::ClockWindow cw(scene.sources()[0].catalog->clock, f.t0, f.t1);
     const std::map<uint64_t, uint8_t> want = plain_reading(w.all, cw.k0, cw.k1, lifeline);
     std::map<uint64_t, uint8_t> got;
@@ -98,12 +162,12 @@ TEST(Sequence, ItsArrowsAreTheWindowsMessagesEachEndAtItsTimeOrOnItsStep) {
     ASSERT_EQ(got, want) << "window " << f.t0 << ".." << f.t1;
     drawn += int(got.size());
 
-    // Each end: on its sender's (receiver's) lifeline, at its place in time.
+    // Each end: on its lifeline, at its place in time.
     std::multiset<int64_t> ends;
     for (const render::Arrow& a : p.arrows) {
       const index::Flow& fl = a.flow;
-      if (a.orphan != 2) { EXPECT_FLOAT_EQ(a.x0, p.lifeline_x[lifeline.at(fl.src)]); }
-      if (a.orphan != 1) { EXPECT_FLOAT_EQ(a.x1, p.lifeline_x[lifeline.at(fl.dst)]); }
+      if (a.orphan != 2) { EXPECT_FLOAT_EQ(a.x0, from_x(fl.src)) << "message " << fl.id; }
+      if (a.orphan != 1) { EXPECT_FLOAT_EQ(a.x1, to_x(fl.dst, fl.channel)) << "message " << fl.id; }
       if (a.orphan != 2 && a.send >= f.t0 && a.send <= f.t1) ends.insert(a.send);
       if (a.orphan != 1 && a.recv >= f.t0 && a.recv <= f.t1) ends.insert(a.recv);
       orphans += a.orphan != 0;
@@ -161,6 +225,8 @@ TEST(Sequence, ItsArrowsAreTheWindowsMessagesEachEndAtItsTimeOrOnItsStep) {
   EXPECT_GT(drawn, 500);
   EXPECT_GT(ordered, 10);
   EXPECT_GT(orphans, 0);
+  EXPECT_GT(by_queue, 10);
+  EXPECT_GT(folded, 5);
   (void)ix;
 }
 
@@ -203,7 +269,7 @@ TEST(Sequence, TheCommandLineDrawsIt) {
                 &out),
             0)
       << out;
-  EXPECT_NE(out.find("8 lifelines, order spacing"), std::string::npos) << out;
+  EXPECT_NE(out.find("8 lifelines (threads), order spacing"), std::string::npos) << out;
   int w = 0, h = 0;
   std::vector<uint8_t> rgba;
   std::string error;
@@ -214,7 +280,18 @@ TEST(Sequence, TheCommandLineDrawsIt) {
   EXPECT_EQ(run(bin("app/tinescope") + " render " + path + " --figure sequence --lanes producer.0 -o " + png + " 2>&1", &out),
             0)
       << out;
-  EXPECT_NE(out.find("1 lifeline,"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 lifeline (threads),"), std::string::npos) << out;
+  // Queues: the 6 queues and the 2 producers' own lifelines; folded, one.
+  EXPECT_EQ(run(bin("app/tinescope") + " render " + path + " --figure sequence --lifelines queues -o " + png + " 2>&1", &out), 0)
+      << out;
+  EXPECT_NE(out.find("8 lifelines (queues)"), std::string::npos) << out;
+  EXPECT_EQ(run(bin("app/tinescope") + " render " + path + " --figure sequence --collapse tinescope-queues -o " + png + " 2>&1",
+                &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("1 lifeline (threads)"), std::string::npos) << out;
+  EXPECT_EQ(run(bin("app/tinescope") + " render " + path + " --figure sequence --collapse nosuch -o " + png + " 2>&1", &out), 2);
+  EXPECT_NE(out.find("--collapse: no process is named 'nosuch'"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -777,6 +777,31 @@ TEST_F(ViewerGui, ASequenceDiagramMovesWithTheTimelineAndAClickedArrowIsItsMessa
   std::vector<std::string> shown;
   for (uint32_t l : v_->figure_sequence(1)->request.lanes) shown.push_back(scene_->lanes()[l].name);
   EXPECT_EQ(shown, (std::vector<std::string>{"client", "worker.0", "worker.1", "worker.2", "worker.3"}));
+
+  // Queues: a lifeline a channel, under the lane that receives most of it;
+  // the client receives nothing, so its sends leave a lifeline of its own.
+  ASSERT_NO_FATAL_FAILURE(press("lifelines"));
+  ASSERT_NO_FATAL_FAILURE(press("lifelines_queues"));
+  ASSERT_TRUE(v_->settle());
+  EXPECT_EQ(v_->figure_params(1).lifelines, render::Lifelines::Queues);
+  q = v_->figure_sequence(1);
+  const render::QueueMap queues = render::queue_map(*scene_);
+  ASSERT_EQ(q->lifelines.size(), queues.queues.size() + 1);
+  EXPECT_EQ(q->lifelines[0].label, "client");
+  for (size_t i = 1; i < q->lifelines.size(); ++i) EXPECT_TRUE(q->lifelines[i].queue) << q->lifelines[i].label;
+  // A click on a lifeline's name folds its process into one lifeline; again, unfolds it.
+  const render::SequenceGeometry g = render::SequenceGeometry::of(v_->figure_rect(1));
+  click(g.plot.x + q->lifelines[0].x, g.header.y + 26);
+  move(5, float(v_->fb_height() - 5));
+  ASSERT_TRUE(v_->settle());
+  q = v_->figure_sequence(1);
+  ASSERT_EQ(q->lifelines.size(), 1u);
+  EXPECT_EQ(q->lifelines[0].lanes, 5u);
+  EXPECT_EQ(q->arrows.size(), in_window(v_->window_t0(), v_->window_t1())) << "every message, from the process to itself";
+  click(g.plot.x + q->lifelines[0].x, g.header.y + 26);
+  move(5, float(v_->fb_height() - 5));
+  ASSERT_TRUE(v_->settle());
+  EXPECT_EQ(v_->figure_sequence(1)->lifelines.size(), queues.queues.size() + 1);
 }
 
 TEST_F(ViewerGui, ThetaSliderWarpsTimeAndOneClickGoesBackToLinear) {

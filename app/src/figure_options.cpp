@@ -29,6 +29,13 @@ void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::
   cmd.add_option("--spacing", o.spacing,
                  "sequence: time (ends placed by real time; the default) or order (each send and receive one step)")
       ->check(CLI::IsMember({"time", "order"}));
+  cmd.add_option("--lifelines", o.lifelines,
+                 "sequence: threads (a lifeline a lane; the default) or queues (a lifeline a channel, under the lane "
+                 "that receives most of it; a message leaves its sender's queue)")
+      ->check(CLI::IsMember({"threads", "queues"}));
+  cmd.add_option("--collapse", o.collapse,
+                 "timeline, sequence: processes folded (a timeline: a header alone; a sequence diagram: one lifeline), "
+                 "comma separated");
   cmd.add_option("--names-width", o.names_px, "timeline: the lane names' column, in pixels (long names; the viewer: drag its border)")
       ->check(CLI::Range(60, 4000));
   cmd.add_option("--hide-categories", o.hide_categories,
@@ -102,6 +109,24 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
   if (!o.spacing.empty()) {
     if (f.type != render::FigureParams::Sequence) return error = "--spacing applies to the sequence diagram", false;
     render::parse_spacing(o.spacing, f.spacing);
+  }
+  if (!o.lifelines.empty()) {
+    if (f.type != render::FigureParams::Sequence) return error = "--lifelines applies to the sequence diagram", false;
+    render::parse_lifelines(o.lifelines, f.lifelines);
+    if (f.lifelines == render::Lifelines::Queues) f.queue_map = std::make_shared<render::QueueMap>(render::queue_map(scene));
+  }
+  if (!o.collapse.empty()) {
+    if (f.type == render::FigureParams::Scope) return error = "--collapse applies to the timeline and the sequence diagram", false;
+    f.collapsed = analysis::split_categories(o.collapse);  // (a comma-separated list)
+    std::vector<std::string> groups;
+    for (const render::Lane& l : scene.lanes())
+      if (std::find(groups.begin(), groups.end(), l.group) == groups.end()) groups.push_back(l.group);
+    for (const std::string& c : f.collapsed)
+      if (std::find(groups.begin(), groups.end(), c) == groups.end()) {
+        std::string list;
+        for (const std::string& g : groups) list += (list.empty() ? "'" : ", '") + g + "'";
+        return error = "--collapse: no process is named '" + c + "' (the processes: " + list + ")", false;
+      }
   }
   // A sequence diagram's lifelines: the lanes asked for that send or receive.
   if (f.type == render::FigureParams::Sequence) {

@@ -151,8 +151,8 @@ int run_render(const RenderArgs& a) {
               a.figure.figure.c_str(), t.build_ms, t.draw_ms, (unsigned long long)t.primitives,
               r->context().renderer().c_str());
   if (f.type == render::FigureParams::Sequence)
-    std::printf("  %zu lifeline%s, %s spacing: %llu arrows%s%s%s\n", f.lanes.size(), f.lanes.size() == 1 ? "" : "s",
-                render::spacing_name(f.spacing),
+    std::printf("  %llu lifeline%s (%s), %s spacing: %llu arrows%s%s%s\n", (unsigned long long)t.lifelines,
+                t.lifelines == 1 ? "" : "s", render::lifelines_name(f.lifelines), render::spacing_name(f.spacing),
                 (unsigned long long)t.arrows, t.bundles ? (", " + std::to_string(t.bundles) + " bundles").c_str() : "",
                 t.note.empty() ? "" : "; ", t.note.c_str());
   if (f.lane_order == render::LaneOrder::ShortestArrows) {

@@ -212,6 +212,16 @@ void Viewer::handle_sequence_input(Figure& f, size_t index) {
   ImGuiIO& io = ImGui::GetIO();
   const ImVec2 m = io.MousePos;
   const render::SequenceGeometry g = f.qg();
+  if (f.sequence && drag_ == Drag::None && g.header.contains(m.x, m.y) && ImGui::IsMouseClicked(0)) {
+    // A lifeline's name folds its process into one lifeline, or unfolds it.
+    const int i = lifeline_at(f, m.x);
+    if (i < 0) return;
+    const std::string group = f.sequence->lifelines[size_t(i)].group;
+    auto it = std::find(f.params.collapsed.begin(), f.params.collapsed.end(), group);
+    if (it == f.params.collapsed.end()) f.params.collapsed.push_back(group);
+    else f.params.collapsed.erase(it);
+    return;
+  }
   if (!f.sequence || (!g.plot.contains(m.x, m.y) && drag_ == Drag::None)) return;
   const render::SequencePicture& p = *f.sequence;
   auto time_at = [&](float y) { return p.time(std::clamp(y - g.plot.y, 0.f, g.plot.h)); };
@@ -249,6 +259,15 @@ void Viewer::handle_sequence_input(Figure& f, size_t index) {
   drag_ = Drag::None;
 }
 
+int Viewer::lifeline_at(const Figure& f, float x) const {
+  const render::SequenceGeometry g = f.qg();
+  const auto& lines = f.sequence->lifelines;
+  const float spacing = g.plot.w / float(std::max<size_t>(1, lines.size()));
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (std::fabs(x - g.plot.x - lines[i].x) <= spacing / 2) return int(i);
+  return -1;
+}
+
 void Viewer::sequence_tooltip(const Figure& f) {
   const ImVec2 m = ImGui::GetIO().MousePos;
   if (!f.sequence) return;
@@ -256,15 +275,21 @@ void Viewer::sequence_tooltip(const Figure& f) {
   const render::SequencePicture& p = *f.sequence;
   const render::Scene& scene = f.scene ? *f.scene : *scene_;
   if (g.header.contains(m.x, m.y)) {  // a lifeline's name whole, with its process
-    for (size_t i = 0; i < p.lifeline_x.size(); ++i) {
-      const float spacing = g.plot.w / float(p.lifeline_x.size());
-      if (std::fabs(m.x - g.plot.x - p.lifeline_x[i]) > spacing / 2) continue;
-      const render::Lane& lane = scene.lanes()[p.request.lanes[i]];
-      ImGui::BeginTooltip();
-      ImGui::Text("%s", lane.name.c_str());
+    const int i = lifeline_at(f, m.x);
+    if (i < 0) return;
+    const render::SequencePicture::Lifeline& l = p.lifelines[size_t(i)];
+    ImGui::BeginTooltip();
+    if (l.lane < 0) {
+      ImGui::Text("%s: %u lanes in one lifeline", l.label.c_str(), l.lanes);
+      ImGui::TextDisabled("click to unfold them");
+    } else {
+      const render::Lane& lane = scene.lanes()[uint32_t(l.lane)];
+      if (l.queue) ImGui::Text("queue %s, received by %s", l.label.c_str(), lane.name.c_str());
+      else ImGui::Text("%s", lane.name.c_str());
       ImGui::TextDisabled("%s%stid %llu", lane.group.c_str(), lane.group.empty() ? "" : ", ", (unsigned long long)lane.tid);
-      ImGui::EndTooltip();
+      ImGui::TextDisabled("click to fold its process into one lifeline");
     }
+    ImGui::EndTooltip();
     return;
   }
   if (!g.plot.contains(m.x, m.y)) return;

@@ -13,6 +13,7 @@ namespace tinescope::app {
 
 using render::FigureParams;
 using render::Rect;
+using render::Lifelines;
 using render::Spacing;
 
 namespace {
@@ -191,6 +192,32 @@ void Viewer::timeline_controls() {
       ImGui::EndCombo();
     }
     record_control("spacing");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(110);
+    Lifelines lifelines = Lifelines::Threads;
+    for (auto& f : figures_)
+      if (f->params.type == FigureParams::Sequence) lifelines = f->params.lifelines;
+    if (ImGui::BeginCombo("lifelines", render::lifelines_name(lifelines))) {
+      if (ImGui::Selectable("threads", lifelines == Lifelines::Threads)) set_lifelines(Lifelines::Threads);
+      record_control("lifelines_threads");
+      if (ImGui::Selectable("queues", lifelines == Lifelines::Queues)) set_lifelines(Lifelines::Queues);
+      record_control("lifelines_queues");
+      ImGui::EndCombo();
+    }
+    record_control("lifelines");
+  }
+}
+
+void Viewer::set_lifelines(render::Lifelines lifelines) {
+  std::shared_ptr<const render::QueueMap> queues;
+  for (auto& f : figures_) {
+    if (f->params.type != FigureParams::Sequence) continue;
+    if (lifelines == Lifelines::Queues && !f->params.queue_map) {
+      // (One read of the flow table, as shortest arrows; kept for the figure.)
+      if (!queues) queues = std::make_shared<render::QueueMap>(render::queue_map(*scene_));
+      f->params.queue_map = queues;
+    }
+    f->params.lifelines = lifelines;
   }
 }
 

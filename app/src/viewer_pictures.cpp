@@ -22,7 +22,7 @@ std::string state_key(const FigureParams& p, Rect r) {
   char buf[256];
   std::snprintf(buf, sizeof buf, "%d %lld %lld %.9g %.12g %u %u %.0f %.0f %zu %zu %d", int(p.type), (long long)p.t0,
                 (long long)p.t1, p.theta, p.period_ns, p.fold, p.strip_px, r.w, r.h, p.lanes.size(),
-                p.collapsed.size(), int(p.spacing));
+                p.collapsed.size(), int(p.spacing) | int(p.lifelines) << 4);
   std::string key = buf;
   for (uint32_t l : p.lanes) key.append(1, ' ').append(std::to_string(l));
   for (const std::string& c : p.collapsed) key.append(1, ' ').append(c);

@@ -33,6 +33,8 @@ SequenceRequest sequence_request(const Scene& scene, const FigureParams& f, cons
   for (uint32_t i = 0; i < scene.lanes().size() && f.lanes.empty(); ++i) r.lanes.push_back(i);
   std::erase_if(r.lanes, [&](uint32_t l) { return l >= scene.lanes().size(); });
   r.spacing = f.spacing;
+  r.lifelines = f.lifelines, r.queues = f.queue_map;
+  r.collapsed = f.collapsed;
   r.rule_verdicts = f.rule_verdicts;
   r.message_filter = f.message_filter;
   return r;

@@ -167,7 +167,7 @@ HeadlessRenderer::Timing HeadlessRenderer::draw(const Scene& scene, const Figure
     t.arrows = timeline.arrows.size(), t.bundles = timeline.bundles.size();
   } else if (f.type == FigureParams::Sequence) {
     sequence = build_sequence(scene, sequence_request(scene, f, qg));
-    t.arrows = sequence.arrows.size(), t.bundles = sequence.bundles.size();
+    t.arrows = sequence.arrows.size(), t.bundles = sequence.bundles.size(), t.lifelines = sequence.lifelines.size();
     if (sequence.order_events) t.note = std::to_string(sequence.order_events) + " sends and receives: too many for event order, drawn in real time";
   } else {
     scope = build_scope(scene, scope_request(scene, f, sg));

@@ -9,6 +9,9 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <set>
+
+#include "tinescope/analysis/message_report.hpp"
 
 #include "tinescope/render/overlay.hpp"
 #include "window_messages.hpp"
@@ -59,23 +62,131 @@ struct Message {
 
 }  // namespace
 
+bool parse_lifelines(const std::string& text, Lifelines& out) {
+  if (text == "threads") return out = Lifelines::Threads, true;
+  if (text == "queues") return out = Lifelines::Queues, true;
+  return false;
+}
+
+const char* lifelines_name(Lifelines l) { return l == Lifelines::Queues ? "queues" : "threads"; }
+
+QueueMap queue_map(const Scene& scene) {
+  QueueMap out;
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> lane_of;  // (source, feedlet) -> scene lane
+  for (uint32_t i = 0; i < scene.lanes().size(); ++i) lane_of[{scene.lanes()[i].source, scene.lanes()[i].feedlet}] = i;
+  for (uint32_t s = 0; s < scene.sources().size(); ++s) {
+    const index::TraceIndex& ix = *scene.sources()[s].index;
+    std::map<std::pair<uint64_t, uint32_t>, uint64_t> received;  // (channel, feedlet) -> messages
+    analysis::for_each_flow(ix, ix.first_ts(), ix.last_ts(), [&](const index::Flow& f) {
+      if (f.flags & index::kFlowReceived) ++received[{f.channel, f.dst}];
+    });
+    std::map<uint64_t, std::pair<uint64_t, uint32_t>> owner;  // channel -> (most received, feedlet)
+    std::map<uint32_t, std::pair<uint64_t, uint64_t>> home;   // feedlet -> (most received, channel)
+    for (const auto& [key, n] : received) {  // (in order: ties keep the lower)
+      const auto [channel, feedlet] = key;
+      if (n > owner[channel].first) owner[channel] = {n, feedlet};
+      if (n > home[feedlet].first) home[feedlet] = {n, channel};
+    }
+    for (const auto& [channel, o] : owner)
+      if (auto l = lane_of.find({s, o.second}); l != lane_of.end()) out.queues.push_back({s, channel, l->second});
+    for (const auto& [feedlet, h] : home) out.home[{s, feedlet}] = h.second;
+  }
+  std::stable_sort(out.queues.begin(), out.queues.end(),
+                   [](const QueueMap::Queue& a, const QueueMap::Queue& b) { return a.owner < b.owner; });
+  return out;
+}
+
+namespace {
+
+// The lifelines of a request, and where each end of a message goes.
+class Lifelines_ {
+ public:
+  Lifelines_(const Scene& scene, const SequenceRequest& req) : scene_(scene) {
+    const bool by_queue = req.lifelines == Lifelines::Queues && req.queues;
+    std::map<uint32_t, std::vector<const QueueMap::Queue*>> owned;  // scene lane -> its queues
+    if (by_queue)
+      for (const QueueMap::Queue& q : req.queues->queues) owned[q.owner].push_back(&q);
+    std::map<std::string, int> folded;  // process -> its lifeline
+    for (uint32_t lane : req.lanes) {
+      const Lane& l = scene.lanes()[lane];
+      shown_.insert({l.source, l.feedlet});
+      if (std::find(req.collapsed.begin(), req.collapsed.end(), l.group) != req.collapsed.end()) {
+        auto [it, fresh] = folded.try_emplace(l.group, int(lines.size()));
+        if (fresh) lines.push_back({0, l.group.empty() ? "(process)" : l.group, l.group, -1, false, 0});
+        ++lines[size_t(it->second)].lanes;
+        thread_[{l.source, l.feedlet}] = it->second;
+        if (by_queue)
+          for (const QueueMap::Queue* q : owned[lane]) queue_[{q->source, q->channel}] = it->second;
+        continue;
+      }
+      if (by_queue && owned.count(lane)) {
+        // (Its own sends leave its home queue; where that is not shown,
+        // its first queue: a message between lanes shown is always drawn.)
+        thread_[{l.source, l.feedlet}] = int(lines.size());
+        for (const QueueMap::Queue* q : owned[lane]) {
+          queue_[{q->source, q->channel}] = int(lines.size());
+          lines.push_back({0, scene.sources()[q->source].catalog->channel_label(q->channel), l.group, int(lane), true, 1});
+        }
+      } else {
+        thread_[{l.source, l.feedlet}] = int(lines.size());
+        lines.push_back({0, l.label(), l.group, int(lane), false, 1});
+      }
+    }
+    if (by_queue) home_ = &req.queues->home;
+    const float spacing = req.width / float(std::max<size_t>(1, lines.size()));
+    for (size_t i = 0; i < lines.size(); ++i) lines[i].x = (float(i) + 0.5f) * spacing;
+  }
+  bool shown(uint32_t s, uint32_t feedlet) const { return shown_.count({s, feedlet}) > 0; }
+  // The lifeline a message leaves (its sender's, or its sender's home queue's), or -1.
+  int from(uint32_t s, const index::Flow& f) const {
+    if (!shown(s, f.src)) return -1;
+    if (home_)
+      if (auto h = home_->find({s, f.src}); h != home_->end())
+        if (auto q = queue_.find({s, h->second}); q != queue_.end()) return q->second;
+    auto t = thread_.find({s, f.src});
+    return t == thread_.end() ? -1 : t->second;
+  }
+  // The lifeline it arrives on (its channel's queue's, or, where that is not
+  // shown, its receiver's), or -1.
+  int to(uint32_t s, const index::Flow& f) const {
+    if (!shown(s, f.dst)) return -1;
+    if (home_) {
+      auto q = queue_.find({s, f.channel});
+      if (q != queue_.end()) return q->second;
+    }
+    auto t = thread_.find({s, f.dst});
+    return t == thread_.end() ? -1 : t->second;
+  }
+  // Where a message on `channel` never received was headed: the lifeline of
+  // the lane that receives most of the channel's messages here, or -1.
+  int queue(uint32_t s, uint64_t channel, const ArrowStyle& style) const {
+    if (home_)
+      if (auto q = queue_.find({s, channel}); q != queue_.end()) return q->second;
+    const std::optional<uint32_t> r = style.queue(channel);
+    if (!r) return -1;
+    auto t = thread_.find({s, *r});
+    return t == thread_.end() ? -1 : t->second;
+  }
+  std::vector<SequencePicture::Lifeline> lines;
+
+ private:
+  const Scene& scene_;
+  std::set<std::pair<uint32_t, uint32_t>> shown_;            // (source, feedlet) of the lanes asked for
+  std::map<std::pair<uint32_t, uint32_t>, int> thread_;     // (source, feedlet) -> lifeline
+  std::map<std::pair<uint32_t, uint64_t>, int> queue_;      // (source, channel) -> lifeline
+  const std::map<std::pair<uint32_t, uint32_t>, uint64_t>* home_ = nullptr;
+};
+
+}  // namespace
+
 SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
   const auto started = std::chrono::steady_clock::now();
   SequencePicture P;
   P.serial = next_picture_serial();
   P.request = req;
-  const size_t n = req.lanes.size();
-  const float spacing = req.width / float(std::max<size_t>(1, n));
-  std::map<std::pair<uint32_t, uint32_t>, int> lane_of;  // (source, feedlet) -> lifeline
-  for (size_t i = 0; i < n; ++i) {
-    P.lifeline_x.push_back((float(i) + 0.5f) * spacing);
-    const Lane& l = scene.lanes()[req.lanes[i]];
-    lane_of[{l.source, l.feedlet}] = int(i);
-  }
-  auto lifeline = [&](uint32_t s, uint32_t feedlet) {
-    auto it = lane_of.find({s, feedlet});
-    return it == lane_of.end() ? -1 : it->second;
-  };
+  const Lifelines_ lines(scene, req);
+  P.lifelines = lines.lines;
+  const float spacing = req.width / float(std::max<size_t>(1, P.lifelines.size()));
 
   // 1. The messages of the lifelines in the window, as the timeline finds them.
   std::vector<Message> messages;
@@ -86,7 +197,7 @@ SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
     const index::TraceIndex& ix = *scene.sources()[s].index;
     const ClockWindow cw(scene.sources()[s].catalog->clock, req.t0, req.t1);
     MessageLook look(ix, req.message_filter.get());
-    const ShownLane shown = [&](uint32_t feedlet) { return lifeline(s, feedlet) >= 0; };
+    const ShownLane shown = [&](uint32_t feedlet) { return lines.shown(s, feedlet); };
     WindowMessages window = window_messages(scene, s, cw, shown, look, req.max_arrows);
     if (window.over_budget) {
       P.arrows_left_out += window.at_least, over = true;
@@ -101,17 +212,17 @@ SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
       int64_t t_send = 0, t_recv = 0;
       bool again = false;
       if (sent && received) {
-        m.from = lifeline(s, f.src), m.to = lifeline(s, f.dst);
+        m.from = lines.from(s, f), m.to = lines.to(s, f);
         m.send = cw.ns(f.send_ts), m.recv = cw.ns(f.recv_ts);
       } else if (const analysis::CrossMessage* x = message_across(scene, s, f, drawn_across, t_send, t_recv, again)) {
         if (again) continue;
-        m.from = lifeline(x->send_trace, x->send.src), m.to = lifeline(x->recv_trace, x->recv.dst);
+        m.from = lines.from(x->send_trace, x->send), m.to = lines.to(x->recv_trace, x->recv);
         m.send = t_send, m.recv = t_recv, m.source = x->send_trace, m.flow = x->send;
       } else if (sent) {
-        m.from = lifeline(s, f.src), m.send = cw.ns(f.send_ts), m.orphan = 1;
-        if (const std::optional<uint32_t> q = style.queue(f.channel)) m.queue = lifeline(s, *q);
+        m.from = lines.from(s, f), m.send = cw.ns(f.send_ts), m.orphan = 1;
+        m.queue = lines.queue(s, f.channel, style);
       } else {
-        m.to = lifeline(s, f.dst), m.recv = cw.ns(f.recv_ts), m.orphan = 2;
+        m.to = lines.to(s, f), m.recv = cw.ns(f.recv_ts), m.orphan = 2;
       }
       if ((m.orphan != 2 && m.from < 0) || (m.orphan != 1 && m.to < 0)) continue;
       messages.push_back(m);
@@ -161,14 +272,14 @@ SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
   for (size_t i = 0; i < messages.size(); ++i) {
     const Message& m = messages[i];
     Arrow a{0, 0, 0, 0, m.orphan, m.orphan == 2 ? 0 : m.send, m.orphan == 1 ? 0 : m.recv, m.source, m.flow, m.colour};
-    if (m.orphan == 0) {
-      a.x0 = P.lifeline_x[size_t(m.from)], a.y0 = y_send[i], a.x1 = P.lifeline_x[size_t(m.to)], a.y1 = y_recv[i];
+    if (m.orphan == 0) {  // (from a lifeline to itself: x0 == x1, drawn as a loop)
+      a.x0 = P.lifelines[size_t(m.from)].x, a.y0 = y_send[i], a.x1 = P.lifelines[size_t(m.to)].x, a.y1 = y_recv[i];
     } else if (m.orphan == 1) {
-      const float x = P.lifeline_x[size_t(m.from)];
+      const float x = P.lifelines[size_t(m.from)].x;
       const float toward = m.queue >= 0 && m.queue != m.from ? (m.queue > m.from ? 1.f : -1.f) : 1.f;
       a.x0 = x, a.y0 = y_send[i], a.x1 = x + toward * std::min(24.f, spacing * 0.8f), a.y1 = y_send[i] + 8;
     } else {
-      const float x = P.lifeline_x[size_t(m.to)];
+      const float x = P.lifelines[size_t(m.to)].x;
       a.x0 = x - std::min(16.f, spacing * 0.6f), a.y0 = y_recv[i] - 8, a.x1 = x, a.y1 = y_recv[i];
     }
     P.arrows.push_back(a);
@@ -178,14 +289,13 @@ SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
   for (const auto& [s, cw] : bundle_later) {
     const index::TraceIndex& ix = *scene.sources()[s].index;
     MessageLook look(ix, req.message_filter.get());
-    const ShownLane shown = [&, s = s](uint32_t feedlet) { return lifeline(s, feedlet) >= 0; };
+    const MessageEnds ends = [&, s = s](const index::Flow& f) { return std::pair<int, int>(lines.from(s, f), lines.to(s, f)); };
     const Bundled b = bundle_messages(
-        ix, cw, shown, look, req.max_bundled, req.max_arrows, [&, &cw = cw](uint64_t t) { return double(y_time(cw.ns(t))); },
+        ix, cw, ends, look, req.max_bundled, req.max_arrows, [&, &cw = cw](uint64_t t) { return double(y_time(cw.ns(t))); },
         req.height);
     P.over_cap |= b.over_cap;
     for (const LaneBundle& x : b.bundles)
-      P.bundles.push_back({P.lifeline_x[size_t(lifeline(s, x.from))], float(x.at0),
-                           P.lifeline_x[size_t(lifeline(s, x.to))], float(x.at1), x.count, s});
+      P.bundles.push_back({P.lifelines[size_t(x.from)].x, float(x.at0), P.lifelines[size_t(x.to)].x, float(x.at1), x.count, s});
     P.bundled += b.messages, P.bundles_left_out += b.left_out;
   }
   P.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
@@ -195,10 +305,13 @@ SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
 const Arrow* sequence_arrow_at(const SequencePicture& p, float x, float y, float px) {
   const Arrow* hit = nullptr;
   float best = px * px;
+  const float out = std::min(14.f, p.request.width / float(std::max<size_t>(1, p.lifelines.size())) * 0.4f);
   for (const Arrow& a : p.arrows) {
-    const float dx = a.x1 - a.x0, dy = a.y1 - a.y0, len2 = dx * dx + dy * dy;
-    const float t = len2 > 0 ? std::clamp(((x - a.x0) * dx + (y - a.y0) * dy) / len2, 0.f, 1.f) : 0.f;
-    const float ex = a.x0 + t * dx - x, ey = a.y0 + t * dy - y;
+    const float shift = a.orphan == 0 && a.x0 == a.x1 ? out : 0;  // a loop: its far side
+    const float x0 = a.x0 + shift, x1 = a.x1 + shift;
+    const float dx = x1 - x0, dy = a.y1 - a.y0, len2 = dx * dx + dy * dy;
+    const float t = len2 > 0 ? std::clamp(((x - x0) * dx + (y - a.y0) * dy) / len2, 0.f, 1.f) : 0.f;
+    const float ex = x0 + t * dx - x, ey = a.y0 + t * dy - y;
     if (ex * ex + ey * ey <= best) best = ex * ex + ey * ey, hit = &a;
   }
   return hit;
@@ -212,32 +325,40 @@ void sequence_overlay(ImDrawList* dl, const Scene& scene, const SequencePicture&
   const int64_t origin = scene.first_ns();
   const TimeUnit unit = scene.time_unit();
   const SequenceRequest& q = p.request;
-  const float spacing = plot.w / float(std::max<size_t>(1, q.lanes.size()));
+  const std::vector<SequencePicture::Lifeline>& lines = p.lifelines;
+  const float spacing = plot.w / float(std::max<size_t>(1, lines.size()));
 
   // Lifelines and their names: on one row where they fit, else on two,
-  // alternately; over one, each process's name at its first lifeline.
+  // alternately; over one, each process's name at its first lifeline. A
+  // process folded into one lifeline is named with its lanes' count, a
+  // queue with its channel's name.
   const bool two_rows = spacing < 70;
   bool groups = false;
-  for (uint32_t lane : q.lanes) groups |= scene.lanes()[lane].group != scene.lanes()[q.lanes[0]].group;
+  for (const SequencePicture::Lifeline& l : lines) groups |= l.group != lines[0].group;
   dl->PushClipRect({g.header.x, g.header.y}, {g.header.x + g.header.w, g.header.y + g.header.h}, true);
-  for (size_t i = 0; i < q.lanes.size() && i < p.lifeline_x.size(); ++i) {
-    const float x = plot.x + p.lifeline_x[i];
-    const std::string label = scene.lanes()[q.lanes[i]].label();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const SequencePicture::Lifeline& l = lines[i];
+    const float x = plot.x + l.x;
+    const bool folded = l.lane < 0;
+    const std::string label = folded ? "[+] " + l.label + " (" + std::to_string(l.lanes) + ")" : l.label;
     const float room = two_rows ? spacing * 2 - 4 : spacing - 4;
     const float w = std::min(room, ImGui::CalcTextSize(label.c_str()).x);
     const float y = g.header.y + (two_rows && i % 2 ? 2 : 20);
     dl->PushClipRect({x - room / 2, y}, {x + room / 2, y + 18}, true);
-    dl->AddText({x - w / 2, y}, kText, label.c_str());
+    dl->AddText({x - w / 2, y}, folded ? IM_COL32(230, 200, 120, 255) : l.queue ? IM_COL32(150, 220, 230, 255) : kText,
+                label.c_str());
     dl->PopClipRect();
     dl->AddLine({x, y + 15}, {x, g.header.y + g.header.h}, kLifeline);
-    const std::string& group = scene.lanes()[q.lanes[i]].group;
-    if (groups && !two_rows && (i == 0 || scene.lanes()[q.lanes[i - 1]].group != group))
-      dl->AddText({x - spacing / 2 + 4, g.header.y + 2}, kDim, group.empty() ? "(process)" : group.c_str());
+    if (groups && !two_rows && !folded && (i == 0 || lines[i - 1].group != l.group))
+      dl->AddText({x - spacing / 2 + 4, g.header.y + 2}, kDim, ("[-] " + (l.group.empty() ? "(process)" : l.group)).c_str());
   }
   dl->PopClipRect();
   dl->AddText({g.figure.x + 4, g.figure.y + 4}, kDim, p.spacing == Spacing::Order ? "event order" : "real time");
+  if (q.lifelines == Lifelines::Queues) dl->AddText({g.figure.x + 4, g.figure.y + 20}, kDim, "queues");
   dl->PushClipRect({plot.x, plot.y}, {plot.x + plot.w, plot.y + plot.h}, true);
-  for (float x : p.lifeline_x) dl->AddLine({plot.x + x, plot.y}, {plot.x + x, plot.y + plot.h}, kLifeline);
+  for (const SequencePicture::Lifeline& l : lines)
+    dl->AddLine({plot.x + l.x, plot.y}, {plot.x + l.x, plot.y + plot.h}, l.lane < 0 ? IM_COL32(150, 130, 90, 255) : kLifeline,
+                l.lane < 0 ? 3.f : 1.f);
   dl->PopClipRect();
 
   // Times down the left: round ones in real time, a step's in event order.
@@ -282,6 +403,13 @@ void sequence_overlay(ImDrawList* dl, const Scene& scene, const SequencePicture&
     const bool hop = chain && marks.chain.count({a.source, a.flow.id});
     ImU32 c = a.orphan ? kOrphanColour : a.colour ? a.colour : kArrowColour;
     if (chain && !hop) c = (c & 0x00ffffffu) | 0x38000000u;
+    if (a.orphan == 0 && a.x0 == a.x1) {  // to its own lifeline: a loop out to the right
+      const float out = std::min(14.f, spacing * 0.4f);
+      const ImVec2 pts[4] = {from, {from.x + out, from.y}, {to.x + out, to.y}, to};
+      dl->AddPolyline(pts, 4, c, 0, hop ? 2.5f : 1.f);
+      if (heads) dl->AddTriangleFilled(to, {to.x + 6, to.y - 3}, {to.x + 6, to.y + 3}, c);
+      continue;
+    }
     dl->AddLine(from, to, c, hop ? 2.5f : 1.f);
     if (a.orphan == 1) dl->AddCircle(to, 3, c);
     if (a.orphan == 2) dl->AddCircle(from, 3, c);

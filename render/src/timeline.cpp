@@ -504,11 +504,14 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
         return P;
       }
       if (req.decode_per_column >= kAtRestDecodePerColumn) {
+        const MessageEnds ends = [&](const index::Flow& f) {
+          return shown(f.src) && shown(f.dst) ? std::pair<int, int>(int(f.src), int(f.dst)) : std::pair<int, int>(-1, -1);
+        };
         const Bundled b = bundle_messages(
-            ix, cw, is_shown, look, req.max_bundled, req.max_arrows,
+            ix, cw, ends, look, req.max_bundled, req.max_arrows,
             [&](uint64_t ticks) { return axis.x(cw.ns(ticks)); }, req.width);
         for (const LaneBundle& x : b.bundles)
-          P.bundles.push_back({float(x.at0), mid_y(shown(x.from)), float(x.at1), mid_y(shown(x.to)), x.count, s});
+          P.bundles.push_back({float(x.at0), mid_y(shown(uint32_t(x.from))), float(x.at1), mid_y(shown(uint32_t(x.to))), x.count, s});
         P.bundled += b.messages, P.bundles_left_out += b.left_out;
       } else {
         P.bundles_wait = true;

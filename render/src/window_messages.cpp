@@ -51,7 +51,7 @@ WindowMessages window_messages(const Scene& scene, uint32_t s, const ClockWindow
   return w;
 }
 
-Bundled bundle_messages(const index::TraceIndex& ix, const ClockWindow& cw, const ShownLane& shown, MessageLook& look,
+Bundled bundle_messages(const index::TraceIndex& ix, const ClockWindow& cw, const MessageEnds& ends, MessageLook& look,
                         uint32_t max_bundled, uint32_t max_arrows, const std::function<double(uint64_t)>& at,
                         double extent) {
   Bundled out;
@@ -61,26 +61,35 @@ Bundled bundle_messages(const index::TraceIndex& ix, const ClockWindow& cw, cons
     out.over_cap = true;
     return out;
   }
+  std::vector<std::pair<int, int>> placed;  // each kept flow's ends
   std::erase_if(flows, [&](const index::Flow& f) {
-    return !f.matched() || !shown(f.src) || !shown(f.dst) || look.leaves_out(f);
+    if (!f.matched() || look.leaves_out(f)) return true;
+    const std::pair<int, int> e = ends(f);
+    if (e.first < 0 || e.second < 0) return true;
+    placed.push_back(e);
+    return false;
   });
   std::unordered_set<uint64_t> pairs;
-  for (const index::Flow& f : flows) pairs.insert(uint64_t(f.src) << 32 | f.dst);
+  for (const auto& [a, b] : placed) pairs.insert(uint64_t(uint32_t(a)) << 32 | uint32_t(b));
   const int bins = int(std::clamp<size_t>(max_arrows / 2 / std::max<size_t>(1, pairs.size()), 1, kBundleBins));
   struct Key {
-    uint32_t from, to;
+    int from, to;
     int bin;
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
-    size_t operator()(const Key& k) const { return std::hash<uint64_t>()(uint64_t(k.from) << 40 ^ uint64_t(k.to) << 8 ^ uint64_t(k.bin)); }
+    size_t operator()(const Key& k) const {
+      return std::hash<uint64_t>()(uint64_t(uint32_t(k.from)) << 40 ^ uint64_t(uint32_t(k.to)) << 8 ^ uint64_t(k.bin));
+    }
   };
   std::unordered_map<Key, size_t, KeyHash> where;  // -> index in out.bundles
-  for (const index::Flow& f : flows) {
+  for (size_t i = 0; i < flows.size(); ++i) {
+    const index::Flow& f = flows[i];
+    const auto [from, to] = placed[i];
     const double a0 = at(f.send_ts), a1 = at(f.recv_ts);
     const int bin = std::clamp(int(a0 / std::max(1.0, extent) * bins), 0, bins - 1);
-    auto [it, fresh] = where.try_emplace(Key{f.src, f.dst, bin}, out.bundles.size());
-    if (fresh) out.bundles.push_back({f.src, f.dst, 0, 0, 0});
+    auto [it, fresh] = where.try_emplace(Key{from, to, bin}, out.bundles.size());
+    if (fresh) out.bundles.push_back({from, to, 0, 0, 0});
     LaneBundle& b = out.bundles[it->second];
     b.at0 += a0, b.at1 += a1, ++b.count;
   }

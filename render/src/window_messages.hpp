@@ -48,15 +48,18 @@ struct WindowMessages {
 WindowMessages window_messages(const Scene& scene, uint32_t s, const ClockWindow& cw, const ShownLane& shown,
                                MessageLook& look, uint32_t max_arrows);
 
-// Past the arrow budget: every message of the window between two shown
-// lanes (up to max_bundled; past that none, and over_cap), as one bundle per
-// lane pair and stretch of the window, at the mean of its messages' sends
-// and receives (`at` places a tick along the figure's time axis, of length
-// `extent`). As many stretches as keep the bundles to half the arrow budget,
-// at most kBundleBins; the busiest max_arrows / 4 bundles are kept.
+// Past the arrow budget: every message of the window sent and received
+// whose ends the figure places (`ends`: the figure's own numbers of the
+// rows or lifelines they are drawn on, -1 where one is not shown), up to
+// max_bundled (past that none, and over_cap), as one bundle per pair of
+// ends and stretch of the window, at the mean of its messages' sends and
+// receives (`at` places a tick along the figure's time axis, of length
+// `extent`). As many stretches as keep the bundles to half the arrow
+// budget, at most kBundleBins; the busiest max_arrows / 4 bundles are kept.
+using MessageEnds = std::function<std::pair<int, int>(const index::Flow&)>;
 struct LaneBundle {
-  uint32_t from = 0, to = 0;  // feedlets
-  double at0 = 0, at1 = 0;    // mean send and receive along the axis
+  int from = 0, to = 0;     // as `ends` numbers them
+  double at0 = 0, at1 = 0;  // mean send and receive along the axis
   uint32_t count = 0;
 };
 struct Bundled {
@@ -65,7 +68,7 @@ struct Bundled {
   uint64_t left_out = 0;   // bundles past the busiest kept
   bool over_cap = false;
 };
-Bundled bundle_messages(const index::TraceIndex& ix, const ClockWindow& cw, const ShownLane& shown, MessageLook& look,
+Bundled bundle_messages(const index::TraceIndex& ix, const ClockWindow& cw, const MessageEnds& ends, MessageLook& look,
                         uint32_t max_bundled, uint32_t max_arrows, const std::function<double(uint64_t)>& at,
                         double extent);
 

@@ -112,6 +112,8 @@ class Viewer {
   void add_figure(render::FigureParams::Type type);
   // The spacing of every sequence diagram (its "spacing" control).
   void set_spacing(render::Spacing spacing);
+  // A lifeline per lane, or per queue, in every sequence diagram (its "lifelines" control).
+  void set_lifelines(render::Lifelines lifelines);
   const render::Marks& marks() const { return marks_; }
   const render::Scene& scene() const { return *scene_; }
   // The analysis panel (right): streams, statistics, histogram, search.
@@ -143,6 +145,7 @@ class Viewer {
   void handle_scope_input(Figure& f);
   void handle_sequence_input(Figure& f, size_t index);
   void sequence_tooltip(const Figure& f);
+  int lifeline_at(const Figure& f, float x) const;  // the sequence diagram's lifeline at x, or -1
   // What is under (x, y) in a timeline figure: the row, the picture's
   // column, and the interval drawn there when it is wide enough to be a box.
   struct Hit {

@@ -27,8 +27,10 @@ struct FigureParams {
   std::vector<uint32_t> lanes;
   LaneOrder lane_order = LaneOrder::FirstAppearance;  // timeline, sequence: how `lanes` was ordered (order_lanes)
   Spacing spacing = Spacing::Time;                    // sequence: real time or event order
+  Lifelines lifelines = Lifelines::Threads;           // sequence: a lifeline a lane, or a queue
+  std::shared_ptr<const QueueMap> queue_map;          // sequence, Lifelines::Queues: the scene's queues
   ArrowLengths arrow_lengths;                          // of that order, where it is shortest arrows
-  std::vector<std::string> collapsed;    // process groups folded away
+  std::vector<std::string> collapsed;    // process groups folded away (sequence: into one lifeline)
   float scroll_y = 0;
   float names_px = TimelineGeometry::kNamesPx;  // timeline: the lane names' column
   // Timeline: intervals and instants of these categories are not drawn;

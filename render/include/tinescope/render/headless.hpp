@@ -46,6 +46,7 @@ class HeadlessRenderer {
     double build_ms = 0, draw_ms = 0;
     uint64_t primitives = 0;
     uint64_t arrows = 0, bundles = 0;  // messages drawn (timeline, sequence)
+    uint64_t lifelines = 0;            // sequence
     std::string note;                  // what the figure says it left out (sequence)
   };
   Timing draw(const Scene& scene, const FigureParams& f, const Marks& marks);

@@ -1,7 +1,9 @@
 // The sequence diagram (Threadmill's main view, MPROV's space-time
 // diagram): a vertical lifeline per lane, time downward, each message an
 // arrow from its sender's lifeline at its send to its receiver's at its
-// receive. Spaced by real time, or by event order: each send and each
+// receive. Or a lifeline per queue (a channel: Threadmill's lanes are
+// queues), a message leaving its sender's queue and arriving on its own;
+// a process's lifelines fold into one (Threadmill's swimlanes). Spaced by real time, or by event order: each send and each
 // receive one step, so that a burst of messages a microsecond apart reads
 // as clearly as a slow exchange (Threadmill's equal spacing, MPROV's event
 // numbers). It shares the window, cursor, selection and bookmarks with the
@@ -11,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +28,27 @@ namespace tinescope::render {
 enum class Spacing : uint8_t { Time, Order };
 bool parse_spacing(const std::string& text, Spacing& out);  // "time", "order"
 const char* spacing_name(Spacing s);
+
+enum class Lifelines : uint8_t { Threads, Queues };
+bool parse_lifelines(const std::string& text, Lifelines& out);  // "threads", "queues"
+const char* lifelines_name(Lifelines l);
+
+// The queues of a scene: each channel a message was received on, owned by
+// the lane that received most of them (its lifeline goes where that lane
+// would, under its process), and each lane's home queue (the channel it
+// received most on), from which its sends leave. A lane that received
+// nothing sends from a lifeline of its own. Ties: the lower number.
+struct QueueMap {
+  struct Queue {
+    uint32_t source = 0;
+    uint64_t channel = 0;
+    uint32_t owner = 0;  // scene lane
+  };
+  std::vector<Queue> queues;  // by (owner, channel)
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> home;  // (source, feedlet) -> channel
+};
+// Reads every source's flow table once.
+QueueMap queue_map(const Scene& scene);
 
 // Lifeline names on top (two rows, alternating where they are crowded),
 // times on the left, the lifelines and arrows below.
@@ -44,7 +68,10 @@ struct SequenceGeometry {
 struct SequenceRequest {
   int64_t t0 = 0, t1 = 1;        // the window, nanoseconds
   float width = 1, height = 1;   // the plot, pixels
-  std::vector<uint32_t> lanes;   // the lifelines, left to right (scene lane numbers)
+  std::vector<uint32_t> lanes;   // the lifelines', left to right (scene lane numbers)
+  Lifelines lifelines = Lifelines::Threads;
+  std::shared_ptr<const QueueMap> queues;  // Lifelines::Queues: the scene's (queue_map)
+  std::vector<std::string> collapsed;      // processes drawn as one lifeline
   Spacing spacing = Spacing::Time;
   uint32_t max_arrows = 800;     // more messages than this in the window: bundles (real time)
   uint32_t max_bundled = 500000; // more than this: not even bundles (counted, and said)
@@ -57,7 +84,15 @@ struct SequencePicture {
   uint64_t serial = 0;
   SequenceRequest request;
   Spacing spacing = Spacing::Time;  // as drawn: event order past its steps is drawn in real time
-  std::vector<float> lifeline_x;    // per request.lanes: pixels from the plot's left
+  struct Lifeline {
+    float x = 0;         // pixels from the plot's left
+    std::string label;   // the lane's (or a queue's channel, or a process folded)
+    std::string group;   // its process
+    int lane = -1;       // a lane's: its scene lane number
+    bool queue = false;  // a queue's: owned by `lane`
+    uint32_t lanes = 1;  // a process folded into it: how many of its lanes are shown
+  };
+  std::vector<Lifeline> lifelines;
   // Arrows as the timeline's (x: lifelines, y: pixels from the plot's top);
   // a half outside the window sits on the plot's edge.
   std::vector<Arrow> arrows;
