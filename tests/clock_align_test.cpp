@@ -14,6 +14,7 @@
 #include "tinescope/analysis/clock_align.hpp"
 #include "tinescope/analysis/message_across.hpp"
 #include "tinescope/render/figure_params.hpp"
+#include "tinescope/render/lane_order.hpp"
 #include "tinescope/render/picture.hpp"
 #include "tinescope/render/scene.hpp"
 
@@ -342,6 +343,51 @@ TEST(ClockAlign, TheTwoNodeDemoMerges) {
     }
   }
   EXPECT_GT(between, 20u);
+  // So does the sequence diagram of both nodes' lanes, and of their queues.
+  for (const render::Lifelines lifelines : {render::Lifelines::Threads, render::Lifelines::Queues}) {
+    f.type = render::FigureParams::Sequence;
+    f.lanes = render::message_lanes(scene, {});
+    f.lifelines = lifelines;
+    f.queue_map = std::make_shared<render::QueueMap>(render::queue_map(scene));
+    f.t0 = scene.first_ns() + 300'000'000, f.t1 = f.t0 + 20'000'000;
+    const render::SequencePicture q =
+        render::build_sequence(scene, render::sequence_request(scene, f, render::SequenceGeometry::of({0, 0, 1100, 600})));
+    EXPECT_GT(q.arrows.size(), 4u);
+    for (const render::Arrow& arrow : q.arrows) {
+      EXPECT_EQ(arrow.orphan, 0) << "message " << arrow.flow.id;
+      EXPECT_LE(arrow.y0, arrow.y1) << "message " << arrow.flow.id << ": it leaves before it arrives";
+      EXPECT_NE(arrow.x0, arrow.x1) << "from one node to the other";
+    }
+  }
+  // stats and find given both: the messages between them are matched, not
+  // orphans, and counted (the nodes' own counts).
+  const std::string both = stem + ".a.tine " + stem + ".b.tine";
+  ASSERT_EQ(run(bin("app/tinescope") + " stats " + both + " --json 2>/dev/null", &out), 0) << out;
+  nlohmann::json j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["between_traces"]["messages"], requests + replies);
+  EXPECT_GT(j["between_traces"]["latency_ns"]["p50"].get<int64_t>(), 0);
+  const nlohmann::json& ma = j["traces"][0]["messages"];
+  const nlohmann::json& mb = j["traces"][1]["messages"];
+  EXPECT_EQ(ma["to_other_traces"], requests);
+  EXPECT_EQ(ma["from_other_traces"], replies);
+  EXPECT_EQ(mb["to_other_traces"], replies);
+  EXPECT_EQ(mb["from_other_traces"], requests);
+  for (const nlohmann::json* m : {&ma, &mb}) {
+    EXPECT_EQ((*m)["never_received"], 0) << m->dump();
+    EXPECT_EQ((*m)["never_sent"], 0) << m->dump();
+    for (const auto& row : (*m)["by_channel"]) EXPECT_EQ(row["never_received"].get<uint64_t>() + row["never_sent"].get<uint64_t>(), 0u);
+  }
+  ASSERT_EQ(run(bin("app/tinescope") + " find " + both + " --orphans 2>/dev/null", &out), 0) << out;
+  j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["between_traces"]["messages"], requests + replies);
+  for (int t = 0; t < 2; ++t) {
+    EXPECT_EQ(j["traces"][t]["orphans"]["count"], 0);
+    EXPECT_TRUE(j["traces"][t]["orphans"]["list"].empty());
+  }
+  EXPECT_EQ(j["traces"][0]["orphans"]["between_traces"]["sent_to_others"], requests);
+  // Alone, each trace's halves are orphans.
+  ASSERT_EQ(run(bin("app/tinescope") + " find " + stem + ".a.tine --orphans --limit 5", &out), 0) << out;
+  EXPECT_EQ(nlohmann::json::parse(out)["orphans"]["count"], requests + replies);
   for (const char* s : {".a.tine", ".b.tine"}) test::remove_trace(stem + s);
 }
 

@@ -77,4 +77,13 @@ CrossMessages match_across(const std::vector<const index::TraceIndex*>& traces, 
   return out;
 }
 
+AcrossHalves across_halves(const CrossMessages& m, uint32_t trace) {
+  AcrossHalves h;
+  for (const CrossMessage& x : m.messages) {
+    h.sent_to_others += x.send_trace == trace;
+    h.received_from_others += x.recv_trace == trace;
+  }
+  return h;
+}
+
 }  // namespace tinescope::analysis

@@ -41,7 +41,10 @@ bool stream_expr(const std::string& text, const std::string& name, analysis::Exp
   return analysis::parse_stream(text, e, error);
 }
 
-bool eval_options(const TraceIndex& ix, const Window& w, analysis::EvalOptions& o, std::string& error) {
+// --from and --to, from `origin` (ns; default: the trace's start).
+bool eval_options(const TraceIndex& ix, const Window& w, analysis::EvalOptions& o, std::string& error,
+                  int64_t origin = INT64_MIN) {
+  if (origin == INT64_MIN) origin = ix.to_ns(ix.first_ts());
   auto at = [&](const std::string& text, uint64_t fallback, uint64_t& out) {
     if (text.empty()) return out = fallback, true;
     double ns;
@@ -49,7 +52,7 @@ bool eval_options(const TraceIndex& ix, const Window& w, analysis::EvalOptions& 
       error = "not a time: '" + text + "' (use e.g. 1.5s, 300us, 12ns)";
       return false;
     }
-    out = ix.catalog().clock.to_ticks(ix.to_ns(ix.first_ts()) + int64_t(std::llround(ns)));
+    out = ix.catalog().clock.to_ticks(origin + int64_t(std::llround(ns)));
     return true;
   };
   return at(w.from, 0, o.t0) && at(w.to, UINT64_MAX, o.t1);
@@ -206,14 +209,19 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
 
   // ---- find
   {
-    static std::string trace, text, name, longer, search, event;
+    static std::string text, name, longer, search, event;
+    static std::vector<std::string> traces, clocks;
     static Window w;
     static size_t longest = 0, per_name = 10, limit = 100;
     static std::vector<uint64_t> message_ids, chain_ids;
     static double outlier_factor = 0;
     static bool orphans = false;
     auto* cmd = app.add_subcommand("find", "needles: the longest intervals, intervals longer than D, outliers per name, search");
-    cmd->add_option("trace", trace, "trace file")->required();
+    cmd->add_option("traces", traces,
+                    "trace files (several: each one's answers, all on the first's clock, from their clock sync messages)")
+        ->required()
+        ->expected(1, -1);
+    add_clock_option(*cmd, clocks);
     cmd->add_option("--stream", text, "an interval stream (docs/ANALYSIS.md); default: every interval");
     cmd->add_option("--name", name, "intervals of this name (glob or /regex/), instead of --stream");
     cmd->add_option("--longest", longest, "the K longest intervals of the stream over the whole trace");
@@ -232,26 +240,27 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
                   "orphan receive received, then)");
     cmd->add_option("--from", w.from, "only from this time");
     cmd->add_option("--to", w.to, "only up to this time");
-    cmd->callback([=] {
-      std::string error;
-      analysis::Expr e;
-      if (!stream_expr(text, name, e, error)) return fail(exit_code, "stream '" + text + "': " + error);
-      auto ix = open_index(trace, true);
-      if (!ix) return fail(exit_code, "cannot open " + trace);
+    // One trace's answers into j; times from `origin` (several traces: the
+    // earliest start on the first's clock). `across`: the messages between
+    // the traces, of which this is trace `which`.
+    auto find_in = [=](const TraceIndex& ix, const analysis::Expr& e, int64_t origin,
+                       const analysis::CrossMessages* across, uint32_t which, json& j, std::string& error) {
+      auto failed = [&](const std::string& why) { return error = why, false; };
       analysis::EvalOptions o;
-      if (!eval_options(*ix, w, o, error)) return fail(exit_code, error);
-      Names n{*ix};
-      json j{{"trace", trace}, {"stream", analysis::format_stream(e)}};
+      if (!eval_options(ix, w, o, error, origin)) return false;
+      Names n{ix};
+      n.origin = origin;
+      const std::string& trace = j["trace"].get_ref<const std::string&>();
       if (!search.empty()) {
         std::regex re;
         try {
           re = std::regex(search, std::regex::ECMAScript | std::regex::icase);
         } catch (const std::regex_error& x) {
-          return fail(exit_code, "--search: not a regular expression: " + search + " (" + x.what() + ")");
+          return failed("--search: not a regular expression: " + search + " (" + x.what() + ")");
         }
         json names = json::array(), threads = json::array(), messages = json::array();
         std::map<std::string, std::pair<std::string, uint64_t>> by_name;  // name -> (kind, items)
-        for (const auto& s : ix->streams()) {
+        for (const auto& s : ix.streams()) {
           // (A depth's names, and the span stream's, have their own streams.)
           if (s.kind == index::StreamKind::Depth || s.kind == index::StreamKind::Span) continue;
           std::string nm = s.kind == index::StreamKind::Send ? std::string() : n.name(s.key);
@@ -262,12 +271,12 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
           items += s.items;
         }
         for (auto& [nm, v] : by_name) names.push_back(json{{"name", nm}, {"kind", v.first}, {"count", v.second}});
-        for (const auto& f : ix->feedlets())
+        for (const auto& f : ix.feedlets())
           if (std::regex_search(f.name, re)) threads.push_back(json{{"id", f.id}, {"name", f.name}, {"events", f.events}});
         // Messages by id, or by the name of their channel (ts_channel_name).
-        const auto catalog = ix->catalog_snapshot();
+        const auto catalog = ix.catalog_snapshot();
         std::map<uint64_t, bool> channel_matches;
-        for (const index::Flow& f : ix->flows(o.t0, o.t1)) {
+        for (const index::Flow& f : ix.flows(o.t0, o.t1)) {
           if (messages.size() >= limit) break;
           auto [ch, fresh] = channel_matches.try_emplace(f.channel, false);
           if (fresh) {
@@ -288,8 +297,8 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
           return std::regex_search(v.begin(), v.end(), re);
         };
         std::vector<analysis::FieldHit> field_hits;
-        const uint64_t field_count = analysis::search_fields(*ix, fs, o.t0, o.t1, limit, field_hits, error);
-        if (!error.empty()) return fail(exit_code, trace + ": " + error);
+        const uint64_t field_count = analysis::search_fields(ix, fs, o.t0, o.t1, limit, field_hits, error);
+        if (!error.empty()) return failed(trace + ": " + error);
         json fields = json::array();
         for (const analysis::FieldHit& h : field_hits)
           fields.push_back(json{{"time_ns", n.ns(h.ts)}, {"thread", n.thread(h.feedlet)}, {"event", h.event},
@@ -300,10 +309,20 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
       if (orphans) {
         // The sends never received and the receives never sent, in time
         // order (the index's flow table, analysis/message_report.hpp).
-        const analysis::MessageReport r = analysis::message_report(*ix, limit, o.t0, o.t1);
-        const auto catalog = ix->catalog_snapshot();
+        // With several traces, the halves of messages between them are not
+        // orphans: they are left out of the list and the counts, and counted.
+        const analysis::AcrossHalves halves = across ? analysis::across_halves(*across, which) : analysis::AcrossHalves{};
+        const analysis::MessageReport r =
+            analysis::message_report(ix, limit + halves.sent_to_others + halves.received_from_others, o.t0, o.t1);
+        const auto catalog = ix.catalog_snapshot();
         json list = json::array();
+        uint64_t between = 0;
         for (const index::Flow& f : r.orphans) {
+          if (across && across->find(which, f)) {
+            ++between;
+            continue;
+          }
+          if (list.size() >= limit) break;
           const bool sent = f.flags & index::kFlowSent;
           list.push_back(json{{"what", sent ? "never received" : "never sent"},
                               {"lane", n.thread(sent ? f.src : f.dst)},
@@ -313,26 +332,33 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
                               {"size", f.size},
                               {"time_ns", n.ns(sent ? f.send_ts : f.recv_ts)}});
         }
-        j["orphans"] = json{{"never_received", r.all.never_received}, {"never_sent", r.all.never_sent},
-                            {"received_again", r.all.received_again}, {"count", r.orphans_total}, {"list", list}};
+        j["orphans"] = json{{"never_received", r.all.never_received - halves.sent_to_others},
+                            {"never_sent", r.all.never_sent - halves.received_from_others},
+                            {"received_again", r.all.received_again},
+                            {"count", r.orphans_total - halves.sent_to_others - halves.received_from_others},
+                            {"list", list}};
+        if (across)
+          j["orphans"]["between_traces"] = json{{"sent_to_others", halves.sent_to_others},
+                                                {"received_from_others", halves.received_from_others}};
+        (void)between;
       }
       if (longest) {
         analysis::NeedleQuery q;
         q.k = longest;
-        auto hits = analysis::longest(*ix, e, q, error, o);
-        if (!error.empty()) return fail(exit_code, error);
+        auto hits = analysis::longest(ix, e, q, error, o);
+        if (!error.empty()) return failed(error);
         json& list = j["longest"] = json::array();
         for (const Record& r : hits) list.push_back(n.interval(r));
       }
       if (!longer.empty()) {
         int64_t ns;
-        if (!analysis::parse_duration_ns(longer, ns) || ns < 0) return fail(exit_code, "--longer: not a duration: " + longer);
+        if (!analysis::parse_duration_ns(longer, ns) || ns < 0) return failed("--longer: not a duration: " + longer);
         analysis::Expr f;
         f.op = analysis::Op::Longer;
         f.ns = ns;
         f.args.push_back(e);
-        auto s = analysis::DerivedStream::evaluate(*ix, f, error, o);
-        if (!s) return fail(exit_code, error);
+        auto s = analysis::DerivedStream::evaluate(ix, f, error, o);
+        if (!s) return failed(error);
         json& list = j["longer"] = json::array();
         for (const Record& r : s->records()) {
           if (list.size() >= limit) break;
@@ -342,9 +368,9 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
         j["stream"] = analysis::format_stream(f);
       }
       if (outlier_factor > 0) {
-        if (!is_base(e.op) || e.op == analysis::Op::Messages) return fail(exit_code, "--outliers needs a base stream of intervals");
+        if (!is_base(e.op) || e.op == analysis::Op::Messages) return failed("--outliers needs a base stream of intervals");
         json& list = j["outliers"] = json::array();
-        for (const auto& x : analysis::outliers(*ix, e, outlier_factor, per_name)) {
+        for (const auto& x : analysis::outliers(ix, e, outlier_factor, per_name)) {
           json r = n.interval(x.r);
           r["mean_ns"] = x.mean_ns;
           r["ratio"] = x.ratio;
@@ -355,15 +381,15 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
         unsigned long long feedlet = 0, seq = 0;
         char tail = 0;
         if (std::sscanf(event.c_str(), "%llu:%llu%c", &feedlet, &seq, &tail) != 2 || feedlet > UINT32_MAX)
-          return fail(exit_code, "--event: say FEEDLET:SEQ (e.g. 3:1200), not " + event);
+          return failed("--event: say FEEDLET:SEQ (e.g. 3:1200), not " + event);
         analysis::EventView v;
-        if (!analysis::read_event(*ix, uint32_t(feedlet), seq, v, error)) return fail(exit_code, trace + ": " + error);
+        if (!analysis::read_event(ix, uint32_t(feedlet), seq, v, error)) return failed(trace + ": " + error);
         j["event"] = n.event(v);
       }
       for (uint64_t id : chain_ids) {
         analysis::MessageChain c;
-        if (!analysis::message_chain(*ix, id, c, error)) return fail(exit_code, trace + ": " + error);
-        const auto catalog = ix->catalog_snapshot();
+        if (!analysis::message_chain(ix, id, c, error)) return failed(trace + ": " + error);
+        const auto catalog = ix.catalog_snapshot();
         json hops = json::array();
         for (const analysis::ChainHop& h : c.hops) {
           const index::Flow& f = h.flow;
@@ -390,10 +416,10 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
       }
       for (uint64_t id : message_ids) {
         index::Flow f;
-        if (!analysis::find_message(*ix, id, f)) return fail(exit_code, trace + ": no message has id " + std::to_string(id));
+        if (!analysis::find_message(ix, id, f)) return failed(trace + ": no message has id " + std::to_string(id));
         std::vector<analysis::EventView> halves;
-        if (!analysis::message_events(*ix, f, halves, error)) return fail(exit_code, trace + ": " + error);
-        json m{{"id", f.id}, {"channel", f.channel}, {"channel_name", ix->catalog_snapshot()->channel_name(f.channel)},
+        if (!analysis::message_events(ix, f, halves, error)) return failed(trace + ": " + error);
+        json m{{"id", f.id}, {"channel", f.channel}, {"channel_name", ix.catalog_snapshot()->channel_name(f.channel)},
                {"size", f.size}};
         if (f.flags & index::kFlowSent) m["from"] = n.thread(f.src), m["send_ns"] = n.ns(f.send_ts);
         if (f.flags & index::kFlowReceived) m["to"] = n.thread(f.dst), m["receive_ns"] = n.ns(f.recv_ts);
@@ -402,11 +428,41 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
           m[v.data.type == format::kMessageSend ? "send" : "receive"] = n.event(v);
         j["messages"].push_back(m);
       }
+      return true;
+    };
+    cmd->callback([=] {
+      std::string error;
+      analysis::Expr e;
+      if (!stream_expr(text, name, e, error)) return fail(exit_code, "stream '" + text + "': " + error);
       if (search.empty() && !longest && longer.empty() && outlier_factor <= 0 && event.empty() && message_ids.empty() &&
           chain_ids.empty() && !orphans)
         return fail(exit_code, "find: say what to find: --longest K, --longer D, --outliers F, --search RE, --event F:SEQ, "
                                "--message ID, --chain ID or --orphans");
-      std::printf("%s\n", j.dump(1).c_str());
+      if (traces.size() == 1 && clocks.empty()) {
+        auto ix = open_index(traces[0], true);
+        if (!ix) return fail(exit_code, "cannot open " + traces[0]);
+        json j{{"trace", traces[0]}, {"stream", analysis::format_stream(e)}};
+        if (!find_in(*ix, e, ix->to_ns(ix->first_ts()), nullptr, 0, j, error)) return fail(exit_code, error);
+        std::printf("%s\n", j.dump(1).c_str());
+        return;
+      }
+      // Several traces, on the first's clock: each one's answers, times from the earliest start.
+      analysis::ClockAlignment alignment;
+      std::shared_ptr<const analysis::CrossMessages> across;
+      const auto indexes = open_aligned("find", traces, clocks, true, &alignment, stderr, &across);
+      if (indexes.empty()) return void(*exit_code = 1);
+      int64_t origin = INT64_MAX;
+      for (const auto& ix : indexes) origin = std::min(origin, ix->to_ns(ix->first_ts()));
+      json out{{"stream", analysis::format_stream(e)},
+               {"between_traces", {{"messages", across->messages.size()}, {"ambiguous", across->ambiguous},
+                                   {"received_before_sent", across->early}}},
+               {"clock_warnings", alignment.warnings}};
+      for (uint32_t t = 0; t < indexes.size(); ++t) {
+        json j{{"trace", traces[t]}};
+        if (!find_in(*indexes[t], e, origin, across.get(), t, j, error)) return fail(exit_code, error);
+        out["traces"].push_back(std::move(j));
+      }
+      std::printf("%s\n", out.dump(1).c_str());
     });
   }
 

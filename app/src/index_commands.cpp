@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "figure_options.hpp"
 #include "tinescope/analysis/categories.hpp"
 #include "tinescope/analysis/message_report.hpp"
 #include "tinescope/import/trace_import.hpp"
@@ -198,6 +199,37 @@ nlohmann::json messages_json(const TraceIndex& ix) {
   m["by_channel"] = channels;
   m["by_sender"] = senders;
   return m;
+}
+
+// With several traces: the halves of trace t's messages matched in another
+// trace are no orphans. Takes them off `never_received` (its sends received
+// there) and `never_sent` (its receives sent there), in the totals and the
+// rows of their channel and lane, and says how many in `to_other_traces`
+// and `from_other_traces`.
+void count_across(nlohmann::json& m, const analysis::CrossMessages& across, uint32_t t) {
+  if (m.is_null()) return;
+  auto take = [](nlohmann::json& row, const char* what, const char* moved) {
+    row[what] = row[what].get<uint64_t>() - 1;
+    row[moved] = row.value(moved, uint64_t(0)) + 1;
+  };
+  auto row_of = [&](const char* part, const char* key, uint64_t value) -> nlohmann::json* {
+    for (auto& r : m[part])
+      if (r[key].get<uint64_t>() == value) return &r;
+    return nullptr;
+  };
+  m["to_other_traces"] = uint64_t(0), m["from_other_traces"] = uint64_t(0);
+  for (const analysis::CrossMessage& x : across.messages) {
+    if (x.send_trace == t) {
+      take(m, "never_received", "to_other_traces");
+      if (auto* r = row_of("by_channel", "channel", x.send.channel)) take(*r, "never_received", "to_other_traces");
+      if (auto* r = row_of("by_sender", "feedlet", x.send.src)) take(*r, "never_received", "to_other_traces");
+    }
+    if (x.recv_trace == t) {
+      take(m, "never_sent", "from_other_traces");
+      if (auto* r = row_of("by_channel", "channel", x.recv.channel)) take(*r, "never_sent", "from_other_traces");
+      if (auto* r = row_of("by_sender", "feedlet", x.recv.dst)) take(*r, "never_sent", "from_other_traces");
+    }
+  }
 }
 
 // The messages part of info and stats, as text: the totals, then a line per
@@ -395,8 +427,14 @@ void add_index_commands(CLI::App& app, int* exit_code) {
 
   static bool durations = false, by_thread = false, categories = false;
   static std::string stream;
+  static std::vector<std::string> stats_traces, clocks;
   auto* stats = app.add_subcommand("stats", "counts, time range, feedlets, drops and damage of a trace; durations per name");
-  stats->add_option("trace", trace, "trace file")->required();
+  stats->add_option("traces", stats_traces,
+                    "trace files (several: each one's, on the first's clock from their clock sync messages; messages "
+                    "between them are matched, not orphans)")
+      ->required()
+      ->expected(1, -1);
+  add_clock_option(*stats, clocks);
   stats->add_flag("--json", json_out, "print stable JSON");
   stats->add_flag("--durations", durations, "count, total, min, mean, max, p50/p90/p99/p99.9 per name (a pass over the trace)");
   stats->add_flag("--by-thread", by_thread, "--durations per name and per thread");
@@ -404,29 +442,59 @@ void add_index_commands(CLI::App& app, int* exit_code) {
   stats->add_flag("--categories", categories,
                   "the categories of the intervals and instants, with their events and names (a pass over the trace)");
   stats->callback([=] {
-    auto ix = open_index(trace, true);
-    if (!ix) {
+    std::vector<std::shared_ptr<TraceIndex>> indexes;
+    analysis::ClockAlignment alignment;
+    std::shared_ptr<const analysis::CrossMessages> across;
+    if (stats_traces.size() == 1 && clocks.empty()) {
+      if (auto ix = open_index(stats_traces[0], true)) indexes.push_back(std::move(ix));
+    } else {
+      indexes = open_aligned("stats", stats_traces, clocks, true, &alignment, stderr, &across);
+    }
+    if (indexes.empty()) {
       *exit_code = 1;
       return;
     }
-    auto j = stats_json(*ix);
-    std::string error;
-    if ((durations || by_thread || !stream.empty()) && !add_duration_table(j, *ix, stream, by_thread, error)) {
-      std::fprintf(stderr, "tinescope: %s\n", error.c_str());
-      *exit_code = 2;
+    std::vector<nlohmann::json> each;
+    for (uint32_t t = 0; t < indexes.size(); ++t) {
+      const TraceIndex& ix = *indexes[t];
+      auto j = stats_json(ix);
+      std::string error;
+      if ((durations || by_thread || !stream.empty()) && !add_duration_table(j, ix, stream, by_thread, error)) {
+        std::fprintf(stderr, "tinescope: %s\n", error.c_str());
+        *exit_code = 2;
+        return;
+      }
+      if (categories) {
+        const analysis::Categories c = analysis::scan_categories(ix);
+        if (!c.error.empty()) std::fprintf(stderr, "tinescope: warning: categories: %s (events there not counted)\n", c.error.c_str());
+        auto& list = j["categories"] = nlohmann::json::array();
+        for (const analysis::CategoryCount& k : c.categories)
+          list.push_back({{"category", k.name}, {"events", k.events}, {"names", k.names}});
+        j["names_in_several_categories"] = c.mixed_names;
+      }
+      if (across) count_across(j["messages"], *across, t);
+      each.push_back(std::move(j));
+    }
+    // The latency of the messages between the traces, on the first's clock.
+    std::vector<int64_t> latency;
+    if (across)
+      for (const analysis::CrossMessage& x : across->messages)
+        latency.push_back(indexes[x.recv_trace]->to_ns(x.recv.recv_ts) - indexes[x.send_trace]->to_ns(x.send.send_ts));
+    std::sort(latency.begin(), latency.end());
+    auto pct = [&](double p) { return latency.empty() ? 0 : latency[size_t(p * double(latency.size() - 1) + 0.5)]; };
+    if (json_out) {
+      if (!across) return void(std::printf("%s\n", each[0].dump(2).c_str()));
+      nlohmann::json out{{"traces", each},
+                         {"between_traces", {{"messages", across->messages.size()}, {"ambiguous", across->ambiguous},
+                                             {"received_before_sent", across->early},
+                                             {"latency_ns", {{"p50", pct(0.5)}, {"p99", pct(0.99)}, {"max", pct(1)}}}}},
+                         {"clock_warnings", alignment.warnings}};
+      std::printf("%s\n", out.dump(2).c_str());
       return;
     }
-    if (categories) {
-      const analysis::Categories c = analysis::scan_categories(*ix);
-      if (!c.error.empty()) std::fprintf(stderr, "tinescope: warning: categories: %s (events there not counted)\n", c.error.c_str());
-      auto& list = j["categories"] = nlohmann::json::array();
-      for (const analysis::CategoryCount& k : c.categories)
-        list.push_back({{"category", k.name}, {"events", k.events}, {"names", k.names}});
-      j["names_in_several_categories"] = c.mixed_names;
-    }
-    if (json_out) {
-      std::printf("%s\n", j.dump(2).c_str());
-    } else {
+    for (size_t t = 0; t < each.size(); ++t) {
+      nlohmann::json& j = each[t];
+      if (across) std::printf("%s== %s\n", t ? "\n" : "", stats_traces[t].c_str());
       for (auto& [k, v] : j.items())
         if (!v.is_array() && !v.is_object() && !v.is_null()) std::printf("%-14s %s\n", k.c_str(), v.dump().c_str());
       print_messages(j["messages"], SIZE_MAX);
@@ -438,6 +506,12 @@ void add_index_commands(CLI::App& app, int* exit_code) {
       }
       if (j.contains("durations")) print_duration_table(j["durations"]);
     }
+    if (across)
+      std::printf("\nbetween the traces: %zu messages (not counted as never received or never sent above), latency "
+                  "p50 %s p99 %s max %s%s\n",
+                  across->messages.size(), render::format_duration(pct(0.5)).c_str(),
+                  render::format_duration(pct(0.99)).c_str(), render::format_duration(pct(1)).c_str(),
+                  across->ambiguous ? (", " + std::to_string(across->ambiguous) + " halves ambiguous, left unmatched").c_str() : "");
   });
 }
 

@@ -37,4 +37,12 @@ struct CrossMessages {
 CrossMessages match_across(const std::vector<const index::TraceIndex*>& traces,
                            const std::vector<uint32_t>& clock_of = {});
 
+// The halves of trace `trace`'s messages matched in another trace: its
+// sends received there, its receives sent there (orphans in the trace
+// alone, but not in the traces together).
+struct AcrossHalves {
+  uint64_t sent_to_others = 0, received_from_others = 0;
+};
+AcrossHalves across_halves(const CrossMessages& m, uint32_t trace);
+
 }  // namespace tinescope::analysis
