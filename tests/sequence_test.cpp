@@ -15,6 +15,7 @@
 #include "tinescope/render/headless.hpp"
 #include "tinescope/render/lane_order.hpp"
 #include "tinescope/render/sequence.hpp"
+#include "index_helpers.hpp"
 #include "trace_helpers.hpp"
 
 namespace tinescope::test {
@@ -257,6 +258,57 @@ TEST(Sequence, PastTheBudgetEveryMessageIsInABundleAndEventOrderSaysItDoesNotFit
   p = render::build_sequence(scene, req);
   EXPECT_EQ(p.spacing, render::Spacing::Time);
   EXPECT_GT(p.order_events, uint64_t(req.height / 4));
+}
+
+// Ends at one time, in event order: a handler takes a message before it
+// sends what it causes (a receive first), but a message sent and received
+// in the same nanosecond still goes down, never up.
+TEST(Sequence, AtOneTimeAReceiveComesBeforeTheSendItCausesButNeverBeforeItsOwnSend) {
+  test::TraceBytes t = test::named_trace({"a", "b", "c"}, {1, 2, 3});
+  format::ChunkBuilder lanes[3];  // (a chunk a lane: a feedlet's chunks are numbered)
+  for (uint32_t k = 0; k < 3; ++k) lanes[k].feedlet = k + 1;
+  auto message = [&](uint32_t feedlet, uint16_t type, uint64_t ts, uint64_t id) {
+    format::ChunkBuilder& cb = lanes[feedlet - 1];
+    uint8_t* p = cb.begin(type, ts);
+    p = cb.put_delta(p, id), p = format::ChunkBuilder::put_u64(p, 7), p = format::ChunkBuilder::put_u64(p, 16);
+    p = format::ChunkBuilder::put_bytes(p, nullptr, 0);
+    cb.end(p);
+  };
+  message(1, format::kMessageSend, 100, 1);  // a -> b, taken at 200 ...
+  message(2, format::kMessageRecv, 200, 1);
+  message(2, format::kMessageSend, 200, 2);  // ... and forwarded to c in the same ns, arriving then too
+  message(3, format::kMessageRecv, 200, 2);
+  message(1, format::kMessageSend, 300, 3);  // a -> b in no time
+  message(2, format::kMessageRecv, 300, 3);
+  for (format::ChunkBuilder& cb : lanes) t.flush(cb);
+  const std::string path = test::temp_path("sequence_ties");
+  test::remove_trace(path);
+  test::write_file(path, t.out);
+  render::Scene scene;
+  std::string error;
+  ASSERT_TRUE(scene.add_trace(path, error)) << error;
+  render::FigureParams f;
+  f.type = render::FigureParams::Sequence;
+  f.spacing = render::Spacing::Order;
+  f.lanes = render::message_lanes(scene, {});
+  ASSERT_EQ(f.lanes.size(), 3u);
+  f.t0 = scene.first_ns(), f.t1 = scene.last_ns() + 1;
+  const render::SequencePicture p =
+      render::build_sequence(scene, render::sequence_request(scene, f, render::SequenceGeometry::of({0, 0, 800, 600})));
+  ASSERT_EQ(p.spacing, render::Spacing::Order);
+  ASSERT_EQ(p.arrows.size(), 3u);
+  std::map<uint64_t, const render::Arrow*> by_id;
+  for (const render::Arrow& a : p.arrows) by_id[a.flow.id] = &a;
+  ASSERT_EQ(by_id.size(), 3u);
+  EXPECT_LT(by_id[1]->y0, by_id[1]->y1);
+  EXPECT_LT(by_id[1]->y1, by_id[2]->y0) << "b takes message 1, then sends message 2";
+  EXPECT_LT(by_id[2]->y0, by_id[2]->y1) << "message 2 leaves before it arrives, in the same ns";
+  EXPECT_LT(by_id[3]->y0, by_id[3]->y1) << "message 3 too";
+  std::vector<float> ys;
+  for (const render::Arrow& a : p.arrows) ys.push_back(a.y0), ys.push_back(a.y1);
+  std::sort(ys.begin(), ys.end());
+  for (size_t k = 0; k < ys.size(); ++k) EXPECT_NEAR(ys[k], float(k + 1) * p.step_px, 1e-3) << "a step each";
+  test::remove_trace(path);
 }
 
 TEST(Sequence, TheCommandLineDrawsIt) {

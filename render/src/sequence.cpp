@@ -99,9 +99,9 @@ QueueMap queue_map(const Scene& scene) {
 namespace {
 
 // The lifelines of a request, and where each end of a message goes.
-class Lifelines_ {
+class LifelineMap {
  public:
-  Lifelines_(const Scene& scene, const SequenceRequest& req) : scene_(scene) {
+  LifelineMap(const Scene& scene, const SequenceRequest& req) {
     const bool by_queue = req.lifelines == Lifelines::Queues && req.queues;
     std::map<uint32_t, std::vector<const QueueMap::Queue*>> owned;  // scene lane -> its queues
     if (by_queue)
@@ -170,7 +170,6 @@ class Lifelines_ {
   std::vector<SequencePicture::Lifeline> lines;
 
  private:
-  const Scene& scene_;
   std::set<std::pair<uint32_t, uint32_t>> shown_;            // (source, feedlet) of the lanes asked for
   std::map<std::pair<uint32_t, uint32_t>, int> thread_;     // (source, feedlet) -> lifeline
   std::map<std::pair<uint32_t, uint64_t>, int> queue_;      // (source, channel) -> lifeline
@@ -184,7 +183,7 @@ SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
   SequencePicture P;
   P.serial = next_picture_serial();
   P.request = req;
-  const Lifelines_ lines(scene, req);
+  const LifelineMap lines(scene, req);
   P.lifelines = lines.lines;
   const float spacing = req.width / float(std::max<size_t>(1, P.lifelines.size()));
 
@@ -247,9 +246,27 @@ SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
       if (m.orphan != 2 && m.send >= req.t0 && m.send <= req.t1) ends.push_back({m.send, m.from, 0, i});
       if (m.orphan != 1 && m.recv >= req.t0 && m.recv <= req.t1) ends.push_back({m.recv, m.to, 1, i});
     }
+    // At one time, receives first (a handler takes a message, then sends
+    // what it causes), then left to right; but never a message's receive
+    // before its own send: that receive moves to just after it.
     std::sort(ends.begin(), ends.end(), [](const End& a, const End& b) {
-      return std::tie(a.t, a.lifeline, a.recv, a.message) < std::tie(b.t, b.lifeline, b.recv, b.message);
+      return std::tie(a.t, b.recv, a.lifeline, a.message) < std::tie(b.t, a.recv, b.lifeline, b.message);
     });
+    for (size_t k = 0; k < ends.size();) {
+      size_t end = k;
+      while (end < ends.size() && ends[end].t == ends[k].t) ++end;
+      for (size_t i = k; i < end; ++i) {
+        if (!ends[i].recv) continue;
+        auto send = std::find_if(ends.begin() + long(i) + 1, ends.begin() + long(end),
+                                 [&](const End& e) { return !e.recv && e.message == ends[i].message; });
+        if (send == ends.begin() + long(end)) continue;
+        const End moved = ends[i];
+        std::rotate(ends.begin() + long(i), ends.begin() + long(i) + 1, send + 1);  // (send now at send - 1)
+        *send = moved;
+        --i;  // (the end now at i is another)
+      }
+      k = end;
+    }
     const float step = req.height / float(ends.size() + 1);
     if (!ends.empty() && step < req.min_step_px) {
       P.order_events = ends.size();
