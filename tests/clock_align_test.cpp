@@ -359,6 +359,18 @@ TEST(ClockAlign, TheTwoNodeDemoMerges) {
       EXPECT_NE(arrow.x0, arrow.x1) << "from one node to the other";
     }
   }
+  // Node B folded into one lifeline: node A's lanes, then node B, every request on its way there.
+  f.lifelines = render::Lifelines::Threads;
+  f.collapsed = {"node B"};
+  const render::SequencePicture folded =
+      render::build_sequence(scene, render::sequence_request(scene, f, render::SequenceGeometry::of({0, 0, 1100, 600})));
+  ASSERT_FALSE(folded.lifelines.empty());
+  EXPECT_EQ(folded.lifelines.back().label, "node B");
+  EXPECT_EQ(folded.lifelines.back().lane, -1);
+  for (size_t i = 0; i + 1 < folded.lifelines.size(); ++i) EXPECT_EQ(folded.lifelines[i].group, "node A");
+  size_t into_b = 0;
+  for (const render::Arrow& arrow : folded.arrows) into_b += arrow.x1 == folded.lifelines.back().x;
+  EXPECT_GT(into_b, 2u);
   // stats and find given both: the messages between them are matched, not
   // orphans, and counted (the nodes' own counts).
   const std::string both = stem + ".a.tine " + stem + ".b.tine";
@@ -385,6 +397,26 @@ TEST(ClockAlign, TheTwoNodeDemoMerges) {
     EXPECT_TRUE(j["traces"][t]["orphans"]["list"].empty());
   }
   EXPECT_EQ(j["traces"][0]["orphans"]["between_traces"]["sent_to_others"], requests);
+  // Over a stretch, only that stretch's halves are taken off.
+  ASSERT_EQ(run(bin("app/tinescope") + " find " + both + " --orphans --from 0.5s --to 0.7s 2>/dev/null", &out), 0) << out;
+  j = nlohmann::json::parse(out);
+  for (int t = 0; t < 2; ++t) {
+    const nlohmann::json& o = j["traces"][t]["orphans"];
+    EXPECT_EQ(o["count"], 0) << o.dump();
+    EXPECT_EQ(o["never_received"], 0) << o.dump();
+    EXPECT_GT(o["between_traces"]["sent_to_others"].get<uint64_t>(), 10u) << o.dump();
+    EXPECT_LT(o["between_traces"]["sent_to_others"].get<uint64_t>(), requests) << o.dump();
+  }
+  // A message is in one trace or the other: asked for, it is found where it is.
+  const uint64_t some_request = across.messages[across.messages.size() / 2].send.id;
+  ASSERT_EQ(run(bin("app/tinescope") + " find " + both + " --message " + std::to_string(some_request) + " 2>/dev/null", &out), 0)
+      << out;
+  j = nlohmann::json::parse(out);
+  size_t found = 0;
+  for (const auto& tr : j["traces"]) found += tr.contains("messages");
+  EXPECT_GE(found, 1u) << out;
+  EXPECT_NE(run(bin("app/tinescope") + " find " + both + " --message 999999999 2>&1", &out), 0);
+  EXPECT_NE(out.find("no message has id 999999999 in any of the traces"), std::string::npos) << out;
   // Alone, each trace's halves are orphans.
   ASSERT_EQ(run(bin("app/tinescope") + " find " + stem + ".a.tine --orphans --limit 5", &out), 0) << out;
   EXPECT_EQ(nlohmann::json::parse(out)["orphans"]["count"], requests + replies);

@@ -77,11 +77,11 @@ CrossMessages match_across(const std::vector<const index::TraceIndex*>& traces, 
   return out;
 }
 
-AcrossHalves across_halves(const CrossMessages& m, uint32_t trace) {
+AcrossHalves across_halves(const CrossMessages& m, uint32_t trace, uint64_t t0, uint64_t t1) {
   AcrossHalves h;
   for (const CrossMessage& x : m.messages) {
-    h.sent_to_others += x.send_trace == trace;
-    h.received_from_others += x.recv_trace == trace;
+    h.sent_to_others += x.send_trace == trace && x.send.send_ts >= t0 && x.send.send_ts <= t1;
+    h.received_from_others += x.recv_trace == trace && x.recv.recv_ts >= t0 && x.recv.recv_ts <= t1;
   }
   return h;
 }

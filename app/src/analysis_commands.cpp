@@ -311,17 +311,14 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
         // order (the index's flow table, analysis/message_report.hpp).
         // With several traces, the halves of messages between them are not
         // orphans: they are left out of the list and the counts, and counted.
-        const analysis::AcrossHalves halves = across ? analysis::across_halves(*across, which) : analysis::AcrossHalves{};
+        const analysis::AcrossHalves halves =
+            across ? analysis::across_halves(*across, which, o.t0, o.t1) : analysis::AcrossHalves{};
         const analysis::MessageReport r =
             analysis::message_report(ix, limit + halves.sent_to_others + halves.received_from_others, o.t0, o.t1);
         const auto catalog = ix.catalog_snapshot();
         json list = json::array();
-        uint64_t between = 0;
         for (const index::Flow& f : r.orphans) {
-          if (across && across->find(which, f)) {
-            ++between;
-            continue;
-          }
+          if (across && across->find(which, f)) continue;
           if (list.size() >= limit) break;
           const bool sent = f.flags & index::kFlowSent;
           list.push_back(json{{"what", sent ? "never received" : "never sent"},
@@ -340,7 +337,6 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
         if (across)
           j["orphans"]["between_traces"] = json{{"sent_to_others", halves.sent_to_others},
                                                 {"received_from_others", halves.received_from_others}};
-        (void)between;
       }
       if (longest) {
         analysis::NeedleQuery q;
@@ -383,12 +379,22 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
         if (std::sscanf(event.c_str(), "%llu:%llu%c", &feedlet, &seq, &tail) != 2 || feedlet > UINT32_MAX)
           return failed("--event: say FEEDLET:SEQ (e.g. 3:1200), not " + event);
         analysis::EventView v;
-        if (!analysis::read_event(ix, uint32_t(feedlet), seq, v, error)) return failed(trace + ": " + error);
-        j["event"] = n.event(v);
+        if (!analysis::read_event(ix, uint32_t(feedlet), seq, v, error)) {
+          if (!across) return failed(trace + ": " + error);
+          j["not_here"].push_back("event " + event + ": " + error);  // (several traces: another may have it)
+          error.clear();
+        } else {
+          j["event"] = n.event(v);
+        }
       }
       for (uint64_t id : chain_ids) {
         analysis::MessageChain c;
-        if (!analysis::message_chain(ix, id, c, error)) return failed(trace + ": " + error);
+        if (!analysis::message_chain(ix, id, c, error)) {
+          if (!across) return failed(trace + ": " + error);
+          j["not_here"].push_back("chain " + std::to_string(id) + ": " + error);
+          error.clear();
+          continue;
+        }
         const auto catalog = ix.catalog_snapshot();
         json hops = json::array();
         for (const analysis::ChainHop& h : c.hops) {
@@ -416,7 +422,11 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
       }
       for (uint64_t id : message_ids) {
         index::Flow f;
-        if (!analysis::find_message(ix, id, f)) return failed(trace + ": no message has id " + std::to_string(id));
+        if (!analysis::find_message(ix, id, f)) {
+          if (!across) return failed(trace + ": no message has id " + std::to_string(id));
+          j["not_here"].push_back("message " + std::to_string(id));
+          continue;
+        }
         std::vector<analysis::EventView> halves;
         if (!analysis::message_events(ix, f, halves, error)) return failed(trace + ": " + error);
         json m{{"id", f.id}, {"channel", f.channel}, {"channel_name", ix.catalog_snapshot()->channel_name(f.channel)},
@@ -462,6 +472,22 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
         if (!find_in(*indexes[t], e, origin, across.get(), t, j, error)) return fail(exit_code, error);
         out["traces"].push_back(std::move(j));
       }
+      // A message, chain or event asked for is in one trace or another: none is an error.
+      auto found = [&](const char* key, const std::function<bool(const json&)>& is) {
+        for (const json& j : out["traces"])
+          if (j.contains(key))
+            for (const json& x : j[key].is_array() ? j[key] : json::array({j[key]}))
+              if (is(x)) return true;
+        return false;
+      };
+      for (uint64_t id : message_ids)
+        if (!found("messages", [&](const json& m) { return m["id"] == id; }))
+          return fail(exit_code, "no message has id " + std::to_string(id) + " in any of the traces");
+      for (uint64_t id : chain_ids)
+        if (!found("chains", [&](const json& c) { return c["message"] == id; }))
+          return fail(exit_code, "no message has id " + std::to_string(id) + " in any of the traces (--chain)");
+      if (!event.empty() && !found("event", [](const json&) { return true; }))
+        return fail(exit_code, "event " + event + " is in none of the traces");
       std::printf("%s\n", out.dump(1).c_str());
     });
   }

@@ -208,26 +208,32 @@ nlohmann::json messages_json(const TraceIndex& ix) {
 // and `from_other_traces`.
 void count_across(nlohmann::json& m, const analysis::CrossMessages& across, uint32_t t) {
   if (m.is_null()) return;
-  auto take = [](nlohmann::json& row, const char* what, const char* moved) {
-    row[what] = row[what].get<uint64_t>() - 1;
-    row[moved] = row.value(moved, uint64_t(0)) + 1;
+  auto take = [](nlohmann::json* row, const char* what, const char* moved) {
+    if (!row) return;
+    (*row)[what] = (*row)[what].get<uint64_t>() - 1;
+    (*row)[moved] = (*row)[moved].get<uint64_t>() + 1;
   };
-  auto row_of = [&](const char* part, const char* key, uint64_t value) -> nlohmann::json* {
-    for (auto& r : m[part])
-      if (r[key].get<uint64_t>() == value) return &r;
-    return nullptr;
-  };
+  std::map<uint64_t, nlohmann::json*> channel;
+  std::map<uint64_t, nlohmann::json*> lane;
   m["to_other_traces"] = uint64_t(0), m["from_other_traces"] = uint64_t(0);
+  for (auto& r : m["by_channel"]) channel[r["channel"].get<uint64_t>()] = &r;
+  for (auto& r : m["by_sender"]) lane[r["feedlet"].get<uint64_t>()] = &r;
+  for (auto* rows : {&channel, &lane})
+    for (auto& [key, row] : *rows) (*row)["to_other_traces"] = uint64_t(0), (*row)["from_other_traces"] = uint64_t(0);
+  auto row = [](std::map<uint64_t, nlohmann::json*>& rows, uint64_t key) {
+    auto it = rows.find(key);
+    return it == rows.end() ? nullptr : it->second;
+  };
   for (const analysis::CrossMessage& x : across.messages) {
     if (x.send_trace == t) {
-      take(m, "never_received", "to_other_traces");
-      if (auto* r = row_of("by_channel", "channel", x.send.channel)) take(*r, "never_received", "to_other_traces");
-      if (auto* r = row_of("by_sender", "feedlet", x.send.src)) take(*r, "never_received", "to_other_traces");
+      take(&m, "never_received", "to_other_traces");
+      take(row(channel, x.send.channel), "never_received", "to_other_traces");
+      take(row(lane, x.send.src), "never_received", "to_other_traces");
     }
     if (x.recv_trace == t) {
-      take(m, "never_sent", "from_other_traces");
-      if (auto* r = row_of("by_channel", "channel", x.recv.channel)) take(*r, "never_sent", "from_other_traces");
-      if (auto* r = row_of("by_sender", "feedlet", x.recv.dst)) take(*r, "never_sent", "from_other_traces");
+      take(&m, "never_sent", "from_other_traces");
+      take(row(channel, x.recv.channel), "never_sent", "from_other_traces");
+      take(row(lane, x.recv.dst), "never_sent", "from_other_traces");
     }
   }
 }

@@ -169,9 +169,8 @@ void Viewer::zoom_about(double factor, int64_t at) {
 void Viewer::add_figure(FigureParams::Type type) {
   auto f = std::make_unique<Figure>();
   f->params.type = type;
-  for (auto& g : figures_)
-    if (g->params.type == FigureParams::Scope) f->params = g->params;  // a second scope starts like the first
-  f->params.type = type;
+  for (auto& g : figures_)  // a second scope starts like the first
+    if (type == FigureParams::Scope && g->params.type == FigureParams::Scope) f->params = g->params;
   if (!figures_.empty()) {  // a new timeline hides what the others hide
     f->params.hidden_categories = figures_[0]->params.hidden_categories;
     f->params.hidden_names = figures_[0]->params.hidden_names;
@@ -208,6 +207,8 @@ const render::TimeAxis& Viewer::figure_axis(size_t i) const { return figures_[i]
 bool Viewer::awaits_rest(const Figure& f) const {
   // Drawn coarser than its columns at the interactive budget, not live: the
   // worker draws it again at rest (worker_loop).
+  if (f.params.type == FigureParams::Sequence)  // past the arrow budget: bundles at rest
+    return f.sequence && f.sequence->bundles_wait && !f.sequence->request.bundles && live_.empty();
   return f.params.type == FigureParams::Timeline && f.timeline && f.timeline->over_budget &&
          f.timeline->request.decode_per_column < render::kAtRestDecodePerColumn && live_.empty();
 }

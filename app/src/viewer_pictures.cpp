@@ -82,7 +82,7 @@ void Viewer::worker_loop() {
           }
       } else if (!at_rest.empty()) {
         job = std::make_shared<Job>(*at_rest.front());
-        job->at_rest = true, job->timeline = nullptr;
+        job->at_rest = true, job->timeline = nullptr, job->sequence = nullptr;
       }
     }
     if (!live.empty()) {
@@ -106,9 +106,14 @@ void Viewer::worker_loop() {
       forget(job->figure);
       if (!job->at_rest && job->timeline->over_budget && live.empty()) at_rest.push_back(job);
     } else if (job->params.type == FigureParams::Sequence) {
+      // Past the arrow budget, bundles once the view rests, as the timeline's.
       const render::SequenceGeometry g = render::SequenceGeometry::of(job->rect);
-      job->sequence = std::make_shared<render::SequencePicture>(
-          render::build_sequence(*scene, render::sequence_request(*scene, job->params, g)));
+      render::SequenceRequest request = render::sequence_request(*scene, job->params, g);
+      request.bundles = job->at_rest, request.stop = job->at_rest ? &jobs_waiting_ : nullptr;
+      job->sequence = std::make_shared<render::SequencePicture>(render::build_sequence(*scene, request));
+      if (job->sequence->stopped) continue;
+      forget(job->figure);
+      if (!job->at_rest && job->sequence->bundles_wait && live.empty()) at_rest.push_back(job);
     } else {
       const render::ScopeGeometry g = render::ScopeGeometry::of(job->rect, job->params.strip_px);
       job->scope = std::make_shared<render::ScopePicture>(

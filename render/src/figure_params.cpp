@@ -29,8 +29,7 @@ SequenceRequest sequence_request(const Scene& scene, const FigureParams& f, cons
   r.t0 = f.t0;
   r.t1 = std::max(f.t1, f.t0 + 1);
   r.width = std::max(1.f, g.plot.w), r.height = std::max(1.f, g.plot.h);
-  r.lanes = f.lanes;
-  for (uint32_t i = 0; i < scene.lanes().size() && f.lanes.empty(); ++i) r.lanes.push_back(i);
+  r.lanes = f.lanes;  // (none: no lifelines; message_lanes() picks them)
   std::erase_if(r.lanes, [&](uint32_t l) { return l >= scene.lanes().size(); });
   r.spacing = f.spacing;
   r.lifelines = f.lifelines, r.queues = f.queue_map;

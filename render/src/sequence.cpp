@@ -60,6 +60,75 @@ struct Message {
   int queue = -1;  // a message never received: the lifeline its channel's messages reach
 };
 
+// A message's end in event order.
+struct End {
+  int64_t t;
+  int lifeline;
+  uint8_t recv;
+  uint32_t message;
+};
+
+// Ends in time order. At one time, a message's send comes before its
+// receive, and a receive before the sends on its lifeline (a handler takes
+// a message, then sends what it causes); else receives first, then left to
+// right. Where those ask the impossible (two lifelines sending to each
+// other in one ns), a receive still never comes before its own send.
+void order_ends(std::vector<End>& ends) {
+  auto base = [](const End& a, const End& b) {
+    return std::tie(a.t, b.recv, a.lifeline, a.message) < std::tie(b.t, a.recv, b.lifeline, b.message);
+  };
+  std::sort(ends.begin(), ends.end(), base);
+  std::vector<End> group, out;
+  for (size_t k = 0; k < ends.size();) {
+    size_t stop = k;
+    while (stop < ends.size() && ends[stop].t == ends[k].t) ++stop;
+    if (stop - k > 64) {
+      // (Many ends in one tick, as an import's microseconds give: only a
+      // receive after its own send, each at worst just after it.)
+      std::map<uint32_t, size_t> send_at;
+      for (size_t j = k; j < stop; ++j)
+        if (!ends[j].recv) send_at[ends[j].message] = j;
+      std::vector<std::pair<double, End>> ranked;
+      for (size_t j = k; j < stop; ++j) {
+        auto it = ends[j].recv ? send_at.find(ends[j].message) : send_at.end();
+        ranked.push_back({it != send_at.end() && it->second > j ? double(it->second) + 0.5 : double(j), ends[j]});
+      }
+      std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (size_t j = k; j < stop; ++j) ends[j] = ranked[j - k].second;
+    } else if (stop - k > 1) {
+      // The first (in base order) whose conditions hold; failing that, the
+      // first whose own send is placed (a send, or such a receive: one always is).
+      group.assign(ends.begin() + long(k), ends.begin() + long(stop));
+      out.clear();
+      std::vector<bool> placed(group.size(), false);
+      auto send_placed = [&](const End& r) {  // (its send is in the group and not placed yet: false)
+        for (size_t j = 0; j < group.size(); ++j)
+          if (!placed[j] && !group[j].recv && group[j].message == r.message) return false;
+        return true;
+      };
+      auto receives_first = [&](const End& sd) {  // no receive on its lifeline waits
+        for (size_t j = 0; j < group.size(); ++j)
+          if (!placed[j] && group[j].recv && group[j].lifeline == sd.lifeline) return false;
+        return true;
+      };
+      for (size_t n = 0; n < group.size(); ++n) {
+        size_t pick = group.size(), fallback = group.size();
+        for (size_t j = 0; j < group.size() && pick == group.size(); ++j) {
+          if (placed[j]) continue;
+          const bool own = !group[j].recv || send_placed(group[j]);
+          if (own && fallback == group.size()) fallback = j;
+          if (own && (group[j].recv || receives_first(group[j]))) pick = j;
+        }
+        if (pick == group.size()) pick = fallback;
+        placed[pick] = true;
+        out.push_back(group[pick]);
+      }
+      std::copy(out.begin(), out.end(), ends.begin() + long(k));
+    }
+    k = stop;
+  }
+}
+
 }  // namespace
 
 bool parse_lifelines(const std::string& text, Lifelines& out) {
@@ -137,6 +206,10 @@ class LifelineMap {
     for (size_t i = 0; i < lines.size(); ++i) lines[i].x = (float(i) + 0.5f) * spacing;
   }
   bool shown(uint32_t s, uint32_t feedlet) const { return shown_.count({s, feedlet}) > 0; }
+  bool any_shown(uint32_t s) const {
+    auto it = shown_.lower_bound({s, 0});
+    return it != shown_.end() && it->first == s;
+  }
   // The lifeline a message leaves (its sender's, or its sender's home queue's), or -1.
   int from(uint32_t s, const index::Flow& f) const {
     if (!shown(s, f.src)) return -1;
@@ -146,13 +219,13 @@ class LifelineMap {
     auto t = thread_.find({s, f.src});
     return t == thread_.end() ? -1 : t->second;
   }
-  // The lifeline it arrives on (its channel's queue's, or, where that is not
-  // shown, its receiver's), or -1.
+  // The lifeline it arrives on (its receiver's, or its channel's queue's;
+  // where that queue is not shown, none: as a lane not shown), or -1.
   int to(uint32_t s, const index::Flow& f) const {
     if (!shown(s, f.dst)) return -1;
     if (home_) {
       auto q = queue_.find({s, f.channel});
-      if (q != queue_.end()) return q->second;
+      return q == queue_.end() ? -1 : q->second;
     }
     auto t = thread_.find({s, f.dst});
     return t == thread_.end() ? -1 : t->second;
@@ -187,24 +260,36 @@ SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
   P.lifelines = lines.lines;
   const float spacing = req.width / float(std::max<size_t>(1, P.lifelines.size()));
 
-  // 1. The messages of the lifelines in the window, as the timeline finds them.
-  std::vector<Message> messages;
-  std::unordered_set<const analysis::CrossMessage*> drawn_across;
+  // 1. The messages of the lifelines in the window, as the timeline finds
+  // them. (A trace none of whose lanes is shown has none: it is not looked at.)
+  struct Look {
+    uint32_t source;
+    ClockWindow cw;
+    WindowMessages window;
+  };
+  std::vector<Look> looks;
   bool over = false;
-  std::vector<std::pair<uint32_t, ClockWindow>> bundle_later;
   for (uint32_t s = 0; s < scene.sources().size(); ++s) {
+    if (!lines.any_shown(s)) continue;
     const index::TraceIndex& ix = *scene.sources()[s].index;
     const ClockWindow cw(scene.sources()[s].catalog->clock, req.t0, req.t1);
     MessageLook look(ix, req.message_filter.get());
     const ShownLane shown = [&](uint32_t feedlet) { return lines.shown(s, feedlet); };
-    WindowMessages window = window_messages(scene, s, cw, shown, look, req.max_arrows);
-    if (window.over_budget) {
-      P.arrows_left_out += window.at_least, over = true;
-      bundle_later.emplace_back(s, cw);
+    looks.push_back({s, cw, window_messages(scene, s, cw, shown, look, req.max_arrows)});
+    over |= looks.back().window.over_budget;
+  }
+  std::vector<Message> messages;
+  std::unordered_set<const analysis::CrossMessage*> drawn_across;
+  for (const Look& l : looks) {
+    if (over) {  // (one figure, one kind of picture: bundles for every trace)
+      P.arrows_left_out += l.window.over_budget ? l.window.at_least : l.window.flows.size();
       continue;
     }
-    ArrowStyle style(scene, s, window.flows, req.rule_verdicts.get(), look);
-    for (const index::Flow& f : window.flows) {
+    const uint32_t s = l.source;
+    const ClockWindow& cw = l.cw;
+    MessageLook look(*scene.sources()[s].index, req.message_filter.get());
+    ArrowStyle style(scene, s, l.window.flows, req.rule_verdicts.get(), look);
+    for (const index::Flow& f : l.window.flows) {
       Message m;
       m.source = s, m.flow = f, m.colour = style.colour(f);
       const bool sent = f.flags & index::kFlowSent, received = f.flags & index::kFlowReceived;
@@ -227,50 +312,23 @@ SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
       messages.push_back(m);
     }
   }
-  if (over) messages.clear();  // (one figure, one kind of picture: bundles for all)
 
-  // 2. Event order: each end in the window a step, in time order (ties:
-  // left to right, sends first), if the steps get min_step_px each.
+  // 2. Event order: each end in the window a step, in time order, if the
+  // steps get min_step_px each.
   std::vector<float> y_send(messages.size()), y_recv(messages.size());
   auto y_time = [&](int64_t t) { return std::clamp(P.y(t), 0.f, req.height); };
   if (req.spacing == Spacing::Order && !over) {
-    struct End {
-      int64_t t;
-      int lifeline;
-      uint8_t recv;
-      uint32_t message;
-    };
     std::vector<End> ends;
     for (uint32_t i = 0; i < messages.size(); ++i) {
       const Message& m = messages[i];
       if (m.orphan != 2 && m.send >= req.t0 && m.send <= req.t1) ends.push_back({m.send, m.from, 0, i});
       if (m.orphan != 1 && m.recv >= req.t0 && m.recv <= req.t1) ends.push_back({m.recv, m.to, 1, i});
     }
-    // At one time, receives first (a handler takes a message, then sends
-    // what it causes), then left to right; but never a message's receive
-    // before its own send: that receive moves to just after it.
-    std::sort(ends.begin(), ends.end(), [](const End& a, const End& b) {
-      return std::tie(a.t, b.recv, a.lifeline, a.message) < std::tie(b.t, a.recv, b.lifeline, b.message);
-    });
-    for (size_t k = 0; k < ends.size();) {
-      size_t end = k;
-      while (end < ends.size() && ends[end].t == ends[k].t) ++end;
-      for (size_t i = k; i < end; ++i) {
-        if (!ends[i].recv) continue;
-        auto send = std::find_if(ends.begin() + long(i) + 1, ends.begin() + long(end),
-                                 [&](const End& e) { return !e.recv && e.message == ends[i].message; });
-        if (send == ends.begin() + long(end)) continue;
-        const End moved = ends[i];
-        std::rotate(ends.begin() + long(i), ends.begin() + long(i) + 1, send + 1);  // (send now at send - 1)
-        *send = moved;
-        --i;  // (the end now at i is another)
-      }
-      k = end;
-    }
+    order_ends(ends);
     const float step = req.height / float(ends.size() + 1);
     if (!ends.empty() && step < req.min_step_px) {
       P.order_events = ends.size();
-    } else {
+    } else if (!ends.empty()) {  // (none: real time, which labels the window's times)
       P.spacing = Spacing::Order, P.step_px = step;
       for (const Message& m : messages) {  // ends outside the window: on the edge
         y_send[&m - messages.data()] = m.send < req.t0 ? 0 : req.height;
@@ -302,13 +360,22 @@ SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
     P.arrows.push_back(a);
   }
 
-  // 4. Past the budget: bundles between lifelines, in real time.
-  for (const auto& [s, cw] : bundle_later) {
+  // 4. Past the budget: bundles between lifelines, in real time (in a
+  // viewer, once the view rests: they read every message of the window).
+  if (over && !req.bundles) P.bundles_wait = true;
+  for (const Look& l : looks) {
+    if (!over || !req.bundles) break;
+    if (req.stop && req.stop->load(std::memory_order_relaxed)) {  // a newer request: this picture is moot
+      P.stopped = true;
+      break;
+    }
+    const uint32_t s = l.source;
+    const ClockWindow& cw = l.cw;
     const index::TraceIndex& ix = *scene.sources()[s].index;
     MessageLook look(ix, req.message_filter.get());
-    const MessageEnds ends = [&, s = s](const index::Flow& f) { return std::pair<int, int>(lines.from(s, f), lines.to(s, f)); };
+    const MessageEnds ends = [&](const index::Flow& f) { return std::pair<int, int>(lines.from(s, f), lines.to(s, f)); };
     const Bundled b = bundle_messages(
-        ix, cw, ends, look, req.max_bundled, req.max_arrows, [&, &cw = cw](uint64_t t) { return double(y_time(cw.ns(t))); },
+        ix, cw, ends, look, req.max_bundled, req.max_arrows, [&](uint64_t t) { return double(y_time(cw.ns(t))); },
         req.height);
     P.over_cap |= b.over_cap;
     for (const LaneBundle& x : b.bundles)
@@ -407,9 +474,18 @@ void sequence_overlay(ImDrawList* dl, const Scene& scene, const SequencePicture&
   for (int64_t b : marks.bookmarks)
     if (b >= q.t0 && b <= q.t1) dl->AddLine({plot.x, plot.y + p.y(b)}, {plot.x + plot.w, plot.y + p.y(b)}, kBookmarkColour);
   // Bundles, as wide as the timeline's (1 + log2(count) / 2, at most 4 px).
-  for (const Bundle& b : p.bundles)
-    dl->AddLine({plot.x + b.x0, plot.y + b.y0}, {plot.x + b.x1, plot.y + b.y1}, kBundleColour,
-                float(std::min(4, 1 + int(std::log2(float(b.count))) / 2)));
+  // (From a lifeline to itself, a folded process's own traffic: a loop.)
+  const float out = std::min(14.f, spacing * 0.4f);
+  for (const Bundle& b : p.bundles) {
+    const float w = float(std::min(4, 1 + int(std::log2(float(b.count))) / 2));
+    const ImVec2 from{plot.x + b.x0, plot.y + b.y0}, to{plot.x + b.x1, plot.y + b.y1};
+    if (b.x0 == b.x1) {
+      const ImVec2 pts[4] = {from, {from.x + out, from.y}, {to.x + out, to.y}, to};
+      dl->AddPolyline(pts, 4, kBundleColour, 0, w);
+    } else {
+      dl->AddLine(from, to, kBundleColour, w);
+    }
+  }
   // Arrows in their channel's colour (orphans grey, a ring at the open
   // end); a selected chain's hops bright and thick, the rest dimmed. Where
   // they are few, each says its channel.
@@ -421,7 +497,6 @@ void sequence_overlay(ImDrawList* dl, const Scene& scene, const SequencePicture&
     ImU32 c = a.orphan ? kOrphanColour : a.colour ? a.colour : kArrowColour;
     if (chain && !hop) c = (c & 0x00ffffffu) | 0x38000000u;
     if (a.orphan == 0 && a.x0 == a.x1) {  // to its own lifeline: a loop out to the right
-      const float out = std::min(14.f, spacing * 0.4f);
       const ImVec2 pts[4] = {from, {from.x + out, from.y}, {to.x + out, to.y}, to};
       dl->AddPolyline(pts, 4, c, 0, hop ? 2.5f : 1.f);
       if (heads) dl->AddTriangleFilled(to, {to.x + 6, to.y - 3}, {to.x + 6, to.y + 3}, c);
@@ -454,7 +529,7 @@ void sequence_overlay(ImDrawList* dl, const Scene& scene, const SequencePicture&
   }
 
   // What is not drawn as arrows, and why, at the plot's top right.
-  std::string note = message_note(p.arrows_left_out, p.bundled, p.bundles.size(), p.bundles_left_out, false, q.max_arrows,
+  std::string note = message_note(p.arrows_left_out, p.bundled, p.bundles.size(), p.bundles_left_out, p.bundles_wait, q.max_arrows,
                                   q.max_bundled);
   if (p.order_events)
     note = std::to_string(p.order_events) + " sends and receives: too many for a step each here, so real time; zoom in";
@@ -463,6 +538,8 @@ void sequence_overlay(ImDrawList* dl, const Scene& scene, const SequencePicture&
     dl->AddRectFilled({x - 4, plot.y}, {plot.x + plot.w, plot.y + 18}, IM_COL32(28, 28, 34, 255));
     dl->AddText({x, plot.y + 2}, kDim, note.c_str());
   }
+  if (lines.empty())
+    dl->AddText({plot.x + 8, plot.y + 8}, kDim, "no lane shown here sends or receives a message");
   scene_warnings(dl, scene, plot);
 }
 

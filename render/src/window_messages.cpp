@@ -62,13 +62,14 @@ Bundled bundle_messages(const index::TraceIndex& ix, const ClockWindow& cw, cons
     return out;
   }
   std::vector<std::pair<int, int>> placed;  // each kept flow's ends
-  std::erase_if(flows, [&](const index::Flow& f) {
-    if (!f.matched() || look.leaves_out(f)) return true;
+  size_t kept = 0;
+  for (const index::Flow& f : flows) {
+    if (!f.matched() || look.leaves_out(f)) continue;
     const std::pair<int, int> e = ends(f);
-    if (e.first < 0 || e.second < 0) return true;
-    placed.push_back(e);
-    return false;
-  });
+    if (e.first < 0 || e.second < 0) continue;
+    flows[kept++] = f, placed.push_back(e);
+  }
+  flows.resize(kept);
   std::unordered_set<uint64_t> pairs;
   for (const auto& [a, b] : placed) pairs.insert(uint64_t(uint32_t(a)) << 32 | uint32_t(b));
   const int bins = int(std::clamp<size_t>(max_arrows / 2 / std::max<size_t>(1, pairs.size()), 1, kBundleBins));

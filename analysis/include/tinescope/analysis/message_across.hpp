@@ -39,10 +39,11 @@ CrossMessages match_across(const std::vector<const index::TraceIndex*>& traces,
 
 // The halves of trace `trace`'s messages matched in another trace: its
 // sends received there, its receives sent there (orphans in the trace
-// alone, but not in the traces together).
+// alone, but not in the traces together); those whose time (in the trace's
+// ticks) is in [t0, t1], as message_report() counts orphans.
 struct AcrossHalves {
   uint64_t sent_to_others = 0, received_from_others = 0;
 };
-AcrossHalves across_halves(const CrossMessages& m, uint32_t trace);
+AcrossHalves across_halves(const CrossMessages& m, uint32_t trace, uint64_t t0 = 0, uint64_t t1 = UINT64_MAX);
 
 }  // namespace tinescope::analysis

@@ -23,7 +23,7 @@ struct FigureParams {
   uint32_t fold = 1;
   uint32_t strip_px = 8;
   // Timeline: lanes shown (all if empty); scope: lanes folded; sequence:
-  // the lifelines (all if empty; message_lanes() picks those with messages).
+  // the lanes of its lifelines (message_lanes() picks those with messages).
   std::vector<uint32_t> lanes;
   LaneOrder lane_order = LaneOrder::FirstAppearance;  // timeline, sequence: how `lanes` was ordered (order_lanes)
   Spacing spacing = Spacing::Time;                    // sequence: real time or event order

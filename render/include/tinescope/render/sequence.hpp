@@ -12,6 +12,7 @@
 // list, so the viewer and a headless render draw it alike.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -76,6 +77,11 @@ struct SequenceRequest {
   uint32_t max_arrows = 800;     // more messages than this in the window: bundles (real time)
   uint32_t max_bundled = 500000; // more than this: not even bundles (counted, and said)
   float min_step_px = 4;         // event order needs this much a step; past it, real time (and said)
+  // Past max_arrows, bundles are made (reading every message of the window);
+  // false: not, and the picture says they come once the view rests.
+  bool bundles = true;
+  // Once set, bundling stops and the picture comes back `stopped` (a newer request makes it moot).
+  const std::atomic<bool>* stop = nullptr;
   std::shared_ptr<const std::vector<analysis::RuleReport>> rule_verdicts;  // as TimelineRequest's
   std::shared_ptr<const analysis::MessageFilter> message_filter;
 };
@@ -99,6 +105,8 @@ struct SequencePicture {
   std::vector<Bundle> bundles;      // past max_arrows (x: lifelines, y: mean send and receive)
   uint64_t bundled = 0, bundles_left_out = 0, arrows_left_out = 0;
   bool over_cap = false;            // more than max_bundled: neither
+  bool bundles_wait = false;        // past max_arrows, request.bundles false: bundles to come
+  bool stopped = false;             // request.stop was set: incomplete, not to be shown
   // Event order: the time of each step, in order; step i is at y = (i + 1) * step_px.
   std::vector<int64_t> steps;
   float step_px = 0;
