@@ -16,6 +16,8 @@
 #include <imgui.h>
 
 #include "tinescope/analysis/categories.hpp"
+#include "tinescope/analysis/clock_align.hpp"
+#include "tinescope/analysis/message_across.hpp"
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/message_chain.hpp"
 #include "tinescope/analysis/duration_stats.hpp"
@@ -116,9 +118,15 @@ class ViewerGui : public ::testing::Test {
   }
 
   void open(const FigureParams& first, const std::string& trace = g_trace) {
-    scene_ = std::make_shared<render::Scene>();
+    auto scene = std::make_shared<render::Scene>();
     std::string error;
-    ASSERT_TRUE(scene_->add_trace(trace, error)) << error;
+    ASSERT_TRUE(scene->add_trace(trace, error)) << error;
+    ASSERT_NO_FATAL_FAILURE(open_scene(first, scene));
+  }
+  // A viewer of a scene made by the test (several traces).
+  void open_scene(const FigureParams& first, std::shared_ptr<render::Scene> scene) {
+    scene_ = std::move(scene);
+    std::string error;
     FigureParams f = first;
     if (f.t1 <= f.t0) f.t0 = scene_->first_ns(), f.t1 = scene_->last_ns() + 1;
     app::ViewerOptions o;
@@ -1057,6 +1065,42 @@ TEST_F(AnalysisGui, SearchListsHitsAndAClickMovesEveryFigureToOne) {
   EXPECT_EQ(v_->marks().cursor, lost[std::min<size_t>(last, 63)].t0);
   EXPECT_LE(v_->window_t0(), v_->marks().cursor);
   EXPECT_GE(v_->window_t1(), v_->marks().cursor);
+}
+
+// Two nodes' traces on one clock (issue 52, part 9): the messages between
+// them are no orphans in the panel's list, which says how many it left out.
+TEST_F(AnalysisGui, TheMessagesBetweenTwoNodesAreNoOrphans) {
+  const std::string stem = test::scratch_dir() + "/gui_nodes";
+  std::string out;
+  ASSERT_EQ(test::run(test::bin("recorder/tinescope-demo") + " --node --duration 1 -o " + stem + ".tine", &out), 0) << out;
+  std::string why;
+  std::shared_ptr<index::TraceIndex> a = index::TraceIndex::open(stem + ".a.tine", why);
+  ASSERT_TRUE(a) << why;
+  std::shared_ptr<index::TraceIndex> b = index::TraceIndex::open(stem + ".b.tine", why);
+  ASSERT_TRUE(b) << why;
+  analysis::ClockAlignment al;
+  ASSERT_TRUE(analysis::align_traces({a.get(), b.get()}, {}, al, why)) << why;
+  auto across = std::make_shared<analysis::CrossMessages>(analysis::match_across({a.get(), b.get()}));
+  ASSERT_GT(across->messages.size(), 100u);
+  // Node A's orphans, read plainly: its halves no trace matched.
+  size_t lost = 0;
+  for (const index::Flow& f : a->flows(a->first_ts(), a->last_ts())) lost += !f.matched() && !across->find(0, f);
+  auto scene = std::make_shared<render::Scene>();
+  scene->add_index(a);
+  scene->add_index(b);
+  scene->across = across;
+  ASSERT_NO_FATAL_FAILURE(open_scene({}, scene));
+  press("analysis");
+  ASSERT_TRUE(v_->settle());
+  ASSERT_NO_FATAL_FAILURE(press("tab_Search"));
+  ASSERT_NO_FATAL_FAILURE(press("search_orphans"));
+  ASSERT_NO_FATAL_FAILURE(finish());
+  EXPECT_EQ(v_->analysis().hits().size(), lost) << v_->analysis().status();
+  const analysis::AcrossHalves h = analysis::across_halves(*across, 0);
+  EXPECT_NE(v_->analysis().status().find(std::to_string(h.sent_to_others) + " sent to and " +
+                                         std::to_string(h.received_from_others) + " received from the other traces"),
+            std::string::npos)
+      << v_->analysis().status();
 }
 
 TEST_F(AnalysisGui, NeedlesOfAStreamAreListedLongestFirstAndBookmarkable) {

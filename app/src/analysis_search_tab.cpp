@@ -13,6 +13,7 @@
 #include <regex>
 
 #include "tinescope/analysis/event_details.hpp"
+#include "tinescope/analysis/message_across.hpp"
 #include "tinescope/analysis/message_report.hpp"
 #include "tinescope/analysis/needles.hpp"
 #include "tinescope/render/figure_params.hpp"
@@ -186,10 +187,16 @@ void AnalysisPanel::find_orphans(const SharedView& v) {
   const render::Source* src = source(v);
   if (!src || search_job_.valid()) return;
   hits_title_ = "messages never received, and never sent";
-  search_job_ = std::async(std::launch::async, [ix = src->index, cat = src->catalog] {
-    const analysis::MessageReport r = analysis::message_report(*ix, kMaxHits);
+  // With several traces, a half another trace sent or received is no orphan.
+  const uint32_t which = uint32_t(src - v.scene->sources().data());
+  search_job_ = std::async(std::launch::async, [ix = src->index, cat = src->catalog, across = v.scene->across, which] {
+    const analysis::AcrossHalves halves = across ? analysis::across_halves(*across, which) : analysis::AcrossHalves{};
+    const analysis::MessageReport r =
+        analysis::message_report(*ix, kMaxHits + halves.sent_to_others + halves.received_from_others);
     std::vector<SearchHit> hits;
     for (const index::Flow& f : r.orphans) {
+      if (across && across->find(which, f)) continue;
+      if (hits.size() >= kMaxHits) break;
       const bool sent = f.flags & index::kFlowSent;
       const int64_t at = cat->clock.to_ns(sent ? f.send_ts : f.recv_ts);
       auto lane = cat->feedlets.find(sent ? f.src : f.dst);
@@ -198,9 +205,14 @@ void AnalysisPanel::find_orphans(const SharedView& v) {
                           " on channel " + cat->channel_label(f.channel) + (sent ? " from " : " to ") +
                           (lane == cat->feedlets.end() ? "?" : lane->second.name)});
     }
-    std::string note = std::to_string(r.all.never_received) + " never received, " + std::to_string(r.all.never_sent) +
+    const uint64_t never_received = r.all.never_received - halves.sent_to_others,
+                   never_sent = r.all.never_sent - halves.received_from_others;
+    std::string note = std::to_string(never_received) + " never received, " + std::to_string(never_sent) +
                        " received but never sent, of " + std::to_string(r.flows) + " messages";
-    if (r.orphans_total > hits.size()) note += "; the first " + std::to_string(hits.size()) + " listed";
+    if (halves.sent_to_others + halves.received_from_others)
+      note += " (" + std::to_string(halves.sent_to_others) + " sent to and " + std::to_string(halves.received_from_others) +
+              " received from the other traces, not counted)";
+    if (never_received + never_sent > hits.size()) note += "; the first " + std::to_string(hits.size()) + " listed";
     return std::make_pair(hits, note);
   });
 }
