@@ -260,6 +260,68 @@ TEST(ClockAlign, ParsesClockChoices) {
   EXPECT_NE(error.find("'soon'"), std::string::npos);
 }
 
+// The sync messages themselves are drawn, lane to lane on the one clock:
+// in a window, exactly those in flight over it (counted here from their
+// true times); past a quarter of the arrow budget none, and counted.
+TEST(ClockAlign, TheSyncMessagesAreDrawnBetweenTheTracesLanes) {
+  const TwoNodes nodes;
+  const std::vector<Sync> sync = sync_messages(nodes, 150, 29);
+  Pair p("drawn", nodes, sync);
+  const analysis::ClockAlignment al = p.align();
+  ASSERT_EQ(al.messages.size(), sync.size());
+  const std::vector<analysis::SyncArrow> arrows = analysis::sync_arrows({p.a.ix.get(), p.b.ix.get()}, al);
+  ASSERT_EQ(arrows.size(), sync.size());
+  render::Scene scene;
+  scene.add_index(std::shared_ptr<index::TraceIndex>(std::move(p.a.ix)));
+  scene.add_index(std::shared_ptr<index::TraceIndex>(std::move(p.b.ix)));
+  scene.sync = std::make_shared<std::vector<analysis::SyncArrow>>(arrows);
+  // True times of each message's ends.
+  std::vector<std::pair<double, double>> truth;
+  for (const Sync& m : sync)
+    truth.push_back(m.a_to_b ? std::pair<double, double>(double(m.send_ns), nodes.truth_of_b(double(m.recv_ns)))
+                             : std::pair<double, double>(nodes.truth_of_b(double(m.send_ns)), double(m.recv_ns)));
+  std::mt19937_64 rng(31);
+  int rounds = 0, drawn = 0;
+  while (rounds < 40) {
+    const int64_t t0 = 1'000'000'000'000 + int64_t(rng() % 9'000'000'000), t1 = t0 + 1'000'000 + int64_t(rng() % 400'000'000);
+    bool near_edge = false;  // (an end within 100 us of an edge: the fit's microseconds could move it across)
+    size_t want = 0;
+    for (const auto& [s, r] : truth) {
+      for (double e : {s, r}) near_edge |= std::fabs(e - double(t0)) < 1e5 || std::fabs(e - double(t1)) < 1e5;
+      want += s <= double(t1) && r >= double(t0);
+    }
+    if (near_edge) continue;
+    ++rounds;
+    render::FigureParams f;
+    f.t0 = t0, f.t1 = t1;
+    const render::TimelinePicture pic =
+        render::build_timeline(scene, render::timeline_request(scene, f, render::TimelineGeometry::of(render::Rect{0, 0, 1150, 400})));
+    size_t got = 0;
+    for (const render::Arrow& a : pic.arrows) {
+      if (a.orphan != 3) continue;
+      ++got;
+      EXPECT_NE(a.y0, a.y1) << "from one trace's lane to the other's";
+      EXPECT_LE(a.send, a.recv);
+    }
+    if (want <= 200) {
+      EXPECT_EQ(got, want) << "window " << t0 << ".." << t1;
+      EXPECT_EQ(pic.sync_left_out, 0u);
+    } else {
+      EXPECT_EQ(got, 0u);
+      EXPECT_EQ(pic.sync_left_out, want) << "past a quarter of the budget: counted";
+    }
+    drawn += int(got);
+  }
+  EXPECT_GT(drawn, 100);
+  // The whole run: 300 sync messages, past a quarter of the 800-arrow budget.
+  render::FigureParams all;
+  all.t0 = scene.first_ns(), all.t1 = scene.last_ns() + 1;
+  const render::TimelinePicture whole =
+      render::build_timeline(scene, render::timeline_request(scene, all, render::TimelineGeometry::of(render::Rect{0, 0, 1150, 400})));
+  for (const render::Arrow& a : whole.arrows) EXPECT_NE(a.orphan, 3);
+  EXPECT_EQ(whole.sync_left_out, sync.size());
+}
+
 TEST(ClockAlign, CommandLine) {
   const TwoNodes nodes;
   Pair p("cli", nodes, sync_messages(nodes, 100, 13));
@@ -338,7 +400,10 @@ TEST(ClockAlign, TheTwoNodeDemoMerges) {
     for (const render::Arrow& arrow : p.arrows) {
       EXPECT_TRUE(ids.insert(arrow.flow.id).second) << "message " << arrow.flow.id << " drawn twice";
       EXPECT_EQ(arrow.orphan, 0) << "message " << arrow.flow.id << " at " << arrow.send;
-      EXPECT_LE(arrow.send, arrow.recv) << "message " << arrow.flow.id;
+      // (Real delays, and a fit held to 200 us on a busy machine: a message
+      // faster than the fit's error may seem to arrive early, and `align`
+      // says how many do.)
+      EXPECT_LE(arrow.send, arrow.recv + 200'000) << "message " << arrow.flow.id;
       between += arrow.flow.channel <= 2;
     }
   }
@@ -355,7 +420,8 @@ TEST(ClockAlign, TheTwoNodeDemoMerges) {
     EXPECT_GT(q.arrows.size(), 4u);
     for (const render::Arrow& arrow : q.arrows) {
       EXPECT_EQ(arrow.orphan, 0) << "message " << arrow.flow.id;
-      EXPECT_LE(arrow.y0, arrow.y1) << "message " << arrow.flow.id << ": it leaves before it arrives";
+      EXPECT_LE(arrow.send, arrow.recv + 200'000) << "message " << arrow.flow.id << ": it leaves before it arrives";
+      if (arrow.send <= arrow.recv) { EXPECT_LE(arrow.y0, arrow.y1) << "message " << arrow.flow.id; }
       EXPECT_NE(arrow.x0, arrow.x1) << "from one node to the other";
     }
   }

@@ -1,5 +1,6 @@
 #include "tinescope/analysis/clock_align.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -20,7 +21,7 @@ bool read_sync_events(const index::TraceIndex& ix, std::vector<SyncEvent>& out, 
     if (out.size() - before >= total) break;
     ok &= ix.decode_events(f.id, f.first_ts, f.last_ts, [&](const trace::Event& e) {
       if (e.type != format::kClockSyncSend && e.type != format::kClockSyncRecv) return;
-      out.push_back({e.u[0], uint32_t(e.u[1]), ix.to_ns(e.ts), e.type == format::kClockSyncSend});
+      out.push_back({e.u[0], uint32_t(e.u[1]), ix.to_ns(e.ts), e.type == format::kClockSyncSend, f.id, e.ts});
     }, why);
   }
   return ok;
@@ -70,13 +71,16 @@ ClockAlignment align_clocks(const std::vector<std::vector<SyncEvent>>& sync, con
   struct End {
     uint32_t trace = 0;
     int64_t ns = 0;
+    uint32_t feedlet = 0;
+    uint64_t ts = 0;
   };
   struct Ends {
     std::vector<End> sends, recvs;
   };
   std::map<uint64_t, Ends> by_id;
   for (uint32_t t = 0; t < n; ++t)
-    for (const SyncEvent& e : sync[t]) (e.sent ? by_id[e.sync_id].sends : by_id[e.sync_id].recvs).push_back({t, e.ns});
+    for (const SyncEvent& e : sync[t])
+      (e.sent ? by_id[e.sync_id].sends : by_id[e.sync_id].recvs).push_back({t, e.ns, e.feedlet, e.ts});
   struct Matched {
     End send, recv;
   };
@@ -115,6 +119,8 @@ ClockAlignment align_clocks(const std::vector<std::vector<SyncEvent>>& sync, con
       out.unmatched += !taken[r] && !own;
     }
   }
+  for (const Matched& m : matched)
+    out.messages.push_back({m.send.trace, m.send.feedlet, m.send.ts, m.recv.trace, m.recv.feedlet, m.recv.ts});
   // Per pair of traces {u < v}: messages u -> v and v -> u.
   struct Pair {
     std::vector<import::SyncPoint> there, back;
@@ -219,6 +225,20 @@ bool align_traces(const std::vector<index::TraceIndex*>& traces, const std::vect
   out = align_clocks(sync, choices, names, first);
   for (size_t t = 1; t < traces.size(); ++t) traces[t]->align_clock(out.clocks[t].line.offset, out.clocks[t].line.rate);
   return true;
+}
+
+std::vector<SyncArrow> sync_arrows(const std::vector<const index::TraceIndex*>& traces, const ClockAlignment& a) {
+  std::vector<SyncArrow> out;
+  for (const SyncMessage& m : a.messages) {
+    if (m.send_trace >= traces.size() || m.recv_trace >= traces.size()) continue;
+    if (a.clocks.size() > std::max(m.send_trace, m.recv_trace) &&
+        a.clocks[m.send_trace].reference != a.clocks[m.recv_trace].reference)
+      continue;
+    out.push_back({m.send_trace, m.send_feedlet, m.recv_trace, m.recv_feedlet, traces[m.send_trace]->to_ns(m.send_ts),
+                   traces[m.recv_trace]->to_ns(m.recv_ts)});
+  }
+  std::sort(out.begin(), out.end(), [](const SyncArrow& x, const SyncArrow& y) { return x.send_ns < y.send_ns; });
+  return out;
 }
 
 }  // namespace tinescope::analysis

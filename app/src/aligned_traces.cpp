@@ -114,6 +114,11 @@ int open_figure(const char* command, const std::vector<std::string>& traces, con
   if (indexes.empty() && !traces.empty()) return 1;
   for (const auto& ix : indexes) scene.add_index(ix);
   scene.warnings = alignment.warnings;
+  if (indexes.size() > 1) {
+    std::vector<const index::TraceIndex*> raw;
+    for (const auto& ix : indexes) raw.push_back(ix.get());
+    scene.sync = std::make_shared<std::vector<analysis::SyncArrow>>(analysis::sync_arrows(raw, alignment));
+  }
   std::string error;
   if (!figure_params(o, scene, f, marks, error)) {
     std::fprintf(stderr, "tinescope %s: %s\n", command, error.c_str());

@@ -324,6 +324,7 @@ Viewer::Hit Viewer::hit(const Figure& f, float x, float y) const {
   // at is meant), else the interval there.
   float best = 3 * 3;
   for (const render::Arrow& a : p.arrows) {
+    if (a.orphan == 3) continue;  // a clock sync message: no message of the flow table to select
     const float px = h.column * scale, py = ry;  // pixels
     const float x0 = a.x0 * scale, x1 = a.x1 * scale, dx = x1 - x0, dy = a.y1 - a.y0;
     const float len2 = dx * dx + dy * dy;

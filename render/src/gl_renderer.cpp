@@ -256,7 +256,7 @@ void GlRenderer::draw_timeline(const TimelinePicture& p, TextureSlot& slot, cons
   for (const Arrow& a : p.arrows) {
     const float x0 = px(a.x0), y0 = plot.y + a.y0 - scroll_y, x1 = px(a.x1), y1 = plot.y + a.y1 - scroll_y;
     const bool hop = chain && marks.chain.count({a.source, a.flow.id});
-    uint32_t c = a.orphan ? kOrphanColour : a.colour ? a.colour : kArrowColour;
+    uint32_t c = a.orphan == 1 || a.orphan == 2 ? kOrphanColour : a.colour ? a.colour : kArrowColour;
     if (chain && !hop) c = (c & 0x00ffffffu) | 0x38000000u;
     line(x0, y0, x1, y1, c);
     if (hop) line(x0, y0 + 1, x1, y1 + 1, c);

@@ -105,8 +105,10 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
   }
   // In the ruler, at its right end, on its own ground: over the lanes it
   // hid what it was drawn on.
-  const std::string note = message_note(p.arrows_left_out, p.bundled, p.bundles.size(), p.bundles_left_out,
-                                        p.bundles_wait, p.request.max_arrows, p.request.max_bundled);
+  std::string note = message_note(p.arrows_left_out, p.bundled, p.bundles.size(), p.bundles_left_out, p.bundles_wait,
+                                  p.request.max_arrows, p.request.max_bundled);
+  if (p.sync_left_out)
+    note += (note.empty() ? "" : "; ") + std::to_string(p.sync_left_out) + " clock sync messages: zoom in to see them";
   if (!note.empty()) {
     const float w = ImGui::CalcTextSize(note.c_str()).x, x = g.ruler.x + g.ruler.w - w - 6;
     dl->AddRectFilled({x - 4, g.ruler.y}, {g.ruler.x + g.ruler.w, g.ruler.y + g.ruler.h}, IM_COL32(28, 28, 34, 255));

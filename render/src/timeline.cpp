@@ -18,6 +18,7 @@
 #include <unordered_set>
 
 #include "tinescope/analysis/message_filter.hpp"
+#include "tinescope/render/figure.hpp"
 #include "tinescope/render/picture.hpp"
 #include "window_messages.hpp"
 
@@ -561,6 +562,26 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
           P.gaps.push_back({float(std::max(x0, -2.0)), float(std::min(x1, req.width + 2)), lr.y0, lr.y1, g.events});
       }
     }
+  }
+  // The clock sync messages between the traces in the window, lane to
+  // lane: at most a quarter of the arrow budget (they are a few a second;
+  // past that, counted and said).
+  if (scene.sync) {
+    const size_t most = std::max<size_t>(1, req.max_arrows / 4), before = P.arrows.size();
+    for (const analysis::SyncArrow& m : *scene.sync) {
+      if (m.send_ns > req.t1) break;  // (by send)
+      if (m.recv_ns < req.t0) continue;
+      auto from = lane_of.find({m.send_trace, m.send_feedlet}), to = lane_of.find({m.recv_trace, m.recv_feedlet});
+      if (from == lane_of.end() || to == lane_of.end()) continue;
+      if (P.arrows.size() - before >= most) {
+        ++P.sync_left_out;
+        continue;
+      }
+      index::Flow none;
+      P.arrows.push_back({float(axis.x(m.send_ns)), mid_y(from->second), float(axis.x(m.recv_ns)), mid_y(to->second), 3,
+                          m.send_ns, m.recv_ns, m.send_trace, none, kSyncColour});
+    }
+    if (P.sync_left_out) P.arrows.resize(before), P.sync_left_out += most;  // (all of them, or none)
   }
   for (size_t i = 0; i < queries.size(); ++i) answers[i] = std::move(queries[i].buckets);
   P.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

@@ -21,6 +21,16 @@ struct SyncEvent {
   uint32_t peer = 0;  // the other node, as the recording program numbered it
   int64_t ns = 0;
   bool sent = false;
+  uint32_t feedlet = 0;  // its lane
+  uint64_t ts = 0;       // its ticks
+};
+
+// A sync message matched between two traces: each end's trace, lane and ticks.
+struct SyncMessage {
+  uint32_t send_trace = 0, send_feedlet = 0;
+  uint64_t send_ts = 0;
+  uint32_t recv_trace = 0, recv_feedlet = 0;
+  uint64_t recv_ts = 0;
 };
 
 // Every sync event of a trace, read from the chunks (they are not indexed:
@@ -53,6 +63,7 @@ struct ClockAlignment {
                            // twice, or received in several other traces): left out. Each node may
                            // count its own ids: A -> B and B -> A under one id pair up.
   uint64_t early = 0;      // sync messages that arrive before they left, once aligned
+  std::vector<SyncMessage> messages;  // those matched (the fit's points)
   // What was fitted and what is wrong, a line each, for the terminal and the figures.
   std::vector<std::string> report;
   std::vector<std::string> warnings;
@@ -74,5 +85,14 @@ ClockAlignment align_clocks(const std::vector<std::vector<SyncEvent>>& sync, con
 // where a trace could not be read.
 bool align_traces(const std::vector<index::TraceIndex*>& traces, const std::vector<ClockChoice>& choices,
                   ClockAlignment& out, std::string& why);
+
+// The sync messages between traces on one clock (a trace left on its own
+// shares none), each end's time on it (the traces as align_traces left
+// them), by send: what the figures draw.
+struct SyncArrow {
+  uint32_t send_trace = 0, send_feedlet = 0, recv_trace = 0, recv_feedlet = 0;
+  int64_t send_ns = 0, recv_ns = 0;
+};
+std::vector<SyncArrow> sync_arrows(const std::vector<const index::TraceIndex*>& traces, const ClockAlignment& a);
 
 }  // namespace tinescope::analysis

@@ -104,7 +104,7 @@ struct CutRect {
 
 struct Arrow {
   float x0, y0, x1, y1;
-  uint8_t orphan;  // 0 matched; 1 sent, never received; 2 received, never sent
+  uint8_t orphan;  // 0 matched; 1 sent, never received; 2 received, never sent; 3 a clock sync message (Scene::sync)
   int64_t send = 0, recv = 0;
   uint32_t source = 0;  // its trace, and the message (what the details panel reads its events by)
   index::Flow flow{};
@@ -152,6 +152,7 @@ struct TimelinePicture {
   std::vector<GapRect> gaps;
   std::vector<CutRect> cuts;
   uint64_t nodes = 0, arrows_left_out = 0, boxes_left_out = 0;  // arrows: at least this many
+  uint64_t sync_left_out = 0;      // clock sync messages in the window past a quarter of the arrow budget: not drawn
   bool from_events = false;        // some lane was below its finest stored level
   bool over_budget = false;        // some lane was drawn coarser than its columns: over request.decode_per_column
   bool stopped = false;            // request.stop was set: incomplete, not to be shown

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tinescope/analysis/clock_align.hpp"
 #include "tinescope/analysis/message_across.hpp"
 #include "tinescope/index/trace_index.hpp"
 #include "tinescope/render/time_axis.hpp"
@@ -131,6 +132,9 @@ class Scene {
   // Messages between its traces (each an orphan in its own trace), once
   // they are on one clock: drawn as arrows from one trace's lane to the other's.
   std::shared_ptr<const analysis::CrossMessages> across;
+  // The clock sync messages between its traces on one clock, by send
+  // (analysis::sync_arrows): drawn as thin amber arrows.
+  std::shared_ptr<const std::vector<analysis::SyncArrow>> sync;
 
  private:
   void scan(Source& s, uint32_t source);
