@@ -269,12 +269,16 @@ TEST(ClockAlign, TheSyncMessagesAreDrawnBetweenTheTracesLanes) {
   Pair p("drawn", nodes, sync);
   const analysis::ClockAlignment al = p.align();
   ASSERT_EQ(al.messages.size(), sync.size());
-  const std::vector<analysis::SyncArrow> arrows = analysis::sync_arrows({p.a.ix.get(), p.b.ix.get()}, al);
-  ASSERT_EQ(arrows.size(), sync.size());
+  const analysis::SyncArrows arrows = analysis::sync_arrows({p.a.ix.get(), p.b.ix.get()}, al);
+  ASSERT_EQ(arrows.arrows.size(), sync.size());
+  EXPECT_GE(arrows.longest_flight, 10'000);
+  EXPECT_LE(arrows.longest_flight, 40'000) << "10 to 30 us, and the fit's few us";
   render::Scene scene;
   scene.add_index(std::shared_ptr<index::TraceIndex>(std::move(p.a.ix)));
   scene.add_index(std::shared_ptr<index::TraceIndex>(std::move(p.b.ix)));
-  scene.sync = std::make_shared<std::vector<analysis::SyncArrow>>(arrows);
+  scene.sync = std::make_shared<analysis::SyncArrows>(arrows);
+  // Node A's lane is drawn above node B's.
+  ASSERT_EQ(scene.lanes().size(), 2u);
   // True times of each message's ends.
   std::vector<std::pair<double, double>> truth;
   for (const Sync& m : sync)
@@ -302,6 +306,15 @@ TEST(ClockAlign, TheSyncMessagesAreDrawnBetweenTheTracesLanes) {
       ++got;
       EXPECT_NE(a.y0, a.y1) << "from one trace's lane to the other's";
       EXPECT_LE(a.send, a.recv);
+      // Its ends at their true times (within the fit's 5 us), from its sender's lane.
+      double best = 1e18;
+      bool a_to_b = false;
+      for (size_t k = 0; k < truth.size(); ++k) {
+        const double d = std::fabs(double(a.send) - truth[k].first) + std::fabs(double(a.recv) - truth[k].second);
+        if (d < best) best = d, a_to_b = sync[k].a_to_b;
+      }
+      EXPECT_LT(best, 10'000) << "an arrow at " << a.send << " matches no sync message";
+      EXPECT_EQ(a.y0 < a.y1, a_to_b) << "from the sending node's lane";
     }
     if (want <= 200) {
       EXPECT_EQ(got, want) << "window " << t0 << ".." << t1;
@@ -319,7 +332,7 @@ TEST(ClockAlign, TheSyncMessagesAreDrawnBetweenTheTracesLanes) {
   const render::TimelinePicture whole =
       render::build_timeline(scene, render::timeline_request(scene, all, render::TimelineGeometry::of(render::Rect{0, 0, 1150, 400})));
   for (const render::Arrow& a : whole.arrows) EXPECT_NE(a.orphan, 3);
-  EXPECT_EQ(whole.sync_left_out, sync.size());
+  EXPECT_EQ(whole.sync_left_out, 201u) << "more than the 200 a quarter of the budget allows: none drawn, and said";
 }
 
 TEST(ClockAlign, CommandLine) {
@@ -424,6 +437,27 @@ TEST(ClockAlign, TheTwoNodeDemoMerges) {
       if (arrow.send <= arrow.recv) { EXPECT_LE(arrow.y0, arrow.y1) << "message " << arrow.flow.id; }
       EXPECT_NE(arrow.x0, arrow.x1) << "from one node to the other";
     }
+  }
+  // Zoomed out past the arrow budget, the messages between the nodes are
+  // bundles, every one of them, in both figures.
+  {
+    render::FigureParams all;
+    all.t0 = scene.first_ns(), all.t1 = scene.last_ns() + 1;
+    render::TimelineRequest tr = render::timeline_request(scene, all, render::TimelineGeometry::of(render::Rect{0, 0, 1150, 400}));
+    tr.max_arrows = 50, tr.decode_per_column = render::kAtRestDecodePerColumn;
+    const render::TimelinePicture tp = render::build_timeline(scene, tr);
+    EXPECT_TRUE(tp.arrows.empty() || tp.arrows.size() < across.messages.size());
+    uint64_t drawn_as_arrows = 0;
+    for (const render::Arrow& arrow : tp.arrows) drawn_as_arrows += arrow.orphan == 0;
+    EXPECT_EQ(tp.bundled + drawn_as_arrows, across.messages.size()) << "each message between the nodes, once";
+    all.type = render::FigureParams::Sequence;
+    all.lanes = render::message_lanes(scene, {});
+    render::SequenceRequest sr = render::sequence_request(scene, all, render::SequenceGeometry::of({0, 0, 1100, 600}));
+    sr.max_arrows = 50;
+    const render::SequencePicture sp = render::build_sequence(scene, sr);
+    EXPECT_TRUE(sp.arrows.empty());
+    EXPECT_EQ(sp.bundled, across.messages.size());
+    EXPECT_FALSE(sp.bundles.empty());
   }
   // Node B folded into one lifeline: node A's lanes, then node B, every request on its way there.
   f.lifelines = render::Lifelines::Threads;

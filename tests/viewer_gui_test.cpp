@@ -1083,8 +1083,12 @@ TEST_F(AnalysisGui, TheMessagesBetweenTwoNodesAreNoOrphans) {
   auto across = std::make_shared<analysis::CrossMessages>(analysis::match_across({a.get(), b.get()}));
   ASSERT_GT(across->messages.size(), 100u);
   // Node A's orphans, read plainly: its halves no trace matched.
-  size_t lost = 0;
-  for (const index::Flow& f : a->flows(a->first_ts(), a->last_ts())) lost += !f.matched() && !across->find(0, f);
+  size_t lost = 0, never_received = 0, never_sent = 0;
+  for (const index::Flow& f : a->flows(a->first_ts(), a->last_ts())) {
+    if (f.matched() || across->find(0, f)) continue;
+    ++lost;
+    (f.flags & index::kFlowSent ? never_received : never_sent)++;
+  }
   auto scene = std::make_shared<render::Scene>();
   scene->add_index(a);
   scene->add_index(b);
@@ -1096,6 +1100,10 @@ TEST_F(AnalysisGui, TheMessagesBetweenTwoNodesAreNoOrphans) {
   ASSERT_NO_FATAL_FAILURE(press("search_orphans"));
   ASSERT_NO_FATAL_FAILURE(finish());
   EXPECT_EQ(v_->analysis().hits().size(), lost) << v_->analysis().status();
+  EXPECT_NE(v_->analysis().status().find("; " + std::to_string(never_received) + " never received, " +
+                                         std::to_string(never_sent) + " received but never sent"),
+            std::string::npos)
+      << v_->analysis().status();
   const analysis::AcrossHalves h = analysis::across_halves(*across, 0);
   EXPECT_NE(v_->analysis().status().find(std::to_string(h.sent_to_others) + " sent to and " +
                                          std::to_string(h.received_from_others) + " received from the other traces"),

@@ -227,8 +227,9 @@ bool align_traces(const std::vector<index::TraceIndex*>& traces, const std::vect
   return true;
 }
 
-std::vector<SyncArrow> sync_arrows(const std::vector<const index::TraceIndex*>& traces, const ClockAlignment& a) {
-  std::vector<SyncArrow> out;
+SyncArrows sync_arrows(const std::vector<const index::TraceIndex*>& traces, const ClockAlignment& a) {
+  SyncArrows all;
+  std::vector<SyncArrow>& out = all.arrows;
   for (const SyncMessage& m : a.messages) {
     if (m.send_trace >= traces.size() || m.recv_trace >= traces.size()) continue;
     if (a.clocks.size() > std::max(m.send_trace, m.recv_trace) &&
@@ -238,7 +239,8 @@ std::vector<SyncArrow> sync_arrows(const std::vector<const index::TraceIndex*>& 
                    traces[m.recv_trace]->to_ns(m.recv_ts)});
   }
   std::sort(out.begin(), out.end(), [](const SyncArrow& x, const SyncArrow& y) { return x.send_ns < y.send_ns; });
-  return out;
+  for (const SyncArrow& m : out) all.longest_flight = std::max(all.longest_flight, std::abs(m.recv_ns - m.send_ns));
+  return all;
 }
 
 }  // namespace tinescope::analysis

@@ -117,7 +117,7 @@ int open_figure(const char* command, const std::vector<std::string>& traces, con
   if (indexes.size() > 1) {
     std::vector<const index::TraceIndex*> raw;
     for (const auto& ix : indexes) raw.push_back(ix.get());
-    scene.sync = std::make_shared<std::vector<analysis::SyncArrow>>(analysis::sync_arrows(raw, alignment));
+    scene.sync = std::make_shared<analysis::SyncArrows>(analysis::sync_arrows(raw, alignment));
   }
   std::string error;
   if (!figure_params(o, scene, f, marks, error)) {

@@ -486,8 +486,12 @@ void add_analysis_commands(CLI::App& app, int* exit_code) {
       for (uint64_t id : chain_ids)
         if (!found("chains", [&](const json& c) { return c["message"] == id; }))
           return fail(exit_code, "no message has id " + std::to_string(id) + " in any of the traces (--chain)");
-      if (!event.empty() && !found("event", [](const json&) { return true; }))
-        return fail(exit_code, "event " + event + " is in none of the traces");
+      if (!event.empty() && !found("event", [](const json&) { return true; })) {
+        std::string why;  // (each trace's: not there, or not read)
+        for (const json& j : out["traces"])
+          for (const json& w : j.value("not_here", json::array())) why += "; " + j["trace"].get<std::string>() + ": " + w.get<std::string>();
+        return fail(exit_code, "event " + event + " is in none of the traces" + why);
+      }
       std::printf("%s\n", out.dump(1).c_str());
     });
   }

@@ -164,7 +164,8 @@ HeadlessRenderer::Timing HeadlessRenderer::draw(const Scene& scene, const Figure
     TimelineRequest request = timeline_request(scene, f, tg);
     request.decode_per_column = decode_per_column;
     timeline = build_timeline(scene, request);
-    t.arrows = timeline.arrows.size(), t.bundles = timeline.bundles.size();
+    for (const Arrow& a : timeline.arrows) t.arrows += a.orphan != 3;  // (not the clock sync messages)
+    t.bundles = timeline.bundles.size();
   } else if (f.type == FigureParams::Sequence) {
     sequence = build_sequence(scene, sequence_request(scene, f, qg));
     t.arrows = sequence.arrows.size(), t.bundles = sequence.bundles.size(), t.lifelines = sequence.lifelines.size();

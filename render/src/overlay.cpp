@@ -106,9 +106,10 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
   // In the ruler, at its right end, on its own ground: over the lanes it
   // hid what it was drawn on.
   std::string note = message_note(p.arrows_left_out, p.bundled, p.bundles.size(), p.bundles_left_out, p.bundles_wait,
-                                  p.request.max_arrows, p.request.max_bundled);
+                                  p.over_cap, p.request.max_arrows, p.request.max_bundled);
   if (p.sync_left_out)
-    note += (note.empty() ? "" : "; ") + std::to_string(p.sync_left_out) + " clock sync messages: zoom in to see them";
+    note += (note.empty() ? "" : "; ") + ("more than " + std::to_string(p.sync_left_out - 1)) +
+            " clock sync messages: zoom in to see them";
   if (!note.empty()) {
     const float w = ImGui::CalcTextSize(note.c_str()).x, x = g.ruler.x + g.ruler.w - w - 6;
     dl->AddRectFilled({x - 4, g.ruler.y}, {g.ruler.x + g.ruler.w, g.ruler.y + g.ruler.h}, IM_COL32(28, 28, 34, 255));
@@ -118,7 +119,7 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
 }
 
 std::string message_note(uint64_t arrows_left_out, uint64_t bundled, size_t bundles, uint64_t bundles_left_out,
-                         bool bundles_wait, uint32_t max_arrows, uint32_t max_bundled) {
+                         bool bundles_wait, bool over_cap, uint32_t max_arrows, uint32_t max_bundled) {
   if (!arrows_left_out) return {};
   char note[160];
   if (bundles_left_out)
@@ -129,8 +130,11 @@ std::string message_note(uint64_t arrows_left_out, uint64_t bundled, size_t bund
                   (unsigned long long)bundled, bundles);
   else if (bundles_wait)
     std::snprintf(note, sizeof note, "more than %u messages here: bundles once the view rests", max_arrows);
-  else
+  else if (over_cap)
     std::snprintf(note, sizeof note, "more than %u messages here: zoom in to see them", max_bundled);
+  else  // (none between two lanes shown: orphans, or messages of lanes not shown)
+    std::snprintf(note, sizeof note, "more than %u messages here, none between the lanes shown: zoom in to see them",
+                  max_arrows);
   return note;
 }
 

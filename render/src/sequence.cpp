@@ -324,8 +324,8 @@ SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
       if (m.orphan != 2 && m.send >= req.t0 && m.send <= req.t1) ends.push_back({m.send, m.from, 0, i});
       if (m.orphan != 1 && m.recv >= req.t0 && m.recv <= req.t1) ends.push_back({m.recv, m.to, 1, i});
     }
-    order_ends(ends);
     const float step = req.height / float(ends.size() + 1);
+    if (step >= req.min_step_px) order_ends(ends);  // (else drawn in real time: no order needed)
     if (!ends.empty() && step < req.min_step_px) {
       P.order_events = ends.size();
     } else if (!ends.empty()) {  // (none: real time, which labels the window's times)
@@ -380,6 +380,17 @@ SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
     P.over_cap |= b.over_cap;
     for (const LaneBundle& x : b.bundles)
       P.bundles.push_back({P.lifelines[size_t(x.from)].x, float(x.at0), P.lifelines[size_t(x.to)].x, float(x.at1), x.count, s});
+    P.bundled += b.messages, P.bundles_left_out += b.left_out;
+  }
+  if (over && req.bundles && !P.stopped && scene.across) {  // and those between the traces
+    const Bundled b = bundle_across(
+        scene, req.t0, req.t1,
+        [&](const analysis::CrossMessage& m) {
+          return std::pair<int, int>(lines.from(m.send_trace, m.send), lines.to(m.recv_trace, m.recv));
+        },
+        req.max_arrows, [&](int64_t ns) { return double(y_time(ns)); }, req.height);
+    for (const LaneBundle& x : b.bundles)
+      P.bundles.push_back({P.lifelines[size_t(x.from)].x, float(x.at0), P.lifelines[size_t(x.to)].x, float(x.at1), x.count, 0});
     P.bundled += b.messages, P.bundles_left_out += b.left_out;
   }
   P.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
@@ -529,7 +540,8 @@ void sequence_overlay(ImDrawList* dl, const Scene& scene, const SequencePicture&
   }
 
   // What is not drawn as arrows, and why, at the plot's top right.
-  std::string note = message_note(p.arrows_left_out, p.bundled, p.bundles.size(), p.bundles_left_out, p.bundles_wait, q.max_arrows,
+  std::string note = message_note(p.arrows_left_out, p.bundled, p.bundles.size(), p.bundles_left_out, p.bundles_wait,
+                                  p.over_cap, q.max_arrows,
                                   q.max_bundled);
   if (p.order_events)
     note = std::to_string(p.order_events) + " sends and receives: too many for a step each here, so real time; zoom in";

@@ -462,6 +462,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
   // 5. Messages and lost data.
   std::map<std::pair<uint32_t, uint32_t>, const Layout::LaneRows*> lane_of;
   std::unordered_set<const analysis::CrossMessage*> drawn_across;  // messages between traces drawn
+  bool bundle_between = false;  // some trace was bundled: those between traces are too
   for (const Layout::LaneRows& lr : req.layout.lanes) {
     const Lane& l = scene.lanes()[lr.lane];
     lane_of[{l.source, l.feedlet}] = &lr;
@@ -513,7 +514,8 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
             [&](uint64_t ticks) { return axis.x(cw.ns(ticks)); }, req.width);
         for (const LaneBundle& x : b.bundles)
           P.bundles.push_back({float(x.at0), mid_y(shown(uint32_t(x.from))), float(x.at1), mid_y(shown(uint32_t(x.to))), x.count, s});
-        P.bundled += b.messages, P.bundles_left_out += b.left_out;
+        P.bundled += b.messages, P.bundles_left_out += b.left_out, P.over_cap |= b.over_cap;
+        bundle_between = true;
       } else {
         P.bundles_wait = true;
       }
@@ -563,25 +565,47 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       }
     }
   }
-  // The clock sync messages between the traces in the window, lane to
-  // lane: at most a quarter of the arrow budget (they are a few a second;
-  // past that, counted and said).
-  if (scene.sync) {
+  // Past the budget, the messages between the traces too (each trace's
+  // bundles leave them out: their halves are orphans there).
+  if (bundle_between && scene.across) {
+    auto slot = [&](uint32_t s, uint32_t feedlet) {
+      auto it = lane_of.find({s, feedlet});
+      return it == lane_of.end() ? -1 : int(it->second - req.layout.lanes.data());
+    };
+    const Bundled b = bundle_across(
+        scene, req.t0, req.t1,
+        [&](const analysis::CrossMessage& m) {
+          return std::pair<int, int>(slot(m.send_trace, m.send.src), slot(m.recv_trace, m.recv.dst));
+        },
+        req.max_arrows, [&](int64_t ns) { return axis.x(ns); }, req.width, &drawn_across);
+    const auto& lanes = req.layout.lanes;
+    for (const LaneBundle& x : b.bundles)
+      P.bundles.push_back({float(x.at0), mid_y(&lanes[size_t(x.from)]), float(x.at1), mid_y(&lanes[size_t(x.to)]), x.count, 0});
+    P.bundled += b.messages, P.bundles_left_out += b.left_out;
+  }
+  // The clock sync messages between the traces in flight over the window
+  // (either way: one that arrives early once aligned too), lane to lane: at
+  // most a quarter of the arrow budget (they are a few a second); past that
+  // none, and said. By send: the look starts a longest flight before.
+  if (scene.sync && req.max_arrows > 0) {
     const size_t most = std::max<size_t>(1, req.max_arrows / 4), before = P.arrows.size();
-    for (const analysis::SyncArrow& m : *scene.sync) {
-      if (m.send_ns > req.t1) break;  // (by send)
-      if (m.recv_ns < req.t0) continue;
+    const std::vector<analysis::SyncArrow>& all = scene.sync->arrows;
+    auto it = std::lower_bound(all.begin(), all.end(), req.t0 - scene.sync->longest_flight,
+                               [](const analysis::SyncArrow& m, int64_t t) { return m.send_ns < t; });
+    for (; it != all.end() && it->send_ns <= req.t1 + scene.sync->longest_flight; ++it) {
+      const analysis::SyncArrow& m = *it;
+      if (std::max(m.send_ns, m.recv_ns) < req.t0 || std::min(m.send_ns, m.recv_ns) > req.t1) continue;
       auto from = lane_of.find({m.send_trace, m.send_feedlet}), to = lane_of.find({m.recv_trace, m.recv_feedlet});
       if (from == lane_of.end() || to == lane_of.end()) continue;
-      if (P.arrows.size() - before >= most) {
-        ++P.sync_left_out;
-        continue;
+      if (P.arrows.size() - before >= most) {  // (more than can be told apart: none)
+        P.sync_left_out = most + 1;
+        P.arrows.resize(before);
+        break;
       }
       index::Flow none;
       P.arrows.push_back({float(axis.x(m.send_ns)), mid_y(from->second), float(axis.x(m.recv_ns)), mid_y(to->second), 3,
                           m.send_ns, m.recv_ns, m.send_trace, none, kSyncColour});
     }
-    if (P.sync_left_out) P.arrows.resize(before), P.sync_left_out += most;  // (all of them, or none)
   }
   for (size_t i = 0; i < queries.size(); ++i) answers[i] = std::move(queries[i].buckets);
   P.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

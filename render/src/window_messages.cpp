@@ -61,17 +61,35 @@ Bundled bundle_messages(const index::TraceIndex& ix, const ClockWindow& cw, cons
     out.over_cap = true;
     return out;
   }
-  std::vector<std::pair<int, int>> placed;  // each kept flow's ends
-  size_t kept = 0;
+  std::vector<BundlePoint> points;
   for (const index::Flow& f : flows) {
     if (!f.matched() || look.leaves_out(f)) continue;
     const std::pair<int, int> e = ends(f);
-    if (e.first < 0 || e.second < 0) continue;
-    flows[kept++] = f, placed.push_back(e);
+    if (e.first >= 0 && e.second >= 0) points.push_back({e.first, e.second, at(f.send_ts), at(f.recv_ts)});
   }
-  flows.resize(kept);
+  return bundle_points(points, max_arrows, extent);
+}
+
+Bundled bundle_across(const Scene& scene, int64_t t0, int64_t t1, const AcrossEnds& ends, uint32_t max_arrows,
+                      const std::function<double(int64_t)>& at, double extent,
+                      const std::unordered_set<const analysis::CrossMessage*>* drawn) {
+  std::vector<BundlePoint> points;
+  if (!scene.across) return {};
+  for (const analysis::CrossMessage& m : scene.across->messages) {
+    if (drawn && drawn->count(&m)) continue;
+    const int64_t send = scene.sources()[m.send_trace].catalog->clock.to_ns(m.send.send_ts);
+    const int64_t recv = scene.sources()[m.recv_trace].catalog->clock.to_ns(m.recv.recv_ts);
+    if (std::max(send, recv) < t0 || std::min(send, recv) > t1) continue;
+    const std::pair<int, int> e = ends(m);
+    if (e.first >= 0 && e.second >= 0) points.push_back({e.first, e.second, at(send), at(recv)});
+  }
+  return bundle_points(points, max_arrows, extent);
+}
+
+Bundled bundle_points(const std::vector<BundlePoint>& points, uint32_t max_arrows, double extent) {
+  Bundled out;
   std::unordered_set<uint64_t> pairs;
-  for (const auto& [a, b] : placed) pairs.insert(uint64_t(uint32_t(a)) << 32 | uint32_t(b));
+  for (const BundlePoint& p : points) pairs.insert(uint64_t(uint32_t(p.from)) << 32 | uint32_t(p.to));
   const int bins = int(std::clamp<size_t>(max_arrows / 2 / std::max<size_t>(1, pairs.size()), 1, kBundleBins));
   struct Key {
     int from, to;
@@ -84,15 +102,12 @@ Bundled bundle_messages(const index::TraceIndex& ix, const ClockWindow& cw, cons
     }
   };
   std::unordered_map<Key, size_t, KeyHash> where;  // -> index in out.bundles
-  for (size_t i = 0; i < flows.size(); ++i) {
-    const index::Flow& f = flows[i];
-    const auto [from, to] = placed[i];
-    const double a0 = at(f.send_ts), a1 = at(f.recv_ts);
-    const int bin = std::clamp(int(a0 / std::max(1.0, extent) * bins), 0, bins - 1);
-    auto [it, fresh] = where.try_emplace(Key{from, to, bin}, out.bundles.size());
-    if (fresh) out.bundles.push_back({from, to, 0, 0, 0});
+  for (const BundlePoint& p : points) {
+    const int bin = std::clamp(int(p.at0 / std::max(1.0, extent) * bins), 0, bins - 1);
+    auto [it, fresh] = where.try_emplace(Key{p.from, p.to, bin}, out.bundles.size());
+    if (fresh) out.bundles.push_back({p.from, p.to, 0, 0, 0});
     LaneBundle& b = out.bundles[it->second];
-    b.at0 += a0, b.at1 += a1, ++b.count;
+    b.at0 += p.at0, b.at1 += p.at1, ++b.count;
   }
   for (LaneBundle& b : out.bundles) b.at0 /= b.count, b.at1 /= b.count, out.messages += b.count;
   // The busiest, where more lane pairs talk than can be told apart (each

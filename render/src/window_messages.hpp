@@ -71,6 +71,21 @@ struct Bundled {
 Bundled bundle_messages(const index::TraceIndex& ix, const ClockWindow& cw, const MessageEnds& ends, MessageLook& look,
                         uint32_t max_bundled, uint32_t max_arrows, const std::function<double(uint64_t)>& at,
                         double extent);
+// The same for the messages between the scene's traces (Scene::across) in
+// flight over [t0, t1] (ns), each end placed by `ends` (-1: not shown) and
+// `at` (a time on the scene's clock along the axis), but for those `drawn`
+// as arrows already. Each trace's own bundles leave them out: each of
+// their halves is an orphan there.
+using AcrossEnds = std::function<std::pair<int, int>(const analysis::CrossMessage&)>;
+Bundled bundle_across(const Scene& scene, int64_t t0, int64_t t1, const AcrossEnds& ends, uint32_t max_arrows,
+                      const std::function<double(int64_t)>& at, double extent,
+                      const std::unordered_set<const analysis::CrossMessage*>* drawn = nullptr);
+// (Both: points placed, bundled.)
+struct BundlePoint {
+  int from = 0, to = 0;
+  double at0 = 0, at1 = 0;
+};
+Bundled bundle_points(const std::vector<BundlePoint>& points, uint32_t max_arrows, double extent);
 
 // Arrow colours of one trace's messages: its channel's (name_colour of its
 // name, or of "channel N": stable across pictures), red or green under

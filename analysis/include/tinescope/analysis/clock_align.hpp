@@ -93,6 +93,10 @@ struct SyncArrow {
   uint32_t send_trace = 0, send_feedlet = 0, recv_trace = 0, recv_feedlet = 0;
   int64_t send_ns = 0, recv_ns = 0;
 };
-std::vector<SyncArrow> sync_arrows(const std::vector<const index::TraceIndex*>& traces, const ClockAlignment& a);
+struct SyncArrows {
+  std::vector<SyncArrow> arrows;  // by send
+  int64_t longest_flight = 0;     // the largest |receive - send|: a window's look starts that far before it
+};
+SyncArrows sync_arrows(const std::vector<const index::TraceIndex*>& traces, const ClockAlignment& a);
 
 }  // namespace tinescope::analysis

@@ -19,7 +19,7 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
 // What a figure says where messages are not drawn as arrows (empty where
 // every one is): bundled, past the bundles' cap, or bundles still to come.
 std::string message_note(uint64_t arrows_left_out, uint64_t bundled, size_t bundles, uint64_t bundles_left_out,
-                         bool bundles_wait, uint32_t max_arrows, uint32_t max_bundled);
+                         bool bundles_wait, bool over_cap, uint32_t max_arrows, uint32_t max_bundled);
 // Scene::warnings, at the foot of a figure's plot.
 void scene_warnings(ImDrawList* dl, const Scene& scene, Rect plot);
 void scope_overlay(ImDrawList* dl, const Scene& scene, const ScopePicture& p, const ScopeGeometry& g,

@@ -148,11 +148,12 @@ struct TimelinePicture {
   uint64_t bundled = 0;            // messages bundled (those of the bundles left out too)
   uint64_t bundles_left_out = 0;   // past request.max_arrows / 4 of them: the busiest kept
   bool bundles_wait = false;       // past the arrow budget while the view moves: bundles come at rest
+  bool over_cap = false;           // more than request.max_bundled messages in a trace's window: none of its bundled
   std::vector<uint64_t> message_density;  // request.message_density: messages sent, per column
   std::vector<GapRect> gaps;
   std::vector<CutRect> cuts;
   uint64_t nodes = 0, arrows_left_out = 0, boxes_left_out = 0;  // arrows: at least this many
-  uint64_t sync_left_out = 0;      // clock sync messages in the window past a quarter of the arrow budget: not drawn
+  uint64_t sync_left_out = 0;      // past a quarter of the arrow budget, at least this many clock sync messages: none drawn
   bool from_events = false;        // some lane was below its finest stored level
   bool over_budget = false;        // some lane was drawn coarser than its columns: over request.decode_per_column
   bool stopped = false;            // request.stop was set: incomplete, not to be shown

@@ -134,7 +134,7 @@ class Scene {
   std::shared_ptr<const analysis::CrossMessages> across;
   // The clock sync messages between its traces on one clock, by send
   // (analysis::sync_arrows): drawn as thin amber arrows.
-  std::shared_ptr<const std::vector<analysis::SyncArrow>> sync;
+  std::shared_ptr<const analysis::SyncArrows> sync;
 
  private:
   void scan(Source& s, uint32_t source);
