@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "tinescope/analysis/message_report.hpp"
@@ -265,6 +266,7 @@ SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
   struct Look {
     uint32_t source;
     ClockWindow cw;
+    std::unique_ptr<MessageLook> look;  // the filter against this trace (its matcher caches answers): one a picture
     WindowMessages window;
   };
   std::vector<Look> looks;
@@ -273,22 +275,22 @@ SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
     if (!lines.any_shown(s)) continue;
     const index::TraceIndex& ix = *scene.sources()[s].index;
     const ClockWindow cw(scene.sources()[s].catalog->clock, req.t0, req.t1);
-    MessageLook look(ix, req.message_filter.get());
+    auto look = std::make_unique<MessageLook>(ix, req.message_filter.get());
     const ShownLane shown = [&](uint32_t feedlet) { return lines.shown(s, feedlet); };
-    looks.push_back({s, cw, window_messages(scene, s, cw, shown, look, req.max_arrows)});
+    WindowMessages window = window_messages(scene, s, cw, shown, *look, req.max_arrows);
+    looks.push_back({s, cw, std::move(look), std::move(window)});
     over |= looks.back().window.over_budget;
   }
   std::vector<Message> messages;
   std::unordered_set<const analysis::CrossMessage*> drawn_across;
-  for (const Look& l : looks) {
+  for (Look& l : looks) {
     if (over) {  // (one figure, one kind of picture: bundles for every trace)
       P.arrows_left_out += l.window.over_budget ? l.window.at_least : l.window.flows.size();
       continue;
     }
     const uint32_t s = l.source;
     const ClockWindow& cw = l.cw;
-    MessageLook look(*scene.sources()[s].index, req.message_filter.get());
-    ArrowStyle style(scene, s, l.window.flows, req.rule_verdicts.get(), look);
+    ArrowStyle style(scene, s, l.window.flows, req.rule_verdicts.get(), *l.look);
     for (const index::Flow& f : l.window.flows) {
       Message m;
       m.source = s, m.flow = f, m.colour = style.colour(f);
@@ -363,7 +365,7 @@ SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
   // 4. Past the budget: bundles between lifelines, in real time (in a
   // viewer, once the view rests: they read every message of the window).
   if (over && !req.bundles) P.bundles_wait = true;
-  for (const Look& l : looks) {
+  for (Look& l : looks) {
     if (!over || !req.bundles) break;
     if (req.stop && req.stop->load(std::memory_order_relaxed)) {  // a newer request: this picture is moot
       P.stopped = true;
@@ -372,10 +374,9 @@ SequencePicture build_sequence(const Scene& scene, const SequenceRequest& req) {
     const uint32_t s = l.source;
     const ClockWindow& cw = l.cw;
     const index::TraceIndex& ix = *scene.sources()[s].index;
-    MessageLook look(ix, req.message_filter.get());
     const MessageEnds ends = [&](const index::Flow& f) { return std::pair<int, int>(lines.from(s, f), lines.to(s, f)); };
     const Bundled b = bundle_messages(
-        ix, cw, ends, look, req.max_bundled, req.max_arrows, [&](uint64_t t) { return double(y_time(cw.ns(t))); },
+        ix, cw, ends, *l.look, req.max_bundled, req.max_arrows, [&](uint64_t t) { return double(y_time(cw.ns(t))); },
         req.height);
     P.over_cap |= b.over_cap;
     for (const LaneBundle& x : b.bundles)
