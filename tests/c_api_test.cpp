@@ -15,11 +15,14 @@ TEST(CApi, RecordsFromC99) {
   std::vector<uint16_t> types;
   for (const OwnedEvent& o : c.events)
     if (o.e.feedlet != kMetadataFeedlet) types.push_back(o.e.type);
-  ASSERT_EQ(types.size(), 14u);
+  ASSERT_EQ(types.size(), 15u);
   EXPECT_EQ(types[0], kThreadName);
   EXPECT_EQ(types[1], kIntervalBegin);
-  EXPECT_EQ(types[12], kIntervalEnd);
-  EXPECT_EQ(types[13], kMetadata);
+  EXPECT_EQ(types[13], kIntervalEnd);
+  EXPECT_EQ(types[14], kMetadata);
+  auto deadlines = c.of_type(kJobDeadline);
+  ASSERT_EQ(deadlines.size(), 1u);
+  EXPECT_GT(deadlines[0]->e.u[2], deadlines[0]->e.ts) << "a deadline 1 ms ahead";
   EXPECT_EQ(c.catalog.channel_name(3), "c.channel") << "ts_channel_name";
   EXPECT_EQ(c.catalog.channel_label(3), "c.channel (3)");
   EXPECT_EQ(c.catalog.channel_label(4), "4");

@@ -61,6 +61,7 @@ Emitted emit_all_kinds(int k) {
   ts_func_enter(reinterpret_cast<void*>(&emit_all_kinds));
   ts_func_exit(reinterpret_cast<void*>(&emit_all_kinds));
   ts::event(g_user_type, uint64_t(k), -3.25, "user-name", int64_t(-7));
+  ts::job_deadline("task", 11, 123456789 + uint64_t(k));
   return out;
 }
 
@@ -69,7 +70,7 @@ constexpr uint16_t kExpectedTypes[] = {
     kInstant,      kCounterInt,    kCounterFloat,  kMessageSend,  kMessageRecv,  kCpuName,
     kMetadata,     kTaskArrive,    kJobArrive,     kJobStart,     kJobPreempt,   kJobResume,
     kJobBlock,     kJobComplete,   kLockContend,   kLockAcquire,  kLockRelease,  kClockSyncSend,
-    kClockSyncRecv, kFuncEnter,    kFuncExit,      kFirstUserType};
+    kClockSyncRecv, kFuncEnter,    kFuncExit,      kFirstUserType, kJobDeadline};
 
 void check_feedlet(const Collected& c, uint32_t feedlet, int k, const Emitted& em) {
   std::vector<const OwnedEvent*> evs;
@@ -126,6 +127,9 @@ void check_feedlet(const Collected& c, uint32_t feedlet, int k, const Emitted& e
     ASSERT_NE(addr, c.catalog.function_address.end());
     EXPECT_EQ(addr->second, reinterpret_cast<uint64_t>(&emit_all_kinds));
   }
+  EXPECT_EQ(c.name(ev(28).u[0]), "task");
+  EXPECT_EQ(ev(28).u[1], 11u);
+  EXPECT_EQ(ev(28).u[2], 123456789u + uint64_t(k));
   const trace::Event& user = ev(27);
   ASSERT_EQ(user.field_count, 4);
   EXPECT_EQ(user.u[0], uint64_t(k));
@@ -183,9 +187,11 @@ TEST(RecorderRoundTrip, EveryEventKindThroughAFile) {
   // other tests' sessions as a feedlet of its own.)
   std::thread([] { ts::process_name("roundtrip-process"); }).join();
   std::vector<Emitted> em = emit_from_threads(3);
+  const uint64_t second = ts_ticks_from_ns(1'000'000'000);  // (a deadline 1 s ahead: ts_now() + second)
   ts_stop();
   Collected c = read_trace(path);
   EXPECT_TRUE(c.header.intact);
+  EXPECT_NEAR(double(second), c.header.clock.ticks_per_ns * 1e9, 1e-6 * double(second));
 
   // The names and metadata a thread gives reach a reader of the metadata
   // chunks alone (an indexer, which walks data chunks apart): a thread's

@@ -9,11 +9,15 @@
 
 #include "tinescope/analysis/message_report.hpp"
 #include "tinescope/analysis/stream_expr.hpp"
+#include "first_n.hpp"
 
 namespace tinescope::analysis {
 
 bool Rules::has_allowed() const {
   return std::any_of(rules.begin(), rules.end(), [](const Rule& r) { return r.kind == Rule::Allowed; });
+}
+bool Rules::has_message_rules() const {
+  return std::any_of(rules.begin(), rules.end(), [](const Rule& r) { return r.kind != Rule::Response; });
 }
 
 // ------------------------------------------------------------------ parsing
@@ -31,6 +35,7 @@ constexpr KindSyntax kKinds[] = {
     {"answered", Rule::Answered, "channel reply within", "channel reply"},
     {"forbidden", Rule::Forbidden, "channel from to", ""},
     {"allowed", Rule::Allowed, "channel from to", ""},
+    {"response", Rule::Response, "task within", "within"},
 };
 
 bool has_word(const char* list, const std::string& w) {
@@ -103,7 +108,7 @@ bool parse_rules(std::string_view text, const std::string& file, Rules& out, std
     const KindSyntax* k = nullptr;
     for (const KindSyntax& s : kKinds)
       if (words[0] == s.name) k = &s;
-    if (!k) return bad("'" + words[0] + "' is not a rule (received, answered, forbidden or allowed)");
+    if (!k) return bad("'" + words[0] + "' is not a rule (received, answered, forbidden, allowed or response)");
     Rule r;
     r.kind = k->kind, r.line = line_no, r.text = trimmed(line.substr(0, used));
     std::vector<std::string> seen;
@@ -123,7 +128,7 @@ bool parse_rules(std::string_view text, const std::string& file, Rules& out, std
       if (value.empty()) return bad(key + "= is empty (leave the key out to match everything)");
       if (value.size() > 1000) return bad(key + "= is longer than 1000 characters");
       if (!valid_pattern(value, why)) return bad(key + "=" + value + ": " + why);
-      (key == "channel" ? r.channel : key == "reply" ? r.reply : key == "from" ? r.from : r.to) = value;
+      (key == "channel" ? r.channel : key == "reply" ? r.reply : key == "from" ? r.from : key == "task" ? r.task : r.to) = value;
     }
     std::istringstream need(k->required);
     for (std::string key; need >> key;)
@@ -174,20 +179,10 @@ struct RuleState {
 };
 
 // Keeps the `limit` first violations in time (a vector trimmed as it grows).
-struct FirstViolations {
-  size_t limit;
-  std::vector<Violation> list;
-  static bool before(const Violation& a, const Violation& b) { return a.flow.first_half() < b.flow.first_half(); }
-  void add(Violation v) {
-    if (limit == 0) return;
-    list.push_back(std::move(v));
-    if (list.size() > limit && list.size() - limit >= std::max<size_t>(limit, 64)) trim();  // (twice the limit: no overflow)
-  }
-  void trim() {
-    std::stable_sort(list.begin(), list.end(), before);
-    if (list.size() > limit) list.resize(limit);
-  }
+struct ByFirstHalf {
+  bool operator()(const Violation& a, const Violation& b) const { return a.flow.first_half() < b.flow.first_half(); }
 };
+using FirstViolations = FirstN<Violation, ByFirstHalf>;
 
 }  // namespace
 
@@ -247,6 +242,7 @@ RuleReport check_rules(const index::TraceIndex& ix, const Rules& rules, size_t l
           ++rep.per_rule[i].checked;
           violate(i, f, "from " + label(f.src) + " to " + label(f.dst) + " on " + catalog->channel_label(f.channel));
           break;
+        case Rule::Response: break;  // jobs, not messages: check_schedule()
         case Rule::Allowed:
           if (!f.matched() || !s.channel.matches(f.channel) || !s.from.matches(f.src) || !s.to.matches(f.dst)) break;
           ++rep.per_rule[i].checked;

@@ -9,9 +9,11 @@
 #include <mutex>
 #include <tuple>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "tinescope/analysis/derived_stream.hpp"
+#include "tinescope/analysis/jobs.hpp"
 #include "tinescope/analysis/message_report.hpp"
 
 namespace tinescope::analysis {
@@ -491,6 +493,63 @@ class QueueCursor : public Cursor {
   size_t at_ = 0;
 };
 
+// jobs(task=...) and response(task=...), from a JobScan: in the order the
+// jobs complete, each as an interval from its arrival to its completion
+// (named by its task), or its response time in ns as a sample there. A job
+// not completed in the trace runs to its end, and one whose arrival was not
+// recorded from its first start: both truncated (Record::truncated), and
+// neither has a response.
+class JobCursor : public Cursor {
+ public:
+  JobCursor(const TraceIndex& ix, const Expr& e, const EvalOptions& opt)
+      : ix_(ix), scan_(ix, opt.t1), task_(e.filter.task), values_(e.filter.values), t0_(opt.t0),
+        response_(e.op == Op::Response), catalog_(ix.catalog_snapshot()) {}
+  bool next(Record& r) override {
+    Job j;
+    while (scan_.next(j)) {
+      if (!task_matches(j.task)) continue;
+      if (response_) {
+        if (!j.has_response()) continue;
+        r = Record{j.completion, j.completion, double(ns_between(ix_, j.arrival, j.completion)), j.task, j.completed_by};
+        bool ok = true;
+        for (const ValueTest& v : values_) ok = ok && v.passes(r.value);
+        if (!ok) continue;
+      } else {
+        const uint64_t start = j.arrival != kNoTime ? j.arrival : j.first_start;
+        if (start == kNoTime) continue;  // only a deadline was recorded
+        const bool whole = j.has_response();
+        r = Record{start, whole ? j.completion : std::max(start, j.last_event), whole ? 0.0 : -1.0, j.task,
+                   j.completed() ? j.completed_by : kNoFeedlet};
+      }
+      if (r.end < t0_) continue;
+      return true;
+    }
+    return false;
+  }
+  uint64_t max_duration() const override { return UINT64_MAX; }
+  uint64_t events_read() const override { return scan_.counts().events; }
+  std::string error() const override {
+    const auto& bad = scan_.counts().unreadable;
+    return bad.empty() ? std::string() : "jobs: " + bad.front();
+  }
+
+ private:
+  bool task_matches(uint32_t task) {
+    if (task_.any()) return true;
+    auto [it, fresh] = task_ok_.try_emplace(task, false);
+    if (fresh) it->second = task_.matches(catalog_->string(task));
+    return it->second;
+  }
+  const TraceIndex& ix_;
+  JobScan scan_;
+  NameMatcher task_;
+  std::vector<ValueTest> values_;
+  uint64_t t0_ = 0;
+  bool response_ = false;
+  std::shared_ptr<const trace::Catalog> catalog_;
+  std::unordered_map<uint32_t, bool> task_ok_;
+};
+
 // Messages from send to receive, matched by id, keyed by the receive.
 class MessageCursor : public Cursor {
  public:
@@ -926,6 +985,8 @@ void union_inputs(const TraceIndex& ix, const Expr& e, const EvalOptions& opt, s
 // stream applies itself (anything else gets them as filters).
 std::unique_ptr<Cursor> build(const TraceIndex& ix, const Expr& e, const EvalOptions& opt, Durations keep) {
   std::vector<std::unique_ptr<Cursor>> in;
+  if (!e.filter.task.empty() && e.op != Op::Jobs && e.op != Op::Response)
+    return std::make_unique<FailedCursor>(std::string("task= is for jobs() and response(), not ") + op_name(e.op) + "()");
   switch (e.op) {
     case Op::Intervals:
     case Op::Instants:
@@ -943,6 +1004,14 @@ std::unique_ptr<Cursor> build(const TraceIndex& ix, const Expr& e, const EvalOpt
           !e.filter.where.empty() || !e.filter.field.empty() || e.filter.received >= 0 || e.filter.sent >= 0)
         return std::make_unique<FailedCursor>("queue() takes channel= and value tests only");
       return std::make_unique<QueueCursor>(ix, e, opt);
+    case Op::Jobs:
+    case Op::Response:
+      if (!e.filter.name.empty() || !e.filter.thread.empty() || !e.filter.process.empty() || e.filter.depth >= 0 ||
+          !e.filter.where.empty() || !e.filter.field.empty() || !e.filter.channel.empty() || e.filter.received >= 0 ||
+          e.filter.sent >= 0 || (e.op == Op::Jobs && !e.filter.values.empty()))
+        return std::make_unique<FailedCursor>(std::string(op_name(e.op)) +
+                                              (e.op == Op::Jobs ? "() takes task= only" : "() takes task= and value tests only"));
+      return std::make_unique<JobCursor>(ix, e, opt);
     case Op::Longer:
     case Op::Shorter: {
       const uint64_t t = duration_ticks(ix, e.ns);

@@ -26,7 +26,8 @@ constexpr OpInfo kOps[] = {
     {Op::Span, "span", 2, 2, false},           {Op::Sum, "sum", 1, 1, false},
     {Op::Rate, "rate", 1, 1, false},           {Op::Exclude, "exclude", 2, 2, false},
     {Op::Smooth, "smooth", 1, 1, true},        {Op::Field, "field", 0, 0, false},
-    {Op::Queue, "queue", 0, 0, false},
+    {Op::Queue, "queue", 0, 0, false},         {Op::Jobs, "jobs", 0, 0, false},
+    {Op::Response, "response", 0, 0, false},
 };
 
 const OpInfo& info(Op op) {
@@ -146,7 +147,7 @@ class Parser {
       std::string why;
       return valid_pattern(e.filter.field, why) || (pos_ = at, fail(why));
     }
-    if (is_base(op.op) || op.op == Op::Field || op.op == Op::Queue) return field(e.filter);
+    if (takes_filter(op.op)) return field(e.filter);
     // A duration (starts with a digit) or a stream.
     if (pos_ < s_.size() && (std::isdigit(uint8_t(s_[pos_])) || s_[pos_] == '.')) {
       std::string text;
@@ -171,7 +172,7 @@ class Parser {
         cmp = c;
         break;
       }
-    if (key.empty() || cmp < 0) return pos_ = at, fail("a field: name=, thread=, process=, channel=, depth= or value<op>");
+    if (key.empty() || cmp < 0) return pos_ = at, fail("a field: name=, thread=, process=, channel=, task=, depth= or value<op>");
     pos_ += std::strlen(kCmpText[cmp]);
     std::string v;
     if (!value(v)) return false;
@@ -196,6 +197,7 @@ class Parser {
     if (key == "thread") return f.thread = v, true;
     if (key == "process") return f.process = v, true;
     if (key == "channel") return f.channel = v, true;
+    if (key == "task") return f.task = v, true;
     if (key == "field") return f.field = v, true;
     if (key == "where") {
       std::string why;
@@ -258,6 +260,9 @@ bool ValueTest::passes(double v) const {
 }
 
 bool is_base(Op op) { return op <= Op::Messages; }
+bool takes_filter(Op op) {
+  return is_base(op) || op == Op::Field || op == Op::Queue || op == Op::Jobs || op == Op::Response;
+}
 const char* op_name(Op op) { return info(op).name; }
 
 bool yields_intervals(const Expr& e) {
@@ -265,6 +270,7 @@ bool yields_intervals(const Expr& e) {
     case Op::Samples:
     case Op::Field:
     case Op::Queue:
+    case Op::Response:
     case Op::Sum:
     case Op::Rate:
     case Op::Smooth:
@@ -343,12 +349,13 @@ std::string format_stream(const Expr& e) {
     out += sep + part;
     sep = ", ";
   };
-  if (is_base(e.op) || e.op == Op::Field || e.op == Op::Queue) {
+  if (takes_filter(e.op)) {
     const Filter& f = e.filter;
     if (!f.name.empty()) add("name=" + quote(f.name));
     if (!f.thread.empty()) add("thread=" + quote(f.thread));
     if (!f.process.empty()) add("process=" + quote(f.process));
     if (!f.channel.empty()) add("channel=" + quote(f.channel));
+    if (!f.task.empty()) add("task=" + quote(f.task));
     if (f.depth >= 0) add("depth=" + std::to_string(f.depth));
     if (!f.field.empty()) add(quote(f.field));
     if (!f.where.empty()) add("where=" + quote(format_where(f.where)));

@@ -16,6 +16,7 @@
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/duration_stats.hpp"
 #include "tinescope/analysis/event_details.hpp"
+#include "tinescope/analysis/jobs.hpp"
 #include "tinescope/analysis/message_chain.hpp"
 #include "tinescope/analysis/message_report.hpp"
 #include "tinescope/analysis/needles.hpp"
@@ -155,6 +156,58 @@ void print_duration_table(const json& table) {
   }
   if (cut) std::printf("truncated: intervals whose end was not recorded (cut where events were lost, or never ended); "
                        "counted with the durations the trace saw\n");
+}
+
+void add_task_table(json& out, const TraceIndex& ix) {
+  analysis::JobCounts counts;
+  const std::vector<analysis::TaskStats> tasks = analysis::task_stats(ix, &counts);
+  const int64_t origin = ix.to_ns(ix.first_ts());
+  auto at = [&](uint64_t t) { return t == analysis::kNoTime ? json(nullptr) : json(ix.to_ns(t) - origin); };
+  auto spread = [](const analysis::DurationHistogram& h) {
+    return json{{"min", h.min()}, {"mean", h.mean()}, {"p50", h.percentile(50)}, {"p90", h.percentile(90)},
+                {"p99", h.percentile(99)}, {"max", h.max()}};
+  };
+  json& table = out["tasks"] = json::array();
+  for (const analysis::TaskStats& t : tasks) {
+    json r{{"task", t.task}, {"jobs", t.jobs}, {"completed", t.completed}, {"with_deadline", t.with_deadline},
+           {"missed", t.missed}, {"preemptions", t.preemptions}, {"migrations", t.migrations}, {"blocks", t.blocks},
+           {"executed_ns", spread(t.executed)}};
+    if (t.response.count()) {
+      r["response_ns"] = spread(t.response);
+      r["waiting_ns"] = spread(t.waiting);
+      r["longest"] = {{"job", t.longest.id}, {"arrival_ns", at(t.longest.arrival)},
+                      {"response_ns", analysis::ns_between(ix, t.longest.arrival, t.longest.completion)}};
+    }
+    if (t.missed)
+      r["most_late"] = {{"job", t.latest.id}, {"deadline_ns", at(t.latest.deadline)}, {"late_ns", t.worst_lateness_ns},
+                        {"completed", t.latest.completed()}};
+    table.push_back(r);
+  }
+  out["jobs_not_fitting"] = {{"no_arrival", counts.no_arrival}, {"arrived_again", counts.arrived_again},
+                             {"start_while_running", counts.start_while_running}, {"cpu_taken", counts.cpu_taken},
+                             {"end_not_running", counts.end_not_running}, {"unreadable", counts.unreadable}};
+}
+
+void print_task_table(const json& j) {
+  std::printf("%-20s %7s %7s %7s %12s %12s %12s %12s %12s %8s %8s\n", "task", "jobs", "done", "missed", "resp mean us",
+              "resp p99 us", "resp max us", "exec max us", "late max us", "preempt", "migrate");
+  for (const json& r : j["tasks"]) {
+    const bool resp = r.contains("response_ns");
+    auto us = [&](const char* part, const char* what) {
+      return resp || std::string(part) == "executed_ns" ? r[part][what].get<double>() / 1e3 : 0.0;
+    };
+    std::printf("%-20s %7llu %7llu %7llu %12.2f %12.2f %12.2f %12.2f %12.2f %8llu %8llu\n",
+                r["task"].get<std::string>().c_str(), (unsigned long long)r["jobs"].get<uint64_t>(),
+                (unsigned long long)r["completed"].get<uint64_t>(), (unsigned long long)r["missed"].get<uint64_t>(),
+                us("response_ns", "mean"), us("response_ns", "p99"), us("response_ns", "max"), us("executed_ns", "max"),
+                r.contains("most_late") ? r["most_late"]["late_ns"].get<double>() / 1e3 : 0.0,
+                (unsigned long long)r["preemptions"].get<uint64_t>(), (unsigned long long)r["migrations"].get<uint64_t>());
+  }
+  const json& c = j["jobs_not_fitting"];
+  uint64_t odd = 0;
+  for (const char* k : {"no_arrival", "arrived_again", "start_while_running", "cpu_taken", "end_not_running"})
+    odd += c[k].get<uint64_t>();
+  if (odd || !c["unreadable"].empty()) std::printf("events that did not fit a job's course: %s\n", c.dump().c_str());
 }
 
 void add_analysis_commands(CLI::App& app, int* exit_code) {

@@ -45,6 +45,10 @@ void add_analysis_commands(CLI::App& app, int* exit_code);
 bool add_duration_table(nlohmann::json& out, const index::TraceIndex& ix, const std::string& stream, bool by_thread,
                         std::string& error);
 void print_duration_table(const nlohmann::json& table);
+// Adds out["tasks"]: per task its jobs, response, execution and waiting
+// times, deadlines missed, preemptions and migrations (analysis/jobs.hpp).
+void add_task_table(nlohmann::json& out, const index::TraceIndex& ix);
+void print_task_table(const nlohmann::json& j);
 // `check`: the trace's messages against protocol rules (exit 1 on a violation).
 void add_check_command(CLI::App& app, int* exit_code);
 // `view`: the desktop viewer.

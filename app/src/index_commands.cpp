@@ -431,7 +431,7 @@ void add_index_commands(CLI::App& app, int* exit_code) {
     if (!r.warning.empty()) std::fprintf(stderr, "tinescope: warning: %s\n", r.warning.c_str());
   });
 
-  static bool durations = false, by_thread = false, categories = false;
+  static bool durations = false, by_thread = false, by_task = false, categories = false;
   static std::string stream;
   static std::vector<std::string> stats_traces, clocks;
   auto* stats = app.add_subcommand("stats", "counts, time range, feedlets, drops and damage of a trace; durations per name");
@@ -444,6 +444,8 @@ void add_index_commands(CLI::App& app, int* exit_code) {
   stats->add_flag("--json", json_out, "print stable JSON");
   stats->add_flag("--durations", durations, "count, total, min, mean, max, p50/p90/p99/p99.9 per name (a pass over the trace)");
   stats->add_flag("--by-thread", by_thread, "--durations per name and per thread");
+  stats->add_flag("--by-task", by_task,
+                  "per task: jobs, response and execution times, deadlines missed, preemptions, migrations (ts_sched)");
   stats->add_option("--stream", stream, "--durations of this interval stream (docs/ANALYSIS.md)");
   stats->add_flag("--categories", categories,
                   "the categories of the intervals and instants, with their events and names (a pass over the trace)");
@@ -470,6 +472,7 @@ void add_index_commands(CLI::App& app, int* exit_code) {
         *exit_code = 2;
         return;
       }
+      if (by_task) add_task_table(j, ix);
       if (categories) {
         const analysis::Categories c = analysis::scan_categories(ix);
         if (!c.error.empty()) std::fprintf(stderr, "tinescope: warning: categories: %s (events there not counted)\n", c.error.c_str());
@@ -511,6 +514,7 @@ void add_index_commands(CLI::App& app, int* exit_code) {
                       (unsigned long long)k["events"].get<uint64_t>(), (unsigned long long)k["names"].get<uint64_t>());
       }
       if (j.contains("durations")) print_duration_table(j["durations"]);
+      if (j.contains("tasks")) print_task_table(j);
     }
     if (across)
       std::printf("\nbetween the traces: %zu messages (not counted as never received or never sent above), latency "

@@ -573,6 +573,12 @@ std::vector<Gap> TraceIndex::gaps() const {
   return out;
 }
 
+uint64_t TraceIndex::feedlet_events_of_type(uint32_t feedlet, uint16_t type) const {
+  std::shared_lock lock(mu_);
+  const FeedletState* f = s_->feedlet(feedlet);
+  return f && type < f->type_counts.size() ? f->type_counts[type] : 0;
+}
+
 std::vector<FeedletSummary> TraceIndex::feedlets() const {
   std::shared_lock lock(mu_);
   std::vector<FeedletSummary> out;

@@ -363,7 +363,7 @@ void Collector::encode(Feedlet& f, const uint64_t* rec) {
       break;
     }
     case kJobArrive: case kJobStart: case kJobPreempt: case kJobResume:
-    case kJobBlock: case kJobComplete: {
+    case kJobBlock: case kJobComplete: case kJobDeadline: {
       uint32_t task = name_id(reinterpret_cast<const char*>(low));
       p = c.begin(uint16_t(kind), ts);
       p = ChunkBuilder::put_u64(p, task);

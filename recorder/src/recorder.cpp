@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <atomic>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -149,6 +150,10 @@ inline void commit(Rec r, uint32_t words) { r.b->commit(uint64_t(words) * 8); }
 
 constexpr uint64_t kDefaultCategory = 1;
 
+// Ticks per ns of the clock ts_now() reads, from the last ts_start()'s
+// calibration (1 before any, and for CLOCK_MONOTONIC).
+std::atomic<double> g_ticks_per_ns{1.0};
+
 inline void record2(uint64_t category, uint32_t kind, uint64_t low) {
   Rec r = begin_record(category, kind, 2, low);
   if (r.w) commit(r, 2);
@@ -251,6 +256,7 @@ extern "C" int ts_start(const ts_config* config) {
   opt.overwrite = c.overwrite != 0;
   opt.flush_interval_ns = uint64_t(c.flush_interval_us ? c.flush_interval_us : 20000) * 1000;
   opt.clock = calibrate(2'000'000);
+  g_ticks_per_ns.store(g_use_tsc ? opt.clock.ticks_per_ns : 1.0, std::memory_order_relaxed);
   if (const char* ex = getenv("TINESCOPE_FUNC_EXCLUDE")) {
     std::string all = ex;
     for (size_t i = 0; i <= all.size();) {
@@ -346,6 +352,9 @@ extern "C" int ts_live_port(void) {
 }
 
 extern "C" uint64_t ts_now(void) { return read_ticks(); }
+extern "C" uint64_t ts_ticks_from_ns(uint64_t ns) {
+  return uint64_t(double(ns) * g_ticks_per_ns.load(std::memory_order_relaxed) + 0.5);
+}
 
 extern "C" const char* ts_intern(const char* str) {
   static std::mutex mutex;
@@ -432,6 +441,9 @@ extern "C" void ts_channel_name(uint64_t channel, const char* name) {
 extern "C" void ts_sched(ts_sched_kind kind, const char* task, uint64_t job, uint32_t cpu) {
   if (kind < TS_TASK_ARRIVE || kind > TS_JOB_COMPLETE) return;
   record4(uint32_t(kind), ptr_bits(task), job, cpu);
+}
+extern "C" void ts_job_deadline(const char* task, uint64_t job, uint64_t deadline) {
+  record4(kJobDeadline, ptr_bits(task), job, deadline);
 }
 extern "C" void ts_lock(ts_lock_kind kind, const char* lock_name, uint64_t lock_id) {
   if (kind < TS_LOCK_ACQUIRE || kind > TS_LOCK_RELEASE) return;

@@ -169,6 +169,7 @@ enum EventType : uint16_t {
   kClockSyncRecv = 24,    // sync_id:u peer:u
   kFuncEnter = 25,        // fn:s
   kFuncExit = 26,         // fn:s
+  kJobDeadline = 27,      // task:s job:u deadline:u   absolute, in ticks
   // Metadata feedlet only.
   kStringDef = 32,        // id:u text:b
   kTypeDef = 33,          // code:u schema:b   (one schema entry, see encode_schema)

@@ -75,6 +75,9 @@ TS_API int ts_live_port(void);
 
 /* The clock of every event, in ticks (TSC, or ns where there is no invariant TSC). */
 TS_API uint64_t ts_now(void);
+/* A duration in ns as ticks of that clock (ts_now() + ts_ticks_from_ns(5000000):
+ * 5 ms from now), by the calibration of ts_start(). */
+TS_API uint64_t ts_ticks_from_ns(uint64_t ns);
 
 /* A copy of `s` that lives until the process exits; the same pointer for equal strings.
  * Takes a lock: call it at set-up, not on a hot path. */
@@ -131,6 +134,10 @@ typedef enum ts_sched_kind {
   TS_JOB_COMPLETE = 19
 } ts_sched_kind;
 TS_API void ts_sched(ts_sched_kind kind, const char *task, uint64_t job, uint32_t cpu);
+/* The job's absolute deadline, in ticks of ts_now()'s clock: at its arrival
+ * (or any time before it completes; the last one given counts). `tinescope
+ * check` reports the jobs that complete after it. */
+TS_API void ts_job_deadline(const char *task, uint64_t job, uint64_t deadline);
 
 /* Locks: contend (about to wait), acquire (got it), release. */
 typedef enum ts_lock_kind { TS_LOCK_ACQUIRE = 20, TS_LOCK_CONTEND = 21, TS_LOCK_RELEASE = 22 } ts_lock_kind;

@@ -7,6 +7,7 @@
 //   answered  channel=req reply=resp within=1ms  # each receive on req answered on resp by its receiver
 //   forbidden from="producer*" to="q.13*"        # no message from those lanes to those
 //   allowed   from="producer*" to="q.*"          # with an allowed rule, every message needs one
+//   response  task="T*" within=2ms               # every job of those tasks responds within 2 ms (sched_check.hpp)
 //
 // Lanes are matched by their label (Catalog::thread_labels: the thread's
 // name, with its process and tid where names repeat), channels by name or
@@ -23,12 +24,13 @@
 namespace tinescope::analysis {
 
 struct Rule {
-  enum Kind { Received, Answered, Forbidden, Allowed };
+  enum Kind { Received, Answered, Forbidden, Allowed, Response };
   Kind kind = Received;
   int line = 0;      // in its file, from 1
   std::string text;  // as written, without its comment
   std::string channel, reply;  // channel patterns ("": any)
   std::string from, to;        // lane patterns ("": any)
+  std::string task;            // response: a task pattern ("": any)
   int64_t within_ns = -1;      // -1: no limit
 };
 
@@ -36,6 +38,7 @@ struct Rules {
   std::string file;
   std::vector<Rule> rules;
   bool has_allowed() const;
+  bool has_message_rules() const;  // any rule but response
 };
 
 // False with "FILE:LINE: what is wrong" at the first bad line.

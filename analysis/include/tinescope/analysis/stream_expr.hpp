@@ -15,6 +15,8 @@
 //   rate(S)                                        derivative, per second (of virtual time)
 //   exclude(S, I)                                  S without the time inside I's intervals (virtual time)
 //   smooth(S, 100ms)                               mean of the samples in a trailing window
+//   jobs(task="T1")                                each job from its arrival to its completion (jobs.hpp)
+//   response(task="T1")                            each job's response time in ns, a sample at its completion
 //
 // A quoted name alone, "interrupt", is intervals(name="interrupt"). Names
 // and threads are globs (* and ?), or /regular expressions/. Durations take
@@ -34,6 +36,8 @@ enum class Op : uint8_t {
   Longer, Shorter, Union, Intersect, Span, Sum, Rate, Exclude, Smooth,  // operators
   Field,  // a field of events as samples: read from the trace's chunks (filtered as a base stream is)
   Queue,  // messages waiting on their channels, as samples: +1 at a send, -1 at its receive (the flow table)
+  Jobs,      // jobs from arrival to completion, as intervals named by their task (analysis/jobs.hpp)
+  Response,  // jobs' response times (ns) as samples at their completions
 };
 
 // A comparison of an event's value (a sample's value, a message's size).
@@ -59,6 +63,7 @@ struct Filter {
   std::string thread;   // the feedlet's name, likewise
   std::string process;  // the trace's process name, likewise
   std::string channel;  // messages: the channel's name or number, likewise
+  std::string task;     // jobs, response: the task's name, likewise
   int depth = -1;       // intervals: nesting depth (0 outermost); -1 any
   std::string field;    // field(): the field's name (glob or /regex/)
   std::vector<ValueTest> values;
@@ -87,6 +92,8 @@ bool parse_stream(std::string_view text, Expr& out, std::string& error);
 std::string format_stream(const Expr& e);
 
 bool is_base(Op op);
+// Whether the operator takes a filter's fields (base streams, field, queue, jobs, response).
+bool takes_filter(Op op);
 const char* op_name(Op op);
 // True if the stream is made of intervals (else of samples).
 bool yields_intervals(const Expr& e);

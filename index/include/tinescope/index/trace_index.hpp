@@ -358,6 +358,8 @@ class TraceIndex {
   uint64_t first_ts() const;
   uint64_t last_ts() const;
   std::vector<uint64_t> events_per_type() const;  // indexed by type code
+  // A feedlet's events of one type (0 for a feedlet it does not know).
+  uint64_t feedlet_events_of_type(uint32_t feedlet, uint16_t type) const;
   std::vector<ChunkRecord> chunks() const;  // a copy of the whole table: O(trace)
   size_t chunk_count() const;
   std::vector<trace::Damage> damage() const;

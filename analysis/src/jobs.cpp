@@ -1,0 +1,236 @@
+#include "tinescope/analysis/jobs.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <unordered_map>
+
+#include "merged_events.hpp"
+
+namespace tinescope::analysis {
+
+using namespace tinescope::format;
+
+namespace {
+
+struct JobKey {
+  uint32_t task;
+  uint64_t id;
+  bool operator==(const JobKey&) const = default;
+};
+struct JobKeyHash {
+  size_t operator()(const JobKey& k) const { return std::hash<uint64_t>()(k.id * 0x9E3779B97F4A7C15ull ^ k.task); }
+};
+
+// A job while the scan follows it.
+struct Following {
+  Job job;
+  bool running = false;
+  uint64_t run_start = 0;
+  uint64_t block_start = kNoTime;
+  uint64_t order = 0;  // when it was first seen: the order of jobs left incomplete
+};
+
+}  // namespace
+
+struct JobScan::Impl {
+  Impl(const index::TraceIndex& ix, uint64_t t1)
+      : events(ix, {kJobArrive, kJobStart, kJobPreempt, kJobResume, kJobBlock, kJobComplete, kJobDeadline}, rank, t1) {}
+
+  // At one tick, an arrival before anything of its job, a segment's end
+  // before the next start (a job preempted on one CPU and resumed on
+  // another at the same tick).
+  static int rank(uint16_t type) {
+    return type == kJobArrive || type == kJobDeadline ? 0 : type == kJobStart || type == kJobResume ? 2 : 1;
+  }
+
+  MergedEvents events;
+  JobCounts counts;
+  std::unordered_map<JobKey, Following, JobKeyHash> jobs;
+  std::unordered_map<uint32_t, JobKey> on_cpu;  // the job each CPU runs
+  std::deque<Job> ready;                        // finished, not yet given
+  uint64_t seen = 0;
+  bool ended = false;
+
+  Following& follow(const JobKey& k) {
+    auto [it, fresh] = jobs.try_emplace(k);
+    if (fresh) {
+      it->second.job.task = k.task, it->second.job.id = k.id;
+      it->second.order = seen++;
+    }
+    return it->second;
+  }
+  // A segment ends: the time it ran counts, the CPU is free.
+  void stop_running(Following& f, uint64_t ts) {
+    if (!f.running) return;
+    f.job.executed += ts - f.run_start;
+    f.running = false;
+    auto c = on_cpu.find(f.job.last_cpu);
+    if (c != on_cpu.end() && c->second == JobKey{f.job.task, f.job.id}) on_cpu.erase(c);
+  }
+  void finish(Following& f) {
+    ++counts.jobs;
+    if (f.job.completed()) ++counts.completed;
+    if (f.job.arrival == kNoTime && (f.job.first_start != kNoTime || f.job.completed())) ++counts.no_arrival;
+    ready.push_back(f.job);
+  }
+
+  void apply(const SmallEvent& e) {
+    ++counts.events;
+    const JobKey k{uint32_t(e.u[0]), e.u[1]};
+    if (e.type == kJobArrive) {
+      auto it = jobs.find(k);
+      if (it != jobs.end() && it->second.job.arrival != kNoTime) {
+        // The same job arrived again before completing: the first is left
+        // incomplete as it was (its completion was lost or never recorded).
+        ++counts.arrived_again;
+        stop_running(it->second, e.ts);
+        it->second.job.last_event = e.ts;
+        finish(it->second);
+        jobs.erase(it);
+      }
+      Following& f = follow(k);
+      f.job.arrival = e.ts, f.job.last_event = e.ts;
+      return;
+    }
+    Following& f = follow(k);
+    f.job.last_event = e.ts;
+    const uint32_t cpu = uint32_t(e.u[2]);
+    switch (e.type) {
+      case kJobDeadline: f.job.deadline = e.u[2]; break;
+      case kJobStart:
+      case kJobResume: {
+        if (f.running) {  // its end was lost: as the index draws it, the segment ends here
+          ++counts.start_while_running;
+          f.job.cut = true;
+          stop_running(f, e.ts);
+        }
+        auto c = on_cpu.find(cpu);
+        if (c != on_cpu.end()) {  // another job's end on this CPU was lost
+          auto other = jobs.find(c->second);
+          ++counts.cpu_taken;
+          if (other != jobs.end()) other->second.job.cut = true, stop_running(other->second, e.ts);
+          on_cpu.erase(cpu);
+        }
+        if (f.block_start != kNoTime) f.job.blocked += e.ts - f.block_start, f.block_start = kNoTime;
+        if (f.job.last_cpu != kNoCpu && f.job.last_cpu != cpu) ++f.job.migrations;
+        if (f.job.first_start == kNoTime) f.job.first_start = e.ts, f.job.first_cpu = cpu;
+        f.job.last_cpu = cpu;
+        f.running = true, f.run_start = e.ts;
+        on_cpu[cpu] = k;
+        break;
+      }
+      case kJobPreempt:
+      case kJobBlock:
+        if (!f.running) {
+          ++counts.end_not_running;
+          break;
+        }
+        stop_running(f, e.ts);
+        if (e.type == kJobPreempt) {
+          ++f.job.preemptions;
+        } else {
+          ++f.job.blocks;
+          f.block_start = e.ts;
+        }
+        break;
+      case kJobComplete: {
+        stop_running(f, e.ts);
+        if (f.block_start != kNoTime) f.job.blocked += e.ts - f.block_start;
+        f.job.completion = e.ts;
+        f.job.completed_by = e.feedlet;
+        finish(f);
+        jobs.erase(k);
+        break;
+      }
+      default: break;
+    }
+  }
+
+  // The jobs still open at the scan's end: running ones ran until then.
+  void end_all() {
+    ended = true;
+    std::vector<Following*> open;
+    for (auto& [k, f] : jobs) open.push_back(&f);
+    std::sort(open.begin(), open.end(), [](const Following* a, const Following* b) { return a->order < b->order; });
+    const uint64_t end = events.end();
+    for (Following* f : open) {
+      if (f->running) f->job.last_event = end;
+      stop_running(*f, end);
+      if (f->block_start != kNoTime) f->job.blocked += end - f->block_start;
+      finish(*f);
+    }
+    jobs.clear();
+    counts.unreadable = events.unreadable();
+  }
+};
+
+JobScan::JobScan(const index::TraceIndex& ix, uint64_t t1) : impl_(std::make_unique<Impl>(ix, t1)) {}
+JobScan::~JobScan() = default;
+
+bool JobScan::next(Job& out) {
+  Impl& m = *impl_;
+  while (m.ready.empty()) {
+    if (m.ended) return false;
+    SmallEvent e;
+    if (m.events.next(e)) {
+      m.apply(e);
+    } else {
+      m.end_all();
+    }
+  }
+  out = m.ready.front();
+  m.ready.pop_front();
+  return true;
+}
+
+const JobCounts& JobScan::counts() const { return impl_->counts; }
+uint64_t JobScan::end() const { return impl_->events.end(); }
+
+bool JobScan::any(const index::TraceIndex& ix) {
+  const std::vector<uint64_t> n = ix.events_per_type();
+  for (uint16_t t : {kJobArrive, kJobStart, kJobResume, kJobComplete})
+    if (t < n.size() && n[t]) return true;
+  return false;
+}
+
+uint64_t span_ns(const index::TraceIndex& ix, uint64_t at, uint64_t ticks) {
+  return uint64_t(std::max<int64_t>(0, ns_between(ix, at, at + ticks)));
+}
+
+std::vector<TaskStats> task_stats(const index::TraceIndex& ix, JobCounts* counts) {
+  JobScan scan(ix);
+  std::map<uint32_t, TaskStats> per;
+  const auto catalog = ix.catalog_snapshot();
+  Job j;
+  while (scan.next(j)) {
+    TaskStats& s = per[j.task];
+    ++s.jobs;
+    s.preemptions += j.preemptions, s.migrations += j.migrations, s.blocks += j.blocks;
+    if (j.first_start != kNoTime) s.executed.add(span_ns(ix, j.first_start, j.executed));
+    if (j.completed()) ++s.completed;
+    if (j.has_response()) {
+      const uint64_t r = uint64_t(std::max<int64_t>(0, ns_between(ix, j.arrival, j.completion)));
+      if (s.response.count() == 0 || r > uint64_t(ns_between(ix, s.longest.arrival, s.longest.completion)))
+        s.longest = j;
+      s.response.add(r);
+      s.waiting.add(span_ns(ix, j.arrival, j.waiting()));
+    }
+    if (j.deadline != kNoTime) ++s.with_deadline;
+    if (j.missed(scan.end())) {
+      const int64_t late = ns_between(ix, j.deadline, j.completed() ? j.completion : scan.end());
+      if (s.missed == 0 || late > s.worst_lateness_ns) s.worst_lateness_ns = late, s.latest = j;
+      ++s.missed;
+    }
+  }
+  std::vector<TaskStats> out;
+  for (auto& [task, s] : per) {
+    s.task = std::string(catalog->string(task));
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(), [](const TaskStats& a, const TaskStats& b) { return a.task < b.task; });
+  if (counts) *counts = scan.counts();
+  return out;
+}
+
+}  // namespace tinescope::analysis

@@ -1,0 +1,311 @@
+// Jobs (analysis/jobs.hpp) and the scheduling checks (sched_check.hpp),
+// held to the truth of a toy global-EDF scheduler (edf_sim.hpp) that
+// recorded them, on its scenario and on random task sets; and what does
+// not fit a job's course, counted.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "edf_sim.hpp"
+#include "index_helpers.hpp"
+#include "tinescope/analysis/derived_stream.hpp"
+#include "tinescope/analysis/jobs.hpp"
+#include "tinescope/analysis/sched_check.hpp"
+
+namespace tinescope::test {
+namespace {
+
+using format::ChunkBuilder;
+using json = nlohmann::json;
+
+std::map<std::pair<std::string, uint64_t>, analysis::Job> scan_all(const index::TraceIndex& ix,
+                                                                   analysis::JobCounts* counts = nullptr) {
+  std::map<std::pair<std::string, uint64_t>, analysis::Job> out;
+  analysis::JobScan scan(ix);
+  analysis::Job j;
+  while (scan.next(j)) {
+    const bool fresh = out.emplace(std::make_pair(std::string(ix.catalog().string(j.task)), j.id), j).second;
+    EXPECT_TRUE(fresh) << "a job given twice";
+  }
+  if (counts) *counts = scan.counts();
+  return out;
+}
+
+// Every job as the simulator ran it: times to the ns, preemptions,
+// migrations, deadline; and nothing that did not fit.
+void expect_truth(const EdfSim& sim, const index::TraceIndex& ix) {
+  analysis::JobCounts counts;
+  const auto got = scan_all(ix, &counts);
+  ASSERT_EQ(got.size(), sim.jobs.size());
+  for (const SimJob& t : sim.jobs) {
+    auto it = got.find({sim.tasks[t.task].name, t.id});
+    ASSERT_NE(it, got.end()) << sim.tasks[t.task].name << " job " << t.id;
+    const analysis::Job& j = it->second;
+    SCOPED_TRACE(sim.tasks[t.task].name + " job " + std::to_string(t.id));
+    EXPECT_EQ(j.arrival, t.arrival);
+    EXPECT_EQ(j.completion, t.completion);
+    EXPECT_EQ(j.deadline, t.deadline);
+    EXPECT_EQ(j.response(), t.response());
+    EXPECT_EQ(j.executed, t.executed);
+    EXPECT_EQ(j.preemptions, t.preemptions);
+    EXPECT_EQ(j.migrations, t.migrations);
+    EXPECT_EQ(j.last_cpu, t.last_cpu);
+    EXPECT_EQ(j.missed(ix.last_ts()), t.missed());
+    EXPECT_EQ(j.waiting(), t.response() - t.executed);
+    EXPECT_FALSE(j.cut);
+  }
+  EXPECT_EQ(counts.jobs, sim.jobs.size());
+  EXPECT_EQ(counts.completed, sim.jobs.size());
+  EXPECT_EQ(counts.no_arrival + counts.arrived_again + counts.start_while_running + counts.cpu_taken +
+                counts.end_not_running,
+            0u);
+  EXPECT_TRUE(counts.unreadable.empty());
+}
+
+TEST(Jobs, TheToySchedulersJobsAreTheOnesItRan) {
+  EdfSim sim = toy_edf(true);
+  IndexedTrace t("edf.tine", sim.run());
+  ASSERT_TRUE(t.ix);
+  // The scenario holds what the issue asks of it.
+  EXPECT_GE(sim.preemptions, 5u);
+  EXPECT_GE(sim.migrations, 3u);
+  EXPECT_EQ(std::count_if(sim.jobs.begin(), sim.jobs.end(), [](const SimJob& j) { return j.missed(); }), 1);
+  EXPECT_TRUE(analysis::JobScan::any(*t.ix));
+  expect_truth(sim, *t.ix);
+}
+
+TEST(Jobs, RandomSchedulesGiveTheirOwnJobs) {
+  std::mt19937_64 rng(test_seed(53));
+  for (int round = 0; round < 25; ++round) {
+    EdfSim sim;
+    sim.cpus = 1 + uint32_t(rng() % 6);
+    const int tasks = 1 + int(rng() % 9);
+    for (int k = 0; k < tasks; ++k) {
+      SimTask task;
+      task.name = "task" + std::to_string(k);
+      task.period_us = 10 + rng() % 200;
+      task.wcet_us = 1 + rng() % (task.period_us * 3 / 2);  // some overload: misses
+      task.deadline_us = 1 + rng() % (2 * task.period_us);
+      task.offset_us = rng() % 50;
+      task.jobs = 1 + uint32_t(rng() % 30);
+      sim.tasks.push_back(task);
+    }
+    IndexedTrace t("edf_random.tine", sim.run());
+    ASSERT_TRUE(t.ix);
+    SCOPED_TRACE("round " + std::to_string(round));
+    expect_truth(sim, *t.ix);
+  }
+}
+
+// Events lost or out of course: each counted where it happens, no job made up.
+TEST(Jobs, EventsThatDoNotFitAreCountedNotMadeUp) {
+  TraceBytes trace = named_trace({"A", "B"});
+  ChunkBuilder cb;
+  cb.feedlet = 1;
+  using namespace format;
+  put_job(cb, kJobArrive, 100, 1, 1, 0);
+  put_job(cb, kJobStart, 200, 1, 1, 0);
+  put_job(cb, kJobStart, 300, 2, 7, 0);     // B 7 on CPU 0 while A 1 runs there: A's segment ends (cpu_taken)
+  put_job(cb, kJobPreempt, 400, 1, 1, 0);   // A 1 no longer runs (end_not_running)
+  put_job(cb, kJobResume, 500, 1, 1, 1);    // A 1 on CPU 1: a migration
+  put_job(cb, kJobResume, 600, 1, 1, 1);    // again (start_while_running)
+  put_job(cb, kJobComplete, 700, 1, 1, 1);  // A 1: arrived 100, ran 200-300, 500-700
+  put_job(cb, kJobComplete, 800, 2, 7, 0);  // B 7: no arrival
+  put_job(cb, kJobArrive, 900, 1, 2, 0);
+  put_job(cb, kJobArrive, 950, 1, 2, 0);    // A 2 arrives again (arrived_again): the first left incomplete
+  put_job(cb, kJobStart, 1000, 1, 2, 2);    // ... and still running when the trace ends at 1100
+  put_named(cb, kInstant, 1100, 1);
+  trace.flush(cb);
+  IndexedTrace t("odd_jobs.tine", trace.out);
+  ASSERT_TRUE(t.ix);
+  analysis::JobCounts c;
+  analysis::JobScan scan(*t.ix);
+  std::vector<analysis::Job> jobs;
+  for (analysis::Job j; scan.next(j);) jobs.push_back(j);
+  c = scan.counts();
+  EXPECT_EQ(c.cpu_taken, 1u);
+  EXPECT_EQ(c.end_not_running, 1u);
+  EXPECT_EQ(c.start_while_running, 1u);
+  EXPECT_EQ(c.no_arrival, 1u);
+  EXPECT_EQ(c.arrived_again, 1u);
+  ASSERT_EQ(jobs.size(), 4u);  // in completion order, then the rest as they appeared
+  EXPECT_EQ(jobs[0].id, 1u);
+  EXPECT_EQ(jobs[0].response(), 600u);
+  EXPECT_EQ(jobs[0].executed, 100u + 200u);
+  EXPECT_EQ(jobs[0].migrations, 1u);
+  EXPECT_TRUE(jobs[0].cut);
+  EXPECT_EQ(jobs[1].id, 7u);
+  EXPECT_FALSE(jobs[1].has_response());
+  EXPECT_EQ(jobs[1].executed, 500u);
+  EXPECT_EQ(jobs[2].id, 2u);  // the first arrival of A 2, never run
+  EXPECT_FALSE(jobs[2].completed());
+  EXPECT_EQ(jobs[2].arrival, 900u);
+  EXPECT_EQ(jobs[3].arrival, 950u);
+  EXPECT_EQ(jobs[3].executed, 100u);  // to the trace's end
+  EXPECT_EQ(jobs[3].last_event, 1100u);
+}
+
+// jobs() and response() as streams, and the per-task table, against the truth.
+TEST(Jobs, StreamsAndPerTaskStatisticsAreTheJobs) {
+  EdfSim sim = toy_edf(true);
+  IndexedTrace t("edf_streams.tine", sim.run());
+  ASSERT_TRUE(t.ix);
+  std::string error;
+  analysis::Expr e;
+  ASSERT_TRUE(analysis::parse_stream("jobs(task=\"T3\")", e, error)) << error;
+  EXPECT_EQ(analysis::format_stream(e), "jobs(task=\"T3\")");
+  auto jobs = analysis::DerivedStream::evaluate(*t.ix, e, error);
+  ASSERT_TRUE(jobs) << error;
+  std::vector<std::pair<uint64_t, uint64_t>> want, got;
+  for (const SimJob& j : sim.jobs)
+    if (sim.tasks[j.task].name == "T3") want.emplace_back(j.arrival, j.completion);
+  for (const analysis::Record& r : jobs->records()) got.emplace_back(r.start, r.end);
+  std::sort(want.begin(), want.end()), std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+
+  ASSERT_TRUE(analysis::parse_stream("response(task=\"T*\", value>100000)", e, error)) << error;
+  auto slow = analysis::DerivedStream::evaluate(*t.ix, e, error);
+  ASSERT_TRUE(slow) << error;
+  std::vector<std::pair<uint64_t, double>> want_slow, got_slow;
+  for (const SimJob& j : sim.jobs)
+    if (j.response() > 100000) want_slow.emplace_back(j.completion, double(j.response()));
+  for (const analysis::Record& r : slow->records()) got_slow.emplace_back(r.end, r.value);
+  std::sort(want_slow.begin(), want_slow.end()), std::sort(got_slow.begin(), got_slow.end());
+  EXPECT_EQ(got_slow, want_slow);
+  EXPECT_FALSE(want_slow.empty());
+
+  ASSERT_TRUE(analysis::parse_stream("intervals(task=\"T1\")", e, error));
+  EXPECT_FALSE(analysis::DerivedStream::evaluate(*t.ix, e, error));
+  EXPECT_NE(error.find("task= is for jobs() and response()"), std::string::npos) << error;
+
+  const std::vector<analysis::TaskStats> stats = analysis::task_stats(*t.ix);
+  ASSERT_EQ(stats.size(), sim.tasks.size());
+  for (const analysis::TaskStats& s : stats) {
+    SCOPED_TRACE(s.task);
+    uint64_t n = 0, missed = 0, preempt = 0, migrate = 0, longest = 0, total = 0;
+    for (const SimJob& j : sim.jobs) {
+      if (sim.tasks[j.task].name != s.task) continue;
+      ++n, missed += j.missed(), preempt += j.preemptions, migrate += j.migrations, total += j.response();
+      longest = std::max(longest, j.response());
+    }
+    EXPECT_EQ(s.jobs, n);
+    EXPECT_EQ(s.completed, n);
+    EXPECT_EQ(s.with_deadline, n);
+    EXPECT_EQ(s.missed, missed);
+    EXPECT_EQ(s.preemptions, preempt);
+    EXPECT_EQ(s.migrations, migrate);
+    EXPECT_EQ(s.response.max(), longest);
+    EXPECT_EQ(s.response.total(), total);
+    EXPECT_EQ(s.longest.response(), longest);
+  }
+}
+
+TEST(SchedCheck, LockMisuseIsFound) {
+  TraceBytes trace = named_trace({"m", "a", "b"}, {2, 3});
+  ChunkBuilder a, b;
+  a.feedlet = 1, b.feedlet = 2;
+  auto lock = [](ChunkBuilder& cb, uint16_t type, uint64_t ts, uint64_t id) {
+    uint8_t* p = cb.begin(type, ts);
+    p = ChunkBuilder::put_u64(p, 1);
+    p = ChunkBuilder::put_u64(p, id);
+    cb.end(p);
+  };
+  using namespace format;
+  lock(a, kLockAcquire, 1000, 5);
+  lock(a, kLockAcquire, 1500, 5);  // again by its holder: a recursive mutex, no misuse
+  lock(a, kLockRelease, 1600, 5);
+  lock(b, kLockContend, 2000, 5);
+  lock(b, kLockAcquire, 3000, 5);  // while a holds it
+  lock(a, kLockRelease, 4000, 5);  // a no longer holds it (b took it)
+  lock(b, kLockRelease, 5000, 5);
+  lock(a, kLockRelease, 6000, 6);  // never acquired
+  lock(a, kLockAcquire, 7000, 5);  // b released at 7000 and a acquired at 7000: not taken while held
+  lock(b, kLockAcquire, 6900, 5);
+  trace.flush(a);
+  b.feedlet = 2;
+  lock(b, kLockRelease, 7000, 5);
+  trace.flush(b);
+  IndexedTrace t("locks.tine", trace.out);
+  ASSERT_TRUE(t.ix);
+  const analysis::SchedReport r = analysis::check_schedule(*t.ix, nullptr);
+  EXPECT_EQ(r.locks, 2u);
+  EXPECT_EQ(r.per_kind[analysis::SchedViolation::LockTaken], 1u);
+  EXPECT_EQ(r.per_kind[analysis::SchedViolation::ReleaseNotHeld], 2u);
+  ASSERT_EQ(r.violations.size(), 3u);
+  EXPECT_EQ(r.violations[0].ts, 3000u);
+  EXPECT_EQ(r.violations[0].why, "acquired by b while a held it (for 2us)");
+  EXPECT_EQ(r.violations[1].ts, 4000u);
+  EXPECT_EQ(r.violations[1].why, "released by a while b held it");
+  EXPECT_EQ(r.violations[2].why, "released by a, which nobody held");
+}
+
+// `check` on the toy scheduler: the missed deadline found, exit 1; the run
+// without the overload passes; a response bound is held to every job.
+TEST(SchedCheck, TheCommandFindsTheMissedDeadline) {
+  EdfSim bad_sim = toy_edf(true), good_sim = toy_edf(false);
+  IndexedTrace bad("edf_bad.tine", bad_sim.run()), good("edf_good.tine", good_sim.run());
+  ASSERT_TRUE(bad.ix && good.ix);
+  const std::string cli = bin("app/tinescope");
+  std::string out;
+  EXPECT_EQ(run(cli + " check " + bad.path + " --json 2>&1", &out), 1) << out;
+  json j = json::parse(out);
+  const json& s = j["schedule"];
+  EXPECT_EQ(s["jobs"], bad_sim.jobs.size());
+  EXPECT_EQ(s["per_kind"]["deadline missed"], 1);
+  ASSERT_EQ(s["violations"].size(), 1u);
+  const SimJob& missed = *std::find_if(bad_sim.jobs.begin(), bad_sim.jobs.end(), [](const SimJob& j) { return j.missed(); });
+  EXPECT_EQ(s["violations"][0]["task"], "T5");
+  EXPECT_EQ(s["violations"][0]["job"], missed.id);
+  EXPECT_EQ(s["violations"][0]["cpu"], missed.last_cpu);
+  EXPECT_EQ(s["violations"][0]["at_ns"], int64_t(missed.deadline));  // the trace starts at 0
+  EXPECT_EQ(s["violations"][0]["by_ns"], int64_t(missed.completion - missed.deadline));
+  EXPECT_EQ(run(cli + " check " + bad.path + " 2>&1", &out), 1);
+  EXPECT_NE(out.find("deadline missed: T5 job 0 on cpu"), std::string::npos) << out;
+  EXPECT_NE(out.find("FAILED: 1 violations"), std::string::npos) << out;
+  EXPECT_EQ(run(cli + " check " + good.path + " 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find("passed: 0 violations in 0 messages and " + std::to_string(good_sim.jobs.size()) + " jobs"),
+            std::string::npos)
+      << out;
+
+  // A bound on T3's response (its median): the jobs over it, each with its rule.
+  std::vector<uint64_t> t3;
+  for (const SimJob& sj : bad_sim.jobs)
+    if (bad_sim.tasks[sj.task].name == "T3") t3.push_back(sj.response());
+  std::sort(t3.begin(), t3.end());
+  const uint64_t bound = t3[t3.size() / 2];
+  const size_t over = size_t(std::count_if(t3.begin(), t3.end(), [&](uint64_t r) { return r > bound; }));
+  EXPECT_GT(over, 0u);
+  const std::string rules = temp_path("edf.rules");
+  std::ofstream(rules) << "response task=T3 within=" << bound << "ns\nresponse task=\"nothing*\" within=1s\n";
+  EXPECT_EQ(run(cli + " check " + bad.path + " --rules " + rules + " --json 2>&1", &out), 1) << out;
+  j = json::parse(out);
+  EXPECT_EQ(j["schedule"]["per_kind"]["response over its bound"], over);
+  EXPECT_EQ(j["per_rule"][0]["checked"], 5);
+  EXPECT_EQ(j["per_rule"][0]["violated"], over);
+  EXPECT_EQ(j["per_rule"][1]["checked"], 0);
+  EXPECT_EQ(run(cli + " check " + bad.path + " --rules " + rules + " 2>&1", &out), 1);
+  EXPECT_NE(out.find("(it applies to no job: is its task right?)"), std::string::npos) << out;
+
+  // stats --by-task and find --longest over response times.
+  EXPECT_EQ(run(cli + " stats " + bad.path + " --by-task --json 2>&1", &out), 0) << out;
+  j = json::parse(out);
+  ASSERT_EQ(j["tasks"].size(), bad_sim.tasks.size());
+  EXPECT_EQ(j["tasks"][4]["task"], "T5");
+  EXPECT_EQ(j["tasks"][4]["missed"], 1);
+  EXPECT_EQ(j["tasks"][4]["most_late"]["late_ns"], int64_t(missed.completion - missed.deadline));
+  EXPECT_EQ(run(cli + " stats " + bad.path + " --by-task 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find("resp mean us"), std::string::npos) << out;
+  EXPECT_EQ(run(cli + " find " + bad.path + " --longest 2 --stream 'jobs(task=\"T2\")' 2>&1", &out), 0) << out;
+  std::vector<uint64_t> t2;
+  for (const SimJob& sj : bad_sim.jobs)
+    if (bad_sim.tasks[sj.task].name == "T2") t2.push_back(sj.response());
+  std::sort(t2.rbegin(), t2.rend());
+  EXPECT_NE(out.find(std::to_string(t2[0] / 1000)), std::string::npos) << out;
+  ::unlink(rules.c_str());
+}
+
+}  // namespace
+}  // namespace tinescope::test
