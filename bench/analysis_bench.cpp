@@ -14,6 +14,9 @@
 //   analysis.merge_ms              two nodes' traces (--merge-events each) put on
 //                                  one clock (sync events read, fitted) and their
 //                                  messages matched, against indexing both
+//   analysis.jobs_events_per_s     the response times of every job of a trace of
+//                                  --jobs-events scheduling events, as a stream
+//                                  with its pyramid (response()), per second
 // Each printed with its ratio to the goal, and the cost behind it.
 #include <fcntl.h>
 #include <unistd.h>
@@ -29,6 +32,7 @@
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/message_across.hpp"
 #include "tinescope/analysis/event_details.hpp"
+#include "tinescope/analysis/jobs.hpp"
 #include "tinescope/analysis/message_report.hpp"
 #include "tinescope/analysis/needles.hpp"
 #include "tinescope/index/trace_index.hpp"
@@ -102,6 +106,54 @@ bool write_field_trace(const std::string& path, uint64_t events, std::string& wh
   return std::fclose(f) == 0 || (why = path + ": write failed", false);
 }
 
+// A trace of about `events` scheduling events: 8 CPUs' threads and a
+// dispatcher's; every 100 ns a job of one of 16 tasks arrives (with its
+// deadline), starts on one CPU, is preempted, resumes on the next CPU and
+// completes: six events a job, a preemption and a migration each.
+bool write_jobs_trace(const std::string& path, uint64_t events, std::string& why) {
+  using namespace format;
+  HeaderInfo info;
+  info.clock.source = uint8_t(ClockSource::Monotonic);
+  info.clock.ticks_per_ns = 1.0;
+  info.process_name = "jobs-bench";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return why = path + ": cannot write", false;
+  const std::string header = build_file_header(info);
+  std::fwrite(header.data(), 1, header.size(), f);
+  std::vector<uint8_t> frame;
+  ChunkBuilder meta;
+  for (uint64_t id = 1; id <= 16; ++id) {
+    const std::string name = "task" + std::to_string(id);
+    uint8_t* p = meta.begin(kStringDef, 0, 64);
+    p = ChunkBuilder::put_u64(p, id);
+    meta.end(ChunkBuilder::put_bytes(p, name.data(), name.size()));
+  }
+  meta.finish(0, frame);
+  std::fwrite(frame.data(), 1, frame.size(), f);
+  std::vector<ChunkBuilder> lanes(9);  // 0: the dispatcher, 1 + c: CPU c
+  for (uint32_t l = 0; l < 9; ++l) lanes[l].feedlet = l + 1;
+  auto put = [&](uint32_t lane, uint16_t type, uint64_t ts, uint64_t task, uint64_t job, uint64_t last) {
+    ChunkBuilder& cb = lanes[lane];
+    uint8_t* p = cb.begin(type, ts);
+    p = ChunkBuilder::put_u64(p, task);
+    p = ChunkBuilder::put_u64(p, job);
+    cb.end(ChunkBuilder::put_u64(p, last));
+    if (cb.full()) cb.finish(0, frame), std::fwrite(frame.data(), 1, frame.size(), f);
+  };
+  for (uint64_t i = 0; i < events / 6; ++i) {
+    const uint64_t t = 1000 + i * 100, task = 1 + i % 16, cpu = i % 8;
+    put(0, kJobArrive, t, task, i, 0);
+    put(0, kJobDeadline, t, task, i, t + 85 + i % 10);  // some are missed
+    put(1 + uint32_t(cpu), kJobStart, t + 10, task, i, cpu);
+    put(1 + uint32_t(cpu), kJobPreempt, t + 40, task, i, cpu);
+    put(1 + uint32_t((cpu + 1) % 8), kJobResume, t + 60, task, i, (cpu + 1) % 8);
+    put(1 + uint32_t((cpu + 1) % 8), kJobComplete, t + 90, task, i, (cpu + 1) % 8);
+  }
+  for (ChunkBuilder& cb : lanes)
+    if (!cb.empty()) cb.finish(0, frame), std::fwrite(frame.data(), 1, frame.size(), f);
+  return std::fclose(f) == 0 || (why = path + ": write failed", false);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,10 +171,15 @@ int main(int argc, char** argv) {
   app.add_option("--field-events", field_events, "events of the trace made for the field stream");
   double merge_events = 1e8;
   app.add_option("--merge-events", merge_events, "events in each of the two traces merged (0: no merge figure)");
+  double jobs_events = 1e8;
+  app.add_option("--jobs-events", jobs_events, "scheduling events of the trace made for the jobs figure (0: none)");
   app.add_option("-k", k, "needles to find");
   app.add_flag("--quick", quick, "a small trace: checks that every figure prints");
   CLI11_PARSE(app, argc, argv);
-  if (quick) events = 2e6, derive_events = 1e6, field_events = 1e6, merge_events = 1e6;
+  if (quick) {
+    events = 2e6, derive_events = 1e6, field_events = 1e6, merge_events = 1e6;
+    if (!app.count("--jobs-events")) jobs_events = 1e6;
+  }
   if (trace.empty()) trace = "index_bench." + std::to_string(uint64_t(events)) + ".tine";  // shared with index_bench
   if (!bench::ensure_bench_trace(trace, uint64_t(events), 16, "analysis_bench")) return 1;
   std::string error;
@@ -313,6 +370,32 @@ int main(int argc, char** argv) {
                 "%llu sync messages each way, %zu messages between them, median of 3)\n",
                 ms_each[1], index_ms, ms_each[1] / index_ms, (unsigned long long)nodes[0]->events(),
                 (unsigned long long)nodes[1]->events(), (unsigned long long)al.clocks[1].there, across.messages.size());
+  }
+
+  // ---- jobs: every job's response time as a stream with its pyramid
+  // (response()), from a trace of scheduling events alone; median of 3.
+  if (jobs_events > 0) {
+    const std::string path = "analysis_bench.jobs." + std::to_string(uint64_t(jobs_events)) + ".tine";
+    if (::access(path.c_str(), R_OK) != 0 && !write_jobs_trace(path, uint64_t(jobs_events), error))
+      return std::fprintf(stderr, "analysis_bench: %s\n", error.c_str()), 1;
+    auto jx = index::TraceIndex::open(path, error);
+    if (!jx || !analysis::parse_stream("response()", e, error))
+      return std::fprintf(stderr, "analysis_bench: %s\n", error.c_str()), 1;
+    times.clear();
+    for (int i = 0; i < 3; ++i) {
+      s.reset();
+      const auto t0 = Clock::now();
+      s = analysis::DerivedStream::evaluate(*jx, e, error);
+      times.push_back(ms_since(t0));
+      if (!s) return std::fprintf(stderr, "analysis_bench: %s\n", error.c_str()), 1;
+    }
+    std::sort(times.begin(), times.end());
+    const double per_s = double(jx->events()) / (times[1] / 1e3);
+    std::printf("figure: analysis.jobs_events_per_s %.0f events/s (%.1f M/s; goal >= 50 M/s: %.2fx; response() over "
+                "%llu scheduling events of 9 threads in %.0f ms, median of 3 -> %llu jobs, %u-level pyramid)\n",
+                per_s, per_s / 1e6, per_s / 50e6, (unsigned long long)jx->events(), times[1],
+                (unsigned long long)s->size(), s->top_shift() - s->leaf_shift() + 1);
+    s.reset();
   }
   return 0;
 }

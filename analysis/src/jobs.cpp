@@ -1,7 +1,6 @@
 #include "tinescope/analysis/jobs.hpp"
 
 #include <algorithm>
-#include <deque>
 #include <map>
 #include <unordered_map>
 
@@ -48,7 +47,8 @@ struct JobScan::Impl {
   JobCounts counts;
   std::unordered_map<JobKey, Following, JobKeyHash> jobs;
   std::unordered_map<uint32_t, JobKey> on_cpu;  // the job each CPU runs
-  std::deque<Job> ready;                        // finished, not yet given
+  std::vector<Job> ready;                       // finished, not yet given: from ready[given]
+  size_t given = 0;
   uint64_t seen = 0;
   bool ended = false;
 
@@ -170,6 +170,7 @@ JobScan::~JobScan() = default;
 
 bool JobScan::next(Job& out) {
   Impl& m = *impl_;
+  if (m.given == m.ready.size()) m.ready.clear(), m.given = 0;
   while (m.ready.empty()) {
     if (m.ended) return false;
     SmallEvent e;
@@ -179,8 +180,7 @@ bool JobScan::next(Job& out) {
       m.end_all();
     }
   }
-  out = m.ready.front();
-  m.ready.pop_front();
+  out = m.ready[m.given++];
   return true;
 }
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -43,12 +44,22 @@ class MergedEvents {
     const uint64_t windows = std::max<uint64_t>(1, total >> 20);
     window_ = done_ ? 1 : std::max<uint64_t>(1, (hi_ - lo_) / windows + 1);
     next_window_ = lo_;
+    if (!done_) ahead_ = std::async(std::launch::async, [this] { read_window(next_events_); });
+  }
+
+  ~MergedEvents() {
+    if (ahead_.valid()) ahead_.wait();
   }
 
   bool next(SmallEvent& e) {
     while (at_ == window_events_.size()) {
-      if (done_) return false;
-      read_window();
+      if (!ahead_.valid()) return false;
+      // The next window was read on another thread while this one was
+      // used; the one after it is read now.
+      ahead_.get();
+      window_events_.swap(next_events_);
+      at_ = 0;
+      if (!done_) ahead_ = std::async(std::launch::async, [this] { read_window(next_events_); });
     }
     e = window_events_[at_++];
     return true;
@@ -58,44 +69,85 @@ class MergedEvents {
   const std::vector<std::string>& unreadable() const { return unreadable_; }
 
  private:
-  void read_window() {
+  void read_window(std::vector<SmallEvent>& out) {
     const uint64_t w0 = next_window_, w1 = hi_ - w0 < window_ - 1 ? hi_ : w0 + window_ - 1;
     done_ = w1 == hi_;
     next_window_ = w1 + 1;
-    window_events_.clear(), at_ = 0;
-    for (uint32_t f : feedlets_) {
+    per_feedlet_.resize(feedlets_.size());
+    size_t total = 0;
+    for (size_t k = 0; k < feedlets_.size(); ++k) {
+      const uint32_t f = feedlets_[k];
+      std::vector<SmallEvent>& mine = per_feedlet_[k];
+      mine.clear();
       std::string why;
       const bool ok = ix_.decode_events(
           f, w0, w1,
           [&](const trace::Event& ev) {
             if (!wanted_[ev.type]) return;
-            SmallEvent s;
-            s.ts = ev.ts, s.feedlet = f, s.type = ev.type;
-            s.u[0] = ev.u[0], s.u[1] = ev.u[1], s.u[2] = ev.u[2];
-            window_events_.push_back(s);
+            mine.push_back(SmallEvent{ev.ts, f, ev.type, {ev.u[0], ev.u[1], ev.u[2]}});
           },
           why);
       if (!ok && std::find(unreadable_.begin(), unreadable_.end(), why) == unreadable_.end())
         unreadable_.push_back(why);
+      total += mine.size();
     }
-    // Each feedlet's events are in its order and the feedlets in id order:
-    // a stable sort by time gives the merged order.
-    std::stable_sort(window_events_.begin(), window_events_.end(),
-                     [](const SmallEvent& a, const SmallEvent& b) { return a.ts < b.ts; });
+    // Each feedlet's events are in its order: merged by time, ties by
+    // feedlet id (a heap of the feedlets' next events).
+    out.clear();
+    out.reserve(total);
+    if (feedlets_.size() <= 16) {  // a few threads: the smallest head by a scan, cheaper than a heap
+      std::vector<size_t>& at = at_each_;
+      at.assign(feedlets_.size(), 0);
+      for (;;) {
+        size_t best = SIZE_MAX;
+        uint64_t best_ts = UINT64_MAX;
+        for (size_t k = 0; k < at.size(); ++k)
+          if (at[k] < per_feedlet_[k].size() && per_feedlet_[k][at[k]].ts < best_ts) best = k, best_ts = per_feedlet_[k][at[k]].ts;
+        if (best == SIZE_MAX) break;
+        out.push_back(per_feedlet_[best][at[best]++]);
+      }
+    } else {
+      merge_by_heap(out);
+    }
     if (!rank_) return;
-    for (size_t i = 0; i < window_events_.size();) {
+    for (size_t i = 0; i < out.size();) {
       size_t j = i + 1;
-      while (j < window_events_.size() && window_events_[j].ts == window_events_[i].ts) ++j;
-      if (j - i > 1 && j - i <= 64) by_rank(i, j);  // (past 64 at one tick: as merged, not in quadratic time)
+      bool several = false;  // threads at this tick (one thread's events keep their order)
+      while (j < out.size() && out[j].ts == out[i].ts) several |= out[j].feedlet != out[i].feedlet, ++j;
+      if (several && j - i <= 64) by_rank(out, i, j);  // (past 64 at one tick: as merged, not in quadratic time)
       i = j;
+    }
+  }
+
+  void merge_by_heap(std::vector<SmallEvent>& out) {
+    heap_.clear();
+    for (size_t k = 0; k < feedlets_.size(); ++k)
+      if (!per_feedlet_[k].empty()) heap_.push_back({per_feedlet_[k][0].ts, uint32_t(k), 0});
+    auto later = [](const Head& a, const Head& b) { return a.ts != b.ts ? a.ts > b.ts : a.k > b.k; };
+    std::make_heap(heap_.begin(), heap_.end(), later);
+    while (!heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), later);
+      Head& h = heap_.back();
+      const std::vector<SmallEvent>& from = per_feedlet_[h.k];
+      // Take this feedlet's events up to the next head's time at once.
+      const uint64_t until = heap_.size() > 1 ? heap_.front().ts : UINT64_MAX;
+      const uint32_t until_k = heap_.size() > 1 ? heap_.front().k : UINT32_MAX;
+      size_t i = h.i;
+      while (i < from.size() && (from[i].ts < until || (from[i].ts == until && h.k < until_k))) out.push_back(from[i++]);
+      if (i < from.size()) {
+        h.i = i, h.ts = from[i].ts;
+        std::push_heap(heap_.begin(), heap_.end(), later);
+      } else {
+        heap_.pop_back();
+      }
     }
   }
   // Events [i, j) of one tick: each time, of the threads' next events, the
   // one of the lowest rank (ties: the lower thread id).
-  void by_rank(size_t i, size_t j) {
-    tick_.assign(window_events_.begin() + i, window_events_.begin() + j);
+  void by_rank(std::vector<SmallEvent>& out, size_t i, size_t j) {
+    tick_.assign(out.begin() + i, out.begin() + j);
     taken_.assign(tick_.size(), 0);
-    for (size_t out = i; out < j; ++out) {
+    for (size_t o = i; o < j; ++o) {
       size_t best = SIZE_MAX;
       heads_.clear();  // threads whose next event was seen
       for (size_t k = 0; k < tick_.size(); ++k) {
@@ -104,7 +156,7 @@ class MergedEvents {
         if (best == SIZE_MAX || rank_(tick_[k].type) < rank_(tick_[best].type)) best = k;
       }
       taken_[best] = 1;
-      window_events_[out] = tick_[best];
+      out[o] = tick_[best];
     }
   }
 
@@ -116,8 +168,17 @@ class MergedEvents {
   std::vector<uint8_t> wanted_;
   std::vector<uint32_t> feedlets_;
   uint64_t lo_ = 0, hi_ = 0, window_ = 1, next_window_ = 0;
-  bool done_ = true;
-  std::vector<SmallEvent> window_events_;
+  bool done_ = true;  // (the reading thread's: no window after the one it read)
+  struct Head {
+    uint64_t ts;
+    uint32_t k;
+    size_t i;
+  };
+  std::vector<std::vector<SmallEvent>> per_feedlet_;
+  std::vector<Head> heap_;
+  std::vector<size_t> at_each_;
+  std::future<void> ahead_;  // reads the next window into next_events_
+  std::vector<SmallEvent> window_events_, next_events_;
   size_t at_ = 0;
   std::vector<std::string> unreadable_;
 };
