@@ -53,5 +53,7 @@ void print_task_table(const nlohmann::json& j);
 void add_check_command(CLI::App& app, int* exit_code);
 // `view`: the desktop viewer.
 void add_view_command(CLI::App& app, int* exit_code);
+// `record`: runs a program with the recorder on, and the kernel's scheduling.
+void add_record_command(CLI::App& app, int* exit_code);
 
 }  // namespace tinescope::app

@@ -1,0 +1,70 @@
+// The kernel's scheduling of a program's threads (sched_switch, wakeups,
+// migrations, exits), written into the program's own trace beside its
+// events, on its clock (TuningFork's vertical profile; docs/IMPORT.md,
+// "Kernel scheduling"):
+//
+//   a feedlet per CPU ("cpu N", process "kernel"): each thread's time on
+//     it as a job segment (ts_sched's start, then preempt when it left
+//     runnable, block when it slept), task = its name (the program's name
+//     for the thread, else COMM-TID), job = its tid, so
+//     the CPUs' rows and the job analysis read it as they read a
+//     scheduler's own events; a migration is a message from the CPU it
+//     left to the one it was moved to (channel "migration");
+//   a feedlet per thread ("NAME states", in the program's process):
+//     its states as nested intervals: "Running", "Runnable (preempted)",
+//     "Runnable (woken)" (from its wakeup to its running: the wakeup
+//     latency), "Sleeping", "Uninterruptible (D)", "Stopped", and
+//     "activation" around each wakeup-to-sleep (its response).
+//
+// Events the kernel's buffers lost are counted in the CPU's chunks as
+// dropped (drawn where they were lost).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tinescope::import {
+
+struct KernelSched {
+  enum Kind : uint8_t { Switch, Wakeup, WakeupNew, Migrate, Exit };
+  Kind kind = Switch;
+  uint32_t cpu = 0;      // where it was recorded
+  uint64_t ts = 0;       // ticks of the trace's clock
+  int32_t pid = 0;       // Switch: the previous task; the others: the task
+  int32_t next_pid = 0;  // Switch
+  int64_t prev_state = 0;  // Switch: the kernel's report of the previous task's state (0: runnable)
+  uint32_t orig_cpu = 0, dest_cpu = 0;  // Migrate; Wakeup: dest_cpu is its target CPU
+  std::string comm, next_comm;          // Switch: both tasks' names; the others: the task's
+};
+
+// The kernel's sched_switch prev_state, as tracefs reports it (the task
+// state's report bit, TASK_REPORT_MAX for a preemption).
+const char* state_name(int64_t prev_state);  // "Runnable (preempted)", "Sleeping", ...
+
+struct AppendResult {
+  uint64_t events = 0;         // kernel events taken
+  uint64_t cpus = 0, threads = 0;
+  uint64_t switches = 0, wakeups = 0, migrations = 0;
+  uint64_t lost = 0;           // events the kernel's buffers lost
+};
+
+// Appends `events` (sorted by time) to the trace at `path`, which a
+// recorder finished writing (its names, feedlets and metadata chunks
+// continue where its own end); `lost`: per CPU, events lost before a time.
+// The threads of `root_pid` (it, and every task forked while it was
+// followed: the pids of the sched_wakeup_new events) get a lane of their
+// states; with root_pid 0 every thread seen does. A lane is named by its
+// thread's last name (a program's threads are named "tinescope" until
+// exec). False with why where the trace cannot be read or written.
+struct LostEvents {
+  uint32_t cpu = 0;
+  uint64_t ts = 0;      // the first event after the loss
+  uint64_t count = 0;
+};
+bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>& events,
+                         const std::vector<LostEvents>& lost, int32_t root_pid, AppendResult& result,
+                         std::string& why);
+
+}  // namespace tinescope::import

@@ -1,0 +1,138 @@
+// `tinescope record --sched`: a real program (sched_sleeper.cpp) recorded
+// with the kernel's scheduling of its threads (tracefs, as root), on its
+// own clock: its 10 ms sleep is the kernel's 10 ms Sleeping, its spins are
+// Running, and its threads' time on the CPUs is there as job segments.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include "index_helpers.hpp"
+#include "tinescope/analysis/derived_stream.hpp"
+#include "tinescope/analysis/jobs.hpp"
+
+namespace tinescope::test {
+namespace {
+
+std::vector<analysis::Record> stream(const index::TraceIndex& ix, const std::string& text) {
+  analysis::Expr e;
+  std::string error;
+  EXPECT_TRUE(analysis::parse_stream(text, e, error)) << error;
+  auto s = analysis::DerivedStream::evaluate(ix, e, error);
+  EXPECT_TRUE(s) << error;
+  if (!s) return {};
+  return {s->records().begin(), s->records().end()};
+}
+
+// The kernel's scheduling could be recorded here (root, tracefs): else the
+// reason record gave, for the skip.
+bool can_record_sched(const std::string& out, std::string& why) {
+  if (out.find("not recorded") == std::string::npos) return true;
+  why = out;
+  return false;
+}
+
+TEST(RecordSched, AProgramsSleepIsTheKernelsSleepingOnItsClock) {
+  const std::string path = temp_path("sleeper");
+  remove_trace(path);
+  std::string out;
+  ASSERT_EQ(run(bin("app/tinescope") + " record --sched -o " + path + " -- " + bin("tests/sched_sleeper") + " 2>&1", &out),
+            0)
+      << out;
+  std::string why;
+  if (!can_record_sched(out, why)) GTEST_SKIP() << why;
+  EXPECT_NE(out.find("0 events lost"), std::string::npos) << out;
+  EXPECT_TRUE(out.find("(x86-tsc clock)") != std::string::npos || out.find("(mono clock)") != std::string::npos) << out;
+  std::string error;
+  auto ix = index::TraceIndex::build(path, error);
+  ASSERT_TRUE(ix) << error;
+
+  // The program's own sleep, and the kernel's account of that thread.
+  const auto sleep = stream(*ix, "intervals(name=\"sleep\", thread=\"sleeper.main\")");
+  ASSERT_EQ(sleep.size(), 1u);
+  const auto sleeping = stream(*ix, "intervals(name=\"Sleeping\", thread=\"sleeper.main states\")");
+  const analysis::Record* in_sleep = nullptr;
+  for (const analysis::Record& r : sleeping)
+    if (r.start >= sleep[0].start && r.end <= sleep[0].end) in_sleep = &r;
+  ASSERT_NE(in_sleep, nullptr) << "no Sleeping inside the program's sleep scope";
+  const int64_t ns = ix->to_ns(in_sleep->end) - ix->to_ns(in_sleep->start);
+  EXPECT_GE(ns, 9'800'000);
+  EXPECT_LE(ns, 15'000'000);
+  // On one clock: it fell asleep within 1 ms of entering the scope (a
+  // usleep call), and woke before leaving it.
+  EXPECT_LE(ix->to_ns(in_sleep->start) - ix->to_ns(sleep[0].start), 1'000'000);
+  EXPECT_LE(ix->to_ns(sleep[0].end) - ix->to_ns(in_sleep->end), 2'000'000);
+  // Woken, it was Runnable (woken) until it ran: its wakeup latency.
+  const auto woken = stream(*ix, "intervals(name=\"Runnable (woken)\", thread=\"sleeper.main states\")");
+  bool after = false;
+  for (const analysis::Record& r : woken) after |= r.start == in_sleep->end;
+  EXPECT_TRUE(after);
+  // Its spins ran: the kernel has it Running for most of each.
+  const auto spins = stream(*ix, "intervals(name=\"spin\", thread=\"sleeper.main\")");
+  const auto running = stream(*ix, "intervals(name=\"Running\", thread=\"sleeper.main states\")");
+  ASSERT_EQ(spins.size(), 2u);
+  for (const analysis::Record& s : spins) {
+    uint64_t ran = 0;
+    for (const analysis::Record& r : running)
+      if (r.end > s.start && r.start < s.end) ran += std::min(r.end, s.end) - std::max(r.start, s.start);
+    EXPECT_GT(double(ran), 0.5 * double(s.end - s.start)) << "a spin the kernel did not run";
+  }
+
+  // The CPUs' rows: the threads' time on the CPUs as job segments, a job a
+  // thread; the worker spun 20 ms.
+  std::map<std::string, uint64_t> executed;
+  analysis::JobScan scan(*ix);
+  for (analysis::Job j; scan.next(j);) executed[std::string(ix->catalog().string(j.task))] += j.executed;
+  ASSERT_TRUE(executed.count("sleeper.worker")) << "no segment of the worker on a CPU";
+  EXPECT_GE(ix->to_ns(executed["sleeper.worker"]) - ix->to_ns(0), 15'000'000);
+  EXPECT_TRUE(executed.count("sleeper.main"));
+  remove_trace(path);
+}
+
+TEST(RecordSched, ItRefusesToOverwriteAndSaysWhyAProgramDidNotRun) {
+  const std::string path = temp_path("exists");
+  std::ofstream(path) << "a user's file";
+  std::string out;
+  EXPECT_EQ(run(bin("app/tinescope") + " record -o " + path + " -- true 2>&1", &out), 2);
+  EXPECT_NE(out.find("exists: record writes a new trace, never over one"), std::string::npos) << out;
+  std::ifstream in(path);
+  std::string kept;
+  std::getline(in, kept);
+  EXPECT_EQ(kept, "a user's file");
+  ::unlink(path.c_str());
+
+  const std::string none = temp_path("none");
+  remove_trace(none);
+  EXPECT_EQ(run(bin("app/tinescope") + " record -o " + none + " -- /no/such/program 2>&1", &out), 2);
+  EXPECT_NE(out.find("cannot run /no/such/program: No such file or directory"), std::string::npos) << out;
+  struct stat st;
+  EXPECT_NE(::stat(none.c_str(), &st), 0);
+  // A program that does not link the recorder: said so; its exit status kept.
+  EXPECT_EQ(run(bin("app/tinescope") + " record -o " + none + " -- sh -c 'exit 3' 2>&1", &out), 3);
+  EXPECT_NE(out.find("wrote no trace: does it link the recorder"), std::string::npos) << out;
+}
+
+// With --sched, a program that records nothing itself still gets a trace:
+// the kernel's scheduling of it alone, which opens and draws.
+TEST(RecordSched, AProgramWithoutTheRecorderGetsItsSchedulingAlone) {
+  const std::string path = temp_path("kernel_only");
+  remove_trace(path);
+  std::string out;
+  ASSERT_EQ(run(bin("app/tinescope") + " record --sched -o " + path + " -- sh -c 'sleep 0.02; echo hi > /dev/null' 2>&1", &out),
+            0)
+      << out;
+  std::string why;
+  if (!can_record_sched(out, why)) GTEST_SKIP() << why;
+  EXPECT_NE(out.find("recorded nothing of its own"), std::string::npos) << out;
+  std::string error;
+  auto ix = index::TraceIndex::build(path, error);
+  ASSERT_TRUE(ix) << error;
+  const auto sleeping = stream(*ix, "intervals(name=\"Sleeping\")");
+  uint64_t longest = 0;
+  for (const analysis::Record& r : sleeping) longest = std::max<uint64_t>(longest, ix->to_ns(r.end) - ix->to_ns(r.start));
+  EXPECT_GE(longest, 15'000'000u) << "sh waits for sleep 0.02";
+  remove_trace(path);
+}
+
+}  // namespace
+}  // namespace tinescope::test
