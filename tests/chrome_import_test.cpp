@@ -566,8 +566,15 @@ TEST(FtraceImport, SchedSwitchMakesCpuSlicesAndWakeupsMakeFlows) {
   }
   std::vector<Item> got = im.lane_intervals("CPU 0");
   ASSERT_GE(got.size(), want.size());
-  // The last switch's thread runs until the trace's last line.
-  EXPECT_EQ(got.size(), want.size() + (switches.back().next_pid != "0"));
+  // The last switch's thread still runs when the trace ends: open (drawn to
+  // the end), not a slice cut at the last line that statistics would count.
+  EXPECT_EQ(got.size(), want.size());
+  ASSERT_NE(switches.back().next_pid, "0");
+  const uint32_t cpu0 = im.lane.at("CPU 0");
+  const auto open = im.ix->open_at(cpu0, im.ix->last_ts());
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].start, ftrace_ns(switches.back().ts));
+  EXPECT_EQ(im.ix->catalog().string(open[0].name), switches.back().next_comm + "-" + switches.back().next_pid);
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(got[i].start, want[i].start) << i;
     EXPECT_EQ(got[i].end, want[i].end) << i;
@@ -1205,6 +1212,11 @@ TEST(GraspImport, WhatItDoesNotReadIsCountedAndEmptyScriptsAreRefused) {
   // holds, and k releases m twice (the second time m is free).
   ASSERT_EQ(im.result.notes.size(), 1u);
   EXPECT_EQ(im.result.notes[0], "mutex check: m: 1 acquired while another job held it, 2 released by a job that did not hold it");
+  // The lane shows each job's own hold, as the trace says (not nested by
+  // the order of the releases: j 6-8 and k 7-9, not j 6-9 around k 7-8;
+  // j is a job of task T, named so).
+  EXPECT_EQ(spans_us(im, "m", "T"), (Spans{{6, 8}}));
+  EXPECT_EQ(spans_us(im, "m", "k"), (Spans{{7, 9}}));
   write_file(in, "newProcessor p\nnewTask t\n");
   ::unlink(out.c_str());
   import::ImportResult r;

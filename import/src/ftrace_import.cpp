@@ -225,8 +225,11 @@ bool FtraceReader::atrace(int64_t tid, std::string_view comm, double us, std::st
 }
 
 void FtraceReader::finish() {
+  // A thread still running when the trace ends has no known end: it stays
+  // open (drawn to the end, in no statistics), never a slice cut at the
+  // last line (0 ns where it was switched in there).
   for (auto& [cpu, run] : running_)
-    if (run.pid > 0) cpu_lane(cpu).spans.push_back(Span{run.start, last_ts_, run.name, m_.next_seq(), run.args});
+    if (run.pid > 0) cpu_lane(cpu).spans.push_back(Span{run.start, UINT64_MAX, run.name, m_.next_seq(), run.args});
   running_.clear();
 }
 

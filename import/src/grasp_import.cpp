@@ -378,6 +378,7 @@ void GraspReader::replay() {
   struct Mutex {
     uint32_t holder = 0;  // a job
     uint64_t taken_while_held = 0, released_by_other = 0;
+    std::map<uint32_t, std::pair<uint64_t, uint64_t>> holds;  // job -> (acquired at, seq)
   };
   std::map<uint32_t, Mutex> mutex_state;
   std::map<uint32_t, std::deque<uint64_t>> queued;  // buffer -> flow ids, oldest first
@@ -471,9 +472,18 @@ void GraspReader::replay() {
       }
       case MutexAcquired:
       case MutexReleased: {
-        lane(kMutexesPid, mutexes_, e.b).be.push_back(BeginEnd{t, m_.next_seq(), e.kind == MutexAcquired, job_name(e.a)});
-        // Grasp's MutexCheck: one holder at a time, and only the holder releases.
+        // Each job's hold, from its acquire to its own release: holds that
+        // overlap (a misuse) are drawn as they were, never nested by the
+        // order of the releases.
         Mutex& mx = mutex_state[e.b];
+        auto held = mx.holds.find(e.a);
+        if (e.kind == MutexAcquired) {
+          if (held == mx.holds.end()) mx.holds.emplace(e.a, std::make_pair(t, m_.next_seq()));
+        } else if (held != mx.holds.end()) {
+          lane(kMutexesPid, mutexes_, e.b).spans.push_back(Span{held->second.first, t, job_name(e.a), held->second.second});
+          mx.holds.erase(held);
+        }
+        // Grasp's MutexCheck: one holder at a time, and only the holder releases.
         if (e.kind == MutexAcquired) {
           mx.taken_while_held += mx.holder != 0 && mx.holder != e.a;
           mx.holder = e.a;
@@ -537,6 +547,9 @@ void GraspReader::replay() {
   for (auto& [job, j] : jobs)
     if (j.arrived)
       lane(kTasksPid, tasks_, j.task).spans.push_back(Span{j.arrival, UINT64_MAX, job_name(job), j.arrival_seq, j.arrival_fields});
+  for (auto& [key, mx] : mutex_state)
+    for (auto& [job, at] : mx.holds)
+      lane(kMutexesPid, mutexes_, key).spans.push_back(Span{at.first, UINT64_MAX, job_name(job), at.second});
   for (auto& [key, s] : servers)
     if (s.consumers) lane(kServersPid, servers_, key).spans.push_back(Span{s.since, UINT64_MAX, m_.intern("serving"), m_.next_seq()});
 }
