@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstring>
 #include <fstream>
+#include <map>
+#include <sstream>
+#include <tuple>
 
 #include "index_helpers.hpp"
 #include "tinescope/analysis/derived_stream.hpp"
@@ -132,6 +136,80 @@ TEST(RecordSched, AProgramWithoutTheRecorderGetsItsSchedulingAlone) {
   for (const analysis::Record& r : sleeping) longest = std::max<uint64_t>(longest, ix->to_ns(r.end) - ix->to_ns(r.start));
   EXPECT_GE(longest, 15'000'000u) << "sh waits for sleep 0.02";
   remove_trace(path);
+}
+
+// A trace.dat that trace-cmd made (here `trace-cmd extract` of a tracefs
+// instance of the test's own: `trace-cmd record` cannot run where
+// /proc/sys/kernel/ftrace_enabled is read-only) imports with exactly the
+// switches of trace-cmd's own text report.
+TEST(TraceDat, ImportsWithTheSwitchesOfItsTextReport) {
+  const std::string tracing = "/sys/kernel/tracing";
+  const std::string name = "tinescope-dat-" + std::to_string(::getpid()), inst = tracing + "/instances/" + name;
+  if (run("command -v trace-cmd > /dev/null") != 0) GTEST_SKIP() << "no trace-cmd";
+  if (::mkdir(inst.c_str(), 0755) != 0) GTEST_SKIP() << inst << ": " << std::strerror(errno) << " (tracefs as root)";
+  auto put = [&](const std::string& file, const std::string& text) { std::ofstream(inst + "/" + file) << text; };
+  for (const char* ev : {"sched_switch", "sched_wakeup", "sched_migrate_task"}) put(std::string("events/sched/") + ev + "/enable", "1");
+  put("tracing_on", "1");
+  run("sh -c 'for i in 1 2 3 4 5; do sleep 0.005; done'");
+  put("tracing_on", "0");
+  const std::string dat = scratch_dir() + "/sched.dat", out = temp_path("sched_dat");
+  remove_trace(out);
+  std::string text;
+  const int extracted = run("trace-cmd extract -B " + name + " -o " + dat + " 2>&1", &text);
+  ::rmdir(inst.c_str());  // (extract removes it)
+  ASSERT_EQ(extracted, 0) << text;
+  ASSERT_EQ(run("trace-cmd report -R -t -i " + dat + " 2>/dev/null", &text), 0);
+
+  // The report's switches: CPU, time in ns, previous and next task.
+  struct Switch {
+    uint32_t cpu;
+    uint64_t ts;
+    int64_t prev, next;
+    bool operator<(const Switch& o) const { return std::tie(ts, cpu, prev, next) < std::tie(o.ts, o.cpu, o.prev, o.next); }
+    bool operator==(const Switch& o) const = default;
+  };
+  std::vector<Switch> want;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t at = line.find(": sched_switch:");
+    if (at == std::string::npos) continue;
+    const size_t open = line.rfind('[', at), close = line.find(']', open);
+    const size_t ts_at = line.rfind(' ', at) + 1, dot = line.find('.', ts_at);
+    Switch w;
+    w.cpu = uint32_t(std::stoul(line.substr(open + 1, close - open - 1)));
+    w.ts = std::stoull(line.substr(ts_at, dot - ts_at)) * 1'000'000'000ull + std::stoull(line.substr(dot + 1, at - dot - 1));
+    auto field = [&](const std::string& key) {
+      const size_t k = line.find(key, at) + key.size();
+      return std::stoll(line.substr(k, line.find(' ', k) - k));
+    };
+    w.prev = field("prev_pid="), w.next = field("next_pid=");
+    want.push_back(w);
+  }
+  ASSERT_GT(want.size(), 10u) << text;
+
+  ASSERT_EQ(run(bin("app/tinescope") + " import " + dat + " -o " + out + " 2>&1", &text), 0) << text;
+  std::string error;
+  auto ix = index::TraceIndex::build(out, error);
+  ASSERT_TRUE(ix) << error;
+  // The imported CPUs' job events at each switch: an end of the previous
+  // task's segment and a start of the next's (idle, pid 0, has none).
+  std::map<std::pair<uint32_t, uint64_t>, std::pair<int64_t, int64_t>> at;  // (cpu, ts) -> (ended, started)
+  for (const index::FeedletSummary& f : ix->feedlets()) {
+    if (f.name.rfind("cpu ", 0) != 0) continue;
+    ASSERT_TRUE(ix->decode_events(f.id, 0, UINT64_MAX, [&](const trace::Event& e) {
+      if (e.type < format::kJobStart || e.type > format::kJobComplete) return;
+      auto& slot = at.try_emplace({uint32_t(e.u[2]), e.ts}, 0, 0).first->second;
+      (e.type == format::kJobStart || e.type == format::kJobResume ? slot.second : slot.first) = int64_t(e.u[1]);
+    }, error)) << error;
+  }
+  std::vector<Switch> got;
+  for (const auto& [key, tids] : at) got.push_back(Switch{key.first, key.second, tids.first, tids.second});
+  std::vector<Switch> expected;
+  for (const Switch& w : want)
+    if (w.prev > 0 || w.next > 0) expected.push_back(Switch{w.cpu, w.ts, std::max<int64_t>(w.prev, 0), std::max<int64_t>(w.next, 0)});
+  std::sort(got.begin(), got.end()), std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(got, expected);
+  remove_trace(out);
 }
 
 }  // namespace

@@ -7,8 +7,10 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "kernel_events.hpp"
 #include "tinescope/trace_reader.hpp"
 #include "tinescope/trace_writer.hpp"
+#include "tracefs_glue.h"
 
 namespace tinescope::import {
 
@@ -342,6 +344,53 @@ bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>
   if (::close(fd) != 0 && ok) return why = path + ": " + std::strerror(errno), false;
   if (!ok) why = path + ": " + why;
   return ok;
+}
+
+bool create_trace_file(const std::string& path, const format::HeaderInfo& info, std::string& why) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return why = path + ": " + std::strerror(errno) + (errno == EEXIST ? " (tinescope never writes over a file)" : ""), false;
+  const std::string header = format::build_file_header(info);
+  const bool ok = ::write(fd, header.data(), header.size()) == ssize_t(header.size());
+  if (::close(fd) != 0 || !ok) return why = path + ": cannot write: " + std::strerror(errno), false;
+  return true;
+}
+
+bool import_trace_dat(const std::string& in, const std::string& out, ImportResult& r, std::string& error) {
+  struct Reading {
+    ImportResult* r;
+    KernelEventReader reader;
+    std::vector<KernelSched> events;
+    std::vector<LostEvents> lost;
+  } rd{&r, {}, {}, {}};
+  auto on_record = [](tep_event* ev, tep_record* rec, int cpu, void* self) {
+    Reading& m = *static_cast<Reading*>(self);
+    ++m.r->events_read;
+    if (rec->missed_events)
+      m.lost.push_back(LostEvents{uint32_t(cpu), rec->ts, uint64_t(rec->missed_events > 0 ? rec->missed_events : 1)});
+    KernelSched k;
+    if (m.reader.read(ev, rec, cpu, k)) m.events.push_back(std::move(k));
+    else ++m.r->unsupported[std::string("trace.dat ") + (ev->name ? ev->name : "?")];
+    return 0;
+  };
+  char why[512] = "";
+  if (ts_tracecmd_read(in.c_str(), on_record, &rd, why, sizeof why) < 0) return error = why, false;
+  if (rd.events.empty())
+    return error = in + ": a trace-cmd trace without sched_switch, sched_wakeup, sched_migrate_task or sched_process_exit events", false;
+  std::stable_sort(rd.events.begin(), rd.events.end(), [](const KernelSched& a, const KernelSched& b) { return a.ts < b.ts; });
+  format::HeaderInfo info;
+  info.clock.source = uint8_t(format::ClockSource::Monotonic);
+  info.clock.ticks_per_ns = 1;
+  info.process_name = "kernel";
+  info.recorder = "tinescope import (trace-cmd trace.dat)";
+  if (!create_trace_file(out, info, error)) return false;
+  AppendResult a;
+  if (!append_kernel_sched(out, rd.events, rd.lost, 0, a, error)) {
+    ::unlink(out.c_str());
+    return false;
+  }
+  r.events_written = a.events;
+  r.feedlets = a.cpus + a.threads;
+  return true;
 }
 
 }  // namespace tinescope::import

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "import_model.hpp"
+#include "tinescope/import/kernel_sched.hpp"
 
 namespace tinescope::import {
 
@@ -222,6 +223,13 @@ bool read_trace_html(std::istream& in, const std::string& name, ImportModel& m, 
 }
 
 bool import_trace(const std::string& in, const std::string& out, ImportResult& r, std::string& error) {
+  {  // trace-cmd's binary trace.dat, by its magic
+    char magic[10] = {};
+    FILE* f = std::fopen(in.c_str(), "rb");
+    const bool dat = f && std::fread(magic, 1, sizeof magic, f) == sizeof magic && std::memcmp(magic, "\x17\x08\x44tracing", 10) == 0;
+    if (f) std::fclose(f);
+    if (dat) return import_trace_dat(in, out, r, error);
+  }
   gzFile gz = gzopen(in.c_str(), "rb");
   if (!gz) {
     error = in + ": cannot open: " + std::strerror(errno);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <trace-cmd.h>
 #include <tracefs.h>
 #include <unistd.h>
 
@@ -89,4 +90,40 @@ void ts_tracefs_close(struct ts_tracefs *t) {
   }
   if (t->tep) tep_free(t->tep);
   free(t);
+}
+
+struct tracecmd_reading {
+  int (*cb)(struct tep_event *, struct tep_record *, int, void *);
+  void *ctx;
+  struct tep_handle *tep;
+};
+
+static int tracecmd_record(struct tracecmd_input *handle, struct tep_record *record, int cpu, void *data) {
+  struct tracecmd_reading *r = data;
+  struct tep_event *ev = tep_find_event_by_record(r->tep, record);
+  (void)handle, (void)cpu;  /* (over several buffers, cpu counts on past the first's CPUs: the record's is its own) */
+  return ev ? r->cb(ev, record, record->cpu, r->ctx) : 0;
+}
+
+int ts_tracecmd_read(const char *path, int (*cb)(struct tep_event *, struct tep_record *, int, void *), void *ctx,
+                     char *why, size_t why_size) {
+  struct tracecmd_reading r;
+  struct tracecmd_input *in = tracecmd_open(path, 0);
+  if (!in) {
+    snprintf(why, why_size, "%s: not a trace-cmd trace that libtracecmd can read (%s)", path, strerror(errno));
+    return -1;
+  }
+  /* The top buffer and every instance's (trace-cmd record -B, extract -B), merged in time. */
+  struct tracecmd_input *handles[65];
+  int n = 0, i, buffers = tracecmd_buffer_instances(in);
+  handles[n++] = in;
+  for (i = 0; i < buffers && n < 65; ++i) {
+    struct tracecmd_input *b = tracecmd_buffer_instance_handle(in, i);
+    if (b) handles[n++] = b;
+  }
+  r.cb = cb, r.ctx = ctx, r.tep = tracecmd_get_tep(in);
+  tracecmd_iterate_events_multi(handles, n, tracecmd_record, &r);
+  for (i = 1; i < n; ++i) tracecmd_close(handles[i]);
+  tracecmd_close(in);
+  return 0;
 }

@@ -1,5 +1,6 @@
-/* The few libtracefs calls tracefs_capture.cpp makes, behind a C interface:
- * tracefs.h is C that C++ does not compile (an int where an enum is due). */
+/* The few libtracefs and libtracecmd calls the importers make, behind a C
+ * interface: tracefs.h (which trace-cmd.h includes) is C that C++ does not
+ * compile (an int where an enum is due). */
 #ifndef TINESCOPE_TRACEFS_GLUE_H
 #define TINESCOPE_TRACEFS_GLUE_H
 
@@ -26,6 +27,11 @@ int ts_tracefs_off(struct ts_tracefs *t);
 int ts_tracefs_read(struct ts_tracefs *t, int (*cb)(struct tep_event *, struct tep_record *, int, void *), void *ctx);
 /* Tracing off, the instance removed, everything freed. */
 void ts_tracefs_close(struct ts_tracefs *t);
+
+/* A trace-cmd trace.dat (libtracecmd): every event of its top buffer in
+ * time order, to `cb`. -1 with `why` filled where it cannot be read. */
+int ts_tracecmd_read(const char *path, int (*cb)(struct tep_event *, struct tep_record *, int, void *), void *ctx,
+                     char *why, size_t why_size);
 
 #ifdef __cplusplus
 }

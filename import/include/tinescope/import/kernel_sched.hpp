@@ -25,6 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "tinescope/import/trace_import.hpp"
+#include "tinescope/trace_writer.hpp"
+
 namespace tinescope::import {
 
 struct KernelSched {
@@ -66,5 +69,14 @@ struct LostEvents {
 bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>& events,
                          const std::vector<LostEvents>& lost, int32_t root_pid, AppendResult& result,
                          std::string& why);
+
+// A new trace holding its header alone, for append_kernel_sched: false
+// with why where `path` exists (never written over) or cannot be written.
+bool create_trace_file(const std::string& path, const format::HeaderInfo& info, std::string& why);
+
+// `tinescope import trace.dat`: a trace-cmd trace (libtracecmd), its sched
+// events as above (every thread gets a lane of its states), on its clock
+// in ns; the other events counted by name in r.unsupported.
+bool import_trace_dat(const std::string& in, const std::string& out, ImportResult& r, std::string& error);
 
 }  // namespace tinescope::import
