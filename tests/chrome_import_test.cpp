@@ -550,7 +550,9 @@ TEST(FtraceImport, SchedSwitchMakesCpuSlicesAndWakeupsMakeFlows) {
   for (size_t at = 0; (at = text.find("sched_wakeup: ", at)) != std::string::npos; ++at) ++wakeups;
   EXPECT_EQ(im.result.events_read, switches.size() + wakeups);
   EXPECT_TRUE(im.result.unsupported.empty());
-  ASSERT_EQ(im.lane.size(), 1u);  // every line is on CPU 0
+  size_t cpu_lanes = 0;
+  for (const auto& [name, id] : im.lane) cpu_lanes += name.rfind("CPU ", 0) == 0;
+  ASSERT_EQ(cpu_lanes, 1u);  // every line is on CPU 0
   ASSERT_TRUE(im.lane.count("CPU 0"));
 
   // Replayed here: each switch ends the slice the one before it started
@@ -614,6 +616,22 @@ TEST(FtraceImport, SchedSwitchMakesCpuSlicesAndWakeupsMakeFlows) {
     mmcqd |= f.send_ts == 50260647590000u && f.recv_ts == 50260647833000u;
   }
   EXPECT_TRUE(mmcqd);
+
+  // Each thread's states: mmcqd/0 was Runnable (woken) from its wakeup to
+  // its switch-in, inside an activation, then Running until it slept.
+  ASSERT_TRUE(im.lane.count("mmcqd/0-95 states"));
+  auto woken = im.items(StreamKind::Interval, "mmcqd/0-95 states", "Runnable (woken)");
+  bool latency = false;
+  for (const Item& it : woken) latency |= it.start == 50260647590000u && it.end == 50260647833000u;
+  EXPECT_TRUE(latency);
+  for (const SwitchLine& w : switches) {  // every switch-out of it to S begins its Sleeping
+    if (w.prev_pid != "95" || w.prev_state != "S") continue;
+    bool asleep = false;
+    for (const Item& it : im.items(StreamKind::Interval, "mmcqd/0-95 states", "Sleeping")) asleep |= it.start == ftrace_ns(w.ts);
+    for (const index::OpenInterval& o : im.ix->open_at(im.lane.at("mmcqd/0-95 states"), im.ix->last_ts()))
+      asleep |= o.start == ftrace_ns(w.ts);
+    EXPECT_TRUE(asleep) << w.ts;
+  }
 }
 
 TEST(FtraceImport, SystraceHtmlCountersPerProcess) {

@@ -95,6 +95,27 @@ void FtraceReader::line(std::string_view s) {
     ++m_.r.events_read;
     return sched_wakeup(uint32_t(cpu), ts, args);
   }
+  if (event == "sched_migrate_task") {
+    int64_t from = -1, to = -1;
+    if (to_number(arg(args, "orig_cpu="), from) && to_number(arg(args, "dest_cpu="), to) && from >= 0 && to >= 0 &&
+        from <= 65535 && to <= 65535) {
+      ++m_.r.events_read;
+      // An arrow from the CPU it left to the one it was moved to.
+      const uint64_t id = kMigrationFlowIds | ++migrations_;
+      const uint32_t name = m_.intern("migration");
+      m_.flows.push_back(Flow{id, ts, m_.next_seq(), 's', false, cpu_lane(uint32_t(from)).id, name});
+      m_.flows.push_back(Flow{id, ts, m_.next_seq(), 'f', false, cpu_lane(uint32_t(to)).id, name});
+      return;
+    }
+  }
+  if (event == "sched_process_exit") {
+    int64_t exiting = -1;
+    if (to_number(arg(args, "pid="), exiting) && exiting > 0) {
+      ++m_.r.events_read;
+      states_.exited(int32_t(exiting), ts);
+      return;
+    }
+  }
   if (event == "cpu_frequency" || event == "cpu_idle") {
     int64_t state = 0, on = 0;
     if (to_number(arg(args, "state="), state) && to_number(arg(args, "cpu_id="), on) && on >= 0 && on <= 65535) {
@@ -145,6 +166,14 @@ void FtraceReader::sched_switch(uint32_t cpu, uint64_t ts, std::string_view args
   }
   Feedlet& lane = cpu_lane(cpu);
   Running& run = running_[cpu];
+  if (prev > 0) {
+    name_state_lane(prev, arg(args, "prev_comm=", " prev_pid="));
+    states_.switched_out(int32_t(prev), ts, state_name(arg(args, "prev_state=")));
+  }
+  if (next > 0) {
+    name_state_lane(next, arg(args, "next_comm=", " next_pid="));
+    states_.switched_in(int32_t(next), ts);
+  }
   // The slice that ends: known only from the switch that started it (the
   // first switch on each CPU ends a slice whose start the trace missed).
   if (run.pid > 0 && run.pid == prev)
@@ -167,6 +196,8 @@ void FtraceReader::sched_switch(uint32_t cpu, uint64_t ts, std::string_view args
 void FtraceReader::sched_wakeup(uint32_t cpu, uint64_t ts, std::string_view args) {
   int64_t pid = -1;
   if (!to_number(arg(args, "pid="), pid) || pid <= 0) return;
+  name_state_lane(pid, arg(args, "comm=", " pid="));
+  states_.woken(int32_t(pid), ts);
   // The first wakeup counts (sched_waking comes before sched_wakeup).
   woken_.emplace(pid, Wakeup{ts, m_.next_seq(), cpu_lane(cpu).id});
 }
@@ -222,6 +253,17 @@ bool FtraceReader::atrace(int64_t tid, std::string_view comm, double us, std::st
   }
   if (tid == tgid && !m_.process_names.count(tgid)) m_.process_names[tgid] = std::string(comm);
   return true;
+}
+
+void FtraceReader::name_state_lane(int64_t tid, std::string_view comm) {
+  std::string& name = state_lane_[int32_t(tid)];
+  if (name.empty()) name = std::string(comm) + "-" + std::to_string(tid) + " states";
+}
+
+void FtraceReader::state_event(int32_t tid, uint64_t ts, const char* name, bool begin) {
+  if (!m_.process_names.count(kThreadStatesPid)) m_.process_names[kThreadStatesPid] = "thread states";
+  Feedlet& f = m_.feedlet(kThreadStatesPid, tid, state_lane_[tid]);
+  f.be.push_back(BeginEnd{ts, m_.next_seq(), begin, m_.intern(name)});
 }
 
 void FtraceReader::finish() {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tinescope/import/bulk_array.hpp"
+#include "tinescope/import/kernel_sched.hpp"
 #include "tinescope/trace_writer.hpp"
 #include "tinescope/import/trace_import.hpp"
 
@@ -244,15 +245,16 @@ bool read_chrome_json(std::istream& in, const std::string& name, ImportModel& m,
 
 // The "process" of ftrace's CPU lanes.
 constexpr int64_t kCpuLanesPid = -1;
+constexpr int64_t kThreadStatesPid = -2;  // ftrace: each thread's lane of states
 
 // Linux ftrace text, line by line: sched_switch as CPU lanes, sched_wakeup
 // as flows to the woken thread's next slice, atrace's tracing_mark_write
 // (B/E, C, S/F) as intervals and counters; cpu_frequency and cpu_idle as
 // counters of the CPU lanes. Everything else is counted by event name.
 
-class FtraceReader {
+class FtraceReader : ThreadStates::Sink {
  public:
-  explicit FtraceReader(ImportModel& m) : m_(m) {}
+  explicit FtraceReader(ImportModel& m) : m_(m), states_(*this) {}
   // One line of text; comments (#) and lines that are not events are passed over.
   void line(std::string_view text);
   // Ends the slices still running at the last timestamp (a thread switched
@@ -262,6 +264,7 @@ class FtraceReader {
 
  private:
   static constexpr uint64_t kWakeupFlowIds = uint64_t(0x77) << 56;  // apart from hashed Chrome ids
+  static constexpr uint64_t kMigrationFlowIds = uint64_t(0x6d) << 56;
   struct Running {
     int64_t pid = -1;
     uint32_t name = 0;
@@ -273,7 +276,7 @@ class FtraceReader {
     uint32_t from = 0;  // the waker's CPU lane
   };
   ImportModel& m_;
-  uint64_t events_ = 0, last_ts_ = 0, wakeups_ = 0;
+  uint64_t events_ = 0, last_ts_ = 0, wakeups_ = 0, migrations_ = 0;
   std::map<uint32_t, Running> running_;                 // per CPU
   std::unordered_map<int64_t, Wakeup> woken_;           // pid -> its first wakeup since it last ran
   std::unordered_map<int64_t, int64_t> tgid_of_;        // thread -> process
@@ -285,6 +288,13 @@ class FtraceReader {
   RawEvent switch_event_;
   void sched_wakeup(uint32_t cpu, uint64_t ts, std::string_view args);
   bool atrace(int64_t tid, std::string_view comm, double us, std::string_view text);
+  // Each thread's states (kernel_sched.hpp), on a lane "COMM-PID states" of the group "thread states".
+  ThreadStates states_;
+  std::unordered_map<int32_t, std::string> state_lane_;  // tid -> its lane's name
+  void begin(int32_t tid, uint64_t ts, const char* name) override { state_event(tid, ts, name, true); }
+  void end(int32_t tid, uint64_t ts, const char* name) override { state_event(tid, ts, name, false); }
+  void state_event(int32_t tid, uint64_t ts, const char* name, bool begin);
+  void name_state_lane(int64_t tid, std::string_view comm);
 };
 
 // Grasp traces (the Grasp player's Tcl script of `newProcessor`, `newTask`,

@@ -30,6 +30,59 @@ const char* state_name(int64_t s) {
   return "Idle";
 }
 
+const char* state_name(std::string_view s) {
+  if (s.empty() || s[0] == 'R') return "Runnable (preempted)";
+  switch (s[0]) {
+    case 'S': return "Sleeping";
+    case 'D': return "Uninterruptible (D)";
+    case 'T':
+    case 't': return "Stopped";
+    case 'X':
+    case 'Z': return "Exited";
+    case 'P': return "Parked";
+    default: return "Idle";
+  }
+}
+
+static const char* const kRunning = "Running";
+static const char* const kWoken = "Runnable (woken)";
+static const char* const kActivation = "activation";
+
+void ThreadStates::set(int32_t tid, Thread& t, uint64_t ts, const char* state) {
+  if (t.state) sink_.end(tid, ts, t.state);
+  if (state) sink_.begin(tid, ts, state);
+  t.state = state;
+}
+
+void ThreadStates::activate(int32_t tid, Thread& t, uint64_t ts, bool on, const char* state) {
+  if (t.state) sink_.end(tid, ts, t.state), t.state = nullptr;
+  if (t.active != on) (on ? sink_.begin(tid, ts, kActivation) : sink_.end(tid, ts, kActivation)), t.active = on;
+  set(tid, t, ts, state);
+}
+
+void ThreadStates::switched_out(int32_t tid, uint64_t ts, const char* state) {
+  Thread& t = threads_[tid];
+  if (state[0] == 'R') set(tid, t, ts, state);  // still runnable: the activation goes on
+  else activate(tid, t, ts, false, state);
+}
+
+void ThreadStates::switched_in(int32_t tid, uint64_t ts) {
+  Thread& t = threads_[tid];
+  if (!t.active) activate(tid, t, ts, true, kRunning);  // (no wakeup seen: its first event, or one lost)
+  else set(tid, t, ts, kRunning);
+}
+
+void ThreadStates::woken(int32_t tid, uint64_t ts) {
+  Thread& t = threads_[tid];
+  if (t.active && t.state) return;  // runnable or running already
+  activate(tid, t, ts, true, kWoken);
+}
+
+void ThreadStates::exited(int32_t tid, uint64_t ts) {
+  auto t = threads_.find(tid);
+  if (t != threads_.end()) activate(tid, t->second, ts, false, nullptr);
+}
+
 namespace {
 
 // What the trace holds already: where its names, feedlets and metadata chunks end.
@@ -44,11 +97,9 @@ struct TraceEnd : trace::Visitor {
 
 constexpr uint64_t kMigrationChannel = 0x6b6d6967;  // "gimk": the kernel's migrations
 
-// A thread's state lane: "activation" (wakeup to sleep) around its states.
+// A thread's lane of states.
 struct ThreadLane {
   uint32_t feedlet = 0;
-  uint32_t state = 0;  // the state interval open (string id; 0: none)
-  bool active = false;
 };
 
 class Writer {
@@ -244,20 +295,19 @@ bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>
     lane_comm[it->second.feedlet] = display(tid, comm);
     return it->second;
   };
-  const uint32_t running = w.intern("Running"), woken = w.intern("Runnable (woken)"),
-                 activation = w.intern("activation");
-  auto set_state = [&](ThreadLane& t, uint64_t ts, uint32_t state) {
-    ChunkBuilder& cb = w.lane(t.feedlet);
-    if (t.state) w.named(kIntervalEnd, cb, ts, t.state);
-    if (state) w.named(kIntervalBegin, cb, ts, state);
-    t.state = state;
-  };
-  auto set_active = [&](ThreadLane& t, uint64_t ts, bool on, uint32_t state) {
-    ChunkBuilder& cb = w.lane(t.feedlet);
-    if (t.state) w.named(kIntervalEnd, cb, ts, t.state), t.state = 0;
-    if (t.active != on) w.named(on ? kIntervalBegin : kIntervalEnd, cb, ts, activation), t.active = on;
-    set_state(t, ts, state);
-  };
+  // The states go to each thread's lane.
+  struct ToLanes : ThreadStates::Sink {
+    Writer& w;
+    std::unordered_map<int32_t, ThreadLane>& threads;
+    ToLanes(Writer& w, std::unordered_map<int32_t, ThreadLane>& t) : w(w), threads(t) {}
+    void begin(int32_t tid, uint64_t ts, const char* name) override {
+      w.named(kIntervalBegin, w.lane(threads.at(tid).feedlet), ts, w.intern(name));
+    }
+    void end(int32_t tid, uint64_t ts, const char* name) override {
+      w.named(kIntervalEnd, w.lane(threads.at(tid).feedlet), ts, w.intern(name));
+    }
+  } to_lanes(w, threads);
+  ThreadStates states(to_lanes);
 
   size_t next_loss = 0;
   std::vector<LostEvents> losses = lost;
@@ -286,11 +336,7 @@ bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>
           const uint32_t task = began != on_cpu.end() && began->second.first == e.pid ? began->second.second
                                                                                     : w.intern(display(e.pid, e.comm));
           w.job(cpu, runnable ? kJobPreempt : kJobBlock, e.ts, task, uint64_t(e.pid), e.cpu);
-          if (has_lane(e.pid)) {
-            ThreadLane& t = thread(e.pid, e.comm);
-            if (runnable) set_state(t, e.ts, w.intern(state));
-            else set_active(t, e.ts, false, w.intern(state));
-          }
+          if (has_lane(e.pid)) thread(e.pid, e.comm), states.switched_out(e.pid, e.ts, state);
         }
         if (e.next_pid > 0) {
           bool& ran = ran_[e.next_pid];
@@ -298,21 +344,14 @@ bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>
           w.job(cpu, ran ? kJobResume : kJobStart, e.ts, task, uint64_t(e.next_pid), e.cpu);
           on_cpu[e.cpu] = {e.next_pid, task};
           ran = true;
-          if (has_lane(e.next_pid)) {
-            ThreadLane& t = thread(e.next_pid, e.next_comm);
-            if (!t.active) set_active(t, e.ts, true, running);  // (no wakeup seen: its first event, or one lost)
-            else set_state(t, e.ts, running);
-          }
+          if (has_lane(e.next_pid)) thread(e.next_pid, e.next_comm), states.switched_in(e.next_pid, e.ts);
         }
         break;
       }
       case KernelSched::Wakeup:
       case KernelSched::WakeupNew: {
         ++result.wakeups;
-        if (!has_lane(e.pid)) break;
-        ThreadLane& t = thread(e.pid, e.comm);
-        if (t.state == running || t.state == woken || (t.active && t.state != 0)) break;  // runnable already
-        set_active(t, e.ts, true, woken);
+        if (has_lane(e.pid)) thread(e.pid, e.comm), states.woken(e.pid, e.ts);
         break;
       }
       case KernelSched::Migrate: {
@@ -323,8 +362,7 @@ bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>
         break;
       }
       case KernelSched::Exit: {
-        auto t = threads.find(e.pid);
-        if (t != threads.end()) set_active(t->second, e.ts, false, 0);
+        if (threads.count(e.pid)) states.exited(e.pid, e.ts);
         break;
       }
     }

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tinescope/import/trace_import.hpp"
@@ -45,6 +46,36 @@ struct KernelSched {
 // The kernel's sched_switch prev_state, as tracefs reports it (the task
 // state's report bit, TASK_REPORT_MAX for a preemption).
 const char* state_name(int64_t prev_state);  // "Runnable (preempted)", "Sleeping", ...
+// ftrace text's prev_state ("R", "R+", "S", "D", "T", "X|Z", ...) the same way.
+const char* state_name(std::string_view prev_state);
+
+// Each thread's states from its switches and wakeups, as nested intervals:
+// "activation" (wakeup to sleep) around "Running", "Runnable (preempted)",
+// "Runnable (woken)", "Sleeping", ... Given to a sink as begins and ends,
+// in time order per thread (names are the static strings above).
+class ThreadStates {
+ public:
+  struct Sink {
+    virtual ~Sink() = default;
+    virtual void begin(int32_t tid, uint64_t ts, const char* name) = 0;
+    virtual void end(int32_t tid, uint64_t ts, const char* name) = 0;
+  };
+  explicit ThreadStates(Sink& sink) : sink_(sink) {}
+  void switched_out(int32_t tid, uint64_t ts, const char* state);  // state_name()
+  void switched_in(int32_t tid, uint64_t ts);
+  void woken(int32_t tid, uint64_t ts);
+  void exited(int32_t tid, uint64_t ts);
+
+ private:
+  struct Thread {
+    const char* state = nullptr;  // the state interval open
+    bool active = false;          // inside an activation
+  };
+  void set(int32_t tid, Thread& t, uint64_t ts, const char* state);
+  void activate(int32_t tid, Thread& t, uint64_t ts, bool on, const char* state);
+  Sink& sink_;
+  std::map<int32_t, Thread> threads_;
+};
 
 struct AppendResult {
   uint64_t events = 0;         // kernel events taken
