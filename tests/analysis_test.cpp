@@ -12,6 +12,7 @@
 #include "../bench/synthetic_trace.hpp"
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/duration_stats.hpp"
+#include "tinescope/analysis/locks.hpp"
 #include "tinescope/analysis/needles.hpp"
 #include "index_helpers.hpp"
 
@@ -624,6 +625,51 @@ TEST_F(Demo, DurationFilterFindsThe300usInterruptions) {
   ASSERT_EQ(top.size(), 10u);
   auto all = eval("intervals(thread=\"audio\")");
   expect_same_needles(scan_longest(all, 10), top, "audio");
+}
+
+// The demo's queue mutexes (each queue's, ts_lock around its pushes and
+// pops): per lock, its waits (contend to acquire) and holds (acquire to
+// release), against a reading of each thread's lock events in the trace.
+TEST_F(Demo, TheQueueMutexesWaitsAndHoldsAreTheirLockEvents) {
+  struct Want {
+    uint64_t acquires = 0, contended = 0, wait_ns = 0, holds = 0, hold_ns = 0;
+  };
+  std::map<uint64_t, Want> want;  // lock id
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> contend, acquired;  // (thread, lock) -> when
+  for (const OwnedEvent& o : trace_->events) {
+    const trace::Event& e = o.e;
+    if (e.feedlet == kMetadataFeedlet || e.type < kLockAcquire || e.type > kLockRelease) continue;
+    ASSERT_EQ(trace_->name(e.u[0]), "queue.mutex");
+    Want& w = want[e.u[1]];
+    const auto key = std::make_pair(e.feedlet, e.u[1]);
+    auto ns = [&](uint64_t a) { return uint64_t(ix_->to_ns(e.ts) - ix_->to_ns(a)); };
+    if (e.type == kLockContend) contend[key] = e.ts;
+    if (e.type == kLockAcquire) {
+      ++w.acquires;
+      acquired[key] = e.ts;
+      if (auto c = contend.find(key); c != contend.end()) ++w.contended, w.wait_ns += ns(c->second), contend.erase(c);
+    }
+    if (e.type == kLockRelease) ++w.holds, w.hold_ns += ns(acquired.at(key));
+  }
+  ASSERT_EQ(want.size(), 1u);  // --workers 1: one queue
+  const std::vector<analysis::LockStats> got = analysis::lock_stats(*ix_);
+  ASSERT_EQ(got.size(), want.size());
+  for (const analysis::LockStats& l : got) {
+    const Want& w = want.at(l.id);
+    EXPECT_EQ(l.name, "queue.mutex");
+    EXPECT_EQ(l.acquires, w.acquires);
+    EXPECT_GT(l.contended, 0u) << "pushes say they wait (contend) first";
+    EXPECT_EQ(l.contended, w.contended);
+    EXPECT_EQ(l.wait.total(), w.wait_ns);
+    EXPECT_EQ(l.hold.count(), w.holds);
+    EXPECT_EQ(l.hold.total(), w.hold_ns);
+    EXPECT_EQ(l.unmatched, 0u);
+    EXPECT_GE(l.threads, 2u) << "a producer and a worker";
+  }
+  std::string out;
+  ASSERT_EQ(run(bin("app/tinescope") + " stats " + *path_ + " --locks 2>&1", &out), 0);
+  EXPECT_NE(out.find("queue.mutex"), std::string::npos) << out;
+  EXPECT_NE(out.find("wait p99 us"), std::string::npos) << out;
 }
 
 TEST_F(Demo, StatisticsPerNameAndThread) {

@@ -13,6 +13,7 @@
 #include "index_helpers.hpp"
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/jobs.hpp"
+#include "tinescope/analysis/locks.hpp"
 #include "tinescope/analysis/sched_check.hpp"
 
 namespace tinescope::test {
@@ -240,6 +241,28 @@ TEST(SchedCheck, LockMisuseIsFound) {
   EXPECT_EQ(r.violations[1].ts, 4000u);
   EXPECT_EQ(r.violations[1].why, "released by a while b held it");
   EXPECT_EQ(r.violations[2].why, "released by a, which nobody held");
+
+  // Per lock: b waited 1 us (contend 2000, acquire 3000) and held it 2 us,
+  // then 0.1 us; a's first hold was taken from it (unmatched), its last
+  // is held at the end.
+  const std::vector<analysis::LockStats> locks = analysis::lock_stats(*t.ix);
+  ASSERT_EQ(locks.size(), 2u);
+  const analysis::LockStats& m5 = locks[0];
+  EXPECT_EQ(m5.name, "m");
+  EXPECT_EQ(m5.id, 5u);
+  EXPECT_EQ(m5.acquires, 4u);
+  EXPECT_EQ(m5.contended, 1u);
+  EXPECT_EQ(m5.wait.max(), 1000u);
+  EXPECT_EQ(m5.longest_wait_at, 3000u);
+  EXPECT_EQ(m5.hold.count(), 2u);
+  EXPECT_EQ(m5.hold.max(), 2000u);
+  EXPECT_EQ(m5.hold.min(), 100u);
+  EXPECT_EQ(m5.threads, 2u);
+  EXPECT_EQ(m5.unmatched, 2u);
+  EXPECT_EQ(m5.held_at_end, 1u);
+  EXPECT_EQ(locks[1].id, 6u);
+  EXPECT_EQ(locks[1].unmatched, 1u);
+  EXPECT_EQ(locks[1].acquires, 0u);
 }
 
 // `check` on the toy scheduler: the missed deadline found, exit 1; the run

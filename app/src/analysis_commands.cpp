@@ -17,6 +17,7 @@
 #include "tinescope/analysis/duration_stats.hpp"
 #include "tinescope/analysis/event_details.hpp"
 #include "tinescope/analysis/jobs.hpp"
+#include "tinescope/analysis/locks.hpp"
 #include "tinescope/analysis/message_chain.hpp"
 #include "tinescope/analysis/message_report.hpp"
 #include "tinescope/analysis/needles.hpp"
@@ -208,6 +209,43 @@ void print_task_table(const json& j) {
   for (const char* k : {"no_arrival", "arrived_again", "start_while_running", "cpu_taken", "end_not_running"})
     odd += c[k].get<uint64_t>();
   if (odd || !c["unreadable"].empty()) std::printf("events that did not fit a job's course: %s\n", c.dump().c_str());
+}
+
+void add_lock_table(json& out, const TraceIndex& ix) {
+  json& table = out["locks"] = json::array();
+  const int64_t origin = ix.to_ns(ix.first_ts());
+  const auto labels = ix.catalog_snapshot()->thread_labels();
+  auto lane = [&](uint32_t f) {
+    auto l = labels.find(f);
+    return l == labels.end() ? "lane " + std::to_string(f) : l->second;
+  };
+  auto spread = [](const analysis::DurationHistogram& h) {
+    return json{{"count", h.count()}, {"total", h.total()}, {"mean", h.mean()}, {"p50", h.percentile(50)},
+                {"p99", h.percentile(99)}, {"max", h.max()}};
+  };
+  for (const analysis::LockStats& l : analysis::lock_stats(ix)) {
+    json r{{"lock", l.name}, {"id", l.id}, {"acquires", l.acquires}, {"contended", l.contended},
+           {"threads", l.threads}, {"wait_ns", spread(l.wait)}, {"hold_ns", spread(l.hold)}};
+    if (l.contended)
+      r["longest_wait"] = {{"acquired_ns", ix.to_ns(l.longest_wait_at) - origin}, {"thread", lane(l.longest_wait_feedlet)}};
+    if (l.hold.count())
+      r["longest_hold"] = {{"acquired_ns", ix.to_ns(l.longest_hold_at) - origin}, {"thread", lane(l.longest_hold_feedlet)}};
+    if (l.unmatched) r["unmatched"] = l.unmatched;
+    if (l.held_at_end) r["held_at_end"] = true;
+    table.push_back(r);
+  }
+}
+
+void print_lock_table(const json& j) {
+  std::printf("%-24s %6s %9s %9s %7s %12s %12s %12s %12s %12s\n", "lock", "id", "acquires", "contended", "threads",
+              "wait p50 us", "wait p99 us", "wait max us", "hold mean us", "hold max us");
+  for (const json& r : j["locks"])
+    std::printf("%-24s %6llu %9llu %9llu %7llu %12.2f %12.2f %12.2f %12.2f %12.2f\n", r["lock"].get<std::string>().c_str(),
+                (unsigned long long)r["id"].get<uint64_t>(), (unsigned long long)r["acquires"].get<uint64_t>(),
+                (unsigned long long)r["contended"].get<uint64_t>(), (unsigned long long)r["threads"].get<uint64_t>(),
+                r["wait_ns"]["p50"].get<double>() / 1e3, r["wait_ns"]["p99"].get<double>() / 1e3,
+                r["wait_ns"]["max"].get<double>() / 1e3, r["hold_ns"]["mean"].get<double>() / 1e3,
+                r["hold_ns"]["max"].get<double>() / 1e3);
 }
 
 void add_analysis_commands(CLI::App& app, int* exit_code) {

@@ -49,6 +49,9 @@ void print_duration_table(const nlohmann::json& table);
 // times, deadlines missed, preemptions and migrations (analysis/jobs.hpp).
 void add_task_table(nlohmann::json& out, const index::TraceIndex& ix);
 void print_task_table(const nlohmann::json& j);
+// Adds out["locks"]: per lock its acquires, contended ones, waits and holds (analysis/locks.hpp).
+void add_lock_table(nlohmann::json& out, const index::TraceIndex& ix);
+void print_lock_table(const nlohmann::json& j);
 // `check`: the trace's messages against protocol rules (exit 1 on a violation).
 void add_check_command(CLI::App& app, int* exit_code);
 // `view`: the desktop viewer.

@@ -431,7 +431,7 @@ void add_index_commands(CLI::App& app, int* exit_code) {
     if (!r.warning.empty()) std::fprintf(stderr, "tinescope: warning: %s\n", r.warning.c_str());
   });
 
-  static bool durations = false, by_thread = false, by_task = false, categories = false;
+  static bool durations = false, by_thread = false, by_task = false, locks = false, categories = false;
   static std::string stream;
   static std::vector<std::string> stats_traces, clocks;
   auto* stats = app.add_subcommand("stats", "counts, time range, feedlets, drops and damage of a trace; durations per name");
@@ -446,6 +446,7 @@ void add_index_commands(CLI::App& app, int* exit_code) {
   stats->add_flag("--by-thread", by_thread, "--durations per name and per thread");
   stats->add_flag("--by-task", by_task,
                   "per task: jobs, response and execution times, deadlines missed, preemptions, migrations (ts_sched)");
+  stats->add_flag("--locks", locks, "per lock: acquires, contended ones, wait and hold times (ts_lock)");
   stats->add_option("--stream", stream, "--durations of this interval stream (docs/ANALYSIS.md)");
   stats->add_flag("--categories", categories,
                   "the categories of the intervals and instants, with their events and names (a pass over the trace)");
@@ -473,6 +474,7 @@ void add_index_commands(CLI::App& app, int* exit_code) {
         return;
       }
       if (by_task) add_task_table(j, ix);
+      if (locks) add_lock_table(j, ix);
       if (categories) {
         const analysis::Categories c = analysis::scan_categories(ix);
         if (!c.error.empty()) std::fprintf(stderr, "tinescope: warning: categories: %s (events there not counted)\n", c.error.c_str());
@@ -515,6 +517,7 @@ void add_index_commands(CLI::App& app, int* exit_code) {
       }
       if (j.contains("durations")) print_duration_table(j["durations"]);
       if (j.contains("tasks")) print_task_table(j);
+      if (j.contains("locks")) print_lock_table(j);
     }
     if (across)
       std::printf("\nbetween the traces: %zu messages (not counted as never received or never sent above), latency "
