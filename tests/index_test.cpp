@@ -175,6 +175,7 @@ struct BruteForce {
       };
       auto segment = [&](const index::RunningJob& r, uint64_t end, bool cut = false) {
         add(StreamKind::Sched, r.cpu, Item{.truncated = cut, .name = r.task, .cpu = r.cpu, .start = r.start, .end = end});
+        add(StreamKind::Task, r.task, Item{.truncated = cut, .name = r.task, .cpu = r.cpu, .start = r.start, .end = end});
       };
       // A chunk after dropped events or a lost chunk closes, at its start,
       // every interval and job segment open.
@@ -287,16 +288,19 @@ struct BruteForce {
         // A depth's (and the span stream's, and a CPU's) longest item: of equal
         // ones the first to end, then the smallest name; its name (a CPU's: its
         // task) is in the node.
-        const bool named = kind == StreamKind::Depth || kind == StreamKind::Span || kind == StreamKind::Sched;
+        // (A task's: its CPU.)
+        const bool named = kind == StreamKind::Depth || kind == StreamKind::Span || kind == StreamKind::Sched ||
+                           kind == StreamKind::Task;
+        const uint32_t label = kind == StreamKind::Task ? it.cpu : it.name;
         const bool tie = named && n.count && dur == n.iv.max_dur &&
-                         (it.end < n.iv.longest_end || (it.end == n.iv.longest_end && it.name < n.iv.longest_name));
+                         (it.end < n.iv.longest_end || (it.end == n.iv.longest_end && label < n.iv.longest_name));
         // Cut items are counted; the high bit says the longest is one, or
         // one alike with it (same duration, end and, where named, name).
         const uint32_t cut = (n.iv.truncated & ~index::kLongestTruncated) + (it.truncated ? 1 : 0);
         n.iv.truncated = (n.iv.truncated & index::kLongestTruncated) | cut;
         if (dur > n.iv.max_dur || n.count == 0 || tie) {
           n.iv.max_dur = dur, n.iv.longest_end = it.end;
-          if (named) n.iv.longest_name = it.name;
+          if (named) n.iv.longest_name = label;
           n.iv.truncated = cut | (it.truncated ? index::kLongestTruncated : 0);
         } else if (it.truncated && dur == n.iv.max_dur && it.end == n.iv.longest_end &&
                    (!named || it.name == n.iv.longest_name)) {
@@ -414,7 +418,8 @@ TEST(Index, PyramidsEqualBruteForceOnEveryKind) {
   auto streams = fx.ix->streams();
   std::map<StreamKind, int> kinds;
   for (auto& s : streams) kinds[s.kind]++;
-  for (StreamKind k : {StreamKind::Interval, StreamKind::Instant, StreamKind::Counter, StreamKind::Send, StreamKind::Sched})
+  for (StreamKind k : {StreamKind::Interval, StreamKind::Instant, StreamKind::Counter, StreamKind::Send, StreamKind::Sched,
+                       StreamKind::Task})
     EXPECT_GT(kinds[k], 0) << index::kind_name(k);
   check_pyramids_against_brute_force(fx.c, *fx.ix, test_seed(11), 3000);
 
@@ -832,7 +837,7 @@ void check_lanes_against_streams(const TraceIndex& ix, uint32_t feedlets, int ro
     size_t names = 0, depths = 0, others = 0, got_names = 0, got_depths = 0;
     for (auto& s : streams) {
       if (s.feedlet != f) continue;
-      if (s.kind == StreamKind::Span) continue;  // (never in a lane: spanning() reads it)
+      if (s.kind == StreamKind::Span || s.kind == StreamKind::Task) continue;  // (never in a lane: spanning() reads Span, a task's row Task)
       (s.kind == StreamKind::Interval ? names : s.kind == StreamKind::Depth ? depths : others)++;
     }
     for (auto& [id, got] : lane) {

@@ -119,6 +119,7 @@ struct Expected {
   uint64_t sends = 0, received = 0;      // flow links sent, and received
   uint64_t unmatched_ends = 0, unmatched_flow_ends = 0;
   uint64_t cpu_slices = 0;
+  uint64_t running_states = 0;  // ftrace: a thread's "Running", switch-in to switch-out (its lane of states)
   Counts unsupported;
   // Events that begin an interval or are one (B, X, async begins) or an
   // instant (i, I, R, P, async instants and steps) and carry a category,
@@ -244,6 +245,9 @@ class FtraceText {
       // The slice of the thread this switch stops: from the switch that started it.
       Running& run = running_[cpu];
       if (run.pid > 0 && run.pid == prev) slice(run.name);
+      // Its state: Running since it was switched in, on whichever CPU.
+      if (prev > 0 && switched_in_.erase(prev)) ++c_.x.running_states;
+      if (next > 0) switched_in_.insert(next);
       run = Running{next, comm(args) + "-" + std::to_string(next)};
       // A thread woken since it last ran: the wakeup's flow ends here.
       if (next > 0 && woken_.erase(next)) ++c_.x.sends, ++c_.x.received;
@@ -267,14 +271,15 @@ class FtraceText {
     ++c_.x.unsupported["ftrace " + (print ? std::string("print") : event)];
   }
 
-  // The threads still running at the end run to it. A wakeup never followed
-  // by its thread's switch makes no flow (docs/IMPORT.md: the flow is made at
-  // the switch that runs the woken thread).
+  // The threads still running at the end stay open: no slice. A wakeup
+  // never followed by its thread's switch makes no flow (docs/IMPORT.md: the
+  // flow is made at the switch that runs the woken thread).
   void finish() {
     for (auto& [cpu, run] : running_)
-      if (run.pid > 0) slice(run.name);
+      if (run.pid > 0) ++c_.x.with_args[""];  // (its begin carries its switch's fields all the same)
     running_.clear();
     woken_.clear();
+    switched_in_.clear();
   }
 
  private:
@@ -285,6 +290,7 @@ class FtraceText {
   Collector& c_;
   std::map<int64_t, Running> running_;  // per CPU
   std::set<int64_t> woken_;             // woken and not yet run since
+  std::set<int64_t> switched_in_;       // threads on a CPU
 
   // (Each begins with its switch's next_pid and next_prio as arguments.)
   void slice(const std::string& name) { ++c_.x.intervals[name], ++c_.x.cpu_slices, ++c_.x.with_args[""]; }
@@ -574,7 +580,7 @@ bool read_html(const std::string& page, Collector& c) {
 struct Made {
   import::ImportResult result;
   Counts intervals, instants, counters;  // items by name
-  uint64_t send_items = 0, flows = 0, matched_flows = 0, cpu_slices = 0;
+  uint64_t send_items = 0, flows = 0, matched_flows = 0, cpu_slices = 0, running_states = 0;
   Counts with_args;  // argument events after a begin, complete or instant event, by their cat field
 };
 
@@ -610,15 +616,20 @@ struct ArgumentCount : trace::Visitor {
   if (!ix) return ::testing::AssertionFailure() << error;
   if (!ix->damage().empty()) return ::testing::AssertionFailure() << out << ": the index finds damage";
   const trace::Catalog& catalog = ix->catalog();
-  std::set<uint32_t> cpu_lanes;  // ftrace's lanes "CPU N" of the process "CPUs"
+  std::set<uint32_t> cpu_lanes, state_lanes;  // ftrace's lanes "CPU N" of "CPUs", and of "thread states"
   for (const auto& f : ix->feedlets()) {
     auto process = catalog.metadata.find("feedlet." + std::to_string(f.id) + ".process");
     if (process != catalog.metadata.end() && process->second == "CPUs") cpu_lanes.insert(f.id);
+    if (process != catalog.metadata.end() && process->second == "thread states") state_lanes.insert(f.id);
   }
   for (const auto& s : ix->streams()) {
     const std::string stream(catalog.string(s.key));
     switch (s.kind) {
       case StreamKind::Interval:
+        if (state_lanes.count(s.feedlet)) {  // (the states are counted apart: their Running)
+          if (stream == "Running") made.running_states += s.items;
+          break;
+        }
         made.intervals[stream] += s.items;
         if (cpu_lanes.count(s.feedlet)) made.cpu_slices += s.items;
         break;
@@ -679,6 +690,7 @@ TEST_P(SampleCounts, ImporterAgreesWithAnIndependentCount) {
   EXPECT_EQ(got.matched_flows, want.received);
   EXPECT_EQ(r.unmatched_flow_ends, want.unmatched_flow_ends);
   EXPECT_EQ(got.cpu_slices, want.cpu_slices);
+  EXPECT_EQ(got.running_states, want.running_states);
   // What it did not import is what this count found outside the mapping.
   EXPECT_EQ(r.unsupported, want.unsupported);
   // Every category and argument came through (issue 51).

@@ -193,6 +193,7 @@ bool item_events(const index::TraceIndex& ix, uint32_t feedlet, const index::Ite
       ok = add_at(ix, *cat, feedlet, it.start, slack, {kCounterInt, kCounterFloat}, 0, it.name, out, why);
       break;
     case index::StreamKind::Sched:
+    case index::StreamKind::Task:
       ok = add_at(ix, *cat, feedlet, it.start, slack, {kJobStart, kJobResume}, 0, it.name, out, why);
       if (ok && !it.truncated)
         ok = add_at(ix, *cat, feedlet, it.end, slack, {kJobPreempt, kJobBlock, kJobComplete}, 0, it.name, out, why);

@@ -23,6 +23,7 @@ const char* kind_name(StreamKind k) {
     case StreamKind::Sched: return "sched";
     case StreamKind::Depth: return "depth";
     case StreamKind::Span: return "span";
+    case StreamKind::Task: return "task";
   }
   return "?";
 }

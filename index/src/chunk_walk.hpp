@@ -57,15 +57,20 @@ struct NoResume {
   void operator()(size_t, uint64_t, uint64_t, const WalkState&) const {}
 };
 
-// A job's segment on its CPU, from its start to `end`, as a Sched item.
-inline Item job_segment(const RunningJob& r, uint64_t end) {
+// A job's segment on its CPU, from its start to `end`: a Sched item (its
+// CPU's stream) and the same as a Task item (its task's stream).
+template <class OnItem>
+void job_segment(const RunningJob& r, uint64_t end, bool truncated, OnItem&& on_item) {
   Item it;
   it.kind = StreamKind::Sched;
   it.name = r.task;
   it.cpu = r.cpu;
   it.start = r.start;
   it.end = end;
-  return it;
+  it.truncated = truncated;
+  on_item(it);
+  it.kind = StreamKind::Task;
+  on_item(it);
 }
 
 // A job (task, job id) starts or resumes on a CPU. What the events leave
@@ -82,7 +87,7 @@ void start_job(WalkState& st, uint32_t task, uint64_t job, uint32_t cpu, uint64_
       continue;
     }
     ++(r.cpu == cpu ? st.counts.cpu_taken : st.counts.job_moved);
-    on_item(job_segment(r, ts));
+    job_segment(r, ts, false, on_item);
     st.running.erase(st.running.begin() + ptrdiff_t(i));
   }
   st.running.push_back(RunningJob{cpu, task, ts, job});
@@ -97,7 +102,7 @@ void end_job(WalkState& st, uint32_t task, uint64_t job, uint32_t cpu, uint64_t 
     const RunningJob& r = st.running[i];
     if (r.task != task || r.job != job) continue;
     if (r.cpu != cpu) ++st.counts.job_end_elsewhere;
-    on_item(job_segment(r, ts));
+    job_segment(r, ts, false, on_item);
     st.running.erase(st.running.begin() + ptrdiff_t(i));
     return;
   }
@@ -118,11 +123,7 @@ void cut_at_break(WalkState& st, uint64_t at, OnItem&& on_item) {
     it.truncated = true;
     on_item(it);
   }
-  for (const RunningJob& r : st.running) {
-    Item it = job_segment(r, at);
-    it.truncated = true;
-    on_item(it);
-  }
+  for (const RunningJob& r : st.running) job_segment(r, at, true, on_item);
   st.counts.truncated += st.stack.size() + st.running.size();
   st.stack.clear();
   st.running.clear();

@@ -97,6 +97,12 @@ class PageWriter {
 
 // Inline: the indexer folds every item of a trace through these.
 inline bool interval_like(StreamKind kind) { return kind != StreamKind::Counter; }
+// Job segments name each bucket by its longest item: a CPU's (Sched) by its
+// task, a task's (Task) by its CPU.
+inline bool names_longest(StreamKind kind) { return kind == StreamKind::Sched || kind == StreamKind::Task; }
+[[gnu::always_inline]] inline uint32_t longest_label(const Item& it) {
+  return it.kind == StreamKind::Task ? it.cpu : it.name;
+}
 
 // Node::iv.truncated plus k items cut (the count stops short of the high bit).
 [[gnu::always_inline]] inline uint32_t plus_truncated(uint32_t t, uint32_t k) {
@@ -132,7 +138,7 @@ inline void set_leaf(Node& n, const Item& it, uint64_t bucket) {
   n.iv.busy = it.kind == StreamKind::Send ? uint64_t(it.value) : dur;
   n.iv.min_dur = n.iv.max_dur = dur;
   n.iv.longest_end = it.end;
-  if (it.kind == StreamKind::Sched) n.iv.longest_name = it.name;  // the task
+  if (names_longest(it.kind)) n.iv.longest_name = longest_label(it);  // a CPU's: the task; a task's: the CPU
   n.iv.truncated = it.truncated ? 1 | kLongestTruncated : 0;
   n.iv.min_start = it.start;
   n.iv.max_end = it.end;
@@ -173,10 +179,11 @@ inline Node leaf_node(const Item& it, uint64_t bucket) {
   a.max_depth = std::max(a.max_depth, it.depth);
   a.iv.busy += it.kind == StreamKind::Send ? uint64_t(it.value) : dur;
   a.iv.min_dur = std::min(a.iv.min_dur, dur);
-  const bool sched = it.kind == StreamKind::Sched;
+  const bool sched = names_longest(it.kind);
+  const uint32_t label = longest_label(it);
   if (sched) {  // a CPU's segments: the longest one's task, as merge() keeps it
-    if (longer(dur, it.end, it.name, a.iv.max_dur, a.iv.longest_end, a.iv.longest_name)) {
-      a.iv.max_dur = dur, a.iv.longest_end = it.end, a.iv.longest_name = it.name;
+    if (longer(dur, it.end, label, a.iv.max_dur, a.iv.longest_end, a.iv.longest_name)) {
+      a.iv.max_dur = dur, a.iv.longest_end = it.end, a.iv.longest_name = label;
       a.iv.truncated = longest_truncated(a.iv.truncated, it.truncated);
     }
   } else if (dur > a.iv.max_dur) {
@@ -184,7 +191,7 @@ inline Node leaf_node(const Item& it, uint64_t bucket) {
     a.iv.truncated = longest_truncated(a.iv.truncated, it.truncated);
   }
   if (it.truncated) [[unlikely]]
-    a.iv.truncated = count_cut(a.iv.truncated, dur, it.end, sched ? it.name : 0, a.iv.max_dur, a.iv.longest_end,
+    a.iv.truncated = count_cut(a.iv.truncated, dur, it.end, sched ? label : 0, a.iv.max_dur, a.iv.longest_end,
                                sched ? a.iv.longest_name : 0);
   a.iv.min_start = std::min(a.iv.min_start, it.start);
   a.iv.max_end = std::max(a.iv.max_end, it.end);
@@ -220,23 +227,24 @@ template <class ItemAt>
     open.s.min = mn, open.s.max = mx, open.s.last = last, open.s.sum = sum, open.s.last_ts = last_ts;
   } else {
     const bool send = kind == StreamKind::Send;
-    const bool sched = kind == StreamKind::Sched;  // names the longest item's task (add_item())
+    const bool sched = names_longest(kind);  // names the longest item's task or CPU (add_item())
     uint32_t depth = open.max_depth;
     uint64_t busy = open.iv.busy, min_dur = open.iv.min_dur, max_dur = open.iv.max_dur;
     uint64_t longest_end = open.iv.longest_end, min_start = open.iv.min_start, max_end = open.iv.max_end;
     uint32_t longest_name = open.iv.longest_name, truncated = open.iv.truncated;
     for (; j < n && item(j).key() >> shift == bucket; ++j) {
       const Item& it = item(j);
+      const uint32_t label = longest_label(it);
       const uint64_t dur = it.end - it.start;
       depth = std::max(depth, it.depth);
       busy += send ? uint64_t(it.value) : dur;
       min_dur = std::min(min_dur, dur);
-      if (sched ? longer(dur, it.end, it.name, max_dur, longest_end, longest_name) : dur > max_dur) {
-        max_dur = dur, longest_end = it.end, longest_name = sched ? it.name : longest_name;
+      if (sched ? longer(dur, it.end, label, max_dur, longest_end, longest_name) : dur > max_dur) {
+        max_dur = dur, longest_end = it.end, longest_name = sched ? label : longest_name;
         truncated = longest_truncated(truncated, it.truncated);
       }
       if (it.truncated) [[unlikely]]
-        truncated = count_cut(truncated, dur, it.end, sched ? it.name : 0, max_dur, longest_end, sched ? longest_name : 0);
+        truncated = count_cut(truncated, dur, it.end, sched ? label : 0, max_dur, longest_end, sched ? longest_name : 0);
       min_start = std::min(min_start, it.start);
       max_end = std::max(max_end, it.end);
     }

@@ -486,7 +486,7 @@ TraceIndex::Parts TraceIndex::index_parts() const {
   for (auto& [id, f] : s_->feedlets) {
     for (const Stream& st : f->streams)
       for (const Level& lv : st.levels)
-        for (size_t i = 0; i < lv.pages.size(); ++i) p.node_pages[size_t(st.info.kind) & 7] += lv.pages[i].bytes;
+        for (size_t i = 0; i < lv.pages.size(); ++i) p.node_pages[std::min<size_t>(size_t(st.info.kind), std::size(p.node_pages) - 1)] += lv.pages[i].bytes;
     for (size_t i = 0; i < f->chunks.size(); ++i) p.resume_points += f->chunks[i].resume_bytes;
   }
   for (size_t i = 0; i < s_->flow_blocks.size(); ++i) p.flow_blocks += s_->flow_blocks[i].bytes;

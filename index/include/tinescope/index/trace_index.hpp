@@ -51,6 +51,11 @@ enum class StreamKind : uint8_t {
   // and are on no stack; each bucket names its longest item, as a depth's.
   // Stored levels only, as Depth; the views do not draw it as a lane's row.
   Span = 7,
+  // Job segments of one task, on any CPU (key: the task's string id; key:
+  // end time): a Sched item again, by task, each bucket naming the CPU of
+  // its longest segment. What a per-task row draws. Not in query_lane()'s
+  // answers (a lane's CPU rows draw its Sched streams).
+  Task = 8,
 };
 constexpr uint32_t kDepthStreams = 16;
 const char* kind_name(StreamKind k);
@@ -91,9 +96,9 @@ struct Item {
   bool complete = false;  // an Interval from one complete event (not a begin/end pair): on no stack
   bool truncated = false; // an Interval or job segment whose end was not recorded: cut at a drop or a lost
                           // chunk, or never ended and closed with an outer frame (WalkCounts::truncated)
-  uint32_t name = 0;   // string id; Sched: the task; Send: the channel
+  uint32_t name = 0;   // string id; Sched, Task: the task; Send: the channel
   uint32_t depth = 0;  // nesting depth of an interval, 0 outermost
-  uint32_t cpu = 0;    // Sched
+  uint32_t cpu = 0;    // Sched, Task
   uint64_t start = 0, end = 0;
   double value = 0;    // Counter: the sample; Send: bytes
   uint64_t key() const { return end; }
@@ -140,7 +145,7 @@ struct RunningAcross {
 struct StreamInfo {
   StreamKind kind{};
   uint32_t feedlet = 0;
-  uint32_t key = 0;        // name string id (Sched: cpu)
+  uint32_t key = 0;        // name string id (Sched: cpu; Task: the task)
   uint32_t leaf_shift = 0; // finest stored level: buckets of 2^leaf_shift ticks
   uint32_t levels = 0;
   uint64_t items = 0;
@@ -328,7 +333,7 @@ class TraceIndex {
   // index_bytes() is the tables, the directory, the header page and the
   // footer (docs/INDEX.md). Counts every page: O(pages), for tools.
   struct Parts {
-    uint64_t node_pages[8] = {};  // [StreamKind]
+    uint64_t node_pages[9] = {};  // [StreamKind]
     uint64_t flow_blocks = 0;
     uint64_t resume_points = 0;
   };
