@@ -310,7 +310,8 @@ TEST(Render, ItemsWhoseEndWasNotRecordedAreHatched) {
   render::Scene scene;
   std::string error;
   ASSERT_TRUE(scene.add_trace(save(trace, "cut.tine"), error)) << error;
-  ASSERT_EQ(scene.lanes().size(), 1u);
+  ASSERT_EQ(scene.lanes().size(), 2u);  // the thread's, and its jobs by task
+  EXPECT_TRUE(scene.lanes()[0].is_tasks());
 
   const uint32_t W = 800;
   auto picture = [&](int64_t t0, int64_t t1, uint32_t budget) {
@@ -333,6 +334,7 @@ TEST(Render, ItemsWhoseEndWasNotRecordedAreHatched) {
     struct Want { render::Row::Kind kind; uint32_t depth; int64_t start, end; bool cut; };
     const Want want[] = {{render::Row::Interval, 0, 1'000, 10'000, true}, {render::Row::Interval, 1, 2'000, 10'000, true},
                          {render::Row::Interval, 2, 5'000, 10'000, true}, {render::Row::Cpu, 0, 1'500, 10'000, true},
+                         {render::Row::Task, 0, 1'500, 10'000, true},  // the same job segment, in its task's row
                          {render::Row::Interval, 1, 21'000, 30'000, true}, {render::Row::Interval, 2, 3'000, 4'000, false},
                          {render::Row::Interval, 0, 10'000, 11'000, false}, {render::Row::Interval, 0, 20'000, 30'000, false}};
     size_t cuts = 0;
@@ -894,8 +896,11 @@ TEST(Render, ScheduledJobsAreDrawnInARowPerCpu) {
   render::Scene scene;
   std::string error;
   ASSERT_TRUE(scene.add_trace(save(trace, "cpus.tine"), error)) << error;
-  ASSERT_EQ(scene.lanes().size(), 1u);
-  const render::Lane& lane = scene.lanes()[0];
+  ASSERT_EQ(scene.lanes().size(), 2u);  // the scheduler's thread, and its jobs by task (first: group "tasks")
+  const render::Lane& lane = scene.lanes()[1];
+  const render::Lane& tasks = scene.lanes()[0];
+  ASSERT_TRUE(tasks.is_tasks());
+  EXPECT_EQ(tasks.task_names, (std::vector<std::string>{"audio", "video"}));
   ASSERT_EQ(lane.cpu_numbers, (std::vector<uint32_t>{0, 1, 2}));
   EXPECT_EQ(lane.cpu_names, (std::vector<std::string>{"cpu 0", "big.core", "cpu 2"}));
   EXPECT_EQ(lane.cpus[2], -1) << "CPU 2 has no stream";
@@ -912,11 +917,11 @@ TEST(Render, ScheduledJobsAreDrawnInARowPerCpu) {
   EXPECT_EQ(running[0].cpu, 0u);
   EXPECT_EQ(running[0].task, 2u);
 
-  const int W = 1280, H = 120;
+  const int W = 1280, H = 160;
   const auto [px, g, layout] = draw_timeline(scene, W, H, 0, 1'000'000);
   ASSERT_FALSE(px.empty());
-  ASSERT_EQ(layout.lanes.size(), 1u);
-  const render::Layout::LaneRows& lr = layout.lanes[0];
+  ASSERT_EQ(layout.lanes.size(), 2u);
+  const render::Layout::LaneRows& lr = layout.lanes[1];
   ASSERT_EQ(lr.end - lr.first, 3u) << "a row for each CPU, and no interval row";
   const uint32_t audio = render::name_colour("audio") & 0xffffff, video = render::name_colour("video") & 0xffffff;
   const double px_per_ns = g.plot.w / 1e6;
@@ -941,6 +946,29 @@ TEST(Render, ScheduledJobsAreDrawnInARowPerCpu) {
   expect_run(1, 6e5, 1e6 + 1, audio, "cpu 1, audio running at the edge");
   EXPECT_TRUE(is_background(pixel(px, W, x_of(6.5e5), y_of(2)))) << "cpu 2 idle";
   expect_run(2, 7e5, 1e6 + 1, video, "cpu 2, video running from 700 us to the end");
+
+  // Jobs by task: a row a task, each segment in the colour of the CPU it
+  // ran on (CPU 0: the first of the CPU colours), wherever it ran.
+  const render::Layout::LaneRows& tr = layout.lanes[0];
+  ASSERT_EQ(tr.end - tr.first, 2u) << "a row a task";
+  auto task_y = [&](uint32_t k) {
+    EXPECT_EQ(layout.rows[tr.first + k].kind, render::Row::Task);
+    return int(g.plot.y + layout.rows[tr.first + k].y + 3);
+  };
+  std::map<uint32_t, int> audio_colours;
+  for (int i = 0; i < 6; ++i) {  // audio on CPU 0 in even 100 us steps (and from 600 us on CPU 1 too)
+    const uint32_t c = pixel(px, W, x_of(i * 1e5 + 4.5e4), task_y(0));
+    if (i % 2 == 0) {
+      audio_colours[c]++;
+    } else {
+      EXPECT_TRUE(is_background(c)) << "audio does not run at " << i;
+    }
+  }
+  EXPECT_EQ(audio_colours.size(), 1u) << "audio ran on CPU 0 alone in even steps";
+  const uint32_t cpu1 = pixel(px, W, x_of(6.95e5), task_y(0));  // (CPU 0's audio ended at 690 us)
+  EXPECT_FALSE(is_background(cpu1)) << "audio on CPU 1 from 600 us";
+  EXPECT_NE(cpu1, audio_colours.begin()->first) << "another CPU, another colour";
+  EXPECT_FALSE(is_background(pixel(px, W, x_of(7.5e5), task_y(1)))) << "video on CPU 2 from 700 us";
 }
 
 // Folded, a lane's job segments are its periodic work: a task that runs at

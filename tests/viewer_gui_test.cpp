@@ -25,6 +25,7 @@
 #include "tinescope/render/lane_order.hpp"
 #include "tinescope/analysis/needles.hpp"
 #include "tinescope/index/trace_index.hpp"
+#include "edf_sim.hpp"
 #include "trace_helpers.hpp"
 #include "tinescope/app/viewer.hpp"
 
@@ -587,6 +588,62 @@ TEST_F(ViewerGui, EachCpuRowShowsTheTaskThatRanThere) {
   const int right = int(plot.x + plot.w) - 3;
   EXPECT_EQ(px(right, row_y(0)), render::name_colour("video") & 0xffffff);
   EXPECT_EQ(px(right, row_y(1)), render::name_colour("audio") & 0xffffff);
+}
+
+// Grasp's per-task view of the toy global-EDF scheduler (tests/edf_sim.hpp):
+// a row a task; T5's job, preempted and migrating, is drawn in the colours
+// of the CPUs it ran on, and its missed deadline is a red bar from the
+// deadline to its completion. Hovered, a segment names its job; clicked,
+// its events fill the details panel.
+TEST_F(ViewerGui, ThePerTaskViewShowsTheToySchedulersMigrationsAndMissedDeadline) {
+  EdfSim sim = toy_edf(true);
+  const std::string path = temp_path("edf_gui");
+  ::unlink(path.c_str()), ::unlink((path + ".idx").c_str());
+  write_file(path, sim.run());
+  ASSERT_NO_FATAL_FAILURE(open({}, path));
+  const uint32_t tasks = lane("jobs by task");
+  const render::Lane& lane = scene_->lanes()[tasks];
+  ASSERT_EQ(lane.task_names, (std::vector<std::string>{"T1", "T2", "T3", "T4", "T5"}));
+  const render::Layout layout = render::layout_lanes(*scene_, render::layout_options(v_->figure_params(0)));
+  const render::Layout::LaneRows* lr = layout.find_lane(tasks);
+  ASSERT_TRUE(lr);
+  ASSERT_EQ(lr->end - lr->first, 5u) << "a row a task";
+  const render::Row& t5 = layout.rows[lr->first + 4];
+  ASSERT_EQ(t5.kind, render::Row::Task);
+  const render::Rect plot = v_->plot_rect(0);
+  const render::TimeAxis& axis = v_->figure_axis(0);
+  const float top = plot.y + t5.y - v_->figure_params(0).scroll_y;
+  const SimJob& late = *std::find_if(sim.jobs.begin(), sim.jobs.end(), [](const SimJob& j) { return j.missed(); });
+  ASSERT_EQ(sim.tasks[late.task].name, "T5");
+  const int64_t first = scene_->first_ns();
+  auto x = [&](uint64_t t) { return plot.x + float(axis.x(first + int64_t(t))); };
+  // The missed deadline: red along the row's foot, from the deadline to the completion.
+  int red = 0, span = 0;
+  for (float px_x = x(late.deadline) + 2; px_x < x(late.completion) - 2; ++px_x, ++span)
+    red += px(int(px_x), int(top + t5.h - 3)) == (render::kMissedColour & 0xffffff);
+  ASSERT_GT(span, 10) << "the late stretch is visible";
+  EXPECT_GE(red, span * 9 / 10) << "the missed deadline is red";
+  EXPECT_EQ(px(int(x(late.deadline)) - 4, int(top + t5.h - 3)) == (render::kMissedColour & 0xffffff), false)
+      << "not before the deadline";
+  // Migrations: along the job, the colours of more than one CPU.
+  std::set<uint32_t> colours;
+  for (float px_x = x(late.arrival); px_x < x(late.completion); ++px_x) {
+    const uint32_t c = px(int(px_x), int(top + 4));
+    if (ink(c) > 40 && (c & 0xffffff) != 0x141414) colours.insert(c);
+  }
+  EXPECT_GE(colours.size(), 3u) << "T5 ran on several CPUs (" << late.migrations << " migrations)";
+  // Hovered and clicked: a segment of T5 in the middle of its job.
+  const float mid = (x(late.arrival) + x(late.completion)) / 2;
+  float on = -1;
+  for (float d = 0; d < 40 && on < 0; ++d)
+    for (float c : {mid + d, mid - d})
+      if (on < 0 && ink(px(int(c), int(top + 4))) > 40) on = c;
+  ASSERT_GE(on, 0) << "a segment of T5 near the middle of its job";
+  click(on, top + 4);
+  ASSERT_TRUE(v_->settle());
+  bool start = false;
+  for (const analysis::EventView& e : v_->selected_events()) start |= e.type_name == "job_start" || e.type_name == "job_resume";
+  EXPECT_TRUE(start) << "the segment's start event, from the CPU's lane";
 }
 
 TEST_F(ViewerGui, KeysZoomPanAndFit) {

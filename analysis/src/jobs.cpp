@@ -198,6 +198,28 @@ uint64_t span_ns(const index::TraceIndex& ix, uint64_t at, uint64_t ticks) {
   return uint64_t(std::max<int64_t>(0, ns_between(ix, at, at + ticks)));
 }
 
+std::shared_ptr<const JobMarks> job_marks(const index::TraceIndex& ix, size_t max_jobs) {
+  if (!JobScan::any(ix)) return nullptr;
+  auto out = std::make_shared<JobMarks>();
+  JobScan scan(ix);
+  Job j;
+  while (scan.next(j)) {
+    const uint64_t start = j.arrival != kNoTime ? j.arrival : j.first_start;
+    if (start == kNoTime) continue;  // only a deadline was recorded
+    if (out->jobs.size() == max_jobs) return nullptr;
+    JobMark m;
+    m.task = j.task, m.id = j.id, m.start = start, m.deadline = j.deadline;
+    m.end = j.completed() ? j.completion : std::max(start, j.last_event);
+    m.missed = j.missed(scan.end()), m.completed = j.completed();
+    if (m.missed && !m.completed) m.end = std::max(m.end, scan.end());
+    out->longest = std::max(out->longest, std::max(m.end, m.deadline == kNoTime ? 0 : m.deadline) - start);
+    out->jobs.push_back(m);
+  }
+  std::stable_sort(out->jobs.begin(), out->jobs.end(), [](const JobMark& a, const JobMark& b) { return a.start < b.start; });
+  out->scanned_events = scan.counts().events;
+  return out;
+}
+
 std::vector<TaskStats> task_stats(const index::TraceIndex& ix, JobCounts* counts) {
   JobScan scan(ix);
   std::map<uint32_t, TaskStats> per;

@@ -353,7 +353,35 @@ bool Viewer::box_events(const render::Scene& scene, const render::Lane& lane, co
   it.start = clock.to_ticks(b.start);
   it.end = b.end == INT64_MAX ? it.start : clock.to_ticks(b.end);
   const uint64_t slack = uint64_t(std::ceil(clock.ticks_per_ns())) + 2;
+  if (row.kind == render::Row::Task) {
+    // A task's segment: its events are in the lane that ran it on its CPU.
+    it.kind = index::StreamKind::Sched;
+    for (const render::Lane& l : scene.lanes())
+      if (l.source == lane.source && !l.cpus.empty() && analysis::item_events(*src.index, l.feedlet, it, out, why, slack) &&
+          !out.empty())
+        return true;
+    return why.empty();
+  }
   return analysis::item_events(*src.index, lane.feedlet, it, out, why, slack);
+}
+
+void Viewer::job_tooltip(const render::Scene& scene, const render::Box& b) {
+  // The job this segment is of: its arrival, deadline and completion.
+  const render::Source& src = scene.sources()[b.source];
+  if (!src.jobs) return;
+  const uint64_t at = src.catalog->clock.to_ticks(b.start);
+  const render::TimeUnit unit = scene.time_unit();
+  auto t = [&](uint64_t ticks) { return render::format_time(src.catalog->clock.to_ns(ticks) - scene.first_ns(), 1, unit); };
+  src.jobs->each(at, at, [&](const analysis::JobMark& j) {
+    if (j.task != b.name || j.start > at || j.end < at) return;
+    ImGui::Text("job      %llu   arrived %s", (unsigned long long)j.id, t(j.start).c_str());
+    if (j.deadline != analysis::kNoTime) ImGui::Text("deadline %s", t(j.deadline).c_str());
+    if (j.completed)
+      ImGui::Text("response %s", render::format_duration(src.catalog->clock.to_ns(j.end) - src.catalog->clock.to_ns(j.start), unit).c_str());
+    if (j.missed)
+      ImGui::TextColored(ImVec4(1, 0.3f, 0.3f, 1), "deadline missed by %s",
+                         render::format_duration(src.catalog->clock.to_ns(j.end) - src.catalog->clock.to_ns(j.deadline), unit).c_str());
+  });
 }
 
 void Viewer::select(const Figure& f, const Hit& h) {
@@ -459,6 +487,7 @@ void Viewer::tooltip(Figure& f) {
     else ImGui::Text("duration (still open)");
     if (b->truncated) ImGui::TextDisabled("its end was not recorded: cut where events were lost, or never ended");
     if (row.kind == render::Row::Cpu) ImGui::Text("cpu      %s   (%s)", lane.cpu_names[row.index].c_str(), lane.name.c_str());
+    else if (row.kind == render::Row::Task) job_tooltip(scene, *b);
     else ImGui::Text("thread   %s   depth %u", lane.name.c_str(), b->depth);
     // Its first few arguments (read once while the mouse stays on it).
     const auto key = std::make_tuple(b->source, b->name, b->start, b->end, row.lane);

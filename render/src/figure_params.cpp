@@ -147,7 +147,8 @@ TimelineRequest overview_request(const Scene& scene, float width) {
   Layout full = layout_lanes(scene, o);
   // Only interval, instant and CPU rows: a compact picture of activity.
   for (const Row& row : full.rows)
-    if (row.kind == Row::Interval || row.kind == Row::Instant || row.kind == Row::Cpu) r.layout.rows.push_back(row);
+    if (row.kind == Row::Interval || row.kind == Row::Instant || row.kind == Row::Cpu || row.kind == Row::Task)
+      r.layout.rows.push_back(row);
   r.layout.height = full.height;
   for (Layout::LaneRows lr : full.lanes) {
     uint32_t first = UINT32_MAX, end = 0;

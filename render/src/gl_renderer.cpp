@@ -236,6 +236,19 @@ void GlRenderer::draw_timeline(const TimelinePicture& p, TextureSlot& slot, cons
     const Row& row = rows[c.row];
     rect(px(c.x0), plot.y + row.y - scroll_y, px(c.x1), plot.y + row.y + row.h - 1 - scroll_y, kCutColour, 2);
   }
+  // Jobs' marks: an arrival is a light tick in the row's upper half, a
+  // deadline a yellow one in its lower half, a missed deadline a red bar
+  // from it to the completion along the row's foot.
+  for (const JobMarkRect& m : p.job_marks) {
+    const Row& row = rows[m.row];
+    const float top = plot.y + row.y - scroll_y, bottom = top + row.h - 1;
+    if (bottom < plot.y || top > plot.y + plot.h) continue;
+    switch (m.kind) {
+      case JobMarkRect::Arrival: rect(px(m.x0), top, px(m.x0) + 1, top + row.h * 0.5f, kArrivalColour); break;
+      case JobMarkRect::Deadline: rect(px(m.x0), top + row.h * 0.4f, px(m.x0) + 2, bottom, kDeadlineColour); break;
+      case JobMarkRect::Missed: rect(px(m.x0), bottom - row.h * 0.35f, std::max(px(m.x1), px(m.x0) + 2), bottom, kMissedColour); break;
+    }
+  }
   // Bundles (past the arrow budget): 1 + log2(count) / 2 pixels wide (at
   // most 4), a line for each pixel, side by side.
   for (const Bundle& b : p.bundles) {

@@ -54,9 +54,9 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
         // The last row holds the calls deeper than the rows go: it says so.
         const std::string deeper = "depths " + std::to_string(rows[r].index) + ".." + std::to_string(lane.depths - 1);
         dl->AddText({g.names.x + g.names.w - ImGui::CalcTextSize(deeper.c_str()).x - 4, at.y}, kDim, deeper.c_str());
-      } else if (rows[r].kind == Row::Cpu) {  // at the right: the lane's name may be on this row
-        const char* cpu = lane.cpu_names[rows[r].index].c_str();
-        dl->AddText({g.names.x + g.names.w - ImGui::CalcTextSize(cpu).x - 4, at.y}, kDim, cpu);
+      } else if (rows[r].kind == Row::Cpu || rows[r].kind == Row::Task) {  // at the right: the lane's name may be on this row
+        const char* name = (rows[r].kind == Row::Cpu ? lane.cpu_names : lane.task_names)[rows[r].index].c_str();
+        dl->AddText({g.names.x + g.names.w - ImGui::CalcTextSize(name).x - 4, at.y}, kDim, name);
       }
     }
   }

@@ -237,6 +237,25 @@ void Scene::scan(Source& s, uint32_t source) {
     l.depth_rows = std::min(l.depths, kMaxDepthRows);
     scan->lanes.push_back(std::move(l));
   }
+  // Jobs by task, on every CPU: one lane of the trace, after its threads'.
+  std::map<std::string, std::pair<uint32_t, std::vector<int>>> tasks;  // name -> (string id, streams)
+  for (size_t id = 0; id < streams.size(); ++id)
+    if (streams[id].kind == StreamKind::Task && streams[id].items) {
+      auto& t = tasks[std::string(cat.string(streams[id].key))];
+      t.first = streams[id].key;
+      t.second.push_back(int(id));
+    }
+  if (!tasks.empty()) {
+    Lane l;
+    l.source = source;
+    l.feedlet = Lane::kTasksFeedlet;
+    l.name = "jobs by task";
+    l.group = "tasks";
+    l.has_intervals = false, l.depth_rows = 0;
+    for (auto& [name, t] : tasks) l.tasks.push_back(t.first), l.task_names.push_back(name), l.task_streams.push_back(t.second);
+    scan->lanes.push_back(std::move(l));
+    s.jobs = analysis::job_marks(ix);
+  }
 
   // Gaps: drops before a chunk, lost chunks, damaged bytes (the index keeps
   // them: a scan of every chunk here cost O(trace) at each live update).

@@ -65,6 +65,7 @@ Layout layout_lanes(const Scene& scene, const LayoutOptions& o) {
     for (uint32_t d = 0; d < depths; ++d, y += o.row_px) out.rows.push_back({Row::Interval, lane, d, y, o.row_px});
     if (l.has_instants) out.rows.push_back({Row::Instant, lane, 0, y, o.row_px * 0.6f}), y += o.row_px * 0.6f;
     for (uint32_t k = 0; k < l.cpus.size(); ++k, y += o.row_px) out.rows.push_back({Row::Cpu, lane, k, y, o.row_px});
+    for (uint32_t k = 0; k < l.tasks.size(); ++k, y += o.row_px) out.rows.push_back({Row::Task, lane, k, y, o.row_px});
     for (uint32_t k = 0; k < l.counters.size(); ++k, y += o.counter_px)
       out.rows.push_back({Row::Counter, lane, k, y, o.counter_px});
     lr.end = uint32_t(out.rows.size());
@@ -172,6 +173,18 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
                                                  !(*req.hidden_names)[lane.source].empty()
                                              ? &(*req.hidden_names)[lane.source]
                                              : nullptr;
+    if (lane.is_tasks()) {
+      // Jobs by task: each task's streams, of every feedlet; what runs at
+      // the right edge, from every lane that runs jobs.
+      q.buckets.clear();
+      for (const std::vector<int>& ids : lane.task_streams)
+        for (int id : ids) q.buckets.emplace_back(id, ix.query(id, q.clock.k0, q.clock.k1, resolution, req.decode_per_column));
+      for (const Lane& other : scene.lanes())
+        if (other.source == lane.source && !other.cpus.empty())
+          for (const index::RunningJob& r : ix.running_at(other.feedlet, q.clock.k1)) q.edge.jobs.push_back(r);
+      queries.push_back(std::move(q));
+      continue;
+    }
     ix.query_lane(lane.feedlet, q.clock.k0, q.clock.k1, resolution, q.buckets, req.decode_per_column, hidden);
     // A growing trace may have gained streams since the scene was read: they wait for the next one.
     const size_t known = std::min(streams[lane.source].size(), scene.sources()[lane.source].stream_colour.size());
@@ -265,11 +278,22 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       if (req.layout.rows[r].kind == Row::Interval) ++depth_rows;
     }
     auto depth_row = [&](uint32_t depth) { return lr.first + std::min(depth, depth_rows - 1); };
-    // The row of the lane's k-th CPU (UINT32_MAX: none).
-    auto cpu_row = [&](uint32_t k) {
+    // The row of the lane's k-th CPU or task (UINT32_MAX: none).
+    auto row_of = [&](Row::Kind kind, uint32_t k) {
       for (uint32_t r = lr.first; r < lr.end; ++r)
-        if (req.layout.rows[r].kind == Row::Cpu && req.layout.rows[r].index == k) return r;
+        if (req.layout.rows[r].kind == kind && req.layout.rows[r].index == k) return r;
       return UINT32_MAX;
+    };
+    auto cpu_row = [&](uint32_t k) { return row_of(Row::Cpu, k); };
+    auto task_row = [&](uint32_t task) {
+      const auto k = std::find(lane.tasks.begin(), lane.tasks.end(), task) - lane.tasks.begin();
+      return size_t(k) < lane.tasks.size() ? row_of(Row::Task, uint32_t(k)) : UINT32_MAX;
+    };
+    // A task's segments are coloured by their CPU: a migration shows.
+    auto cpu_colour = [&](uint32_t cpu) {
+      static const uint32_t kCpuColours[] = {0xffe0a040u, 0xff40c0e0u, 0xff60d060u, 0xffe060c0u,
+                                             0xff4080f0u, 0xffc0c040u, 0xff9070e0u, 0xff50b0a0u};
+      return kCpuColours[cpu % std::size(kCpuColours)];
     };
     // A bucket of intervals (a name's, a depth's, a CPU's; buckets of
     // 2^shift ticks) in its row. Its box is its one item, or its longest:
@@ -338,6 +362,11 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
           const uint32_t task = uint32_t(n.iv.longest_name);
           paint_intervals(row, n, b.shift, task, colour_of(lane.source, task));
         }
+      } else if (st.kind == StreamKind::Task) {
+        // A task's bucket, in its row, coloured by the CPU of its longest segment.
+        const uint32_t row = task_row(st.key);
+        if (row == UINT32_MAX) continue;
+        for (const Node& n : b.nodes) paint_intervals(row, n, b.shift, st.key, cpu_colour(uint32_t(n.iv.longest_name)));
       } else if (st.kind == StreamKind::Instant && instant_row != UINT32_MAX) {
         const uint32_t colour = src.stream_colour[size_t(id)];
         for (const Node& n : b.nodes) {
@@ -398,14 +427,29 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       paint.span(row, x0, req.width, 1.0, name_colour(name), o.name, 1);
       add_box(row, lane.source, o.name, x0, req.width + 1, s, INT64_MAX, o.depth, false);
     }
-    // Job segments still running at the right edge, in their CPU's row.
+    // The jobs' marks in their tasks' rows: arrival, deadline, a miss in red.
+    if (lane.is_tasks()) {
+      const auto& jobs = src.jobs;
+      if (!jobs) P.job_marks_left_out = 1;
+      if (jobs)
+        jobs->each(q.clock.k0, q.clock.k1, [&](const analysis::JobMark& j) {
+          const uint32_t row = task_row(j.task);
+          if (row == UINT32_MAX) return;
+          if (P.job_marks.size() >= req.max_boxes) return void(++P.job_marks_left_out);
+          auto x = [&](uint64_t t) { return float(axis.x(q.clock.ns(t))); };
+          P.job_marks.push_back({row, x(j.start), x(j.start), JobMarkRect::Arrival});
+          if (j.deadline != analysis::kNoTime) P.job_marks.push_back({row, x(j.deadline), x(j.deadline), JobMarkRect::Deadline});
+          if (j.missed) P.job_marks.push_back({row, x(j.deadline), std::max(x(j.end), x(j.deadline) + 2), JobMarkRect::Missed});
+        });
+    }
+    // Job segments still running at the right edge, in their CPU's row (or their task's).
     for (const index::RunningJob& r : q.edge.jobs) {
       const auto k = std::find(lane.cpu_numbers.begin(), lane.cpu_numbers.end(), r.cpu) - lane.cpu_numbers.begin();
-      const uint32_t row = cpu_row(uint32_t(k));
+      const uint32_t row = lane.is_tasks() ? task_row(r.task) : cpu_row(uint32_t(k));
       if (row == UINT32_MAX) continue;  // (a CPU that a growing trace gained since the scene's scan)
       const int64_t s = q.clock.ns(r.start);
       const double x0 = axis.x(s);
-      paint.span(row, x0, req.width, 1.0, colour_of(lane.source, r.task), r.task, 1);
+      paint.span(row, x0, req.width, 1.0, lane.is_tasks() ? cpu_colour(r.cpu) : colour_of(lane.source, r.task), r.task, 1);
       add_box(row, lane.source, r.task, x0, req.width + 1, s, INT64_MAX, 0, false);
     }
     // Complete intervals across the right edge, from their start on; those

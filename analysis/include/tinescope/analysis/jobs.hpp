@@ -7,7 +7,9 @@
 // not the trace.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -99,6 +101,33 @@ struct TaskStats {
 
 // Per task, sorted by name; `counts` gets the scan's.
 std::vector<TaskStats> task_stats(const index::TraceIndex& ix, JobCounts* counts = nullptr);
+
+// Every job of a trace, compact and by arrival: what a picture marks (each
+// job's arrival and deadline, a missed deadline from it to the completion).
+struct JobMark {
+  uint32_t task = 0;
+  uint64_t id = 0;
+  uint64_t start = 0;             // its arrival (or first start, where none was recorded)
+  uint64_t deadline = kNoTime;
+  uint64_t end = 0;               // its completion, or its last event (the trace's end if it still runs)
+  bool missed = false, completed = false;
+};
+struct JobMarks {
+  std::vector<JobMark> jobs;  // by start
+  uint64_t longest = 0;       // the longest end - start: how far before a window to look
+  uint64_t scanned_events = 0;
+  // Calls f for each job whose [start, max(end, deadline)] meets [t0, t1] (ticks).
+  template <class F>
+  void each(uint64_t t0, uint64_t t1, F&& f) const {
+    auto first = std::lower_bound(jobs.begin(), jobs.end(), t0 > longest ? t0 - longest : 0,
+                                  [](const JobMark& j, uint64_t t) { return j.start < t; });
+    for (auto it = first; it != jobs.end() && it->start <= t1; ++it)
+      if (std::max(it->end, it->deadline == kNoTime ? 0 : it->deadline) >= t0) f(*it);
+  }
+};
+// Null where the trace has no jobs, or more than max_jobs of them (a
+// picture then marks none, and says so).
+std::shared_ptr<const JobMarks> job_marks(const index::TraceIndex& ix, size_t max_jobs = 2'000'000);
 
 // ticks → ns between two times of the trace's clock.
 inline int64_t ns_between(const index::TraceIndex& ix, uint64_t a, uint64_t b) { return ix.to_ns(b) - ix.to_ns(a); }

@@ -157,6 +157,8 @@ class Viewer {
   // Selects what a click hit: its events are read from the trace for the details panel.
   void select(const Figure& f, const Hit& h);
   // A box's events with every field, from the trace (false with why).
+  // A task row's box: its job's arrival, deadline, response, miss (the hover tooltip).
+  static void job_tooltip(const render::Scene& scene, const render::Box& b);
   static bool box_events(const render::Scene& scene, const render::Lane& lane, const render::Row& row,
                          const render::Box& b, std::vector<analysis::EventView>& out, std::string& why);
   std::tuple<uint32_t, uint32_t, int64_t, int64_t, uint32_t> hover_key_{};  // the box the tooltip's events are of

@@ -22,10 +22,11 @@ namespace tinescope::render {
 // One horizontal band of the timeline: an interval depth, the instants or a
 // counter of a lane, or a process header.
 struct Row {
-  enum Kind : uint8_t { Interval, Instant, Counter, Group, Cpu };
+  enum Kind : uint8_t { Interval, Instant, Counter, Group, Cpu, Task };
   Kind kind = Interval;
   uint32_t lane = 0;    // Group: first lane of the group
-  uint32_t index = 0;   // Interval: depth; Counter: which counter of the lane; Cpu: which CPU of the lane
+  uint32_t index = 0;   // Interval: depth; Counter: which counter of the lane; Cpu: which CPU of the lane;
+                        // Task: which task of the lane
   float y = 0, h = 0;   // pixels from the top of the plot
 };
 
@@ -102,6 +103,15 @@ struct CutRect {
   float x0 = 0, x1 = 0;  // columns
 };
 
+// A job's marks in its task's row (the per-task lane): its arrival, its
+// deadline, and a missed deadline from the deadline to its completion.
+struct JobMarkRect {
+  enum Kind : uint8_t { Arrival, Deadline, Missed };
+  uint32_t row = 0;
+  float x0 = 0, x1 = 0;  // columns (a tick: x0 == x1)
+  Kind kind = Arrival;
+};
+
 struct Arrow {
   float x0, y0, x1, y1;
   uint8_t orphan;  // 0 matched; 1 sent, never received; 2 received, never sent; 3 a clock sync message (Scene::sync)
@@ -152,6 +162,8 @@ struct TimelinePicture {
   std::vector<uint64_t> message_density;  // request.message_density: messages sent, per column
   std::vector<GapRect> gaps;
   std::vector<CutRect> cuts;
+  std::vector<JobMarkRect> job_marks;
+  uint64_t job_marks_left_out = 0;  // past the box budget; or, where the trace's jobs were too many to keep, 1
   uint64_t nodes = 0, arrows_left_out = 0, boxes_left_out = 0;  // arrows: at least this many
   uint64_t sync_left_out = 0;      // past a quarter of the arrow budget, at least this many clock sync messages: none drawn
   bool from_events = false;        // some lane was below its finest stored level

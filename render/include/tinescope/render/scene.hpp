@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tinescope/analysis/clock_align.hpp"
+#include "tinescope/analysis/jobs.hpp"
 #include "tinescope/analysis/message_across.hpp"
 #include "tinescope/index/trace_index.hpp"
 #include "tinescope/render/time_axis.hpp"
@@ -38,6 +39,9 @@ struct Source {
   // What the last scan found, kept until the index grows.
   struct Scan;
   std::shared_ptr<const Scan> scan;
+  // Its jobs, for the per-task lane's marks (arrivals, deadlines, misses);
+  // null where it has none, or too many to keep (analysis::job_marks).
+  std::shared_ptr<const analysis::JobMarks> jobs;
 };
 
 struct Lane {
@@ -62,6 +66,15 @@ struct Lane {
   std::vector<int> cpus;
   std::vector<uint32_t> cpu_numbers;
   std::vector<std::string> cpu_names;
+  // The per-task lane of a trace whose scheduling events ran jobs (Grasp's
+  // collapsed view; feedlet kTasksFeedlet, no thread of its own): a row a
+  // task, each its job segments on any CPU from the Task streams of every
+  // feedlet (coloured by CPU), by name.
+  std::vector<uint32_t> tasks;               // string ids
+  std::vector<std::string> task_names;
+  std::vector<std::vector<int>> task_streams;  // per task: its Task stream ids
+  bool is_tasks() const { return !tasks.empty() || feedlet == kTasksFeedlet; }
+  static constexpr uint32_t kTasksFeedlet = UINT32_MAX - 1;
 
   // Its name under its group's header: without the group's name where it
   // starts with it ("Browser async ..." -> "async ...", as imports name
