@@ -644,6 +644,21 @@ TEST_F(ViewerGui, ThePerTaskViewShowsTheToySchedulersMigrationsAndMissedDeadline
   bool start = false;
   for (const analysis::EventView& e : v_->selected_events()) start |= e.type_name == "job_start" || e.type_name == "job_resume";
   EXPECT_TRUE(start) << "the segment's start event, from the CPU's lane";
+  // The scheduling checks list the missed deadline; a click goes to it.
+  press("analysis");
+  ASSERT_TRUE(v_->analysis_shown());
+  ASSERT_NO_FATAL_FAILURE(press("tab_Search"));
+  ASSERT_NO_FATAL_FAILURE(press("search_checks"));
+  for (int i = 0; i < 2000 && v_->analysis().busy(); ++i) pump(1);
+  pump(3);
+  const auto& hits = v_->analysis().hits();
+  ASSERT_EQ(hits.size(), 1u) << v_->analysis().status();
+  EXPECT_EQ(hits[0].text.rfind("deadline missed: T5 job 0 on cpu", 0), 0u) << hits[0].text;
+  EXPECT_EQ(hits[0].t0, first + int64_t(late.deadline));
+  EXPECT_EQ(hits[0].t1, first + int64_t(late.completion));
+  ASSERT_NO_FATAL_FAILURE(press("hit_0"));
+  EXPECT_EQ(v_->marks().cursor, hits[0].t0);
+  EXPECT_EQ(v_->marks().sel1, hits[0].t1) << "the late stretch selected";
 }
 
 TEST_F(ViewerGui, KeysZoomPanAndFit) {

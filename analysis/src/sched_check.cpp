@@ -19,6 +19,17 @@ const char* kind_name(SchedViolation::Kind k) {
   return "?";
 }
 
+std::string subject(const SchedViolation& v, const trace::Catalog& catalog) {
+  if (v.kind == SchedViolation::LockTaken || v.kind == SchedViolation::ReleaseNotHeld)
+    return std::string(catalog.string(v.lock)) + " " + std::to_string(v.lock_id);
+  std::string out = std::string(catalog.string(v.task)) + " job " + std::to_string(v.job);
+  if (v.cpu != kNoCpu) {
+    auto n = catalog.cpu_names.find(v.cpu);
+    out += " on " + (n != catalog.cpu_names.end() ? n->second : "cpu" + std::to_string(v.cpu));
+  }
+  return out;
+}
+
 namespace {
 
 struct ByTime {

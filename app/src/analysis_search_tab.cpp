@@ -13,6 +13,7 @@
 #include <regex>
 
 #include "tinescope/analysis/event_details.hpp"
+#include "tinescope/analysis/sched_check.hpp"
 #include "tinescope/analysis/message_across.hpp"
 #include "tinescope/analysis/message_report.hpp"
 #include "tinescope/analysis/needles.hpp"
@@ -217,6 +218,23 @@ void AnalysisPanel::find_orphans(const SharedView& v) {
   });
 }
 
+void AnalysisPanel::find_violations(const SharedView& v) {
+  const render::Source* src = source(v);
+  if (!src || search_job_.valid()) return;
+  hits_title_ = "scheduling checks: missed deadlines, lock misuse";
+  search_job_ = std::async(std::launch::async, [ix = src->index, cat = src->catalog] {
+    const analysis::SchedReport r = analysis::check_schedule(*ix, nullptr, kMaxHits);
+    std::vector<SearchHit> hits;
+    for (const analysis::SchedViolation& x : r.violations)
+      hits.push_back({SearchHit::Event, cat->clock.to_ns(x.ts), cat->clock.to_ns(std::max(x.end, x.ts)),
+                      std::string(analysis::kind_name(x.kind)) + ": " + analysis::subject(x, *cat) + ", " + x.why});
+    std::string note = std::to_string(r.total) + " violations in " + std::to_string(r.jobs) + " jobs (" +
+                       std::to_string(r.with_deadline) + " with a deadline) and " + std::to_string(r.locks) + " locks";
+    if (r.total > hits.size()) note += "; the first " + std::to_string(hits.size()) + " listed";
+    return std::make_pair(hits, note);
+  });
+}
+
 void AnalysisPanel::bookmark_hits(SharedView& v) {
   std::vector<int64_t>& b = v.marks->bookmarks;
   v.marks->clear_bookmarks();
@@ -259,8 +277,10 @@ void AnalysisPanel::search_tab(SharedView& v) {
   v.record_control("search_go");
   ImGui::BeginDisabled(search_job_.valid());
   if (ImGui::Button("Messages never received, or never sent")) find_orphans(v);
-  ImGui::EndDisabled();
   v.record_control("search_orphans");
+  if (ImGui::Button("Scheduling checks (deadlines, locks)")) find_violations(v);
+  v.record_control("search_checks");
+  ImGui::EndDisabled();
   ImGui::BeginDisabled(hits_.empty());
   if (ImGui::Button("< Previous hit")) go_to_hit(v, size_t(std::max(0, current_hit_ - 1)));
   v.record_control("hit_prev");

@@ -53,18 +53,6 @@ void add_check_command(CLI::App& app, int* exit_code) {
     auto count_of = [&](size_t i) {
       return rules.rules[i].kind == analysis::Rule::Response ? sr.per_rule[i] : r.per_rule[i];
     };
-    auto cpu_name = [&](uint32_t cpu) {
-      auto n = catalog->cpu_names.find(cpu);
-      return n != catalog->cpu_names.end() ? n->second : "cpu" + std::to_string(cpu);
-    };
-    // A violation's subject: "T1 job 7 on cpu2", or "queue.mutex 3".
-    auto subject = [&](const analysis::SchedViolation& v) {
-      if (v.kind == analysis::SchedViolation::LockTaken || v.kind == analysis::SchedViolation::ReleaseNotHeld)
-        return std::string(catalog->string(v.lock)) + " " + std::to_string(v.lock_id);
-      std::string out = std::string(catalog->string(v.task)) + " job " + std::to_string(v.job);
-      if (v.cpu != analysis::kNoCpu) out += " on " + cpu_name(v.cpu);
-      return out;
-    };
     if (as_json) {
       nlohmann::json j{{"trace", trace}, {"violations_total", total}};
       if (!rules_file.empty()) j["rules"] = rules.file;
@@ -145,7 +133,7 @@ void add_check_command(CLI::App& app, int* exit_code) {
           std::printf("violations (the first %zu of %llu, in time):\n", sr.violations.size(), (unsigned long long)sr.total);
         for (const analysis::SchedViolation& v : sr.violations)
           std::printf("  %.6fs  %s: %s%s%s\n", double(ix->to_ns(v.ts) - origin) / 1e9, analysis::kind_name(v.kind),
-                      subject(v).c_str(), v.why.empty() ? "" : ", ", v.why.c_str());
+                      analysis::subject(v, *catalog).c_str(), v.why.empty() ? "" : ", ", v.why.c_str());
       }
       std::printf("%s: %llu violations in %llu messages and %llu jobs\n", total ? "FAILED" : "passed",
                   (unsigned long long)total, (unsigned long long)r.messages, (unsigned long long)sr.jobs);

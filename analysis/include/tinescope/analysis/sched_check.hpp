@@ -32,6 +32,9 @@ struct SchedViolation {
   std::string why;         // "completed 1.2ms after its deadline"
 };
 const char* kind_name(SchedViolation::Kind k);  // "deadline missed", ...
+// What it is about: "T1 job 7 on cpu2" (a CPU's ts_cpu_name where it has
+// one), or a lock's "queue.mutex 3".
+std::string subject(const SchedViolation& v, const trace::Catalog& catalog);
 
 struct SchedReport {
   uint64_t jobs = 0, with_deadline = 0;
