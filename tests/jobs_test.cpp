@@ -76,6 +76,19 @@ TEST(Jobs, TheToySchedulersJobsAreTheOnesItRan) {
   EXPECT_EQ(std::count_if(sim.jobs.begin(), sim.jobs.end(), [](const SimJob& j) { return j.missed(); }), 1);
   EXPECT_TRUE(analysis::JobScan::any(*t.ix));
   expect_truth(sim, *t.ix);
+  // Its migrations, each from the end of a segment on one CPU to the start
+  // of the next on another, as many as the scheduler made.
+  const auto marks = analysis::job_marks(*t.ix);
+  ASSERT_TRUE(marks);
+  EXPECT_EQ(marks->jobs.size(), sim.jobs.size());
+  EXPECT_EQ(marks->migrations.size(), sim.migrations);
+  for (const analysis::Migration& m : marks->migrations) {
+    EXPECT_NE(m.from_cpu, m.to_cpu);
+    EXPECT_LE(m.left, m.arrived);
+  }
+  size_t missed = 0;
+  for (const analysis::JobMark& j : marks->jobs) missed += j.missed;
+  EXPECT_EQ(missed, 1u);
 }
 
 TEST(Jobs, RandomSchedulesGiveTheirOwnJobs) {

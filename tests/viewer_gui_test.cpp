@@ -644,6 +644,15 @@ TEST_F(ViewerGui, ThePerTaskViewShowsTheToySchedulersMigrationsAndMissedDeadline
   bool start = false;
   for (const analysis::EventView& e : v_->selected_events()) start |= e.type_name == "job_start" || e.type_name == "job_resume";
   EXPECT_TRUE(start) << "the segment's start event, from the CPU's lane";
+  // Each migration a dashed line between the CPUs' rows, over the whole run.
+  {
+    FigureParams whole;
+    whole.t0 = scene_->first_ns(), whole.t1 = scene_->last_ns() + 1;
+    const render::TimelinePicture p = render::build_timeline(
+        *scene_, render::timeline_request(*scene_, whole, render::TimelineGeometry::of({0, 0, 1200, 600})));
+    EXPECT_EQ(p.migrations.size(), sim.migrations);
+    EXPECT_EQ(p.migrations_left_out, 0u);
+  }
   // The scheduling checks list the missed deadline; a click goes to it.
   press("analysis");
   ASSERT_TRUE(v_->analysis_shown());

@@ -27,6 +27,7 @@ struct Following {
   bool running = false;
   uint64_t run_start = 0;
   uint64_t block_start = kNoTime;
+  uint64_t last_end = 0;  // where its last segment ended
   uint64_t order = 0;  // when it was first seen: the order of jobs left incomplete
 };
 
@@ -44,6 +45,7 @@ struct JobScan::Impl {
   }
 
   MergedEvents events;
+  std::vector<Migration>* migrations = nullptr;
   JobCounts counts;
   std::unordered_map<JobKey, Following, JobKeyHash> jobs;
   std::unordered_map<uint32_t, JobKey> on_cpu;  // the job each CPU runs
@@ -65,6 +67,7 @@ struct JobScan::Impl {
     if (!f.running) return;
     f.job.executed += ts - f.run_start;
     f.running = false;
+    f.last_end = ts;
     auto c = on_cpu.find(f.job.last_cpu);
     if (c != on_cpu.end() && c->second == JobKey{f.job.task, f.job.id}) on_cpu.erase(c);
   }
@@ -113,7 +116,10 @@ struct JobScan::Impl {
           on_cpu.erase(cpu);
         }
         if (f.block_start != kNoTime) f.job.blocked += e.ts - f.block_start, f.block_start = kNoTime;
-        if (f.job.last_cpu != kNoCpu && f.job.last_cpu != cpu) ++f.job.migrations;
+        if (f.job.last_cpu != kNoCpu && f.job.last_cpu != cpu) {
+          ++f.job.migrations;
+          if (migrations) migrations->push_back(Migration{k.task, k.id, f.last_end, e.ts, f.job.last_cpu, cpu});
+        }
         if (f.job.first_start == kNoTime) f.job.first_start = e.ts, f.job.first_cpu = cpu;
         f.job.last_cpu = cpu;
         f.running = true, f.run_start = e.ts;
@@ -170,6 +176,7 @@ JobScan::~JobScan() = default;
 
 bool JobScan::next(Job& out) {
   Impl& m = *impl_;
+  m.migrations = migrations;
   if (m.given == m.ready.size()) m.ready.clear(), m.given = 0;
   while (m.ready.empty()) {
     if (m.ended) return false;
@@ -202,6 +209,7 @@ std::shared_ptr<const JobMarks> job_marks(const index::TraceIndex& ix, size_t ma
   if (!JobScan::any(ix)) return nullptr;
   auto out = std::make_shared<JobMarks>();
   JobScan scan(ix);
+  scan.migrations = &out->migrations;
   Job j;
   while (scan.next(j)) {
     const uint64_t start = j.arrival != kNoTime ? j.arrival : j.first_start;

@@ -249,6 +249,16 @@ void GlRenderer::draw_timeline(const TimelinePicture& p, TextureSlot& slot, cons
       case JobMarkRect::Missed: rect(px(m.x0), bottom - row.h * 0.35f, std::max(px(m.x1), px(m.x0) + 2), bottom, kMissedColour); break;
     }
   }
+  // Migrations: a dashed line, 4 px on and 3 off.
+  for (const TimelinePicture::MigrationLine& m : p.migrations) {
+    const float x0 = px(m.x0), y0 = plot.y + m.y0 - scroll_y, x1 = px(m.x1), y1 = plot.y + m.y1 - scroll_y;
+    const float dx = x1 - x0, dy = y1 - y0, len = std::sqrt(dx * dx + dy * dy);
+    if (len < 1) continue;
+    for (float at = 0; at < len; at += 7) {
+      const float a = at / len, b = std::min(len, at + 4) / len;
+      line(x0 + dx * a, y0 + dy * a, x0 + dx * b, y0 + dy * b, kMigrationColour);
+    }
+  }
   // Bundles (past the arrow budget): 1 + log2(count) / 2 pixels wide (at
   // most 4), a line for each pixel, side by side.
   for (const Bundle& b : p.bundles) {

@@ -651,6 +651,26 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
                           m.send_ns, m.recv_ns, m.send_trace, none, kSyncColour});
     }
   }
+  // Jobs that migrated: dashed, from the end of a job's segment in its
+  // CPU's row to the start of its next in the other CPU's (the first row
+  // of each CPU in the picture; a trace's CPUs may be rows of several lanes).
+  for (uint32_t source = 0; source < scene.sources().size(); ++source) {
+    const auto& jobs = scene.sources()[source].jobs;
+    if (!jobs || jobs->migrations.empty()) continue;
+    std::map<uint32_t, float> cpu_y;  // cpu -> its row's middle
+    for (const Row& row : req.layout.rows) {
+      const Lane& l = scene.lanes()[row.lane];
+      if (row.kind == Row::Cpu && l.source == source) cpu_y.try_emplace(l.cpu_numbers[row.index], row.y + row.h / 2);
+    }
+    if (cpu_y.size() < 2) continue;
+    const ClockWindow clock(scene.sources()[source].catalog->clock, req.t0, req.t1);
+    jobs->each_migration(clock.k0, clock.k1, [&](const analysis::Migration& m) {
+      auto from = cpu_y.find(m.from_cpu), to = cpu_y.find(m.to_cpu);
+      if (from == cpu_y.end() || to == cpu_y.end()) return;
+      if (P.migrations.size() >= req.max_arrows) return void(++P.migrations_left_out);
+      P.migrations.push_back({float(axis.x(clock.ns(m.left))), from->second, float(axis.x(clock.ns(m.arrived))), to->second});
+    });
+  }
   for (size_t i = 0; i < queries.size(); ++i) answers[i] = std::move(queries[i].buckets);
   P.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return P;

@@ -67,10 +67,21 @@ struct JobCounts {
   std::vector<std::string> unreadable;  // chunks that could not be read (their events are missing)
 };
 
+// A job moved: its segment on one CPU ended, its next began on another.
+struct Migration {
+  uint32_t task = 0;
+  uint64_t job = 0;
+  uint64_t left = 0, arrived = 0;  // ticks: the end of the segment before, the start of the next
+  uint32_t from_cpu = 0, to_cpu = 0;
+};
+
 // Reads the jobs of a trace, in the order they complete, then those not
 // completed by the trace's end (in the order they appeared).
 class JobScan {
  public:
+  // If set, each migration is appended to it as the scan reads it (in time order).
+  std::vector<Migration>* migrations = nullptr;
+
   // Jobs whose events lie at or before `t1` (the trace's end by default).
   explicit JobScan(const index::TraceIndex& ix, uint64_t t1 = UINT64_MAX);
   ~JobScan();
@@ -114,6 +125,7 @@ struct JobMark {
 };
 struct JobMarks {
   std::vector<JobMark> jobs;  // by start
+  std::vector<Migration> migrations;  // by arrival
   uint64_t longest = 0;       // the longest end - start: how far before a window to look
   uint64_t scanned_events = 0;
   // Calls f for each job whose [start, max(end, deadline)] meets [t0, t1] (ticks).
@@ -123,6 +135,14 @@ struct JobMarks {
                                   [](const JobMark& j, uint64_t t) { return j.start < t; });
     for (auto it = first; it != jobs.end() && it->start <= t1; ++it)
       if (std::max(it->end, it->deadline == kNoTime ? 0 : it->deadline) >= t0) f(*it);
+  }
+  // Calls f for each migration that arrived in [t0, t1], or left before
+  // and arrived after it (ticks).
+  template <class F>
+  void each_migration(uint64_t t0, uint64_t t1, F&& f) const {
+    auto first = std::lower_bound(migrations.begin(), migrations.end(), t0,
+                                  [](const Migration& m, uint64_t t) { return m.arrived < t; });
+    for (auto it = first; it != migrations.end() && it->left <= t1; ++it) f(*it);
   }
 };
 // Null where the trace has no jobs, or more than max_jobs of them (a

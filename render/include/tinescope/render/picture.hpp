@@ -163,6 +163,13 @@ struct TimelinePicture {
   std::vector<GapRect> gaps;
   std::vector<CutRect> cuts;
   std::vector<JobMarkRect> job_marks;
+  // Jobs that moved between CPUs (analysis::Migration): dashed, from the
+  // segment's end in one CPU's row to the next one's start in the other's.
+  struct MigrationLine {
+    float x0, y0, x1, y1;  // columns, and rows' middles
+  };
+  std::vector<MigrationLine> migrations;
+  uint64_t migrations_left_out = 0;  // past request.max_arrows
   uint64_t job_marks_left_out = 0;  // past the box budget; or, where the trace's jobs were too many to keep, 1
   uint64_t nodes = 0, arrows_left_out = 0, boxes_left_out = 0;  // arrows: at least this many
   uint64_t sync_left_out = 0;      // past a quarter of the arrow budget, at least this many clock sync messages: none drawn
