@@ -128,6 +128,12 @@ TEST(Jobs, EventsThatDoNotFitAreCountedNotMadeUp) {
   put_job(cb, kJobResume, 600, 1, 1, 1);    // again (start_while_running)
   put_job(cb, kJobComplete, 700, 1, 1, 1);  // A 1: arrived 100, ran 200-300, 500-700
   put_job(cb, kJobComplete, 800, 2, 7, 0);  // B 7: no arrival
+  {  // a deadline of B 7 after it completed: counted, no job made of it
+    uint8_t* p = cb.begin(kJobDeadline, 850);
+    p = ChunkBuilder::put_u64(p, 2), p = ChunkBuilder::put_u64(p, 7);
+    cb.end(ChunkBuilder::put_u64(p, 860));
+  }
+  put_job(cb, kJobBlock, 870, 2, 9, 0);     // a block of a job never seen: counted, no job made of it
   put_job(cb, kJobArrive, 900, 1, 2, 0);
   put_job(cb, kJobArrive, 950, 1, 2, 0);    // A 2 arrives again (arrived_again): the first left incomplete
   put_job(cb, kJobStart, 1000, 1, 2, 2);    // ... and still running when the trace ends at 1100
@@ -141,7 +147,8 @@ TEST(Jobs, EventsThatDoNotFitAreCountedNotMadeUp) {
   for (analysis::Job j; scan.next(j);) jobs.push_back(j);
   c = scan.counts();
   EXPECT_EQ(c.cpu_taken, 1u);
-  EXPECT_EQ(c.end_not_running, 1u);
+  EXPECT_EQ(c.end_not_running, 2u);
+  EXPECT_EQ(c.after_completion, 1u);
   EXPECT_EQ(c.start_while_running, 1u);
   EXPECT_EQ(c.no_arrival, 1u);
   EXPECT_EQ(c.arrived_again, 1u);
@@ -160,6 +167,17 @@ TEST(Jobs, EventsThatDoNotFitAreCountedNotMadeUp) {
   EXPECT_EQ(jobs[3].arrival, 950u);
   EXPECT_EQ(jobs[3].executed, 100u);  // to the trace's end
   EXPECT_EQ(jobs[3].last_event, 1100u);
+  // As a stream: every job, those not completed running to the trace's end
+  // (after every completion: a stream's keys only grow).
+  std::string error;
+  analysis::Expr e;
+  ASSERT_TRUE(analysis::parse_stream("jobs()", e, error));
+  auto s = analysis::DerivedStream::evaluate(*t.ix, e, error);
+  ASSERT_TRUE(s) << error;
+  ASSERT_EQ(s->size(), 4u);
+  EXPECT_EQ(s->records()[2].start, 900u);
+  EXPECT_EQ(s->records()[2].end, 1100u);
+  EXPECT_TRUE(s->records()[2].truncated());
 }
 
 // jobs() and response() as streams, and the per-task table, against the truth.

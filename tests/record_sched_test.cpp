@@ -14,6 +14,7 @@
 #include "index_helpers.hpp"
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/jobs.hpp"
+#include "tinescope/import/kernel_sched.hpp"
 
 namespace tinescope::test {
 namespace {
@@ -135,6 +136,105 @@ TEST(RecordSched, AProgramWithoutTheRecorderGetsItsSchedulingAlone) {
   uint64_t longest = 0;
   for (const analysis::Record& r : sleeping) longest = std::max<uint64_t>(longest, ix->to_ns(r.end) - ix->to_ns(r.start));
   EXPECT_GE(longest, 15'000'000u) << "sh waits for sleep 0.02";
+  remove_trace(path);
+}
+
+// The kernel's events appended to a program's trace (no tracefs needed):
+// the program's names, lanes and metadata stay; ours continue after them
+// (a name it has is reused), CPU lanes carry the job segments and the
+// drops, a lane a thread its states, a migration an arrow; a damaged
+// trace is refused and left as it was.
+TEST(KernelSched, AppendedEventsContinueTheProgramsTrace) {
+  using import::KernelSched;
+  TraceBytes trace = named_trace({"main-thread", "Running", "work"}, {1});  // feedlet 1: tid 1
+  format::ChunkBuilder cb;
+  cb.feedlet = 1;
+  put_named(cb, format::kIntervalBegin, 500, 3);
+  put_named(cb, format::kIntervalEnd, 3500, 3);
+  trace.flush(cb);
+  const std::string path = temp_path("append");
+  remove_trace(path);
+  write_file(path, trace.out);
+  auto sw = [](uint32_t cpu, uint64_t ts, int32_t prev, int64_t state, int32_t next, const char* prev_comm,
+               const char* next_comm) {
+    KernelSched k;
+    k.kind = KernelSched::Switch, k.cpu = cpu, k.ts = ts, k.pid = prev, k.prev_state = state, k.next_pid = next;
+    k.comm = prev_comm, k.next_comm = next_comm;
+    return k;
+  };
+  std::vector<KernelSched> events;
+  events.push_back(sw(0, 1000, 0, 0, 1, "swapper/0", "prog"));
+  KernelSched wake;
+  wake.kind = KernelSched::Wakeup, wake.cpu = 0, wake.ts = 1500, wake.pid = 2, wake.comm = "helper";
+  events.push_back(wake);
+  events.push_back(sw(0, 2000, 1, 1, 2, "prog", "helper"));  // prog sleeps (S), helper runs
+  KernelSched move;
+  move.kind = KernelSched::Migrate, move.cpu = 0, move.ts = 2500, move.pid = 2, move.comm = "helper";
+  move.orig_cpu = 0, move.dest_cpu = 1;
+  events.push_back(move);
+  events.push_back(sw(0, 2500, 2, 0, 0, "helper", "swapper/0"));  // preempted (R) for the move
+  events.push_back(sw(1, 2600, 0, 0, 2, "swapper/1", "helper"));
+  events.push_back(sw(1, 3000, 2, 1, 0, "helper", "swapper/1"));
+  const std::vector<import::LostEvents> lost{{1, 2600, 5}};
+  import::AppendResult r;
+  std::string error;
+  ASSERT_TRUE(import::append_kernel_sched(path, events, lost, 0, r, error)) << error;
+  EXPECT_EQ(r.switches, 5u);
+  EXPECT_EQ(r.cpus, 2u);
+  EXPECT_EQ(r.threads, 2u);
+  EXPECT_EQ(r.lost, 5u);
+
+  auto ix = index::TraceIndex::build(path, error);
+  ASSERT_TRUE(ix) << error;
+  EXPECT_TRUE(ix->damage().empty());
+  EXPECT_TRUE(ix->losses().empty()) << "the metadata chunks' sequence goes on";
+  const trace::Catalog& cat = ix->catalog();
+  EXPECT_EQ(std::count(cat.strings.begin(), cat.strings.end(), "Running"), 1) << "its name reused";
+  std::map<std::string, index::FeedletSummary> lanes;
+  for (const index::FeedletSummary& f : ix->feedlets()) lanes[f.name] = f;
+  ASSERT_TRUE(lanes.count("main-thread"));
+  EXPECT_EQ(lanes["main-thread"].events, 2u) << "the program's own events, untouched";
+  ASSERT_TRUE(lanes.count("cpu 0") && lanes.count("cpu 1"));
+  EXPECT_GT(lanes["cpu 0"].id, 1u);
+  EXPECT_EQ(lanes["cpu 1"].dropped, 5u) << "the kernel's losses, where they were";
+  ASSERT_TRUE(lanes.count("main-thread states")) << "tid 1: the program's name for it";
+  ASSERT_TRUE(lanes.count("helper-2 states")) << "a thread it did not name: COMM-TID";
+  const auto running = stream(*ix, "intervals(name=\"Running\", thread=\"main-thread states\")");
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].start, 1000u);
+  EXPECT_EQ(running[0].end, 2000u);
+  const auto woken = stream(*ix, "intervals(name=\"Runnable (woken)\", thread=\"helper-2 states\")");
+  ASSERT_EQ(woken.size(), 1u);
+  EXPECT_EQ(woken[0].start, 1500u);
+  EXPECT_EQ(woken[0].end, 2000u);
+  // The migration: an arrow from cpu 0 to cpu 1, on the channel "migration".
+  const auto flows = ix->flows(0, UINT64_MAX);
+  ASSERT_EQ(flows.size(), 1u);
+  EXPECT_TRUE(flows[0].matched());
+  EXPECT_EQ(flows[0].src, lanes["cpu 0"].id);
+  EXPECT_EQ(flows[0].dst, lanes["cpu 1"].id);
+  EXPECT_EQ(cat.channel_name(flows[0].channel), "migration");
+  EXPECT_NE(flows[0].id >> 56, 0u) << "apart from the program's message ids";
+  // The helper's job: two segments, on CPU 0 then CPU 1 (a migration).
+  analysis::JobScan scan(*ix);
+  std::map<std::string, analysis::Job> jobs;
+  for (analysis::Job j; scan.next(j);) jobs[std::string(cat.string(j.task))] = j;
+  ASSERT_TRUE(jobs.count("helper-2"));
+  EXPECT_EQ(jobs["helper-2"].executed, 500u + 400u);
+  EXPECT_EQ(jobs["helper-2"].migrations, 1u);
+  EXPECT_EQ(jobs["helper-2"].preemptions, 1u);
+  ix.reset();
+  remove_trace(path);
+
+  // A trace whose header is damaged: refused, its bytes left as they were.
+  std::string bytes = trace.out;
+  bytes[20] ^= 0x55;
+  write_file(path, bytes);
+  EXPECT_FALSE(import::append_kernel_sched(path, events, lost, 0, r, error));
+  EXPECT_NE(error.find("header is damaged"), std::string::npos) << error;
+  std::ifstream in(path, std::ios::binary);
+  const std::string after{std::istreambuf_iterator<char>(in), {}};
+  EXPECT_EQ(after, bytes);
   remove_trace(path);
 }
 

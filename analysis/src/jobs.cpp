@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "merged_events.hpp"
 
@@ -49,6 +50,10 @@ struct JobScan::Impl {
   JobCounts counts;
   std::unordered_map<JobKey, Following, JobKeyHash> jobs;
   std::unordered_map<uint32_t, JobKey> on_cpu;  // the job each CPU runs
+  static constexpr size_t kRecent = 4096;       // the jobs completed last
+  std::vector<JobKey> recent;
+  size_t recent_at = 0;
+  std::unordered_set<JobKey, JobKeyHash> recently_completed;
   std::vector<Job> ready;                       // finished, not yet given: from ready[given]
   size_t given = 0;
   uint64_t seen = 0;
@@ -95,6 +100,13 @@ struct JobScan::Impl {
       Following& f = follow(k);
       f.job.arrival = e.ts, f.job.last_event = e.ts;
       return;
+    }
+    if (!jobs.count(k)) {
+      // An event of a job not followed: a preempt or block of none is
+      // counted, not made a job; one that came after the job completed
+      // (a late deadline, a second completion) is counted and left out.
+      if (e.type == kJobPreempt || e.type == kJobBlock) return void(++counts.end_not_running);
+      if (recently_completed.count(k)) return void(++counts.after_completion);
     }
     Following& f = follow(k);
     f.job.last_event = e.ts;
@@ -147,6 +159,11 @@ struct JobScan::Impl {
         f.job.completed_by = e.feedlet;
         finish(f);
         jobs.erase(k);
+        // Remembered a while: an event of it after this is told from a new job's.
+        if (recent.size() == kRecent) recently_completed.erase(recent[recent_at]), recent[recent_at] = k;
+        else recent.push_back(k);
+        recent_at = (recent_at + 1) % kRecent;
+        recently_completed.insert(k);
         break;
       }
       default: break;
@@ -225,6 +242,7 @@ std::shared_ptr<const JobMarks> job_marks(const index::TraceIndex& ix, size_t ma
   }
   std::stable_sort(out->jobs.begin(), out->jobs.end(), [](const JobMark& a, const JobMark& b) { return a.start < b.start; });
   out->scanned_events = scan.counts().events;
+  for (const Migration& m : out->migrations) out->longest_move = std::max(out->longest_move, m.arrived - m.left);
   return out;
 }
 

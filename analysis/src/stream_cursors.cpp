@@ -518,8 +518,10 @@ class JobCursor : public Cursor {
         const uint64_t start = j.arrival != kNoTime ? j.arrival : j.first_start;
         if (start == kNoTime) continue;  // only a deadline was recorded
         const bool whole = j.has_response();
-        r = Record{start, whole ? j.completion : std::max(start, j.last_event), whole ? 0.0 : -1.0, j.task,
-                   j.completed() ? j.completed_by : kNoFeedlet};
+        // (A job not completed runs to the end of what was scanned: its key
+        // then follows every completion, as a stream's keys must.)
+        const uint64_t end = j.completed() ? j.completion : std::max(start, scan_.end());
+        r = Record{start, end, whole ? 0.0 : -1.0, j.task, j.completed() ? j.completed_by : kNoFeedlet};
       }
       if (r.end < t0_) continue;
       return true;

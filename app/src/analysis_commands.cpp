@@ -186,7 +186,8 @@ void add_task_table(json& out, const TraceIndex& ix) {
   }
   out["jobs_not_fitting"] = {{"no_arrival", counts.no_arrival}, {"arrived_again", counts.arrived_again},
                              {"start_while_running", counts.start_while_running}, {"cpu_taken", counts.cpu_taken},
-                             {"end_not_running", counts.end_not_running}, {"unreadable", counts.unreadable}};
+                             {"end_not_running", counts.end_not_running}, {"after_completion", counts.after_completion},
+                             {"unreadable", counts.unreadable}};
 }
 
 void print_task_table(const json& j) {
@@ -206,7 +207,7 @@ void print_task_table(const json& j) {
   }
   const json& c = j["jobs_not_fitting"];
   uint64_t odd = 0;
-  for (const char* k : {"no_arrival", "arrived_again", "start_while_running", "cpu_taken", "end_not_running"})
+  for (const char* k : {"no_arrival", "arrived_again", "start_while_running", "cpu_taken", "end_not_running", "after_completion"})
     odd += c[k].get<uint64_t>();
   if (odd || !c["unreadable"].empty()) std::printf("events that did not fit a job's course: %s\n", c.dump().c_str());
 }

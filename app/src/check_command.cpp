@@ -79,7 +79,8 @@ void add_check_command(CLI::App& app, int* exit_code) {
       const analysis::JobCounts& c = sr.counts;
       sched["not_fitting"] = {{"no_arrival", c.no_arrival}, {"arrived_again", c.arrived_again},
                               {"start_while_running", c.start_while_running}, {"cpu_taken", c.cpu_taken},
-                              {"end_not_running", c.end_not_running}, {"unreadable", c.unreadable}};
+                              {"end_not_running", c.end_not_running}, {"after_completion", c.after_completion},
+                              {"unreadable", c.unreadable}};
       nlohmann::json& sl = sched["violations"] = nlohmann::json::array();
       for (const analysis::SchedViolation& v : sr.violations) {
         nlohmann::json m{{"kind", analysis::kind_name(v.kind)}, {"at_ns", ix->to_ns(v.ts) - origin},

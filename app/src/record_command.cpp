@@ -60,11 +60,7 @@ bool write_empty_trace(const std::string& path, bool tsc, const std::string& pro
     info.clock.source = uint8_t(format::ClockSource::Monotonic);
     info.clock.ticks_per_ns = 1;
   }
-  const std::string header = format::build_file_header(info);
-  std::ofstream out(path, std::ios::binary);
-  out.write(header.data(), std::streamsize(header.size()));
-  if (!out) return why = path + ": cannot write", false;
-  return true;
+  return import::create_trace_file(path, info, why);
 }
 
 }  // namespace
@@ -109,10 +105,26 @@ void add_record_command(CLI::App& app, int* exit_code) {
     // first instruction), then runs the program; a failed exec says why
     // through a pipe that closes on success.
     int go[2], failed[2];
-    if (::pipe(go) != 0 || ::pipe2(failed, O_CLOEXEC) != 0) return void(std::perror("tinescope: pipe"));
+    if (::pipe(go) != 0) return void(std::perror("tinescope: pipe"));
+    if (::pipe2(failed, O_CLOEXEC) != 0) {
+      std::perror("tinescope: pipe");
+      ::close(go[0]), ::close(go[1]);
+      return;
+    }
+    // The terminal's ^C goes to the program; this process waits for it (and
+    // takes its tracefs instance away after).
+    struct sigaction ignore {}, old_int {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGINT, &ignore, &old_int);
     const pid_t child = ::fork();
-    if (child < 0) return void(std::perror("tinescope: fork"));
+    if (child < 0) {
+      std::perror("tinescope: fork");
+      ::sigaction(SIGINT, &old_int, nullptr);
+      ::close(go[0]), ::close(go[1]), ::close(failed[0]), ::close(failed[1]);
+      return;
+    }
     if (child == 0) {
+      ::sigaction(SIGINT, &old_int, nullptr);
       ::close(go[1]), ::close(failed[0]);
       char c;
       if (::read(go[0], &c, 1) != 1) ::_exit(127);
@@ -140,10 +152,6 @@ void add_record_command(CLI::App& app, int* exit_code) {
     int exec_error = 0;
     const bool exec_failed = ::read(failed[0], &exec_error, sizeof exec_error) == sizeof exec_error;
     ::close(failed[0]);
-    // The terminal's ^C goes to the program; this process waits for it.
-    struct sigaction ignore {}, old_int {};
-    ignore.sa_handler = SIG_IGN;
-    ::sigaction(SIGINT, &ignore, &old_int);
     int status = 0;
     for (;;) {
       const pid_t r = ::waitpid(child, &status, capturing ? WNOHANG : 0);

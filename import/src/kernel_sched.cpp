@@ -96,6 +96,7 @@ struct TraceEnd : trace::Visitor {
 };
 
 constexpr uint64_t kMigrationChannel = 0x6b6d6967;  // "gimk": the kernel's migrations
+constexpr uint64_t kMigrationIds = uint64_t(0x6d) << 56;  // apart from the program's message ids
 
 // A thread's lane of states.
 struct ThreadLane {
@@ -104,7 +105,13 @@ struct ThreadLane {
 
 class Writer {
  public:
-  Writer(int fd, uint32_t next_string, uint32_t next_feedlet) : fd_(fd), next_string_(next_string), next_feedlet_(next_feedlet) {}
+  Writer(int fd, const std::vector<std::string>& strings, uint32_t next_feedlet)
+      : fd_(fd), next_string_(uint32_t(strings.size())), next_feedlet_(next_feedlet) {
+    for (uint32_t id = 1; id < strings.size(); ++id) strings_.try_emplace(strings[id], id);
+  }
+  ~Writer() {
+    if (spill_fd_ >= 0) ::close(spill_fd_);
+  }
 
   uint32_t intern(const std::string& s) {
     auto [it, fresh] = strings_.try_emplace(s, next_string_);
@@ -146,7 +153,11 @@ class Writer {
   // The metadata (names first: the data chunks use them), then the data.
   bool finish(uint64_t metadata_sequence, const std::vector<std::pair<uint32_t, std::pair<uint64_t, std::string>>>& feedlets,
               const std::vector<std::pair<std::string, std::string>>& metadata, std::string& why) {
-    for (auto& [id, cb] : lanes_) flush(cb);
+    for (auto& [id, cb] : lanes_) {
+      // Drops with no event after them: a chunk of their own carries them.
+      if (cb.empty() && cb.pending_drops) named(kInstant, cb, cb.last_ts(), intern("events lost"));
+      flush(cb);
+    }
     ChunkBuilder meta;
     meta.sequence = metadata_sequence;
     std::vector<uint8_t> frame;
@@ -226,6 +237,7 @@ class Writer {
         buf.resize(1 << 20);
       }
       ::close(spill_fd_);
+      spill_fd_ = -1;
     }
     return write_all(frames_);
   }
@@ -253,7 +265,16 @@ bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>
                                                                      : parser.catalog().process_name;
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) return why = path + ": " + std::strerror(errno), false;
-  Writer w(fd, uint32_t(parser.catalog().strings.size()), end.max_feedlet + 1);
+  const off_t original_size = ::lseek(fd, 0, SEEK_END);
+  // New feedlets after every one the trace knows (its chunks' and its
+  // feedlet_info's); its names reused where ours are the same text.
+  uint32_t max_feedlet = end.max_feedlet;
+  for (const auto& [id, f] : parser.catalog().feedlets) max_feedlet = std::max(max_feedlet, id);
+  if (max_feedlet >= UINT32_MAX - 1 - (1u << 20)) {
+    ::close(fd);
+    return why = path + ": its feedlet ids run to the end of their range: the kernel's events are not added", false;
+  }
+  Writer w(fd, parser.catalog().strings, max_feedlet + 1);
   std::vector<std::pair<uint32_t, std::pair<uint64_t, std::string>>> feedlets;  // id -> (tid, name)
   std::vector<std::pair<std::string, std::string>> metadata;
   std::map<uint32_t, uint32_t> cpu_feedlet;
@@ -272,8 +293,8 @@ bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>
   for (const auto& [id, f] : parser.catalog().feedlets)
     if (!f.name.empty()) program_names[f.tid] = f.name;
   auto display = [&](int32_t tid, const std::string& comm) {
-    auto named = program_names.find(uint64_t(tid));
-    return named != program_names.end() ? named->second : comm + "-" + std::to_string(tid);
+    auto named = program_names.find(uint64_t(tid));  // (a thread it did not name is named by its comm)
+    return named != program_names.end() && named->second != comm ? named->second : comm + "-" + std::to_string(tid);
   };
   auto cpu_lane = [&](uint32_t cpu) -> ChunkBuilder& {
     auto [it, fresh] = cpu_feedlet.try_emplace(cpu, 0);
@@ -328,7 +349,10 @@ bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>
       case KernelSched::Switch: {
         ++result.switches;
         ChunkBuilder& cpu = cpu_lane(e.cpu);
-        if (e.pid > 0) {
+        // (Following a program, a switch is recorded when either side is
+        // its: another task's segment would run on until the program's next
+        // switch there. Its threads' segments alone are written.)
+        if (e.pid > 0 && has_lane(e.pid)) {
           const char* state = state_name(e.prev_state);
           const bool runnable = state[0] == 'R';
           // (Named as its segment began: a name that changed on the way, at an exec, ends the same job.)
@@ -336,15 +360,15 @@ bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>
           const uint32_t task = began != on_cpu.end() && began->second.first == e.pid ? began->second.second
                                                                                     : w.intern(display(e.pid, e.comm));
           w.job(cpu, runnable ? kJobPreempt : kJobBlock, e.ts, task, uint64_t(e.pid), e.cpu);
-          if (has_lane(e.pid)) thread(e.pid, e.comm), states.switched_out(e.pid, e.ts, state);
+          thread(e.pid, e.comm), states.switched_out(e.pid, e.ts, state);
         }
-        if (e.next_pid > 0) {
+        if (e.next_pid > 0 && has_lane(e.next_pid)) {
           bool& ran = ran_[e.next_pid];
           const uint32_t task = w.intern(display(e.next_pid, e.next_comm));
           w.job(cpu, ran ? kJobResume : kJobStart, e.ts, task, uint64_t(e.next_pid), e.cpu);
           on_cpu[e.cpu] = {e.next_pid, task};
           ran = true;
-          if (has_lane(e.next_pid)) thread(e.next_pid, e.next_comm), states.switched_in(e.next_pid, e.ts);
+          thread(e.next_pid, e.next_comm), states.switched_in(e.next_pid, e.ts);
         }
         break;
       }
@@ -356,7 +380,7 @@ bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>
       }
       case KernelSched::Migrate: {
         ++result.migrations;
-        const uint64_t id = ++migration;
+        const uint64_t id = kMigrationIds | ++migration;
         w.message(cpu_lane(e.orig_cpu), kMessageSend, e.ts, id);
         w.message(cpu_lane(e.dest_cpu), kMessageRecv, e.ts, id);
         break;
@@ -367,19 +391,20 @@ bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>
       }
     }
   }
-  for (; next_loss < losses.size(); ++next_loss) {
+  for (; next_loss < losses.size(); ++next_loss) {  // (after the last event: finish() writes them)
     ChunkBuilder& cb = cpu_lane(losses[next_loss].cpu);
     w.flush(cb);
     cb.pending_drops += losses[next_loss].count;
     result.lost += losses[next_loss].count;
-    // (A chunk of its own carries the drops: an empty chunk is not written.)
-    w.named(kInstant, cb, std::max(cb.last_ts(), losses[next_loss].ts), w.intern("events lost"));
   }
   for (const auto& [tid, t] : threads) feedlets.push_back({t.feedlet, {uint64_t(tid), lane_comm[t.feedlet] + " states"}});
   std::sort(feedlets.begin(), feedlets.end());
   if (result.migrations) metadata.emplace_back("channel." + std::to_string(kMigrationChannel), "migration");
-  const bool ok = w.finish(end.metadata_chunks, feedlets, metadata, why);
-  if (::close(fd) != 0 && ok) return why = path + ": " + std::strerror(errno), false;
+  bool ok = w.finish(end.metadata_chunks, feedlets, metadata, why);
+  if (::fsync(fd) != 0 && ok) ok = false, why = std::strerror(errno);
+  // A failed append (a full disk) is taken back: the trace stays as it was.
+  if (!ok && ::ftruncate(fd, off_t(original_size)) != 0) why += "; and it could not be cut back to its own end";
+  if (::close(fd) != 0 && ok) ok = false, why = std::strerror(errno);
   if (!ok) why = path + ": " + why;
   return ok;
 }

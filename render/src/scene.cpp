@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <charconv>
 #include <cerrno>
 #include <cmath>
@@ -254,7 +255,17 @@ void Scene::scan(Source& s, uint32_t source) {
     l.has_intervals = false, l.depth_rows = 0;
     for (auto& [name, t] : tasks) l.tasks.push_back(t.first), l.task_names.push_back(name), l.task_streams.push_back(t.second);
     scan->lanes.push_back(std::move(l));
-    s.jobs = analysis::job_marks(ix);
+    // (A live trace's jobs are read again as its scheduling events grow, at
+    // most once a second: the scan reads all of them.)
+    const std::vector<uint64_t> per_type = ix.events_per_type();
+    uint64_t sched = 0;
+    for (uint16_t t = format::kJobArrive; t <= format::kJobComplete; ++t) sched += per_type[t];
+    sched += per_type[format::kJobDeadline];
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    if (sched != s.jobs_events && (!s.jobs || now - s.jobs_read_ms >= 1000)) {
+      s.jobs = analysis::job_marks(ix);
+      s.jobs_events = sched, s.jobs_read_ms = now;
+    }
   }
 
   // Gaps: drops before a chunk, lost chunks, damaged bytes (the index keeps

@@ -285,9 +285,15 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       return UINT32_MAX;
     };
     auto cpu_row = [&](uint32_t k) { return row_of(Row::Cpu, k); };
+    // A task's row, by its name (a name may have several string ids).
+    std::unordered_map<uint32_t, uint32_t> task_rows;  // string id -> row, as found
     auto task_row = [&](uint32_t task) {
-      const auto k = std::find(lane.tasks.begin(), lane.tasks.end(), task) - lane.tasks.begin();
-      return size_t(k) < lane.tasks.size() ? row_of(Row::Task, uint32_t(k)) : UINT32_MAX;
+      auto [it, fresh] = task_rows.try_emplace(task, UINT32_MAX);
+      if (!fresh) return it->second;
+      const std::string_view name = src.catalog->string(task);
+      for (uint32_t k = 0; k < lane.task_names.size(); ++k)
+        if (lane.task_names[k] == name) it->second = row_of(Row::Task, k);
+      return it->second;
     };
     // A task's segments are coloured by their CPU: a migration shows.
     auto cpu_colour = [&](uint32_t cpu) {

@@ -63,7 +63,8 @@ struct JobCounts {
   uint64_t arrived_again = 0;  // an arrival of a job (task, id) that had arrived and not completed: the first is left incomplete
   uint64_t start_while_running = 0;  // a start or resume of a job already running: its segment ended there
   uint64_t cpu_taken = 0;            // a job started on a CPU where another ran: that one's segment ended there
-  uint64_t end_not_running = 0;      // a preempt or block of a job that was not running
+  uint64_t end_not_running = 0;      // a preempt or block of a job that was not running (or not known)
+  uint64_t after_completion = 0;     // an event of one of the last 4096 jobs completed, after its completion
   std::vector<std::string> unreadable;  // chunks that could not be read (their events are missing)
 };
 
@@ -142,8 +143,11 @@ struct JobMarks {
   void each_migration(uint64_t t0, uint64_t t1, F&& f) const {
     auto first = std::lower_bound(migrations.begin(), migrations.end(), t0,
                                   [](const Migration& m, uint64_t t) { return m.arrived < t; });
-    for (auto it = first; it != migrations.end() && it->left <= t1; ++it) f(*it);
+    const uint64_t until = t1 > UINT64_MAX - longest_move ? UINT64_MAX : t1 + longest_move;
+    for (auto it = first; it != migrations.end() && it->arrived <= until; ++it)
+      if (it->left <= t1) f(*it);
   }
+  uint64_t longest_move = 0;  // the longest arrived - left of the migrations
 };
 // Null where the trace has no jobs, or more than max_jobs of them (a
 // picture then marks none, and says so).

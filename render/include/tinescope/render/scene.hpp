@@ -42,6 +42,8 @@ struct Source {
   // Its jobs, for the per-task lane's marks (arrivals, deadlines, misses);
   // null where it has none, or too many to keep (analysis::job_marks).
   std::shared_ptr<const analysis::JobMarks> jobs;
+  uint64_t jobs_events = 0;  // the scheduling events they were read from
+  int64_t jobs_read_ms = 0;  // when (steady clock)
 };
 
 struct Lane {
@@ -70,7 +72,7 @@ struct Lane {
   // collapsed view; feedlet kTasksFeedlet, no thread of its own): a row a
   // task, each its job segments on any CPU from the Task streams of every
   // feedlet (coloured by CPU), by name.
-  std::vector<uint32_t> tasks;               // string ids
+  std::vector<uint32_t> tasks;               // string ids (of each name, one: task_row() goes by name)
   std::vector<std::string> task_names;
   std::vector<std::vector<int>> task_streams;  // per task: its Task stream ids
   bool is_tasks() const { return !tasks.empty() || feedlet == kTasksFeedlet; }
