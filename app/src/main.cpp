@@ -2,6 +2,15 @@
 
 #include "commands.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+// LeakSanitizer (the ASan suite): libtracefs keeps the tracing directory's
+// path, and libtraceevent some strings of the event formats it parses, for
+// the life of the process and never frees them: not this program's leaks.
+extern "C" const char* __lsan_default_suppressions() {
+  return "leak:libtracefs.so\nleak:libtraceevent.so\nleak:libtracecmd.so\n";
+}
+#endif
+
 int main(int argc, char** argv) {
   CLI::App app{"tinescope: a GPU oscilloscope for huge event traces"};
   app.require_subcommand(1);
