@@ -164,8 +164,8 @@ void FtraceReader::sched_switch(uint32_t cpu, uint64_t ts, std::string_view args
     ++m_.r.unsupported["ftrace sched_switch without prev_pid= and next_pid="];
     return;
   }
-  Feedlet& lane = cpu_lane(cpu);
-  Running& run = running_[cpu];
+  // The threads' states first: they may add lanes (the model's vector of
+  // lanes grows: a reference into it taken before would dangle).
   if (prev > 0) {
     name_state_lane(prev, arg(args, "prev_comm=", " prev_pid="));
     states_.switched_out(int32_t(prev), ts, state_name(arg(args, "prev_state=")));
@@ -174,6 +174,8 @@ void FtraceReader::sched_switch(uint32_t cpu, uint64_t ts, std::string_view args
     name_state_lane(next, arg(args, "next_comm=", " next_pid="));
     states_.switched_in(int32_t(next), ts);
   }
+  Feedlet& lane = cpu_lane(cpu);
+  Running& run = running_[cpu];
   // The slice that ends: known only from the switch that started it (the
   // first switch on each CPU ends a slice whose start the trace missed).
   if (run.pid > 0 && run.pid == prev)
