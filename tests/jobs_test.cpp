@@ -89,6 +89,34 @@ TEST(Jobs, TheToySchedulersJobsAreTheOnesItRan) {
   size_t missed = 0;
   for (const analysis::JobMark& j : marks->jobs) missed += j.missed;
   EXPECT_EQ(missed, 1u);
+  // Its preemptions, each where a running job left its CPU; and each job's
+  // record as the details panel gives it, found by a time inside it.
+  EXPECT_EQ(marks->interruptions.size(), sim.preemptions);
+  std::map<std::pair<std::string, uint64_t>, uint32_t> preempted;
+  for (const analysis::Interruption& i : marks->interruptions) {
+    EXPECT_FALSE(i.blocked);
+    ++preempted[{std::string(t.ix->catalog().string(i.task)), i.job}];
+  }
+  EXPECT_TRUE(std::is_sorted(marks->interruptions.begin(), marks->interruptions.end(),
+                             [](const auto& a, const auto& b) { return a.at < b.at; }));
+  for (const SimJob& s : sim.jobs) {
+    const std::string& task = sim.tasks[s.task].name;
+    SCOPED_TRACE(task + " job " + std::to_string(s.id));
+    EXPECT_EQ((preempted[{task, s.id}]), s.preemptions);
+    const auto& strings = t.ix->catalog().strings;
+    const uint32_t id = uint32_t(std::find(strings.begin(), strings.end(), task) - strings.begin());
+    const analysis::JobMark* j = marks->job_at(id, s.arrival + (s.completion - s.arrival) / 2);
+    ASSERT_NE(j, nullptr);
+    EXPECT_EQ(j->id, s.id);
+    EXPECT_EQ(j->start, s.arrival);
+    EXPECT_EQ(j->end, s.completion);
+    EXPECT_EQ(j->executed, s.executed);
+    EXPECT_EQ(j->waiting, s.response() - s.executed);
+    EXPECT_EQ(j->preemptions, s.preemptions);
+    EXPECT_EQ(j->migrations, s.migrations);
+    EXPECT_EQ(j->last_cpu, s.last_cpu);
+    EXPECT_TRUE(j->arrived && j->completed);
+  }
 }
 
 TEST(Jobs, RandomSchedulesGiveTheirOwnJobs) {

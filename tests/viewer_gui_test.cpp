@@ -374,9 +374,20 @@ TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
     for (const index::Flow& fl : ix.flows(ix.first_ts(), ix.last_ts()))
       if (fl.matched() && fl.src == client && fl.dst == worker) requests.push_back(fl);
     ASSERT_GT(requests.size(), 10u);
+    // The window: the request, and the worker's first interval after it
+    // arrived, each a good part of the window however long the queue made
+    // it wait (the demo is recorded afresh, on a machine that may be busy).
     const index::Flow& r = requests[requests.size() / 2];
-    const int64_t send = ix.to_ns(r.send_ts), recv = ix.to_ns(r.recv_ts), d = std::max<int64_t>(recv - send, 20'000);
-    f.t0 = send - d, f.t1 = recv + 3 * d;
+    uint64_t handled = r.recv_ts;
+    const uint64_t look = std::min(ix.last_ts(), ix.catalog().clock.to_ticks(ix.to_ns(r.recv_ts) + 50'000'000));
+    ix.lane_items(worker, r.recv_ts, look, [&](const index::Item& it) {
+      if (handled == r.recv_ts && it.kind == index::StreamKind::Interval && it.depth == 0 && it.start >= r.recv_ts &&
+          it.end > it.start)
+        handled = it.end;
+    });
+    const int64_t send = ix.to_ns(r.send_ts), recv = ix.to_ns(r.recv_ts), done = ix.to_ns(handled);
+    const int64_t d = std::max<int64_t>({recv - send, done - recv, 20'000});
+    f.t0 = send - d, f.t1 = std::max(recv + 3 * d, done + d);
   }
   ASSERT_NO_FATAL_FAILURE(open(f));
   const render::TimelinePicture* p = v_->figure_timeline(0);
@@ -470,7 +481,8 @@ TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
   }
 
   // A sample of a queue's depth counter, clicked: its counter event. (Of
-  // any counter row with a sample alone within 8 pixels, inside the plot.)
+  // any counter row with a sample alone within 8 pixels, inside the plot,
+  // clear of the details panel.)
   p = v_->figure_timeline(0);
   ASSERT_NE(p, nullptr);
   std::optional<render::Row> counter;  // (copies: the picture may go once clicked)
@@ -482,7 +494,8 @@ TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
     const auto samples = ix.items(l.counters[r.index], ix.first_ts(), ix.last_ts());
     for (const index::Item& s : samples) {
       const double x = axis.x(ix.to_ns(s.start));
-      if (x < 20 || x > plot.w - 20) continue;
+      // (Not under the details panel, 450 pixels wide at the window's right.)
+      if (x < 20 || x > plot.w - 20 || plot.x + x > float(v_->fb_width()) - 470) continue;
       bool alone = true;
       for (const index::Item& o : samples) alone &= &o == &s || std::fabs(axis.x(ix.to_ns(o.start)) - x) > 8;
       if (alone) counter = r, found = s;
@@ -601,6 +614,8 @@ TEST_F(ViewerGui, ThePerTaskViewShowsTheToySchedulersMigrationsAndMissedDeadline
   ::unlink(path.c_str()), ::unlink((path + ".idx").c_str());
   write_file(path, sim.run());
   ASSERT_NO_FATAL_FAILURE(open({}, path));
+  move(5, float(v_->fb_height() - 5));  // no tooltip over the rows read below
+  pump(2);
   const uint32_t tasks = lane("jobs by task");
   const render::Lane& lane = scene_->lanes()[tasks];
   ASSERT_EQ(lane.task_names, (std::vector<std::string>{"T1", "T2", "T3", "T4", "T5"}));
@@ -644,6 +659,30 @@ TEST_F(ViewerGui, ThePerTaskViewShowsTheToySchedulersMigrationsAndMissedDeadline
   bool start = false;
   for (const analysis::EventView& e : v_->selected_events()) start |= e.type_name == "job_start" || e.type_name == "job_resume";
   EXPECT_TRUE(start) << "the segment's start event, from the CPU's lane";
+  // The details panel gives the job's record; a button selects the whole job.
+  pump(2);
+  std::string details;
+  for (const std::string& l : v_->details_lines()) details += l + "\n";
+  EXPECT_NE(details.find("job      " + std::to_string(late.id) + " of T5"), std::string::npos) << details;
+  EXPECT_NE(details.find("preempted " + std::to_string(late.preemptions) + "x"), std::string::npos) << details;
+  EXPECT_NE(details.find("migrated " + std::to_string(late.migrations) + "x"), std::string::npos) << details;
+  EXPECT_NE(details.find("MISSED by"), std::string::npos) << details;
+  // Each of its preemptions an orange caret at the top of its row.
+  const auto& jobs = scene_->sources()[0].jobs;
+  ASSERT_TRUE(jobs);
+  int carets = 0, preemptions = 0;
+  for (const analysis::Interruption& i : jobs->interruptions) {
+    if (i.job != late.id || scene_->string(0, i.task) != "T5") continue;
+    ++preemptions;
+    bool seen = false;
+    for (int d = -1; d <= 1; ++d) seen |= px(int(x(i.at)) + d, int(top) + 1) == (render::kPreemptedColour & 0xffffff);
+    carets += seen;
+  }
+  EXPECT_EQ(preemptions, int(late.preemptions));
+  EXPECT_EQ(carets, preemptions);
+  ASSERT_NO_FATAL_FAILURE(press("select_job"));  // (last: the selection tints the row)
+  EXPECT_EQ(v_->marks().sel0, first + int64_t(late.arrival));
+  EXPECT_EQ(v_->marks().sel1, first + int64_t(late.completion));
   // Each migration a dashed line between the CPUs' rows, over the whole run.
   {
     FigureParams whole;
@@ -652,6 +691,9 @@ TEST_F(ViewerGui, ThePerTaskViewShowsTheToySchedulersMigrationsAndMissedDeadline
         *scene_, render::timeline_request(*scene_, whole, render::TimelineGeometry::of({0, 0, 1200, 600})));
     EXPECT_EQ(p.migrations.size(), sim.migrations);
     EXPECT_EQ(p.migrations_left_out, 0u);
+    EXPECT_EQ(std::count_if(p.job_marks.begin(), p.job_marks.end(),
+                            [](const render::JobMarkRect& m) { return m.kind == render::JobMarkRect::Preempted; }),
+              int64_t(sim.preemptions));
   }
   // The scheduling checks list the missed deadline; a click goes to it.
   press("analysis");

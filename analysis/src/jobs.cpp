@@ -47,6 +47,7 @@ struct JobScan::Impl {
 
   MergedEvents events;
   std::vector<Migration>* migrations = nullptr;
+  std::vector<Interruption>* interruptions = nullptr;
   JobCounts counts;
   std::unordered_map<JobKey, Following, JobKeyHash> jobs;
   std::unordered_map<uint32_t, JobKey> on_cpu;  // the job each CPU runs
@@ -144,6 +145,7 @@ struct JobScan::Impl {
           ++counts.end_not_running;
           break;
         }
+        if (interruptions) interruptions->push_back(Interruption{k.task, k.id, e.ts, f.job.last_cpu, e.type == kJobBlock});
         stop_running(f, e.ts);
         if (e.type == kJobPreempt) {
           ++f.job.preemptions;
@@ -194,6 +196,7 @@ JobScan::~JobScan() = default;
 bool JobScan::next(Job& out) {
   Impl& m = *impl_;
   m.migrations = migrations;
+  m.interruptions = interruptions;
   if (m.given == m.ready.size()) m.ready.clear(), m.given = 0;
   while (m.ready.empty()) {
     if (m.ended) return false;
@@ -227,6 +230,7 @@ std::shared_ptr<const JobMarks> job_marks(const index::TraceIndex& ix, size_t ma
   auto out = std::make_shared<JobMarks>();
   JobScan scan(ix);
   scan.migrations = &out->migrations;
+  scan.interruptions = &out->interruptions;
   Job j;
   while (scan.next(j)) {
     const uint64_t start = j.arrival != kNoTime ? j.arrival : j.first_start;
@@ -236,6 +240,10 @@ std::shared_ptr<const JobMarks> job_marks(const index::TraceIndex& ix, size_t ma
     m.task = j.task, m.id = j.id, m.start = start, m.deadline = j.deadline;
     m.end = j.completed() ? j.completion : std::max(start, j.last_event);
     m.missed = j.missed(scan.end()), m.completed = j.completed();
+    m.arrived = j.arrival != kNoTime, m.cut = j.cut;
+    m.first_start = j.first_start, m.executed = j.executed, m.blocked = j.blocked, m.waiting = j.waiting();
+    m.preemptions = j.preemptions, m.blocks = j.blocks, m.migrations = j.migrations;
+    m.first_cpu = j.first_cpu, m.last_cpu = j.last_cpu;
     if (m.missed && !m.completed) m.end = std::max(m.end, scan.end());
     out->longest = std::max(out->longest, std::max(m.end, m.deadline == kNoTime ? 0 : m.deadline) - start);
     out->jobs.push_back(m);
@@ -244,6 +252,14 @@ std::shared_ptr<const JobMarks> job_marks(const index::TraceIndex& ix, size_t ma
   out->scanned_events = scan.counts().events;
   for (const Migration& m : out->migrations) out->longest_move = std::max(out->longest_move, m.arrived - m.left);
   return out;
+}
+
+const JobMark* JobMarks::job_at(uint32_t task, uint64_t at) const {
+  const JobMark* found = nullptr;
+  each(at, at, [&](const JobMark& j) {
+    if (!found && j.task == task && j.start <= at && at <= j.end) found = &j;
+  });
+  return found;
 }
 
 std::vector<TaskStats> task_stats(const index::TraceIndex& ix, JobCounts* counts) {

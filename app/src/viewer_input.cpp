@@ -365,28 +365,51 @@ bool Viewer::box_events(const render::Scene& scene, const render::Lane& lane, co
   return analysis::item_events(*src.index, lane.feedlet, it, out, why, slack);
 }
 
-void Viewer::job_tooltip(const render::Scene& scene, const render::Box& b) {
-  // The job this segment is of: its arrival, deadline and completion.
+const analysis::JobMark* Viewer::job_of(const render::Scene& scene, const render::Box& b) {
   const render::Source& src = scene.sources()[b.source];
-  if (!src.jobs) return;
-  const uint64_t at = src.catalog->clock.to_ticks(b.start);
+  // Its middle: the box's ends went to ns and back, a tick either way.
+  const int64_t mid = b.end == INT64_MAX ? b.start : b.start + (b.end - b.start) / 2;
+  return src.jobs ? src.jobs->job_at(b.name, src.catalog->clock.to_ticks(mid)) : nullptr;
+}
+
+std::vector<std::string> Viewer::job_lines(const render::Scene& scene, uint32_t source, const analysis::JobMark& j) {
+  const render::Source& src = scene.sources()[source];
+  const trace::ClockMap& clock = src.catalog->clock;
   const render::TimeUnit unit = scene.time_unit();
-  auto t = [&](uint64_t ticks) { return render::format_time(src.catalog->clock.to_ns(ticks) - scene.first_ns(), 1, unit); };
-  src.jobs->each(at, at, [&](const analysis::JobMark& j) {
-    if (j.task != b.name || j.start > at || j.end < at) return;
-    ImGui::Text("job      %llu   arrived %s", (unsigned long long)j.id, t(j.start).c_str());
-    if (j.deadline != analysis::kNoTime) ImGui::Text("deadline %s", t(j.deadline).c_str());
-    if (j.completed)
-      ImGui::Text("response %s", render::format_duration(src.catalog->clock.to_ns(j.end) - src.catalog->clock.to_ns(j.start), unit).c_str());
-    if (j.missed)
-      ImGui::TextColored(ImVec4(1, 0.3f, 0.3f, 1), "deadline missed by %s",
-                         render::format_duration(src.catalog->clock.to_ns(j.end) - src.catalog->clock.to_ns(j.deadline), unit).c_str());
-  });
+  auto t = [&](uint64_t ticks) { return render::format_time(clock.to_ns(ticks) - scene.first_ns(), 1, unit); };
+  auto d = [&](uint64_t a, uint64_t z) { return render::format_duration(clock.to_ns(z) - clock.to_ns(a), unit); };
+  auto ticks = [&](uint64_t n) { return render::format_duration(clock.to_ns(j.start + n) - clock.to_ns(j.start), unit); };
+  auto cpu = [&](uint32_t c) { return c == analysis::kNoCpu ? std::string("?") : std::to_string(c); };
+  std::vector<std::string> out;
+  out.push_back("job      " + std::to_string(j.id) + " of " + std::string(src.catalog->string(j.task)));
+  out.push_back(std::string(j.arrived ? "arrived  " : "ran from ") + t(j.start) + (j.arrived ? "" : "   (no arrival recorded)"));
+  if (j.first_start != analysis::kNoTime)
+    out.push_back("started  " + t(j.first_start) + " on cpu " + cpu(j.first_cpu) + "   (waited " + d(j.start, j.first_start) + ")");
+  if (j.completed) out.push_back("done     " + t(j.end) + " on cpu " + cpu(j.last_cpu));
+  else out.push_back("not completed in the trace (last seen " + t(j.end) + ")");
+  if (j.completed && j.arrived) out.push_back("response " + d(j.start, j.end));
+  out.push_back("ran      " + ticks(j.executed) + "   ready, not running " + ticks(j.waiting) + "   blocked " + ticks(j.blocked));
+  out.push_back("preempted " + std::to_string(j.preemptions) + "x   blocked " + std::to_string(j.blocks) + "x   migrated " +
+                std::to_string(j.migrations) + "x");
+  if (j.deadline != analysis::kNoTime) {
+    out.push_back("deadline " + t(j.deadline) + (j.missed ? "   MISSED by " + d(j.deadline, j.end) : "   met"));
+  }
+  if (j.cut) out.push_back("(a segment's end was not recorded: cut where the next began)");
+  return out;
+}
+
+void Viewer::job_tooltip(const render::Scene& scene, const render::Box& b) {
+  const analysis::JobMark* j = job_of(scene, b);
+  if (!j) return;
+  for (const std::string& l : job_lines(scene, b.source, *j)) {
+    if (l.find("MISSED") != std::string::npos) ImGui::TextColored(ImVec4(1, 0.3f, 0.3f, 1), "%s", l.c_str());
+    else ImGui::TextUnformatted(l.c_str());
+  }
 }
 
 void Viewer::select(const Figure& f, const Hit& h) {
   const render::Scene& scene = f.scene ? *f.scene : *scene_;
-  selected_events_.clear(), selected_error_.clear(), selected_running_.clear();
+  selected_events_.clear(), selected_error_.clear(), selected_running_.clear(), selected_job_.clear();
   has_selected_ = selected_message_ = false;
   selected_chain_ = {}, marks_.chain.clear();
   if (h.box) {
@@ -397,6 +420,12 @@ void Viewer::select(const Figure& f, const Hit& h) {
     selected_name_ = scene.string(h.box->source, h.box->name);
     if (!box_events(scene, lane, row, *h.box, selected_events_, selected_error_) && selected_error_.empty())
       selected_error_ = "its events could not be read";
+    if (row.kind == render::Row::Task || row.kind == render::Row::Cpu)
+      if (const analysis::JobMark* j = job_of(scene, *h.box)) {
+        selected_job_ = job_lines(scene, h.box->source, *j);
+        const trace::ClockMap& clock = scene.sources()[h.box->source].catalog->clock;
+        selected_job_span_[0] = clock.to_ns(j->start), selected_job_span_[1] = clock.to_ns(j->end);
+      }
   } else if (h.arrow) {
     const render::Source& src = scene.sources()[h.arrow->source];
     has_selected_ = selected_message_ = true;
@@ -627,6 +656,13 @@ void Viewer::details() {
       }
       ImGui::SameLine();
       if (ImGui::Button("Select it")) marks_.sel0 = b.start, marks_.sel1 = b.end;
+    }
+    if (!selected_job_.empty()) {
+      // The job this segment is of: arrival to completion, every segment.
+      ImGui::Separator();
+      for (const std::string& l : selected_job_) line(l);
+      if (ImGui::Button("Select the job")) marks_.sel0 = selected_job_span_[0], marks_.sel1 = selected_job_span_[1];
+      record_control("select_job");
     }
   }
   ImGui::Separator();

@@ -238,7 +238,8 @@ void GlRenderer::draw_timeline(const TimelinePicture& p, TextureSlot& slot, cons
   }
   // Jobs' marks: an arrival is a light tick in the row's upper half, a
   // deadline a yellow one in its lower half, a missed deadline a red bar
-  // from it to the completion along the row's foot.
+  // from it to the completion along the row's foot, a preemption an orange
+  // caret at the row's top (a block a blue one).
   for (const JobMarkRect& m : p.job_marks) {
     const Row& row = rows[m.row];
     const float top = plot.y + row.y - scroll_y, bottom = top + row.h - 1;
@@ -247,6 +248,14 @@ void GlRenderer::draw_timeline(const TimelinePicture& p, TextureSlot& slot, cons
       case JobMarkRect::Arrival: rect(px(m.x0), top, px(m.x0) + 1, top + row.h * 0.5f, kArrivalColour); break;
       case JobMarkRect::Deadline: rect(px(m.x0), top + row.h * 0.4f, px(m.x0) + 2, bottom, kDeadlineColour); break;
       case JobMarkRect::Missed: rect(px(m.x0), bottom - row.h * 0.35f, std::max(px(m.x1), px(m.x0) + 2), bottom, kMissedColour); break;
+      case JobMarkRect::Preempted:
+      case JobMarkRect::Blocked: {
+        // A caret pointing down onto the segment's end, above the row's middle.
+        const uint32_t c = m.kind == JobMarkRect::Preempted ? kPreemptedColour : kBlockedColour;
+        const float x = std::floor(px(m.x0));
+        for (int k = 0; k < 4; ++k) rect(x - float(3 - k), top + float(k), x + float(4 - k), top + float(k) + 1, c);
+        break;
+      }
     }
   }
   // Migrations: a dashed line, 4 px on and 3 off.

@@ -433,7 +433,8 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       paint.span(row, x0, req.width, 1.0, name_colour(name), o.name, 1);
       add_box(row, lane.source, o.name, x0, req.width + 1, s, INT64_MAX, o.depth, false);
     }
-    // The jobs' marks in their tasks' rows: arrival, deadline, a miss in red.
+    // The jobs' marks in their tasks' rows: arrival, deadline, a miss in
+    // red, each preemption and block.
     if (lane.is_tasks()) {
       const auto& jobs = src.jobs;
       if (!jobs) P.job_marks_left_out = 1;
@@ -446,6 +447,14 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
           P.job_marks.push_back({row, x(j.start), x(j.start), JobMarkRect::Arrival});
           if (j.deadline != analysis::kNoTime) P.job_marks.push_back({row, x(j.deadline), x(j.deadline), JobMarkRect::Deadline});
           if (j.missed) P.job_marks.push_back({row, x(j.deadline), std::max(x(j.end), x(j.deadline) + 2), JobMarkRect::Missed});
+        });
+      if (jobs)
+        jobs->each_interruption(q.clock.k0, q.clock.k1, [&](const analysis::Interruption& i) {
+          const uint32_t row = task_row(i.task);
+          if (row == UINT32_MAX) return;
+          if (P.job_marks.size() >= req.max_boxes) return void(++P.job_marks_left_out);
+          const float x = float(axis.x(q.clock.ns(i.at)));
+          P.job_marks.push_back({row, x, x, i.blocked ? JobMarkRect::Blocked : JobMarkRect::Preempted});
         });
     }
     // Job segments still running at the right edge, in their CPU's row (or their task's).

@@ -76,12 +76,23 @@ struct Migration {
   uint32_t from_cpu = 0, to_cpu = 0;
 };
 
+// A running job left its CPU before completing: preempted, or blocked.
+struct Interruption {
+  uint32_t task = 0;
+  uint64_t job = 0;
+  uint64_t at = 0;  // ticks
+  uint32_t cpu = 0;
+  bool blocked = false;
+};
+
 // Reads the jobs of a trace, in the order they complete, then those not
 // completed by the trace's end (in the order they appeared).
 class JobScan {
  public:
-  // If set, each migration is appended to it as the scan reads it (in time order).
+  // If set, each migration (each preemption or block of a running job) is
+  // appended to it as the scan reads it (in time order).
   std::vector<Migration>* migrations = nullptr;
+  std::vector<Interruption>* interruptions = nullptr;
 
   // Jobs whose events lie at or before `t1` (the trace's end by default).
   explicit JobScan(const index::TraceIndex& ix, uint64_t t1 = UINT64_MAX);
@@ -115,18 +126,24 @@ struct TaskStats {
 std::vector<TaskStats> task_stats(const index::TraceIndex& ix, JobCounts* counts = nullptr);
 
 // Every job of a trace, compact and by arrival: what a picture marks (each
-// job's arrival and deadline, a missed deadline from it to the completion).
+// job's arrival and deadline, a missed deadline from it to the completion,
+// its preemptions) and the details panel lists.
 struct JobMark {
   uint32_t task = 0;
   uint64_t id = 0;
   uint64_t start = 0;             // its arrival (or first start, where none was recorded)
   uint64_t deadline = kNoTime;
   uint64_t end = 0;               // its completion, or its last event (the trace's end if it still runs)
-  bool missed = false, completed = false;
+  bool missed = false, completed = false, arrived = false, cut = false;
+  uint64_t first_start = kNoTime;  // as Job
+  uint64_t executed = 0, blocked = 0, waiting = 0;
+  uint32_t preemptions = 0, blocks = 0, migrations = 0;
+  uint32_t first_cpu = kNoCpu, last_cpu = kNoCpu;
 };
 struct JobMarks {
   std::vector<JobMark> jobs;  // by start
   std::vector<Migration> migrations;  // by arrival
+  std::vector<Interruption> interruptions;  // by time
   uint64_t longest = 0;       // the longest end - start: how far before a window to look
   uint64_t scanned_events = 0;
   // Calls f for each job whose [start, max(end, deadline)] meets [t0, t1] (ticks).
@@ -148,6 +165,15 @@ struct JobMarks {
       if (it->left <= t1) f(*it);
   }
   uint64_t longest_move = 0;  // the longest arrived - left of the migrations
+  // Calls f for each preemption or block in [t0, t1] (ticks).
+  template <class F>
+  void each_interruption(uint64_t t0, uint64_t t1, F&& f) const {
+    auto first = std::lower_bound(interruptions.begin(), interruptions.end(), t0,
+                                  [](const Interruption& i, uint64_t t) { return i.at < t; });
+    for (auto it = first; it != interruptions.end() && it->at <= t1; ++it) f(*it);
+  }
+  // The job (task, id) whose [start, end] holds `at`, or null.
+  const JobMark* job_at(uint32_t task, uint64_t at) const;
 };
 // Null where the trace has no jobs, or more than max_jobs of them (a
 // picture then marks none, and says so).

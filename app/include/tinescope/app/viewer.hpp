@@ -159,6 +159,10 @@ class Viewer {
   // A box's events with every field, from the trace (false with why).
   // A task row's box: its job's arrival, deadline, response, miss (the hover tooltip).
   static void job_tooltip(const render::Scene& scene, const render::Box& b);
+  // The job a segment in a task's or a CPU's row is of (null if none is
+  // known), and what the details panel and the tooltip say of it.
+  static const analysis::JobMark* job_of(const render::Scene& scene, const render::Box& b);
+  static std::vector<std::string> job_lines(const render::Scene& scene, uint32_t source, const analysis::JobMark& j);
   static bool box_events(const render::Scene& scene, const render::Lane& lane, const render::Row& row,
                          const render::Box& b, std::vector<analysis::EventView>& out, std::string& why);
   std::tuple<uint32_t, uint32_t, int64_t, int64_t, uint32_t> hover_key_{};  // the box the tooltip's events are of
@@ -222,6 +226,8 @@ class Viewer {
   uint32_t selected_source_ = 0;
   std::string selected_name_, selected_thread_, selected_process_;
   std::string selected_running_;  // a message: the interval running on its receiver when it arrived
+  std::vector<std::string> selected_job_;  // a job's segment: its record (job_lines)
+  int64_t selected_job_span_[2] = {0, 0};   // ns: its arrival and completion (or last event)
   static constexpr size_t kMaxChainHops = 200;
   analysis::MessageChain selected_chain_;  // a message: its causes and effects (marks_.chain draws them)
   std::vector<analysis::EventView> selected_events_;

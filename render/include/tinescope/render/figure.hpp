@@ -73,6 +73,6 @@ constexpr uint32_t kBackground = 0xff1e1a18u, kCursorColour = 0xff40e0ffu, kSele
                    kOrphanColour = 0xff909090u, kBundleColour = 0x58e0e0e0u, kSyncColour = 0xa060c0e0u,
                    kCutColour = 0xc0000000u,  // dark stripes over an item whose end was not recorded
                    kArrivalColour = 0xffe0e0e0u, kDeadlineColour = 0xff30e0ffu, kMissedColour = 0xff2828f0u,
-                   kMigrationColour = 0xfff0f0f0u;
+                   kMigrationColour = 0xfff0f0f0u, kPreemptedColour = 0xff1890ffu, kBlockedColour = 0xffffa040u;
 
 }  // namespace tinescope::render

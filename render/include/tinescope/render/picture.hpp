@@ -104,9 +104,10 @@ struct CutRect {
 };
 
 // A job's marks in its task's row (the per-task lane): its arrival, its
-// deadline, and a missed deadline from the deadline to its completion.
+// deadline, a missed deadline from the deadline to its completion, and
+// where it was preempted or blocked.
 struct JobMarkRect {
-  enum Kind : uint8_t { Arrival, Deadline, Missed };
+  enum Kind : uint8_t { Arrival, Deadline, Missed, Preempted, Blocked };
   uint32_t row = 0;
   float x0 = 0, x1 = 0;  // columns (a tick: x0 == x1)
   Kind kind = Arrival;
