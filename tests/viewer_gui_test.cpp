@@ -168,6 +168,17 @@ class ViewerGui : public ::testing::Test {
     xdo("click 1");
   }
   // Clicks a named control (Viewer::control).
+  // Types into a text field and presses Return, as a person does.
+  void type_into(const std::string& control, const std::string& text) {
+    ASSERT_NO_FATAL_FAILURE(press(control));
+    const render::Rect r = v_->control(control);
+    click(r.x + r.w / 2, r.y + r.h / 2);
+    xdo("keydown ctrl");
+    key("a");  // down and up in separate frames: ImGui 1.86 reads key state per frame
+    xdo("keyup ctrl");
+    xdo("type '" + text + "'");
+    key("Return");
+  }
   void press(const std::string& control) {
     pump(2);
     const render::Rect r = v_->control(control);
@@ -710,6 +721,21 @@ TEST_F(ViewerGui, ThePerTaskViewShowsTheToySchedulersMigrationsAndMissedDeadline
   ASSERT_NO_FATAL_FAILURE(press("hit_0"));
   EXPECT_EQ(v_->marks().cursor, hits[0].t0);
   EXPECT_EQ(v_->marks().sel1, hits[0].t1) << "the late stretch selected";
+  // Search by task and job id: the job, from its arrival to its completion.
+  ASSERT_NO_FATAL_FAILURE(type_into("search_text", "^T5 job " + std::to_string(late.id) + "$"));
+  for (int i = 0; i < 2000 && v_->analysis().busy(); ++i) pump(1);
+  pump(3);
+  const auto& found = v_->analysis().hits();
+  ASSERT_EQ(found.size(), 1u) << v_->analysis().status();
+  EXPECT_EQ(found[0].kind, app::SearchHit::Job);
+  EXPECT_EQ(found[0].t0, first + int64_t(late.arrival));
+  EXPECT_EQ(found[0].t1, first + int64_t(late.completion));
+  EXPECT_EQ(found[0].text.rfind("T5 job " + std::to_string(late.id) + "  (deadline missed", 0), 0u) << found[0].text;
+  ASSERT_NO_FATAL_FAILURE(type_into("search_text", "^T1 job"));
+  for (int i = 0; i < 2000 && v_->analysis().busy(); ++i) pump(1);
+  pump(3);
+  const size_t t1_jobs = size_t(std::count_if(sim.jobs.begin(), sim.jobs.end(), [&](const SimJob& j) { return sim.tasks[j.task].name == "T1"; }));
+  EXPECT_EQ(v_->analysis().hits().size(), t1_jobs) << "every job of T1";
 }
 
 TEST_F(ViewerGui, KeysZoomPanAndFit) {
@@ -978,17 +1004,6 @@ class AnalysisGui : public ViewerGui {
     press("analysis");
     ASSERT_TRUE(v_->analysis_shown());
     ASSERT_TRUE(v_->settle());
-  }
-  // Types into a text field and presses Return, as a person does.
-  void type_into(const std::string& control, const std::string& text) {
-    ASSERT_NO_FATAL_FAILURE(press(control));
-    const render::Rect r = v_->control(control);
-    click(r.x + r.w / 2, r.y + r.h / 2);
-    xdo("keydown ctrl");
-    key("a");  // down and up in separate frames: ImGui 1.86 reads key state per frame
-    xdo("keyup ctrl");
-    xdo("type '" + text + "'");
-    key("Return");
   }
   // Frames until the panel's evaluations are done and the figures drawn.
   void finish() {

@@ -49,7 +49,7 @@ void AnalysisPanel::search(const SharedView& v, const std::string& pattern) {
   if (!src || search_job_.valid()) return;
   std::snprintf(pattern_, sizeof pattern_, "%s", pattern.c_str());
   hits_title_ = "hits for /" + pattern + "/";
-  search_job_ = std::async(std::launch::async, [ix = src->index, cat = src->catalog, pattern] {
+  search_job_ = std::async(std::launch::async, [ix = src->index, cat = src->catalog, jobs = src->jobs, pattern] {
     std::vector<SearchHit> hits;
     std::regex re;
     try {
@@ -115,6 +115,15 @@ void AnalysisPanel::search(const SharedView& v, const std::string& pattern) {
                       "message " + std::to_string(f.id) + " on " + cat->channel_label(f.channel) +
                           (f.matched() ? "" : "  (never received)")});
     }
+    // Jobs (ts_sched), as "TASK job ID": each from its arrival to its completion.
+    size_t jobs_found = 0;
+    if (jobs)
+      for (const analysis::JobMark& j : jobs->jobs) {
+        const std::string text = std::string(cat->string(j.task)) + " job " + std::to_string(j.id);
+        if (!std::regex_search(text, re) || ++jobs_found > kMaxHits) continue;
+        hits.push_back({SearchHit::Job, clock.to_ns(j.start), clock.to_ns(j.end),
+                        text + (j.missed ? "  (deadline missed)" : "") + (j.completed ? "" : "  (not completed)")});
+      }
     // Field values: categories, arguments, user events' names, payloads
     // ("0x..." for bytes). Every event is decoded: O(trace).
     analysis::FieldSearch fs;
@@ -131,12 +140,14 @@ void AnalysisPanel::search(const SharedView& v, const std::string& pattern) {
                           (f == cat->feedlets.end() ? "?" : f->second.name) + ")"});
     }
     std::stable_sort(hits.begin(), hits.end(), [](const SearchHit& x, const SearchHit& y) {
-      return x.kind != y.kind ? x.kind == SearchHit::Thread : x.t0 < y.t0;
+      // Threads first, then everything else in time order (a strict weak order).
+      const bool xt = x.kind == SearchHit::Thread, yt = y.kind == SearchHit::Thread;
+      return xt != yt ? xt : x.t0 < y.t0;
     });
     std::string note;
-    if (total_events > kMaxHits || messages > kMaxHits || fields > kMaxHits)
+    if (total_events > kMaxHits || messages > kMaxHits || fields > kMaxHits || jobs_found > kMaxHits)
       note = "more hits than listed: " + std::to_string(total_events) + " events, " + std::to_string(messages) +
-             " messages, " + std::to_string(fields) + " fields";
+             " messages, " + std::to_string(jobs_found) + " jobs, " + std::to_string(fields) + " fields";
     if (!why.empty()) note += (note.empty() ? "" : "; ") + why;
     return std::make_pair(hits, note);
   });
@@ -266,7 +277,7 @@ void AnalysisPanel::go_to_hit(SharedView& v, size_t i) {
 }
 
 void AnalysisPanel::search_tab(SharedView& v) {
-  ImGui::TextWrapped("A regular expression over event names, threads, message ids and channel names.");
+  ImGui::TextWrapped("A regular expression over event names, threads, message ids, channel names, jobs (\"T1 job 4\") and fields.");
   ImGui::SetNextItemWidth(-80);
   const bool entered = ImGui::InputText("##pattern", pattern_, sizeof pattern_, ImGuiInputTextFlags_EnterReturnsTrue);
   v.record_control("search_text");

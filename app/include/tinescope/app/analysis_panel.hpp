@@ -45,7 +45,7 @@ struct SharedView {
 };
 
 struct SearchHit {
-  enum Kind { Event, Thread, Message } kind = Event;
+  enum Kind { Event, Thread, Message, Job } kind = Event;
   int64_t t0 = 0, t1 = 0;  // ns
   std::string text;        // what matched, and where
 };
