@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstring>
 #include <map>
+#include <set>
 #include <random>
 
 #include "../bench/synthetic_trace.hpp"
@@ -636,6 +637,7 @@ TEST_F(Demo, TheQueueMutexesWaitsAndHoldsAreTheirLockEvents) {
   };
   std::map<uint64_t, Want> want;  // lock id
   std::map<std::pair<uint32_t, uint64_t>, uint64_t> contend, acquired;  // (thread, lock) -> when
+  std::set<std::pair<uint32_t, uint64_t>> contend_at;                   // (thread, when)
   for (const OwnedEvent& o : trace_->events) {
     const trace::Event& e = o.e;
     if (e.feedlet == kMetadataFeedlet || e.type < kLockAcquire || e.type > kLockRelease) continue;
@@ -643,7 +645,7 @@ TEST_F(Demo, TheQueueMutexesWaitsAndHoldsAreTheirLockEvents) {
     Want& w = want[e.u[1]];
     const auto key = std::make_pair(e.feedlet, e.u[1]);
     auto ns = [&](uint64_t a) { return uint64_t(ix_->to_ns(e.ts) - ix_->to_ns(a)); };
-    if (e.type == kLockContend) contend[key] = e.ts;
+    if (e.type == kLockContend) contend[key] = e.ts, contend_at.insert({e.feedlet, e.ts});
     if (e.type == kLockAcquire) {
       ++w.acquires;
       acquired[key] = e.ts;
@@ -666,6 +668,17 @@ TEST_F(Demo, TheQueueMutexesWaitsAndHoldsAreTheirLockEvents) {
     EXPECT_EQ(l.unmatched, 0u);
     EXPECT_GE(l.threads, 2u) << "a producer and a worker";
   }
+  // Each wait is an interval named by the lock on the waiting thread, from
+  // its contend to its acquire (drawn there, in stats and streams).
+  const Want& w = want.begin()->second;
+  const std::vector<Record> waits = eval("intervals(name=\"queue.mutex\")");
+  EXPECT_EQ(waits.size(), w.contended);
+  uint64_t wait_ns = 0;
+  for (const Record& r : waits) {
+    wait_ns += uint64_t(ix_->to_ns(r.end) - ix_->to_ns(r.start));
+    EXPECT_NE(contend_at.count({r.feedlet, r.start}), 0u) << "a wait begins at a contend";
+  }
+  EXPECT_EQ(wait_ns, w.wait_ns);
   std::string out;
   ASSERT_EQ(run(bin("app/tinescope") + " stats " + *path_ + " --locks 2>&1", &out), 0);
   EXPECT_NE(out.find("queue.mutex"), std::string::npos) << out;

@@ -52,6 +52,7 @@ using index::TraceIndex;
 // tasks start, are preempted and complete on two CPUs with their ids, the
 // CPU named at random: jobs move without a preempt, start on a CPU another
 // still runs on, end on a CPU they did not run on, or end not running.
+// Locks are contended (a wait), acquired and released under the frames' names.
 std::string mixed_trace(uint64_t events, uint64_t seed, uint64_t flush_one_in = 200) {
   TraceBytes trace("mixed");
   std::mt19937_64 breaks(seed ^ 0xb4ea4);
@@ -83,11 +84,18 @@ std::string mixed_trace(uint64_t events, uint64_t seed, uint64_t flush_one_in = 
     ts[f] += rng() % 3 == 0 ? rng() % 100000 : rng() % 50;  // bursts and gaps
     uint64_t t = ts[f];
     uint8_t* p;
-    switch (rng() % 12) {
+    switch (rng() % 13) {
       case 0:
       case 1:
         p = c.begin(kIntervalBegin, t), p = ChunkBuilder::put_u64(p, 1 + rng() % 3), ++depth[f];
         break;
+      case 11: {
+        // Locks named as the frames are (an acquire must end a wait, never a
+        // frame of the same name): contended, acquired, released.
+        const uint16_t type = uint16_t(rng() % 3 == 0 ? kLockContend : rng() % 2 ? kLockAcquire : kLockRelease);
+        p = c.begin(type, t), p = ChunkBuilder::put_u64(p, 1 + rng() % 3), p = ChunkBuilder::put_u64(p, 40 + rng() % 2);
+        break;
+      }
       case 2:
       case 3:
         p = c.begin(kIntervalEnd, t), p = ChunkBuilder::put_u64(p, 1 + rng() % 3);
@@ -183,8 +191,10 @@ struct BruteForce {
         const format::ChunkHeader& h = c.chunks[o.chunk].header;
         auto last = sequence.find(e.feedlet);
         if (last != sequence.end() && (h.dropped_before > 0 || h.sequence != last->second + 1)) {
-          for (size_t i = st.size(); i-- > 0;)
-            add(StreamKind::Interval, st[i].name, Item{.truncated = true, .name = st[i].name, .depth = st[i].depth, .start = st[i].start, .end = h.first_ts});
+          for (size_t i = st.size(); i-- > 0;) {
+            const uint32_t name = st[i].name & ~index::kLockWaitBit;
+            add(StreamKind::Interval, name, Item{.truncated = true, .name = name, .depth = st[i].depth, .start = st[i].start, .end = h.first_ts});
+          }
           st.clear();
           for (const index::RunningJob& r : jobs) segment(r, h.first_ts, true);
           jobs.clear();
@@ -194,13 +204,25 @@ struct BruteForce {
       switch (e.type) {
         case kIntervalBegin:
         case kFuncEnter: st.push_back({uint32_t(e.u[0]), uint32_t(st.size()), e.ts}); break;
+        // A lock's wait: from its contend to its acquire, if nothing opened
+        // since; an interval named by the lock.
+        case kLockContend: st.push_back({uint32_t(e.u[0]) | index::kLockWaitBit, uint32_t(st.size()), e.ts}); break;
+        case kLockAcquire:
+          if (!st.empty() && st.back().name == (uint32_t(e.u[0]) | index::kLockWaitBit)) {
+            add(StreamKind::Interval, uint32_t(e.u[0]),
+                Item{.name = uint32_t(e.u[0]), .depth = st.back().depth, .start = st.back().start, .end = e.ts});
+            st.pop_back();
+          }
+          break;
         case kIntervalEnd:
         case kFuncExit:
           for (size_t i = st.size(); i-- > 0;)
             if (st[i].name == e.u[0]) {
               // It ends, and with it the frames above it (never ended: truncated).
-              for (size_t k = st.size(); k-- > i;)
-                add(StreamKind::Interval, st[k].name, Item{.truncated = k > i, .name = st[k].name, .depth = st[k].depth, .start = st[k].start, .end = e.ts});
+              for (size_t k = st.size(); k-- > i;) {
+                const uint32_t name = st[k].name & ~index::kLockWaitBit;
+                add(StreamKind::Interval, name, Item{.truncated = k > i, .name = name, .depth = st[k].depth, .start = st[k].start, .end = e.ts});
+              }
               st.resize(i);
               break;
             }

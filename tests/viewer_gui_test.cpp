@@ -493,7 +493,7 @@ TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
 
   // A sample of a queue's depth counter, clicked: its counter event. (Of
   // any counter row with a sample alone within 8 pixels, inside the plot,
-  // clear of the details panel.)
+  // clear of the details panel and of the arrows.)
   p = v_->figure_timeline(0);
   ASSERT_NE(p, nullptr);
   std::optional<render::Row> counter;  // (copies: the picture may go once clicked)
@@ -509,6 +509,13 @@ TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
       if (x < 20 || x > plot.w - 20 || plot.x + x > float(v_->fb_width()) - 470) continue;
       bool alone = true;
       for (const index::Item& o : samples) alone &= &o == &s || std::fabs(axis.x(ix.to_ns(o.start)) - x) > 8;
+      // (and away from every arrow: a click near one selects its message)
+      const float y = r.y + r.h / 2;
+      for (const render::Arrow& a : p->arrows) {
+        const float dx = a.x1 - a.x0, dy = a.y1 - a.y0, len2 = std::max(1e-3f, dx * dx + dy * dy);
+        const float t = std::clamp((float(x) - a.x0) * dx / len2 + (y - a.y0) * dy / len2, 0.f, 1.f);
+        alone &= std::hypot(a.x0 + t * dx - float(x), a.y0 + t * dy - y) > 12;
+      }
       if (alone) counter = r, found = s;
     }
   }

@@ -116,7 +116,7 @@ void cut_at_break(WalkState& st, uint64_t at, OnItem&& on_item) {
   for (size_t i = st.stack.size(); i-- > 0;) {
     Item it;
     it.kind = StreamKind::Interval;
-    it.name = st.stack[i].name;
+    it.name = st.stack[i].name & ~kLockWaitBit;
     it.depth = st.stack[i].depth;
     it.start = st.stack[i].start;
     it.end = at;
@@ -189,7 +189,8 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
       // gone from a wider window). (Not resize(): it has a growing path, so
       // it was a call for every end, 5 % of a walk.)
       for (; st.stack.size() > i + 1; st.stack.pop_back()) {
-        it.name = st.stack.back().name, it.depth = st.stack.back().depth, it.start = st.stack.back().start, it.end = at;
+        it.name = st.stack.back().name & ~kLockWaitBit, it.depth = st.stack.back().depth, it.start = st.stack.back().start,
+        it.end = at;
         ++st.counts.truncated;
         on_item(it);
       }
@@ -312,6 +313,20 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
       case kJobStart:
       case kJobResume:
         start_job(st, uint32_t(u[0]), u[1], uint32_t(u[2]), ts, on_item);
+        break;
+      case kLockContend:  // a wait begins (kLockWaitBit)
+        st.stack.push_back(OpenInterval{uint32_t(u[0]) | kLockWaitBit, uint32_t(st.stack.size()), ts});
+        break;
+      case kLockAcquire:  // the wait for this lock, if one is the innermost open, ends
+        if (!st.stack.empty() && st.stack.back().name == (uint32_t(u[0]) | kLockWaitBit)) {
+          it.kind = StreamKind::Interval;
+          it.name = uint32_t(u[0]);
+          it.depth = st.stack.back().depth;
+          it.start = st.stack.back().start;
+          it.end = ts;
+          st.stack.pop_back();
+          on_item(it);
+        }
         break;
       case kJobPreempt:
       case kJobBlock:

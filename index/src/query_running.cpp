@@ -75,12 +75,14 @@ RunningAcross running_across_in(const State& s, const FeedletState& f, uint64_t 
   RunningAcross out;
   // A feedlet that never begins an interval (a scheduler's, an import's
   // complete events) has no stack, and so on: no walk for what it lacks.
-  if (f.type_counts[format::kIntervalBegin] + f.type_counts[format::kFuncEnter] == 0) parts &= ~unsigned(kOpenPart);
+  if (f.type_counts[format::kIntervalBegin] + f.type_counts[format::kFuncEnter] + f.type_counts[format::kLockContend] == 0)
+    parts &= ~unsigned(kOpenPart);
   if (f.type_counts[format::kJobStart] + f.type_counts[format::kJobResume] == 0) parts &= ~unsigned(kJobsPart);
   if (f.type_counts[format::kIntervalComplete] == 0) parts &= ~unsigned(kSpansPart);
   if (parts == 0) return out;
   auto take_state = [&](WalkState&& w) {
     if (parts & kOpenPart) out.open = std::move(w.stack);
+    for (OpenInterval& o : out.open) o.name &= ~kLockWaitBit;
     if (parts & kJobsPart) out.jobs = std::move(w.running);
   };
   auto take_span = [&](const Item& it) {

@@ -111,6 +111,14 @@ struct OpenInterval {
   uint64_t start = 0;
 };
 
+// A thread waiting for a lock (ts_lock contend, until its acquire) is an
+// interval named by the lock at its depth: the thread is blocked, so the
+// wait nests inside whatever it had open. On a walk's stack (and in the
+// index's stored stacks) it is the lock's name with this bit, so that an
+// acquire ends a wait and never a frame that happens to share the lock's
+// name; what the index gives (items, open_at) has the bit cleared.
+constexpr uint32_t kLockWaitBit = 0x80000000u;
+
 // A job segment running on a CPU at some time: begun by a job's start or
 // resume there, not yet ended by its preempt, block or complete.
 struct RunningJob {
