@@ -164,6 +164,12 @@ struct BruteForce {
     };
     std::map<uint32_t, std::vector<Frame>> stacks;
     std::map<uint32_t, std::vector<index::RunningJob>> running;  // feedlet -> the job segments open
+    struct Held {
+      uint32_t lock;
+      uint64_t id, start;
+      uint32_t times;  // acquired this many times, not yet released as many
+    };
+    std::map<uint32_t, std::vector<Held>> held;  // feedlet -> the locks it holds
     std::map<uint32_t, uint64_t> position, sequence;  // feedlet -> events so far, the last chunk's sequence
     // The segment floor (span_streams.hpp): the chunk's first tick, then
     // the tick of the event before each kResumeEvery-th of the chunk.
@@ -177,6 +183,7 @@ struct BruteForce {
       merged.emplace_back(e.ts, e.feedlet, position[e.feedlet]++, e.type);
       auto& st = stacks[e.feedlet];
       auto& jobs = running[e.feedlet];
+      auto& holds = held[e.feedlet];
       auto add = [&](StreamKind k, uint32_t key, Item it) {
         it.kind = k;
         streams[{k, e.feedlet, key}].push_back(it);
@@ -198,6 +205,8 @@ struct BruteForce {
           st.clear();
           for (const index::RunningJob& r : jobs) segment(r, h.first_ts, true);
           jobs.clear();
+          for (const Held& k : holds) add(StreamKind::Hold, k.lock, Item{.truncated = true, .name = k.lock, .start = k.start, .end = h.first_ts});
+          holds.clear();
         }
         sequence[e.feedlet] = h.sequence;
       }
@@ -207,13 +216,30 @@ struct BruteForce {
         // A lock's wait: from its contend to its acquire, if nothing opened
         // since; an interval named by the lock.
         case kLockContend: st.push_back({uint32_t(e.u[0]) | index::kLockWaitBit, uint32_t(st.size()), e.ts}); break;
-        case kLockAcquire:
+        // A lock held, from its first acquire to as many releases; a
+        // release of a lock not held ends nothing.
+        case kLockRelease:
+          for (size_t i = 0; i < holds.size(); ++i)
+            if (holds[i].lock == e.u[0] && holds[i].id == e.u[1]) {
+              if (--holds[i].times == 0) {
+                add(StreamKind::Hold, holds[i].lock, Item{.name = holds[i].lock, .start = holds[i].start, .end = e.ts});
+                holds.erase(holds.begin() + ptrdiff_t(i));
+              }
+              break;
+            }
+          break;
+        case kLockAcquire: {
+          bool again = false;
+          for (Held& k : holds)
+            if (k.lock == e.u[0] && k.id == e.u[1]) ++k.times, again = true;
+          if (!again) holds.push_back({uint32_t(e.u[0]), e.u[1], e.ts, 1});
           if (!st.empty() && st.back().name == (uint32_t(e.u[0]) | index::kLockWaitBit)) {
             add(StreamKind::Interval, uint32_t(e.u[0]),
                 Item{.name = uint32_t(e.u[0]), .depth = st.back().depth, .start = st.back().start, .end = e.ts});
             st.pop_back();
           }
           break;
+        }
         case kIntervalEnd:
         case kFuncExit:
           for (size_t i = st.size(); i-- > 0;)
@@ -441,7 +467,7 @@ TEST(Index, PyramidsEqualBruteForceOnEveryKind) {
   std::map<StreamKind, int> kinds;
   for (auto& s : streams) kinds[s.kind]++;
   for (StreamKind k : {StreamKind::Interval, StreamKind::Instant, StreamKind::Counter, StreamKind::Send, StreamKind::Sched,
-                       StreamKind::Task})
+                       StreamKind::Task, StreamKind::Hold})
     EXPECT_GT(kinds[k], 0) << index::kind_name(k);
   check_pyramids_against_brute_force(fx.c, *fx.ix, test_seed(11), 3000);
 
@@ -859,7 +885,8 @@ void check_lanes_against_streams(const TraceIndex& ix, uint32_t feedlets, int ro
     size_t names = 0, depths = 0, others = 0, got_names = 0, got_depths = 0;
     for (auto& s : streams) {
       if (s.feedlet != f) continue;
-      if (s.kind == StreamKind::Span || s.kind == StreamKind::Task) continue;  // (never in a lane: spanning() reads Span, a task's row Task)
+      // (never in a lane: spanning() reads Span, a task's row Task, a lock's row Hold)
+      if (s.kind == StreamKind::Span || s.kind == StreamKind::Task || s.kind == StreamKind::Hold) continue;
       (s.kind == StreamKind::Interval ? names : s.kind == StreamKind::Depth ? depths : others)++;
     }
     for (auto& [id, got] : lane) {
@@ -1206,6 +1233,39 @@ size_t expect_running(const Fixture& fx, uint32_t f, uint64_t t) {
   return want.size();
 }
 
+// held_at(f, t) against f's lock events replayed up to t: a lock (name,
+// id) is held from its first acquire to as many releases; a chunk after
+// dropped events or a lost chunk lets go of every one. Returns how many.
+size_t expect_held(const Fixture& fx, uint32_t f, uint64_t t) {
+  std::vector<std::tuple<uint64_t, uint32_t, uint64_t, uint32_t>> held;  // (start, lock, id, times)
+  bool seen = false;
+  uint64_t sequence = 0;
+  for (const OwnedEvent& o : fx.c.events) {
+    const trace::Event& e = o.e;
+    if (e.feedlet != f || e.ts > t) continue;
+    if (o.in_chunk == 0) {
+      const format::ChunkHeader& h = fx.c.chunks[o.chunk].header;
+      if (seen && (h.dropped_before > 0 || h.sequence != sequence + 1)) held.clear();
+      seen = true, sequence = h.sequence;
+    }
+    if (e.type != kLockAcquire && e.type != kLockRelease) continue;
+    auto it = std::find_if(held.begin(), held.end(),
+                           [&](const auto& k) { return std::get<1>(k) == e.u[0] && std::get<2>(k) == e.u[1]; });
+    if (e.type == kLockAcquire) {
+      if (it != held.end()) ++std::get<3>(*it);
+      else held.emplace_back(e.ts, uint32_t(e.u[0]), e.u[1], 1);
+    } else if (it != held.end() && --std::get<3>(*it) == 0) {
+      held.erase(it);
+    }
+  }
+  std::vector<std::tuple<uint64_t, uint32_t, uint64_t>> want, got;
+  for (const auto& [start, lock, id, times] : held) want.emplace_back(start, lock, id);
+  for (const index::HeldLock& h : fx.ix->held_at(f, t)) got.emplace_back(h.start, h.lock, h.id);
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got, want) << "held, feedlet " << f << " t " << t;
+  return want.size();
+}
+
 // running_across(f, t), one walk on to the end of t's segment, against the
 // three answers it stands for, each checked against the raw events here.
 void expect_running_across(const TraceIndex& ix, uint32_t f, uint64_t t) {
@@ -1227,6 +1287,12 @@ void expect_running_across(const TraceIndex& ix, uint32_t f, uint64_t t) {
   };
   EXPECT_EQ(open(got.open), open(ix.open_at(f, t))) << "running_across, feedlet " << f << " t " << t;
   EXPECT_EQ(jobs(got.jobs), jobs(ix.running_at(f, t))) << "running_across, feedlet " << f << " t " << t;
+  auto holds = [](const std::vector<index::HeldLock>& v) {
+    std::vector<std::tuple<uint64_t, uint32_t, uint64_t>> out;
+    for (const index::HeldLock& h : v) out.emplace_back(h.start, h.lock, h.id);
+    return out;
+  };
+  EXPECT_EQ(holds(got.holds), holds(ix.held_at(f, t))) << "running_across, feedlet " << f << " t " << t;
   EXPECT_EQ(spans(got.spans), spans(ix.spanning(f, t))) << "running_across, feedlet " << f << " t " << t;
 }
 
@@ -1234,6 +1300,7 @@ void check_open_against_brute_force(const Fixture& fx, uint64_t seed, int* share
   BruteForce bf(fx.c);
   size_t spanning = 0, completes = 0;  // found running across the times asked; in the trace
   size_t running = 0, job_starts = 0;  // job segments found running at those times; starts in the trace
+  size_t held = 0;                     // locks found held at those times
   for (const OwnedEvent& o : fx.c.events) job_starts += o.e.feedlet != kMetadataFeedlet && o.e.type == kJobStart;
   for (auto& [key, items] : bf.streams)
     if (std::get<0>(key) == StreamKind::Interval)
@@ -1241,6 +1308,7 @@ void check_open_against_brute_force(const Fixture& fx, uint64_t seed, int* share
   auto check_at = [&](uint32_t f, uint64_t t) {
     spanning += expect_spanning(bf, *fx.ix, f, t);
     running += expect_running(fx, f, t);
+    held += expect_held(fx, f, t);
     expect_running_across(*fx.ix, f, t);
     // Open at t: the intervals of f with start <= t < end, plus begins never closed.
     auto open = fx.ix->open_at(f, t);
@@ -1289,6 +1357,7 @@ void check_open_against_brute_force(const Fixture& fx, uint64_t seed, int* share
   }
   if (job_starts > 1000) {
     EXPECT_GT(running, 100u) << "job segments running at the times asked";
+    EXPECT_GT(held, 100u) << "locks held at the times asked";  // (a mixed trace's locks are as many as its jobs)
   }
 }
 
@@ -2530,7 +2599,7 @@ TEST(Index, FileReopensAndIsRebuiltWhenBad) {
 // is found then, counted, and read as nothing; the rest answer as before.
 TEST(Index, OpeningChecksNoTableAndAQueryFindsADamagedBlock) {
   // (Not a soak's seed: a trace of some seeds makes an index past kSmallest.)
-  Fixture fx("index_tables", mixed_trace(40'000, 8));
+  Fixture fx("index_tables", mixed_trace(30'000, 8));
   ASSERT_TRUE(fx.ix);
   ASSERT_LT(fx.ix->index_bytes(), index::IndexWarmer::kSmallest) << "no warmer: only the queries check";
   const std::string idx = fx.path + ".idx";

@@ -971,6 +971,87 @@ TEST(Render, ScheduledJobsAreDrawnInARowPerCpu) {
   EXPECT_FALSE(is_background(pixel(px, W, x_of(7.5e5), task_y(1)))) << "video on CPU 2 from 700 us";
 }
 
+// Locks (ts_lock): a lane "holders", a row a lock, each hold (first
+// acquire to as many releases) in its holder's colour and naming it (the
+// box's depth: its feedlet), one held at the right edge drawn from its
+// acquire on; and a thread's wait for a lock, an interval of the lock's
+// name in its own lane, nested where it waited.
+TEST(Render, EachLocksRowShowsWhoHeldItAndEachWaitIsOnTheWaitingThread) {
+  TraceBytes trace = named_trace({"m", "A", "B", "work"}, {2, 3});  // feedlet 1: thread A, 2: thread B
+  ChunkBuilder a, b;
+  a.feedlet = 1, b.feedlet = 2;
+  auto lock = [](ChunkBuilder& cb, uint16_t type, uint64_t us) {
+    uint8_t* p = cb.begin(type, us * 1000);
+    p = ChunkBuilder::put_u64(p, 1), p = ChunkBuilder::put_u64(p, 7);  // lock "m", id 7
+    cb.end(p);
+  };
+  put_named(a, kIntervalBegin, 0, 4);
+  lock(a, kLockAcquire, 100);
+  lock(a, kLockAcquire, 150);  // again (recursive): held until the second release
+  lock(a, kLockRelease, 200);
+  lock(a, kLockRelease, 300);
+  put_named(a, kIntervalEnd, 400'000, 4);
+  lock(a, kLockAcquire, 900);  // never released
+  put_named(b, kIntervalBegin, 120'000, 4);
+  lock(b, kLockContend, 150);
+  lock(b, kLockAcquire, 300);
+  lock(b, kLockRelease, 500);
+  put_named(b, kIntervalEnd, 600'000, 4);
+  put_named(b, kInstant, 1'000'000, 4);
+  trace.flush(a), trace.flush(b);
+  render::Scene scene;
+  std::string error;
+  ASSERT_TRUE(scene.add_trace(save(trace, "locks.tine"), error)) << error;
+  const render::Lane* holders = nullptr;
+  for (const render::Lane& l : scene.lanes())
+    if (l.is_locks()) holders = &l;
+  ASSERT_NE(holders, nullptr);
+  EXPECT_EQ(holders->name, "holders");
+  EXPECT_EQ(holders->lock_names, (std::vector<std::string>{"m"}));
+  const index::TraceIndex& ix = *scene.sources()[0].index;
+  const auto held = ix.held_at(1, 950'000);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].start, 900'000u);
+  EXPECT_EQ(held[0].id, 7u);
+  EXPECT_TRUE(ix.held_at(2, 950'000).empty());
+
+  FigureParams f;
+  f.t0 = 0, f.t1 = 1'000'000;
+  const render::TimelinePicture p =
+      render::build_timeline(scene, render::timeline_request(scene, f, render::TimelineGeometry::of({0, 0, 1430, 400})));
+  std::vector<std::tuple<int64_t, int64_t, uint32_t>> holds, waits;
+  for (const render::Box& box : p.boxes) {
+    const render::Row& row = p.request.layout.rows[box.row];
+    if (row.kind == render::Row::Lock) holds.emplace_back(box.start, box.end, box.depth);
+    if (row.kind == render::Row::Interval && scene.string(0, box.name) == "m")
+      waits.emplace_back(box.start, box.end, scene.lanes()[row.lane].feedlet);
+  }
+  std::sort(holds.begin(), holds.end());
+  EXPECT_EQ(holds, (std::vector<std::tuple<int64_t, int64_t, uint32_t>>{
+                       {100'000, 300'000, 1}, {300'000, 500'000, 2}, {900'000, INT64_MAX, 1}}));
+  EXPECT_EQ(waits, (std::vector<std::tuple<int64_t, int64_t, uint32_t>>{{150'000, 300'000, 2}}));
+  for (const render::Box& box : p.boxes) {
+    if (scene.string(0, box.name) == "m" && p.request.layout.rows[box.row].kind == render::Row::Interval) {
+      EXPECT_EQ(box.depth, 1u) << "B waited inside its frame";
+    }
+  }
+
+  // Drawn: each hold in its thread's colour, nothing between them.
+  const int W = 1280, H = 200;
+  const auto [px, g, layout] = draw_timeline(scene, W, H, 0, 1'000'000);
+  ASSERT_FALSE(px.empty());
+  int lock_y = -1;
+  for (const render::Row& row : layout.rows)
+    if (row.kind == render::Row::Lock) lock_y = int(g.plot.y + row.y + 3);
+  ASSERT_GE(lock_y, 0);
+  auto x_of = [&](double ns) { return int(g.plot.x + ns * g.plot.w / 1e6); };
+  const uint32_t colour_a = render::name_colour("A") & 0xffffff, colour_b = render::name_colour("B") & 0xffffff;
+  EXPECT_EQ(pixel(px, W, x_of(250'000), lock_y), colour_a);
+  EXPECT_EQ(pixel(px, W, x_of(450'000), lock_y), colour_b);
+  EXPECT_TRUE(is_background(pixel(px, W, x_of(700'000), lock_y)));
+  EXPECT_EQ(pixel(px, W, x_of(990'000), lock_y), colour_a) << "held at the right edge";
+}
+
 // Folded, a lane's job segments are its periodic work: a task that runs at
 // the same phase of every period is a column in its colour.
 TEST(Render, FoldingJobSegmentsShowsEachTaskAtItsPhase) {

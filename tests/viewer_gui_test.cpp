@@ -385,18 +385,30 @@ TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
     for (const index::Flow& fl : ix.flows(ix.first_ts(), ix.last_ts()))
       if (fl.matched() && fl.src == client && fl.dst == worker) requests.push_back(fl);
     ASSERT_GT(requests.size(), 10u);
-    // The window: the request, and the worker's first interval after it
-    // arrived, each a good part of the window however long the queue made
-    // it wait (the demo is recorded afresh, on a machine that may be busy).
-    const index::Flow& r = requests[requests.size() / 2];
-    uint64_t handled = r.recv_ts;
-    const uint64_t look = std::min(ix.last_ts(), ix.catalog().clock.to_ticks(ix.to_ns(r.recv_ts) + 50'000'000));
-    ix.lane_items(worker, r.recv_ts, look, [&](const index::Item& it) {
-      if (handled == r.recv_ts && it.kind == index::StreamKind::Interval && it.depth == 0 && it.start >= r.recv_ts &&
-          it.end > it.start)
-        handled = it.end;
-    });
-    const int64_t send = ix.to_ns(r.send_ts), recv = ix.to_ns(r.recv_ts), done = ix.to_ns(handled);
+    // The window: a request, and the worker's first interval after it
+    // arrived, each a good part of the window: of the requests mid-run, the
+    // one whose handling is longest beside its wait in the queue (the demo
+    // is recorded afresh, on a machine that may be busy).
+    auto handled = [&](const index::Flow& r) {
+      uint64_t end = r.recv_ts;
+      const uint64_t look = std::min(ix.last_ts(), ix.catalog().clock.to_ticks(ix.to_ns(r.recv_ts) + 50'000'000));
+      ix.lane_items(worker, r.recv_ts, look, [&](const index::Item& it) {
+        if (end == r.recv_ts && it.kind == index::StreamKind::Interval && it.depth == 0 && it.start >= r.recv_ts &&
+            it.end > it.start)
+          end = it.end;
+      });
+      return end;
+    };
+    const index::Flow* best = nullptr;
+    double best_ratio = 0;
+    for (size_t k = requests.size() / 4; k < requests.size() * 3 / 4 && k < requests.size() / 4 + 64; ++k) {
+      const index::Flow& r = requests[k];
+      const double ratio = double(handled(r) - r.recv_ts) / double(std::max<uint64_t>(1, r.recv_ts - r.send_ts));
+      if (!best || ratio > best_ratio) best = &r, best_ratio = ratio;
+    }
+    ASSERT_NE(best, nullptr);
+    const index::Flow& r = *best;
+    const int64_t send = ix.to_ns(r.send_ts), recv = ix.to_ns(r.recv_ts), done = ix.to_ns(handled(r));
     const int64_t d = std::max<int64_t>({recv - send, done - recv, 20'000});
     f.t0 = send - d, f.t1 = std::max(recv + 3 * d, done + d);
   }

@@ -201,6 +201,10 @@ bool item_events(const index::TraceIndex& ix, uint32_t feedlet, const index::Ite
     case index::StreamKind::Send:
       ok = add_at(ix, *cat, feedlet, it.start, slack, {kMessageSend}, 1, it.name, out, why);
       break;
+    case index::StreamKind::Hold:
+      ok = add_at(ix, *cat, feedlet, it.start, slack, {kLockAcquire}, 0, it.name, out, why);
+      if (ok && !it.truncated) ok = add_at(ix, *cat, feedlet, it.end, slack, {kLockRelease}, 0, it.name, out, why);
+      break;
   }
   return ok;
 }

@@ -353,6 +353,11 @@ bool Viewer::box_events(const render::Scene& scene, const render::Lane& lane, co
   it.start = clock.to_ticks(b.start);
   it.end = b.end == INT64_MAX ? it.start : clock.to_ticks(b.end);
   const uint64_t slack = uint64_t(std::ceil(clock.ticks_per_ns())) + 2;
+  if (row.kind == render::Row::Lock) {
+    // A lock's hold: its acquire and release, in the thread that held it.
+    it.kind = index::StreamKind::Hold;
+    return analysis::item_events(*src.index, b.depth, it, out, why, slack);
+  }
   if (row.kind == render::Row::Task) {
     // A task's segment: its events are in the lane that ran it on its CPU.
     it.kind = index::StreamKind::Sched;
@@ -418,6 +423,13 @@ void Viewer::select(const Figure& f, const Hit& h) {
     has_selected_ = true, selected_ = *h.box;
     selected_thread_ = lane.name, selected_process_ = lane.group;
     selected_name_ = scene.string(h.box->source, h.box->name);
+    selected_lock_ = row.kind == render::Row::Lock;
+    if (selected_lock_) {  // a hold: the thread that held the lock
+      const auto& feedlets = scene.sources()[h.box->source].catalog->feedlets;
+      auto holder = feedlets.find(h.box->depth);
+      selected_name_ += "  (held)";
+      selected_thread_ = holder == feedlets.end() ? "?" : holder->second.name;
+    }
     if (!box_events(scene, lane, row, *h.box, selected_events_, selected_error_) && selected_error_.empty())
       selected_error_ = "its events could not be read";
     if (row.kind == render::Row::Task || row.kind == render::Row::Cpu)
@@ -515,7 +527,11 @@ void Viewer::tooltip(Figure& f) {
     if (b->end != INT64_MAX) ImGui::Text("duration %s", render::format_duration(b->end - b->start, unit).c_str());
     else ImGui::Text("duration (still open)");
     if (b->truncated) ImGui::TextDisabled("its end was not recorded: cut where events were lost, or never ended");
-    if (row.kind == render::Row::Cpu) ImGui::Text("cpu      %s   (%s)", lane.cpu_names[row.index].c_str(), lane.name.c_str());
+    if (row.kind == render::Row::Lock) {
+      const auto& feedlets = scene.sources()[b->source].catalog->feedlets;
+      auto holder = feedlets.find(b->depth);
+      ImGui::Text("held by  %s", holder == feedlets.end() ? "?" : holder->second.name.c_str());
+    } else if (row.kind == render::Row::Cpu) ImGui::Text("cpu      %s   (%s)", lane.cpu_names[row.index].c_str(), lane.name.c_str());
     else if (row.kind == render::Row::Task) job_tooltip(scene, *b);
     else ImGui::Text("thread   %s   depth %u", lane.name.c_str(), b->depth);
     // Its first few arguments (read once while the mouse stays on it).
@@ -649,7 +665,8 @@ void Viewer::details() {
     line((b.end == b.start ? "at      " : "start   ") + at(b.start));
     if (b.end != INT64_MAX && b.end != b.start) {
       line("end     " + at(b.end) + (b.truncated ? "   (cut: not recorded)" : ""));
-      line("length  " + render::format_duration(b.end - b.start, unit) + "   depth " + std::to_string(b.depth));
+      line("length  " + render::format_duration(b.end - b.start, unit) +
+           (selected_lock_ ? std::string() : "   depth " + std::to_string(b.depth)));
       if (ImGui::Button("Zoom to it")) {
         const int64_t pad = std::max<int64_t>(2, (b.end - b.start) / 10);
         set_window(b.start - pad, b.end + pad);

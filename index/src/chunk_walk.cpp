@@ -24,6 +24,7 @@ const char* kind_name(StreamKind k) {
     case StreamKind::Depth: return "depth";
     case StreamKind::Span: return "span";
     case StreamKind::Task: return "task";
+    case StreamKind::Hold: return "hold";
   }
   return "?";
 }

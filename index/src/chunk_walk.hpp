@@ -73,6 +73,51 @@ void job_segment(const RunningJob& r, uint64_t end, bool truncated, OnItem&& on_
   on_item(it);
 }
 
+// A lock the feedlet's thread holds rides with its running job segments
+// (WalkState::running: kept across chunks, in resume points and in the
+// pool as they are): cpu is kHoldBit plus how many times it is held (a
+// recursive acquire), task the lock's name, job the lock's id. (The bit is
+// clear of the pool's kRunningJobBit and kJobIdEntry, state.hpp.)
+constexpr uint32_t kHoldBit = 0x20000000u;
+inline bool is_hold(const RunningJob& r) { return (r.cpu & kHoldBit) != 0; }
+
+template <class OnItem>
+void hold_item(const RunningJob& r, uint64_t end, bool truncated, OnItem&& on_item) {
+  Item it;
+  it.kind = StreamKind::Hold;
+  it.name = r.task;
+  it.start = r.start;
+  it.end = end;
+  it.truncated = truncated;
+  on_item(it);
+}
+
+// ts_lock acquire and release of a lock (name, id) by this thread. A
+// release of a lock it does not hold ends nothing (analysis::lock_stats and
+// `check` count it).
+inline void acquire_lock(WalkState& st, uint32_t lock, uint64_t id, uint64_t ts) {
+  for (RunningJob& r : st.running)
+    if (is_hold(r) && r.task == lock && r.job == id) {
+      if ((r.cpu & ~kHoldBit) < kHoldBit - 1) ++r.cpu;
+      return;
+    }
+  st.running.push_back(RunningJob{kHoldBit | 1, lock, ts, id});
+}
+template <class OnItem>
+void release_lock(WalkState& st, uint32_t lock, uint64_t id, uint64_t ts, OnItem&& on_item) {
+  for (size_t i = 0; i < st.running.size(); ++i) {
+    RunningJob& r = st.running[i];
+    if (!is_hold(r) || r.task != lock || r.job != id) continue;
+    if ((r.cpu & ~kHoldBit) > 1) {
+      --r.cpu;
+      return;
+    }
+    hold_item(r, ts, false, on_item);
+    st.running.erase(st.running.begin() + ptrdiff_t(i));
+    return;
+  }
+}
+
 // A job (task, job id) starts or resumes on a CPU. What the events leave
 // out is closed, never deleted: the same job still running on another CPU
 // (it moved, no preempt seen) ends there, and another job still running on
@@ -82,7 +127,7 @@ void start_job(WalkState& st, uint32_t task, uint64_t job, uint32_t cpu, uint64_
   for (size_t i = 0; i < st.running.size();) {
     const RunningJob& r = st.running[i];
     const bool same = r.task == task && r.job == job;
-    if (!same && r.cpu != cpu) {
+    if (is_hold(r) || (!same && r.cpu != cpu)) {
       ++i;
       continue;
     }
@@ -100,7 +145,7 @@ template <class OnItem>
 void end_job(WalkState& st, uint32_t task, uint64_t job, uint32_t cpu, uint64_t ts, OnItem&& on_item) {
   for (size_t i = 0; i < st.running.size(); ++i) {
     const RunningJob& r = st.running[i];
-    if (r.task != task || r.job != job) continue;
+    if (is_hold(r) || r.task != task || r.job != job) continue;
     if (r.cpu != cpu) ++st.counts.job_end_elsewhere;
     job_segment(r, ts, false, on_item);
     st.running.erase(st.running.begin() + ptrdiff_t(i));
@@ -123,7 +168,7 @@ void cut_at_break(WalkState& st, uint64_t at, OnItem&& on_item) {
     it.truncated = true;
     on_item(it);
   }
-  for (const RunningJob& r : st.running) job_segment(r, at, true, on_item);
+  for (const RunningJob& r : st.running) is_hold(r) ? hold_item(r, at, true, on_item) : job_segment(r, at, true, on_item);
   st.counts.truncated += st.stack.size() + st.running.size();
   st.stack.clear();
   st.running.clear();
@@ -317,7 +362,9 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
       case kLockContend:  // a wait begins (kLockWaitBit)
         st.stack.push_back(OpenInterval{uint32_t(u[0]) | kLockWaitBit, uint32_t(st.stack.size()), ts});
         break;
-      case kLockAcquire:  // the wait for this lock, if one is the innermost open, ends
+      case kLockRelease: release_lock(st, uint32_t(u[0]), u[1], ts, on_item); break;
+      case kLockAcquire:  // the wait for this lock, if one is the innermost open, ends; it is held
+        acquire_lock(st, uint32_t(u[0]), u[1], ts);
         if (!st.stack.empty() && st.stack.back().name == (uint32_t(u[0]) | kLockWaitBit)) {
           it.kind = StreamKind::Interval;
           it.name = uint32_t(u[0]);

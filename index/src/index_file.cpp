@@ -570,7 +570,7 @@ bool IndexFile::load(TraceIndex& ix, std::string& error) {
     for (uint32_t k = 0; in.ok && k < ns; ++k) {
       Stream st;
       st.info = in.get<StreamInfo>();
-      in.ok &= st.info.kind >= StreamKind::Interval && st.info.kind <= StreamKind::Task &&
+      in.ok &= st.info.kind >= StreamKind::Interval && st.info.kind <= StreamKind::Hold &&
                (st.info.kind != StreamKind::Depth || st.info.key < kDepthStreams) &&
                (st.info.kind != StreamKind::Span || st.info.key == 0);
       uint32_t nl = in.get<uint32_t>();

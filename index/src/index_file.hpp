@@ -18,7 +18,8 @@ constexpr uint8_t kIndexMagic[8] = {'T', 'I', 'N', 'E', 'I', 'D', 'X', 0};
 // resume points hold job ids, frames open at a drop or lost chunk are closed
 // there, per-feedlet WalkCounts; 12: frames above a matched end close with it;
 // 13: the tenth column's high half counts truncated items (Node::iv.truncated)
-// 14: Task streams; 15: lock waits are intervals (kLockWaitBit on stacks)
+// 14: Task streams; 15: lock waits are intervals (kLockWaitBit on stacks),
+// locks held are Hold streams (kHoldBit entries with the running jobs)
 constexpr uint32_t kIndexVersion = 15;
 
 struct IndexFile {

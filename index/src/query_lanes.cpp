@@ -322,6 +322,7 @@ void TraceIndex::query_lane(uint32_t feedlet, uint64_t t0, uint64_t t1, uint32_t
     if (kind == (by_depth ? StreamKind::Interval : StreamKind::Depth)) continue;
     if (kind == StreamKind::Span) continue;  // (its intervals are in the names' and depths' streams too)
     if (kind == StreamKind::Task) continue;  // (its segments are in the CPUs' streams too)
+    if (kind == StreamKind::Hold) continue;  // (a lock's row draws it)
     if (is_hidden(st.info)) continue;
     Buckets& b = next(id);
     // By name, a stream's intervals are decoded wherever the window is

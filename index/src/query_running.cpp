@@ -1,6 +1,7 @@
 // What runs at a time t in a feedlet: the intervals open on its stack
-// (from the resume point before t), the jobs running on its CPUs, and the
-// long intervals that span t from before the segment it is in.
+// (from the resume point before t), the jobs running on its CPUs, the
+// locks it holds, and the long intervals that span t from before the
+// segment it is in.
 #include <algorithm>
 #include <bit>
 #include <optional>
@@ -24,7 +25,7 @@ WalkState final_state(const FeedletState& f) {
 }
 
 // The parts of what runs across a time that a caller asks for.
-enum AcrossPart : unsigned { kOpenPart = 1, kJobsPart = 2, kSpansPart = 4, kAllParts = 7 };
+enum AcrossPart : unsigned { kOpenPart = 1, kJobsPart = 2, kSpansPart = 4, kHoldsPart = 8, kAllParts = 15 };
 
 // The next resume point's tick after where a walk of chunk k starts: the
 // end of the segment that holds t, so of the short complete intervals that
@@ -79,11 +80,19 @@ RunningAcross running_across_in(const State& s, const FeedletState& f, uint64_t 
     parts &= ~unsigned(kOpenPart);
   if (f.type_counts[format::kJobStart] + f.type_counts[format::kJobResume] == 0) parts &= ~unsigned(kJobsPart);
   if (f.type_counts[format::kIntervalComplete] == 0) parts &= ~unsigned(kSpansPart);
+  if (f.type_counts[format::kLockAcquire] == 0) parts &= ~unsigned(kHoldsPart);
   if (parts == 0) return out;
   auto take_state = [&](WalkState&& w) {
     if (parts & kOpenPart) out.open = std::move(w.stack);
     for (OpenInterval& o : out.open) o.name &= ~kLockWaitBit;
-    if (parts & kJobsPart) out.jobs = std::move(w.running);
+    // (Held locks ride with the running jobs: chunk_walk.hpp, kHoldBit.)
+    for (const RunningJob& r : w.running) {
+      if (!is_hold(r)) {
+        if (parts & kJobsPart) out.jobs.push_back(r);
+      } else if (parts & kHoldsPart) {
+        out.holds.push_back(HeldLock{r.task, r.job, r.start});
+      }
+    }
   };
   auto take_span = [&](const Item& it) {
     if (it.complete && it.start <= t && t < it.end) out.spans.push_back(it);
@@ -108,12 +117,15 @@ RunningAcross running_across_in(const State& s, const FeedletState& f, uint64_t 
     walk_feedlet_chunk(
         s, *s.layouts, f, k, w, buf,
         [&](uint64_t ts, uint16_t) {
-          if (ts > t && !at_t && (parts & (kOpenPart | kJobsPart))) at_t = w;
+          if (ts > t && !at_t && (parts & (kOpenPart | kJobsPart | kHoldsPart))) at_t = w;
         },
         take_span, until, start.from());
     take_state(at_t ? std::move(*at_t) : std::move(w));
   }
   std::sort(out.jobs.begin(), out.jobs.end(), [](const RunningJob& a, const RunningJob& b) { return a.cpu < b.cpu; });
+  std::sort(out.holds.begin(), out.holds.end(), [](const HeldLock& a, const HeldLock& b) {
+    return std::tie(a.start, a.lock, a.id) < std::tie(b.start, b.lock, b.id);
+  });
   if (parts & kSpansPart) {
     long_spans(s, f, t, take_span);
     auto order = [](const Item& a) { return std::tie(a.start, a.end, a.depth, a.name); };
@@ -143,6 +155,12 @@ std::vector<RunningJob> TraceIndex::running_at(uint32_t feedlet, uint64_t t) con
   std::shared_lock lock(mu_);
   const FeedletState* f = s_->feedlet(feedlet);
   return f ? running_across_in(*s_, *f, t, kJobsPart).jobs : std::vector<RunningJob>{};
+}
+
+std::vector<HeldLock> TraceIndex::held_at(uint32_t feedlet, uint64_t t) const {
+  std::shared_lock lock(mu_);
+  const FeedletState* f = s_->feedlet(feedlet);
+  return f ? running_across_in(*s_, *f, t, kHoldsPart).holds : std::vector<HeldLock>{};
 }
 
 std::vector<Item> TraceIndex::spanning(uint32_t feedlet, uint64_t t) const {

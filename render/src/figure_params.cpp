@@ -145,9 +145,10 @@ TimelineRequest overview_request(const Scene& scene, float width) {
   LayoutOptions o;
   o.row_px = 2, o.counter_px = 0, o.group_px = 0, o.lane_gap_px = 1;
   Layout full = layout_lanes(scene, o);
-  // Only interval, instant and CPU rows: a compact picture of activity.
+  // Only interval, instant, CPU, task and lock rows: a compact picture of activity.
   for (const Row& row : full.rows)
-    if (row.kind == Row::Interval || row.kind == Row::Instant || row.kind == Row::Cpu || row.kind == Row::Task)
+    if (row.kind == Row::Interval || row.kind == Row::Instant || row.kind == Row::Cpu || row.kind == Row::Task ||
+        row.kind == Row::Lock)
       r.layout.rows.push_back(row);
   r.layout.height = full.height;
   for (Layout::LaneRows lr : full.lanes) {

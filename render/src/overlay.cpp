@@ -54,8 +54,12 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
         // The last row holds the calls deeper than the rows go: it says so.
         const std::string deeper = "depths " + std::to_string(rows[r].index) + ".." + std::to_string(lane.depths - 1);
         dl->AddText({g.names.x + g.names.w - ImGui::CalcTextSize(deeper.c_str()).x - 4, at.y}, kDim, deeper.c_str());
-      } else if (rows[r].kind == Row::Cpu || rows[r].kind == Row::Task) {  // at the right: the lane's name may be on this row
-        const char* name = (rows[r].kind == Row::Cpu ? lane.cpu_names : lane.task_names)[rows[r].index].c_str();
+      } else if (rows[r].kind == Row::Cpu || rows[r].kind == Row::Task || rows[r].kind == Row::Lock) {
+        // At the right (the lane's name may be on this row): which CPU, task or lock.
+        const std::vector<std::string>& names = rows[r].kind == Row::Cpu    ? lane.cpu_names
+                                                : rows[r].kind == Row::Task ? lane.task_names
+                                                                            : lane.lock_names;
+        const char* name = names[rows[r].index].c_str();
         dl->AddText({g.names.x + g.names.w - ImGui::CalcTextSize(name).x - 4, at.y}, kDim, name);
       }
     }
@@ -82,7 +86,14 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
     if (y + row.h < plot.y || y > plot.y + plot.h) continue;
     const Rect clip{std::max(x0, plot.x), std::max(y, plot.y), std::min(x1, plot.x + plot.w) - std::max(x0, plot.x) - 2,
                     row.h};
-    text_clipped(dl, clip, {std::max(x0, plot.x) + 2, y - 1}, kDark, std::string(scene.string(b.source, b.name)));
+    // (A lock's hold says who held it: the feedlet in its depth.)
+    std::string label(scene.string(b.source, b.name));
+    if (row.kind == Row::Lock) {
+      const auto& feedlets = scene.sources()[b.source].catalog->feedlets;
+      auto f = feedlets.find(b.depth);
+      label = f == feedlets.end() ? "?" : f->second.name;
+    }
+    text_clipped(dl, clip, {std::max(x0, plot.x) + 2, y - 1}, kDark, label);
   }
 
   // Cursor and selection read-outs on the ruler.

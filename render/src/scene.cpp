@@ -268,6 +268,28 @@ void Scene::scan(Source& s, uint32_t source) {
     }
   }
 
+  // Locks, a row each: who held it, from every thread's Hold streams.
+  std::map<std::string, std::pair<uint32_t, std::vector<int>>> locks;  // name -> (string id, streams)
+  for (size_t id = 0; id < streams.size(); ++id)
+    if (streams[id].kind == StreamKind::Hold && streams[id].items) {
+      auto& l = locks[std::string(cat.string(streams[id].key))];
+      l.first = streams[id].key;
+      l.second.push_back(int(id));
+    }
+  for (const Lane& t : scan->lanes)  // (a lock held at the end, never released: in no stream yet)
+    if (!t.is_tasks())
+      for (const index::HeldLock& h : ix.held_at(t.feedlet, last_ts)) locks[std::string(cat.string(h.lock))].first = h.lock;
+  if (!locks.empty()) {
+    Lane l;
+    l.source = source;
+    l.feedlet = Lane::kLocksFeedlet;
+    l.name = "holders";
+    l.group = "locks";
+    l.has_intervals = false, l.depth_rows = 0;
+    for (auto& [name, k] : locks) l.locks.push_back(k.first), l.lock_names.push_back(name), l.lock_streams.push_back(k.second);
+    scan->lanes.push_back(std::move(l));
+  }
+
   // Gaps: drops before a chunk, lost chunks, damaged bytes (the index keeps
   // them: a scan of every chunk here cost O(trace) at each live update).
   for (const index::Gap& g : ix.gaps()) s.gaps.push_back({g.feedlet, to_ns(g.t0), to_ns(g.t1), g.dropped});

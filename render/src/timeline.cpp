@@ -66,6 +66,7 @@ Layout layout_lanes(const Scene& scene, const LayoutOptions& o) {
     if (l.has_instants) out.rows.push_back({Row::Instant, lane, 0, y, o.row_px * 0.6f}), y += o.row_px * 0.6f;
     for (uint32_t k = 0; k < l.cpus.size(); ++k, y += o.row_px) out.rows.push_back({Row::Cpu, lane, k, y, o.row_px});
     for (uint32_t k = 0; k < l.tasks.size(); ++k, y += o.row_px) out.rows.push_back({Row::Task, lane, k, y, o.row_px});
+    for (uint32_t k = 0; k < l.locks.size(); ++k, y += o.row_px) out.rows.push_back({Row::Lock, lane, k, y, o.row_px});
     for (uint32_t k = 0; k < l.counters.size(); ++k, y += o.counter_px)
       out.rows.push_back({Row::Counter, lane, k, y, o.counter_px});
     lr.end = uint32_t(out.rows.size());
@@ -104,6 +105,7 @@ struct LaneQuery {
   ClockWindow clock;
   std::vector<std::pair<int, index::Buckets>> buckets;
   index::RunningAcross edge;  // what runs across the right edge
+  std::vector<std::pair<uint32_t, index::HeldLock>> held;  // the locks lane: (feedlet, lock) held across it
   std::vector<CounterEdges> counters;  // as lane->counters
 };
 
@@ -182,6 +184,18 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       for (const Lane& other : scene.lanes())
         if (other.source == lane.source && !other.cpus.empty())
           for (const index::RunningJob& r : ix.running_at(other.feedlet, q.clock.k1)) q.edge.jobs.push_back(r);
+      queries.push_back(std::move(q));
+      continue;
+    }
+    if (lane.is_locks()) {
+      // Locks: each lock's streams, of every feedlet; what is held across
+      // the right edge, from every thread's lane.
+      q.buckets.clear();
+      for (const std::vector<int>& ids : lane.lock_streams)
+        for (int id : ids) q.buckets.emplace_back(id, ix.query(id, q.clock.k0, q.clock.k1, resolution, req.decode_per_column));
+      for (const Lane& other : scene.lanes())
+        if (other.source == lane.source && !other.is_tasks() && !other.is_locks())
+          for (const index::HeldLock& h : ix.held_at(other.feedlet, q.clock.k1)) q.held.emplace_back(other.feedlet, h);
       queries.push_back(std::move(q));
       continue;
     }
@@ -295,6 +309,18 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
         if (lane.task_names[k] == name) it->second = row_of(Row::Task, k);
       return it->second;
     };
+    // A lock's row, by its name.
+    auto lock_row = [&](uint32_t lock) {
+      const std::string_view name = src.catalog->string(lock);
+      for (uint32_t k = 0; k < lane.lock_names.size(); ++k)
+        if (lane.lock_names[k] == name) return row_of(Row::Lock, k);
+      return UINT32_MAX;
+    };
+    // A holder's colour: its thread's name's.
+    auto thread_colour = [&](uint32_t feedlet) {
+      auto f = src.catalog->feedlets.find(feedlet);
+      return name_colour(f == src.catalog->feedlets.end() ? std::string_view("?") : std::string_view(f->second.name));
+    };
     // A task's segments are coloured by their CPU: a migration shows.
     auto cpu_colour = [&](uint32_t cpu) {
       static const uint32_t kCpuColours[] = {0xffe0a040u, 0xff40c0e0u, 0xff60d060u, 0xffe060c0u,
@@ -367,6 +393,17 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
         for (const Node& n : b.nodes) {
           const uint32_t task = uint32_t(n.iv.longest_name);
           paint_intervals(row, n, b.shift, task, colour_of(lane.source, task));
+        }
+      } else if (st.kind == StreamKind::Hold) {
+        // A lock's bucket (one thread's holds), in the lock's row, in the
+        // thread's colour; its boxes name the thread (depth: its feedlet).
+        const uint32_t row = lock_row(st.key);
+        if (row == UINT32_MAX) continue;
+        const uint32_t colour = thread_colour(st.feedlet);
+        for (const Node& n : b.nodes) {
+          const size_t boxes = P.boxes.size();
+          paint_intervals(row, n, b.shift, st.key, colour);
+          for (size_t k = boxes; k < P.boxes.size(); ++k) P.boxes[k].depth = st.feedlet;
         }
       } else if (st.kind == StreamKind::Task) {
         // A task's bucket, in its row, coloured by the CPU of its longest segment.
@@ -456,6 +493,15 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
           const float x = float(axis.x(q.clock.ns(i.at)));
           P.job_marks.push_back({row, x, x, i.blocked ? JobMarkRect::Blocked : JobMarkRect::Preempted});
         });
+    }
+    // Locks held across the right edge, from their acquire on.
+    for (const auto& [feedlet, h] : q.held) {
+      const uint32_t row = lock_row(h.lock);
+      if (row == UINT32_MAX) continue;  // (a lock that a growing trace gained since the scene's scan)
+      const int64_t s = q.clock.ns(h.start);
+      const double x0 = axis.x(s);
+      paint.span(row, x0, req.width, 1.0, thread_colour(feedlet), h.lock, 1);
+      add_box(row, lane.source, h.lock, x0, req.width + 1, s, INT64_MAX, feedlet, false);
     }
     // Job segments still running at the right edge, in their CPU's row (or their task's).
     for (const index::RunningJob& r : q.edge.jobs) {

@@ -227,6 +227,7 @@ class Viewer {
   std::string selected_name_, selected_thread_, selected_process_;
   std::string selected_running_;  // a message: the interval running on its receiver when it arrived
   std::vector<std::string> selected_job_;  // a job's segment: its record (job_lines)
+  bool selected_lock_ = false;             // a lock's hold (selected_.depth: the feedlet that held it)
   int64_t selected_job_span_[2] = {0, 0};   // ns: its arrival and completion (or last event)
   static constexpr size_t kMaxChainHops = 200;
   analysis::MessageChain selected_chain_;  // a message: its causes and effects (marks_.chain draws them)

@@ -56,6 +56,11 @@ enum class StreamKind : uint8_t {
   // its longest segment. What a per-task row draws. Not in query_lane()'s
   // answers (a lane's CPU rows draw its Sched streams).
   Task = 8,
+  // A lock held by the feedlet's thread, from its acquire to its release
+  // (ts_lock; a recursive acquire holds it until as many releases). Key:
+  // the lock's name; key: end time. What a lock's row draws (who held it);
+  // not in query_lane()'s answers.
+  Hold = 9,
 };
 constexpr uint32_t kDepthStreams = 16;
 const char* kind_name(StreamKind k);
@@ -144,9 +149,17 @@ struct WalkCounts {
 
 // Everything of a feedlet that runs across a time t: what a picture draws
 // on past its right edge, since its streams are keyed by the items' ends.
+// A lock a thread holds at some time (acquired, not yet released).
+struct HeldLock {
+  uint32_t lock = 0;  // its name's string id
+  uint64_t id = 0;    // ts_lock's lock id
+  uint64_t start = 0; // acquired then
+};
+
 struct RunningAcross {
   std::vector<OpenInterval> open;  // begun by t, not ended by it: outermost first (open_at())
   std::vector<RunningJob> jobs;    // job segments running at t, by CPU (running_at())
+  std::vector<HeldLock> holds;     // locks held at t, by acquire (held_at())
   std::vector<Item> spans;         // complete intervals with start <= t < end (spanning())
 };
 
@@ -429,6 +442,9 @@ class TraceIndex {
   // (begun at or before t, not ended by t), by CPU: what a CPU's Sched
   // stream, keyed by the segments' ends, does not hold yet. As open_at().
   std::vector<RunningJob> running_at(uint32_t feedlet, uint64_t t) const;
+  // The locks a feedlet's thread holds at time t (acquired at or before t,
+  // not released by t), by acquire: what its Hold streams do not hold yet.
+  std::vector<HeldLock> held_at(uint32_t feedlet, uint64_t t) const;
   // The complete intervals of a feedlet that run across time t (start <= t <
   // end), sorted by (start, end, depth, name): what open_at() cannot know,
   // since a complete event is written at its end. With open_at(), every

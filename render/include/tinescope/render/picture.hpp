@@ -22,11 +22,11 @@ namespace tinescope::render {
 // One horizontal band of the timeline: an interval depth, the instants or a
 // counter of a lane, or a process header.
 struct Row {
-  enum Kind : uint8_t { Interval, Instant, Counter, Group, Cpu, Task };
+  enum Kind : uint8_t { Interval, Instant, Counter, Group, Cpu, Task, Lock };
   Kind kind = Interval;
   uint32_t lane = 0;    // Group: first lane of the group
   uint32_t index = 0;   // Interval: depth; Counter: which counter of the lane; Cpu: which CPU of the lane;
-                        // Task: which task of the lane
+                        // Task: which task of the lane; Lock: which lock of the lane
   float y = 0, h = 0;   // pixels from the top of the plot
 };
 
@@ -91,7 +91,7 @@ struct Box {
   uint32_t source = 0, name = 0;
   float x0 = 0, x1 = 0;       // columns
   int64_t start = 0, end = 0; // ns
-  uint32_t depth = 0;
+  uint32_t depth = 0;         // a lock's row: the feedlet that held it
   bool truncated = false;     // its end was not recorded (index::Item::truncated): drawn hatched
 };
 

@@ -77,6 +77,15 @@ struct Lane {
   std::vector<std::vector<int>> task_streams;  // per task: its Task stream ids
   bool is_tasks() const { return !tasks.empty() || feedlet == kTasksFeedlet; }
   static constexpr uint32_t kTasksFeedlet = UINT32_MAX - 1;
+  // The locks lane of a trace whose threads recorded ts_lock (feedlet
+  // kLocksFeedlet, no thread of its own): a row a lock, who held it when,
+  // from the Hold streams of every feedlet, each in its thread's colour
+  // (a box's depth: the feedlet that held it), by name.
+  std::vector<uint32_t> locks;               // string ids (of each name, one)
+  std::vector<std::string> lock_names;
+  std::vector<std::vector<int>> lock_streams;  // per lock: its Hold stream ids
+  bool is_locks() const { return !locks.empty() || feedlet == kLocksFeedlet; }
+  static constexpr uint32_t kLocksFeedlet = UINT32_MAX - 2;
 
   // Its name under its group's header: without the group's name where it
   // starts with it ("Browser async ..." -> "async ...", as imports name
