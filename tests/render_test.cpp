@@ -997,6 +997,8 @@ TEST(Render, EachLocksRowShowsWhoHeldItAndEachWaitIsOnTheWaitingThread) {
   lock(b, kLockAcquire, 300);
   lock(b, kLockRelease, 500);
   put_named(b, kIntervalEnd, 600'000, 4);
+  lock(b, kLockRelease, 700);  // misuse: not held
+  lock(b, kLockAcquire, 960);  // misuse: A holds it
   put_named(b, kInstant, 1'000'000, 4);
   trace.flush(a), trace.flush(b);
   render::Scene scene;
@@ -1028,7 +1030,14 @@ TEST(Render, EachLocksRowShowsWhoHeldItAndEachWaitIsOnTheWaitingThread) {
   }
   std::sort(holds.begin(), holds.end());
   EXPECT_EQ(holds, (std::vector<std::tuple<int64_t, int64_t, uint32_t>>{
-                       {100'000, 300'000, 1}, {300'000, 500'000, 2}, {900'000, INT64_MAX, 1}}));
+                       {100'000, 300'000, 1}, {300'000, 500'000, 2}, {900'000, INT64_MAX, 1}, {960'000, INT64_MAX, 2}}));
+  // Its misuse, marked at each event.
+  std::vector<float> misuse;
+  for (const render::JobMarkRect& m : p.job_marks)
+    if (m.kind == render::JobMarkRect::Misuse) misuse.push_back(m.x0);
+  ASSERT_EQ(misuse.size(), 2u);
+  EXPECT_NEAR(misuse[0], 0.7 * p.columns, 1);
+  EXPECT_NEAR(misuse[1], 0.96 * p.columns, 1);
   EXPECT_EQ(waits, (std::vector<std::tuple<int64_t, int64_t, uint32_t>>{{150'000, 300'000, 2}}));
   for (const render::Box& box : p.boxes) {
     if (scene.string(0, box.name) == "m" && p.request.layout.rows[box.row].kind == render::Row::Interval) {
@@ -1048,8 +1057,10 @@ TEST(Render, EachLocksRowShowsWhoHeldItAndEachWaitIsOnTheWaitingThread) {
   const uint32_t colour_a = render::name_colour("A") & 0xffffff, colour_b = render::name_colour("B") & 0xffffff;
   EXPECT_EQ(pixel(px, W, x_of(250'000), lock_y), colour_a);
   EXPECT_EQ(pixel(px, W, x_of(450'000), lock_y), colour_b);
-  EXPECT_TRUE(is_background(pixel(px, W, x_of(700'000), lock_y)));
-  EXPECT_EQ(pixel(px, W, x_of(990'000), lock_y), colour_a) << "held at the right edge";
+  EXPECT_TRUE(is_background(pixel(px, W, x_of(650'000), lock_y)));
+  EXPECT_EQ(pixel(px, W, x_of(940'000), lock_y), colour_a) << "held at the right edge";
+  EXPECT_EQ(pixel(px, W, x_of(700'000), lock_y), render::kMissedColour & 0xffffff) << "a release of a lock not held, in red";
+  EXPECT_EQ(pixel(px, W, x_of(960'000), lock_y), render::kMissedColour & 0xffffff) << "an acquire of a lock held, in red";
 }
 
 // Folded, a lane's job segments are its periodic work: a task that runs at

@@ -38,7 +38,67 @@ struct ByTime {
   }
 };
 
+// Locks: who holds each (its name and id), from the threads' events in
+// the trace's merged order. A thread may take a lock it holds again (a
+// recursive mutex): it holds it until as many releases.
+template <class Violate>
+void check_locks(const index::TraceIndex& ix, const trace::Catalog& catalog, Violate&& violate, uint64_t& events_read,
+                 uint64_t& locks_seen) {
+  struct Held {
+    uint32_t holder = 0;  // feedlet; 0: free
+    uint32_t depth = 0;
+    uint64_t since = 0;
+  };
+  std::map<std::pair<uint32_t, uint64_t>, Held> locks;
+  const auto labels = catalog.thread_labels();
+  auto label = [&](uint32_t feedlet) {
+    auto l = labels.find(feedlet);
+    return l == labels.end() ? "lane " + std::to_string(feedlet) : l->second;
+  };
+  MergedEvents events(ix, {format::kLockAcquire, format::kLockRelease},
+                      [](uint16_t type) { return type == format::kLockRelease ? 0 : 1; });
+  SmallEvent e;
+  while (events.next(e)) {
+    ++events_read;
+    Held& h = locks[{uint32_t(e.u[0]), e.u[1]}];
+    SchedViolation v;
+    v.feedlet = e.feedlet, v.lock = uint32_t(e.u[0]), v.lock_id = e.u[1], v.ts = v.end = e.ts;
+    if (e.type == format::kLockAcquire) {
+      if (h.holder == e.feedlet) {
+        ++h.depth;
+        continue;
+      }
+      if (h.holder != 0) {
+        v.kind = SchedViolation::LockTaken;
+        v.by_ns = ns_between(ix, h.since, e.ts);
+        v.why = "acquired by " + label(e.feedlet) + " while " + label(h.holder) + " held it (for " +
+                readable_duration(v.by_ns) + ")";
+        violate(v);
+      }
+      h = Held{e.feedlet, 1, e.ts};
+    } else {
+      if (h.holder == e.feedlet) {
+        if (--h.depth == 0) h = Held{};
+        continue;
+      }
+      v.kind = SchedViolation::ReleaseNotHeld;
+      v.why = "released by " + label(e.feedlet) + (h.holder ? " while " + label(h.holder) + " held it" : ", which nobody held");
+      violate(v);
+    }
+  }
+  locks_seen = locks.size();
+}
+
 }  // namespace
+
+std::vector<SchedViolation> lock_misuse(const index::TraceIndex& ix, size_t limit, uint64_t* total) {
+  FirstN<SchedViolation, ByTime> found{limit, {}};
+  uint64_t n = 0, events = 0, locks = 0;
+  check_locks(ix, *ix.catalog_snapshot(), [&](SchedViolation v) { ++n, found.add(std::move(v)); }, events, locks);
+  found.trim();
+  if (total) *total = n;
+  return std::move(found.list);
+}
 
 SchedReport check_schedule(const index::TraceIndex& ix, const Rules* rules, size_t limit) {
   SchedReport rep;
@@ -98,52 +158,7 @@ SchedReport check_schedule(const index::TraceIndex& ix, const Rules* rules, size
   }
   rep.counts = scan.counts();
 
-  // Locks: who holds each (its name and id), from the threads' events in
-  // the trace's merged order. A thread may take a lock it holds again (a
-  // recursive mutex): it holds it until as many releases.
-  struct Held {
-    uint32_t holder = 0;  // feedlet; 0: free
-    uint32_t depth = 0;
-    uint64_t since = 0;
-  };
-  std::map<std::pair<uint32_t, uint64_t>, Held> locks;
-  const auto labels = catalog->thread_labels();
-  auto label = [&](uint32_t feedlet) {
-    auto l = labels.find(feedlet);
-    return l == labels.end() ? "lane " + std::to_string(feedlet) : l->second;
-  };
-  MergedEvents events(ix, {format::kLockAcquire, format::kLockRelease},
-                      [](uint16_t type) { return type == format::kLockRelease ? 0 : 1; });
-  SmallEvent e;
-  while (events.next(e)) {
-    ++rep.lock_events;
-    Held& h = locks[{uint32_t(e.u[0]), e.u[1]}];
-    SchedViolation v;
-    v.feedlet = e.feedlet, v.lock = uint32_t(e.u[0]), v.lock_id = e.u[1], v.ts = v.end = e.ts;
-    if (e.type == format::kLockAcquire) {
-      if (h.holder == e.feedlet) {
-        ++h.depth;
-        continue;
-      }
-      if (h.holder != 0) {
-        v.kind = SchedViolation::LockTaken;
-        v.by_ns = ns_between(ix, h.since, e.ts);
-        v.why = "acquired by " + label(e.feedlet) + " while " + label(h.holder) + " held it (for " +
-                readable_duration(v.by_ns) + ")";
-        violate(v);
-      }
-      h = Held{e.feedlet, 1, e.ts};
-    } else {
-      if (h.holder == e.feedlet) {
-        if (--h.depth == 0) h = Held{};
-        continue;
-      }
-      v.kind = SchedViolation::ReleaseNotHeld;
-      v.why = "released by " + label(e.feedlet) + (h.holder ? " while " + label(h.holder) + " held it" : ", which nobody held");
-      violate(v);
-    }
-  }
-  rep.locks = locks.size();
+  check_locks(ix, *catalog, violate, rep.lock_events, rep.locks);
   found.trim();
   rep.violations = std::move(found.list);
   return rep;

@@ -288,6 +288,15 @@ void Scene::scan(Source& s, uint32_t source) {
     l.has_intervals = false, l.depth_rows = 0;
     for (auto& [name, k] : locks) l.locks.push_back(k.first), l.lock_names.push_back(name), l.lock_streams.push_back(k.second);
     scan->lanes.push_back(std::move(l));
+    // Its misuse, read again as a live trace's lock events grow (at most once a second).
+    const std::vector<uint64_t> per_type = ix.events_per_type();
+    const uint64_t lock_events = per_type[format::kLockAcquire] + per_type[format::kLockRelease];
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    if (lock_events != s.lock_events && (!s.misuse || now - s.misuse_read_ms >= 1000)) {
+      s.misuse = std::make_shared<const std::vector<analysis::SchedViolation>>(
+          analysis::lock_misuse(ix, Source::kMaxMisuse, &s.misuse_total));
+      s.lock_events = lock_events, s.misuse_read_ms = now;
+    }
   }
 
   // Gaps: drops before a chunk, lost chunks, damaged bytes (the index keeps

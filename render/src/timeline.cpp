@@ -494,6 +494,22 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
           P.job_marks.push_back({row, x, x, i.blocked ? JobMarkRect::Blocked : JobMarkRect::Preempted});
         });
     }
+    // A lock's misuse, a red bar across its row at the event: an acquire
+    // while another thread held it, a release by a thread that did not.
+    if (lane.is_locks() && src.misuse) {
+      const auto& m = *src.misuse;
+      auto first = std::lower_bound(m.begin(), m.end(), q.clock.k0, [](const analysis::SchedViolation& v, uint64_t t) { return v.ts < t; });
+      for (auto it = first; it != m.end() && it->ts <= q.clock.k1; ++it) {
+        const uint32_t row = lock_row(it->lock);
+        if (row == UINT32_MAX) continue;
+        if (P.job_marks.size() >= req.max_boxes) {
+          ++P.job_marks_left_out;
+          break;
+        }
+        const float x = float(axis.x(q.clock.ns(it->ts)));
+        P.job_marks.push_back({row, x, x, JobMarkRect::Misuse});
+      }
+    }
     // Locks held across the right edge, from their acquire on.
     for (const auto& [feedlet, h] : q.held) {
       const uint32_t row = lock_row(h.lock);

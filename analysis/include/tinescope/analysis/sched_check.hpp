@@ -49,4 +49,8 @@ struct SchedReport {
 // `rules` may be null (no response bounds).
 SchedReport check_schedule(const index::TraceIndex& ix, const Rules* rules, size_t limit = SIZE_MAX);
 
+// The lock checks alone (LockTaken, ReleaseNotHeld): the first `limit` by
+// time, and in *total how many in all. What a picture marks in red.
+std::vector<SchedViolation> lock_misuse(const index::TraceIndex& ix, size_t limit, uint64_t* total = nullptr);
+
 }  // namespace tinescope::analysis

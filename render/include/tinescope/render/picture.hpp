@@ -105,9 +105,9 @@ struct CutRect {
 
 // A job's marks in its task's row (the per-task lane): its arrival, its
 // deadline, a missed deadline from the deadline to its completion, and
-// where it was preempted or blocked.
+// where it was preempted or blocked; and in a lock's row, its misuse.
 struct JobMarkRect {
-  enum Kind : uint8_t { Arrival, Deadline, Missed, Preempted, Blocked };
+  enum Kind : uint8_t { Arrival, Deadline, Missed, Preempted, Blocked, Misuse };
   uint32_t row = 0;
   float x0 = 0, x1 = 0;  // columns (a tick: x0 == x1)
   Kind kind = Arrival;

@@ -14,6 +14,7 @@
 #include "tinescope/analysis/clock_align.hpp"
 #include "tinescope/analysis/jobs.hpp"
 #include "tinescope/analysis/message_across.hpp"
+#include "tinescope/analysis/sched_check.hpp"
 #include "tinescope/index/trace_index.hpp"
 #include "tinescope/render/time_axis.hpp"
 
@@ -44,6 +45,14 @@ struct Source {
   std::shared_ptr<const analysis::JobMarks> jobs;
   uint64_t jobs_events = 0;  // the scheduling events they were read from
   int64_t jobs_read_ms = 0;  // when (steady clock)
+  // Its locks' misuse (acquired while another thread held one, released by
+  // a thread that did not hold it), by time, the first kMaxMisuse; marked
+  // red in the lock's row. Read with the jobs, as its lock events grow.
+  static constexpr size_t kMaxMisuse = 100'000;
+  std::shared_ptr<const std::vector<analysis::SchedViolation>> misuse;
+  uint64_t misuse_total = 0;
+  uint64_t lock_events = 0;  // the acquires and releases it was read from
+  int64_t misuse_read_ms = 0;
 };
 
 struct Lane {
