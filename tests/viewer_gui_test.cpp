@@ -488,6 +488,25 @@ TEST_F(ViewerGui, AClickedIntervalAndMessageShowTheirEventsFields) {
   EXPECT_TRUE(shown("message " + std::to_string(flow.id)));
   EXPECT_TRUE(shown("payload (b)  " + std::to_string(payload->bytes.size()) + " bytes"));
   EXPECT_TRUE(shown(analysis::hex_ascii(payload->bytes))) << "hex and text side by side";
+  // What each queue holds at the cursor (the click put it on the arrow, so
+  // this message is among them): per channel, the messages sent and not
+  // yet received then, as a scan of every message counts them.
+  {
+    ASSERT_NE(v_->marks().cursor, render::Marks::kNone);
+    const index::TraceIndex& ix = *scene_->sources()[0].index;
+    const uint64_t t = scene_->sources()[0].catalog->clock.to_ticks(v_->marks().cursor);
+    std::map<std::string, size_t> want;
+    for (const index::Flow& fl : ix.flows(ix.first_ts(), ix.last_ts()))
+      if (fl.matched() && fl.send_ts <= t && fl.recv_ts > t) ++want[ix.catalog().channel_label(fl.channel)];
+    ASSERT_FALSE(want.empty());
+    pump(2);
+    for (const auto& [channel, n] : want)
+      EXPECT_TRUE(shown("channel " + channel + ": " + std::to_string(n) + (n == 1 ? " message (" : " messages ("))) << channel << " " << n;
+    size_t listed = 0;
+    for (const std::string& l : v_->details_lines()) listed += l.find(" message") != std::string::npos && l.find("sent ") != std::string::npos;
+    EXPECT_EQ(listed, want.size()) << "a line a channel";
+    EXPECT_TRUE(want.count(ix.catalog().channel_label(flow.channel))) << "the clicked message's queue holds it";
+  }
   EXPECT_TRUE(shown("72 65 71 20")) << "'req ' in hex";
   // Its chain (issue 52), highlighted in the timeline: the demo's workers
   // take a request before their handling interval begins, so its chain is

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "tinescope/app/viewer.hpp"
 #include "tinescope/render/overlay.hpp"
@@ -685,7 +686,56 @@ void Viewer::details() {
   ImGui::Separator();
   if (!selected_error_.empty()) line("its events could not be read: " + selected_error_);
   for (const analysis::EventView& v : selected_events_) event_fields(v);
+  if (marks_.cursor != render::Marks::kNone) {
+    std::vector<std::string> held;
+    in_flight_lines(held);
+    if (ImGui::TreeNodeEx("in flight at the cursor", ImGuiTreeNodeFlags_DefaultOpen)) {
+      for (const std::string& l : held) line(l);
+      ImGui::TreePop();
+    }
+    record_control("in_flight");
+  }
   ImGui::End();
+}
+
+void Viewer::in_flight_lines(std::vector<std::string>& out) {
+  const int64_t cursor = marks_.cursor;
+  if (cursor != in_flight_cursor_) {
+    in_flight_cursor_ = cursor;
+    in_flight_.clear();
+    const render::TimeUnit unit = scene_->time_unit();
+    for (const render::Source& src : scene_->sources()) {
+      const trace::ClockMap& clock = src.catalog->clock;
+      const uint64_t t = clock.to_ticks(cursor);
+      // Sent at or before the cursor, received after it: by channel, oldest first.
+      std::map<uint64_t, std::vector<index::Flow>> by_channel;
+      size_t n = 0;
+      bool more = false;
+      for (const index::Flow& f : src.index->flows(t, t, kMaxInFlight, true)) {
+        if (!(f.flags & index::kFlowSent) || !(f.flags & index::kFlowReceived) || f.send_ts > t || f.recv_ts <= t) continue;
+        if (++n > kMaxInFlight) {
+          more = true;
+          break;
+        }
+        by_channel[f.channel].push_back(f);
+      }
+      const std::string trace = scene_->sources().size() > 1 ? src.path + ": " : "";
+      if (by_channel.empty()) in_flight_.push_back(trace + "no message in flight");
+      for (auto& [channel, flows] : by_channel) {
+        std::sort(flows.begin(), flows.end(), [](const index::Flow& a, const index::Flow& b) { return a.send_ts < b.send_ts; });
+        std::string ids;
+        for (size_t k = 0; k < flows.size() && k < 8; ++k) ids += (k ? ", " : "") + std::to_string(flows[k].id);
+        if (flows.size() > 8) ids += ", ...";
+        in_flight_.push_back(trace + "channel " + src.catalog->channel_label(channel) + ": " + std::to_string(flows.size()) +
+                             (flows.size() == 1 ? " message (" : " messages (") + ids + "), the oldest sent " +
+                             render::format_duration(cursor - clock.to_ns(flows[0].send_ts), unit) + " before");
+      }
+      if (more)
+        in_flight_.push_back(trace + "(more than " + std::to_string(kMaxInFlight) + " in flight: " +
+                             std::to_string(kMaxInFlight) + " of them counted)");
+    }
+  }
+  out = in_flight_;
 }
 
 }  // namespace tinescope::app

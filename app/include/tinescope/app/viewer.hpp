@@ -171,6 +171,11 @@ class Viewer {
   Hit hit(const Figure& f, float x, float y) const;
   void tooltip(Figure& f);
   void details();
+  // The messages in flight at the cursor (sent, not yet received), per
+  // trace and channel: what each queue or buffer holds then (Grasp §3.3).
+  // Read again when the cursor moves.
+  void in_flight_lines(std::vector<std::string>& out);
+  static constexpr size_t kMaxInFlight = 1000;  // listed per trace
   void request_pictures();
   void worker_loop();
   void zoom(double factor, double at_x);
@@ -234,6 +239,8 @@ class Viewer {
   std::vector<analysis::EventView> selected_events_;
   std::string selected_error_;  // why its events could not be read
   std::vector<std::string> details_lines_;
+  int64_t in_flight_cursor_ = INT64_MIN;  // the cursor in_flight_ was read at
+  std::vector<std::string> in_flight_;
 
   // Playing and live sources.
   Play play_ = Play::Paused;
