@@ -9,6 +9,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 
 #include "tinescope/analysis/derived_stream.hpp"
@@ -1033,6 +1034,32 @@ TEST(GraspImport, JobsRunOnTheProcessorAndEachJobIsItsResponseTime) {
   for (const Item& it : im.lane_intervals("Processor")) EXPECT_EQ(it.depth, 0u) << "one job at a time";
 }
 
+// Grasp's BudgetCheck: a server that serves past its budget is said so at
+// import, and the moment its budget went below zero is marked in its lane.
+TEST(GraspImport, AServerServingPastItsBudgetIsFound) {
+  const std::string path = temp_path("overrun.grasp");
+  std::ofstream(path) << "newServer s1 -name \"Server 1\"\n"
+                         "plot 0 serverReplenished s1 10\n"
+                         "plot 2 serverResumed s1\n"
+                         "plot 4 serverResumed s1\n"   // two processors from 4: at 8, 10 - 2 - 8 = 0
+                         "plot 9 serverPreempted s1\n"  // 10 - 2 - 10 = -2 at 9
+                         "plot 12 serverPreempted s1\n" // -2 - 3 = -5
+                         "plot 12 serverDepleted s1 0\n";
+  Imported im(AtPath{path}, "overrun");
+  ASSERT_TRUE(im.ix);
+  ASSERT_EQ(im.result.notes.size(), 1u);
+  EXPECT_EQ(im.result.notes[0], "budget check: Server 1 served past its budget 1 time, by up to 5 (marked \"budget overrun\" in its lane)");
+  auto overrun = im.items(StreamKind::Instant, "Server 1", "budget overrun");
+  ASSERT_EQ(overrun.size(), 1u);
+  EXPECT_EQ(overrun[0].start, 8 * us) << "where the budget reached zero";
+  auto budget = im.items(StreamKind::Counter, "Server 1", "budget");
+  std::map<uint64_t, double> at;
+  for (const Item& b : budget) at[b.start] = b.value;
+  EXPECT_EQ(at.at(4 * us), 8.0);
+  EXPECT_EQ(at.at(9 * us), -2.0);
+  EXPECT_EQ(at.at(12 * us), 0.0) << "depleted: the budget the trace gives";
+}
+
 TEST(GraspImport, MigrationMutexesBuffersAndServers) {
   Imported im("multiprocessor.grasp", "grasp");
   ASSERT_TRUE(im.ix);
@@ -1053,10 +1080,26 @@ TEST(GraspImport, MigrationMutexesBuffersAndServers) {
   EXPECT_EQ(spans_us(im, "Mutex 1", "Task 2"), (Spans{{12, 17}}));
   // The server serves while any processor consumes its budget: 10 to 30.
   EXPECT_EQ(spans_us(im, "Server 1", "serving"), (Spans{{10, 30}}));
+  // Its budget as it is consumed: 25 at 0, one processor from 10, two from
+  // 15 (twice the rate), one from 20, none from 30 (depleted, 0): a line
+  // falling at each rate, sampled along it, never rising while it serves.
   auto budget = im.items(StreamKind::Counter, "Server 1", "budget");
-  ASSERT_EQ(budget.size(), 2u);
-  EXPECT_EQ(budget[0].value, 20.0);
-  EXPECT_EQ(budget[1].value, 0.0);
+  ASSERT_GE(budget.size(), 40u);
+  EXPECT_EQ(budget.front().value, 25.0);
+  EXPECT_EQ(budget.back().value, 0.0);
+  std::map<uint64_t, double> at;
+  for (size_t k = 0; k < budget.size(); ++k) {
+    at[budget[k].start] = budget[k].value;
+    if (k) {
+      EXPECT_LE(budget[k].value, budget[k - 1].value) << "at " << budget[k].start;
+    }
+  }
+  EXPECT_EQ(at.at(10 * us), 25.0);
+  EXPECT_EQ(at.at(15 * us), 20.0);
+  EXPECT_EQ(at.at(20 * us), 10.0);
+  EXPECT_EQ(at.at(25 * us), 5.0) << "halfway from 20 to 30, one processor";
+  EXPECT_EQ(at.at(30 * us), 0.0);
+  EXPECT_TRUE(im.items(StreamKind::Instant, "Server 1", "budget overrun").empty());
   // The buffer is first in, first out: I1 written at 12 is read at 25; P2 stays.
   auto depth = im.items(StreamKind::Counter, "Frames", "depth");
   ASSERT_EQ(depth.size(), 3u);

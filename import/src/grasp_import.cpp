@@ -370,9 +370,16 @@ void GraspReader::replay() {
   };
   std::unordered_map<uint32_t, Job> jobs;
   std::map<uint32_t, uint32_t> running;  // processor -> job
+  // A server's budget as it is consumed (Grasp §5): every processor that
+  // serves from it consumes at rate 1, so while k serve it falls k units a
+  // unit of time, from its last replenish. BudgetCheck: served past zero.
   struct Server {
     uint32_t consumers = 0;
     uint64_t since = 0;
+    bool known = false;  // a budget was given (replenish or deplete)
+    double budget = 0, at = 0;  // the budget at time `at` (the trace's units)
+    uint64_t overruns = 0;
+    double worst = 0;  // the most it went below zero
   };
   std::map<uint32_t, Server> servers;
   struct Mutex {
@@ -426,6 +433,33 @@ void GraspReader::replay() {
     }
     j.running = true, j.on = p, j.since = t, j.since_fields = job_fields(job, p);
     running[p] = job;
+  };
+  const uint32_t budget_name = m_.intern("budget"), overrun_name = m_.intern("budget overrun");
+  auto budget_sample = [&](uint32_t server, uint64_t t, double value) {
+    lane(kServersPid, servers_, server).points.push_back(Point{t, m_.next_seq(), kCounterFloat, budget_name, 0, bits_of(value)});
+  };
+  // The budget from s.at to `us`, consumed by those serving: drawn as it
+  // falls (samples along the line, so that the held value between samples
+  // stays within a sixteenth of the stretch of the true one), and the
+  // moment it goes below zero marked and counted.
+  auto consume = [&](uint32_t server, Server& s, double us) {
+    if (!s.known || s.consumers == 0 || !(us > s.at)) {
+      s.at = std::max(s.at, us);
+      return;
+    }
+    const double rate = double(s.consumers), end = s.budget - rate * (us - s.at);
+    constexpr int kSteps = 16;
+    for (int k = 1; k < kSteps; ++k) {
+      const double when = s.at + (us - s.at) * k / kSteps;
+      budget_sample(server, ImportModel::ticks(when), s.budget - rate * (when - s.at));
+    }
+    if (s.budget >= 0 && end < 0) {
+      ++s.overruns;
+      const uint64_t crossed = ImportModel::ticks(s.at + s.budget / rate);
+      lane(kServersPid, servers_, server).points.push_back(Point{crossed, m_.next_seq(), kInstant, overrun_name, 0, 0});
+    }
+    s.worst = std::min(s.worst, end);
+    s.budget = end, s.at = us;
   };
   for (const Event& e : events_) {
     const double us = e.t;
@@ -494,13 +528,18 @@ void GraspReader::replay() {
         break;
       }
       case ServerReplenished:
-      case ServerDepleted:
-        lane(kServersPid, servers_, e.a)
-            .points.push_back(Point{t, m_.next_seq(), kCounterFloat, m_.intern("budget"), 0, bits_of(e.value)});
+      case ServerDepleted: {
+        Server& s = servers[e.a];
+        consume(e.a, s, us);
+        s.known = true, s.budget = e.value, s.at = us;
+        budget_sample(e.a, t, e.value);
         break;
+      }
       case ServerResumed:
       case ServerPreempted: {
         Server& s = servers[e.a];
+        consume(e.a, s, us);
+        if (s.known) budget_sample(e.a, t, s.budget);
         // Several processors may consume one server's budget at once: it
         // serves from the first resume until the last preemption.
         if (e.kind == ServerResumed && s.consumers++ == 0) s.since = t;
@@ -541,6 +580,11 @@ void GraspReader::replay() {
       r.notes.push_back("mutex check: " + name_of(mutexes_, key) + ": " + std::to_string(mx.taken_while_held) +
                         " acquired while another job held it, " + std::to_string(mx.released_by_other) +
                         " released by a job that did not hold it");
+  for (auto& [key, sv] : servers)
+    if (sv.overruns)
+      r.notes.push_back("budget check: " + name_of(servers_, key) + " served past its budget " +
+                        std::to_string(sv.overruns) + (sv.overruns == 1 ? " time" : " times") + ", by up to " +
+                        number(-sv.worst) + " (marked \"budget overrun\" in its lane)");
   // What still runs at the end runs to the last event; a job not completed,
   // a mutex still held and a server still serving stay open.
   for (auto [p, job] : std::map<uint32_t, uint32_t>(running)) end_slice(job, last, "still running");
