@@ -1201,8 +1201,10 @@ size_t expect_spanning(const BruteForce& bf, const TraceIndex& ix, uint32_t f, u
 // and any job there; a preempt, block or complete ends the job wherever it
 // runs; a chunk after dropped events or a lost chunk ends them all. Returns
 // how many run.
-size_t expect_running(const Fixture& fx, uint32_t f, uint64_t t) {
-  std::vector<index::RunningJob> running;
+// f's events up to t in order (on_event), and where a chunk follows
+// dropped events or a lost chunk (on_break, before that chunk's first).
+template <class OnEvent, class OnBreak>
+void replay_until(const Fixture& fx, uint32_t f, uint64_t t, OnEvent&& on_event, OnBreak&& on_break) {
   bool seen = false;
   uint64_t sequence = 0;
   for (const OwnedEvent& o : fx.c.events) {
@@ -1210,9 +1212,16 @@ size_t expect_running(const Fixture& fx, uint32_t f, uint64_t t) {
     if (e.feedlet != f || e.ts > t) continue;
     if (o.in_chunk == 0) {
       const format::ChunkHeader& h = fx.c.chunks[o.chunk].header;
-      if (seen && (h.dropped_before > 0 || h.sequence != sequence + 1)) running.clear();
+      if (seen && (h.dropped_before > 0 || h.sequence != sequence + 1)) on_break();
       seen = true, sequence = h.sequence;
     }
+    on_event(e);
+  }
+}
+
+size_t expect_running(const Fixture& fx, uint32_t f, uint64_t t) {
+  std::vector<index::RunningJob> running;
+  replay_until(fx, f, t, [&](const trace::Event& e) {
     const uint32_t task = uint32_t(e.u[0]), cpu = uint32_t(e.u[2]);
     const uint64_t job = e.u[1];
     if (e.type == kJobStart || e.type == kJobResume) {
@@ -1223,7 +1232,7 @@ size_t expect_running(const Fixture& fx, uint32_t f, uint64_t t) {
       auto it = std::find_if(running.begin(), running.end(), [&](const index::RunningJob& r) { return r.task == task && r.job == job; });
       if (it != running.end()) running.erase(it);
     }
-  }
+  }, [&] { running.clear(); });
   std::vector<std::tuple<uint32_t, uint32_t, uint64_t, uint64_t>> want, got;
   for (const index::RunningJob& r : running) want.emplace_back(r.cpu, r.task, r.start, r.job);
   for (const index::RunningJob& r : fx.ix->running_at(f, t)) got.emplace_back(r.cpu, r.task, r.start, r.job);
@@ -1238,17 +1247,8 @@ size_t expect_running(const Fixture& fx, uint32_t f, uint64_t t) {
 // dropped events or a lost chunk lets go of every one. Returns how many.
 size_t expect_held(const Fixture& fx, uint32_t f, uint64_t t) {
   std::vector<std::tuple<uint64_t, uint32_t, uint64_t, uint32_t>> held;  // (start, lock, id, times)
-  bool seen = false;
-  uint64_t sequence = 0;
-  for (const OwnedEvent& o : fx.c.events) {
-    const trace::Event& e = o.e;
-    if (e.feedlet != f || e.ts > t) continue;
-    if (o.in_chunk == 0) {
-      const format::ChunkHeader& h = fx.c.chunks[o.chunk].header;
-      if (seen && (h.dropped_before > 0 || h.sequence != sequence + 1)) held.clear();
-      seen = true, sequence = h.sequence;
-    }
-    if (e.type != kLockAcquire && e.type != kLockRelease) continue;
+  replay_until(fx, f, t, [&](const trace::Event& e) {
+    if (e.type != kLockAcquire && e.type != kLockRelease) return;
     auto it = std::find_if(held.begin(), held.end(),
                            [&](const auto& k) { return std::get<1>(k) == e.u[0] && std::get<2>(k) == e.u[1]; });
     if (e.type == kLockAcquire) {
@@ -1257,7 +1257,7 @@ size_t expect_held(const Fixture& fx, uint32_t f, uint64_t t) {
     } else if (it != held.end() && --std::get<3>(*it) == 0) {
       held.erase(it);
     }
-  }
+  }, [&] { held.clear(); });
   std::vector<std::tuple<uint64_t, uint32_t, uint64_t>> want, got;
   for (const auto& [start, lock, id, times] : held) want.emplace_back(start, lock, id);
   for (const index::HeldLock& h : fx.ix->held_at(f, t)) got.emplace_back(h.start, h.lock, h.id);

@@ -57,22 +57,6 @@ struct NoResume {
   void operator()(size_t, uint64_t, uint64_t, const WalkState&) const {}
 };
 
-// A job's segment on its CPU, from its start to `end`: a Sched item (its
-// CPU's stream) and the same as a Task item (its task's stream).
-template <class OnItem>
-void job_segment(const RunningJob& r, uint64_t end, bool truncated, OnItem&& on_item) {
-  Item it;
-  it.kind = StreamKind::Sched;
-  it.name = r.task;
-  it.cpu = r.cpu;
-  it.start = r.start;
-  it.end = end;
-  it.truncated = truncated;
-  on_item(it);
-  it.kind = StreamKind::Task;
-  on_item(it);
-}
-
 // A lock the feedlet's thread holds rides with its running job segments
 // (WalkState::running: kept across chunks, in resume points and in the
 // pool as they are): cpu is kHoldBit plus how many times it is held (a
@@ -81,14 +65,25 @@ void job_segment(const RunningJob& r, uint64_t end, bool truncated, OnItem&& on_
 constexpr uint32_t kHoldBit = 0x20000000u;
 inline bool is_hold(const RunningJob& r) { return (r.cpu & kHoldBit) != 0; }
 
+// What a running entry leaves when it ends at `end`: a job's segment on its
+// CPU (a Sched item, its CPU's stream, and the same as a Task item, its
+// task's), or a lock's hold (a Hold item).
 template <class OnItem>
-void hold_item(const RunningJob& r, uint64_t end, bool truncated, OnItem&& on_item) {
+void end_running(const RunningJob& r, uint64_t end, bool truncated, OnItem&& on_item) {
   Item it;
-  it.kind = StreamKind::Hold;
   it.name = r.task;
   it.start = r.start;
   it.end = end;
   it.truncated = truncated;
+  if (is_hold(r)) {
+    it.kind = StreamKind::Hold;
+    on_item(it);
+    return;
+  }
+  it.kind = StreamKind::Sched;
+  it.cpu = r.cpu;
+  on_item(it);
+  it.kind = StreamKind::Task;
   on_item(it);
 }
 
@@ -112,7 +107,7 @@ void release_lock(WalkState& st, uint32_t lock, uint64_t id, uint64_t ts, OnItem
       --r.cpu;
       return;
     }
-    hold_item(r, ts, false, on_item);
+    end_running(r, ts, false, on_item);
     st.running.erase(st.running.begin() + ptrdiff_t(i));
     return;
   }
@@ -132,7 +127,7 @@ void start_job(WalkState& st, uint32_t task, uint64_t job, uint32_t cpu, uint64_
       continue;
     }
     ++(r.cpu == cpu ? st.counts.cpu_taken : st.counts.job_moved);
-    job_segment(r, ts, false, on_item);
+    end_running(r, ts, false, on_item);
     st.running.erase(st.running.begin() + ptrdiff_t(i));
   }
   st.running.push_back(RunningJob{cpu, task, ts, job});
@@ -147,7 +142,7 @@ void end_job(WalkState& st, uint32_t task, uint64_t job, uint32_t cpu, uint64_t 
     const RunningJob& r = st.running[i];
     if (is_hold(r) || r.task != task || r.job != job) continue;
     if (r.cpu != cpu) ++st.counts.job_end_elsewhere;
-    job_segment(r, ts, false, on_item);
+    end_running(r, ts, false, on_item);
     st.running.erase(st.running.begin() + ptrdiff_t(i));
     return;
   }
@@ -168,7 +163,7 @@ void cut_at_break(WalkState& st, uint64_t at, OnItem&& on_item) {
     it.truncated = true;
     on_item(it);
   }
-  for (const RunningJob& r : st.running) is_hold(r) ? hold_item(r, at, true, on_item) : job_segment(r, at, true, on_item);
+  for (const RunningJob& r : st.running) end_running(r, at, true, on_item);
   st.counts.truncated += st.stack.size() + st.running.size();
   st.stack.clear();
   st.running.clear();

@@ -18,6 +18,39 @@ using index::StreamKind;
 
 namespace {
 
+// A trace's streams of one kind by the name of their key (a task's, a
+// lock's): a string id of the name, and the streams of every feedlet.
+std::map<std::string, std::pair<uint32_t, std::vector<int>>> streams_by_name(const std::vector<index::StreamInfo>& streams,
+                                                                              index::StreamKind kind,
+                                                                              const trace::Catalog& cat) {
+  std::map<std::string, std::pair<uint32_t, std::vector<int>>> out;
+  for (size_t id = 0; id < streams.size(); ++id)
+    if (streams[id].kind == kind && streams[id].items) {
+      auto& o = out[std::string(cat.string(streams[id].key))];
+      o.first = streams[id].key;
+      o.second.push_back(int(id));
+    }
+  return out;
+}
+
+// A lane of a trace with no thread of its own: rows a task's or a lock's.
+Lane own_lane(uint32_t source, uint32_t feedlet, const char* name, const char* group) {
+  Lane l;
+  l.source = source, l.feedlet = feedlet;
+  l.name = name, l.group = group;
+  l.has_intervals = false, l.depth_rows = 0;
+  return l;
+}
+
+// Whether what was read from `read_events` events (at `read_ms`) is read
+// again now that there are `events`: when they changed, at most once a
+// second once there is something (a live trace grows all the time).
+bool read_again(uint64_t events, uint64_t& read_events, bool have, int64_t now_ms, int64_t& read_ms) {
+  if (events == read_events || (have && now_ms - read_ms < 1000)) return false;
+  read_events = events, read_ms = now_ms;
+  return true;
+}
+
 // A metadata value that is a whole number (a sort index), if the trace has it.
 std::optional<int64_t> metadata_int(const trace::Catalog& cat, const std::string& key) {
   auto it = cat.metadata.find(key);
@@ -239,64 +272,34 @@ void Scene::scan(Source& s, uint32_t source) {
     scan->lanes.push_back(std::move(l));
   }
   // Jobs by task, on every CPU: one lane of the trace, after its threads'.
-  std::map<std::string, std::pair<uint32_t, std::vector<int>>> tasks;  // name -> (string id, streams)
-  for (size_t id = 0; id < streams.size(); ++id)
-    if (streams[id].kind == StreamKind::Task && streams[id].items) {
-      auto& t = tasks[std::string(cat.string(streams[id].key))];
-      t.first = streams[id].key;
-      t.second.push_back(int(id));
-    }
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  const std::vector<uint64_t> per_type = ix.events_per_type();
+  auto tasks = streams_by_name(streams, StreamKind::Task, cat);
   if (!tasks.empty()) {
-    Lane l;
-    l.source = source;
-    l.feedlet = Lane::kTasksFeedlet;
-    l.name = "jobs by task";
-    l.group = "tasks";
-    l.has_intervals = false, l.depth_rows = 0;
+    Lane l = own_lane(source, Lane::kTasksFeedlet, "jobs by task", "tasks");
     for (auto& [name, t] : tasks) l.tasks.push_back(t.first), l.task_names.push_back(name), l.task_streams.push_back(t.second);
     scan->lanes.push_back(std::move(l));
     // (A live trace's jobs are read again as its scheduling events grow, at
     // most once a second: the scan reads all of them.)
-    const std::vector<uint64_t> per_type = ix.events_per_type();
-    uint64_t sched = 0;
+    uint64_t sched = per_type[format::kJobDeadline];
     for (uint16_t t = format::kJobArrive; t <= format::kJobComplete; ++t) sched += per_type[t];
-    sched += per_type[format::kJobDeadline];
-    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    if (sched != s.jobs_events && (!s.jobs || now - s.jobs_read_ms >= 1000)) {
-      s.jobs = analysis::job_marks(ix);
-      s.jobs_events = sched, s.jobs_read_ms = now;
-    }
+    if (read_again(sched, s.jobs_events, s.jobs != nullptr, now, s.jobs_read_ms)) s.jobs = analysis::job_marks(ix);
   }
 
   // Locks, a row each: who held it, from every thread's Hold streams.
-  std::map<std::string, std::pair<uint32_t, std::vector<int>>> locks;  // name -> (string id, streams)
-  for (size_t id = 0; id < streams.size(); ++id)
-    if (streams[id].kind == StreamKind::Hold && streams[id].items) {
-      auto& l = locks[std::string(cat.string(streams[id].key))];
-      l.first = streams[id].key;
-      l.second.push_back(int(id));
-    }
+  auto locks = streams_by_name(streams, StreamKind::Hold, cat);
   for (const Lane& t : scan->lanes)  // (a lock held at the end, never released: in no stream yet)
     if (!t.is_tasks())
       for (const index::HeldLock& h : ix.held_at(t.feedlet, last_ts)) locks[std::string(cat.string(h.lock))].first = h.lock;
   if (!locks.empty()) {
-    Lane l;
-    l.source = source;
-    l.feedlet = Lane::kLocksFeedlet;
-    l.name = "holders";
-    l.group = "locks";
-    l.has_intervals = false, l.depth_rows = 0;
+    Lane l = own_lane(source, Lane::kLocksFeedlet, "holders", "locks");
     for (auto& [name, k] : locks) l.locks.push_back(k.first), l.lock_names.push_back(name), l.lock_streams.push_back(k.second);
     scan->lanes.push_back(std::move(l));
-    // Its misuse, read again as a live trace's lock events grow (at most once a second).
-    const std::vector<uint64_t> per_type = ix.events_per_type();
-    const uint64_t lock_events = per_type[format::kLockAcquire] + per_type[format::kLockRelease];
-    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    if (lock_events != s.lock_events && (!s.misuse || now - s.misuse_read_ms >= 1000)) {
+    // Its misuse, read again as a live trace's lock events grow.
+    if (read_again(per_type[format::kLockAcquire] + per_type[format::kLockRelease], s.lock_events, s.misuse != nullptr, now,
+                   s.misuse_read_ms))
       s.misuse = std::make_shared<const std::vector<analysis::SchedViolation>>(
           analysis::lock_misuse(ix, Source::kMaxMisuse, &s.misuse_total));
-      s.lock_events = lock_events, s.misuse_read_ms = now;
-    }
   }
 
   // Gaps: drops before a chunk, lost chunks, damaged bytes (the index keeps
