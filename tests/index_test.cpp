@@ -137,8 +137,11 @@ std::string mixed_trace(uint64_t events, uint64_t seed, uint64_t flush_one_in = 
         uint16_t type = uint16_t(rng() % 2 ? kJobStart : (rng() % 2 ? kJobPreempt : kJobComplete));
         const uint32_t task = 7 + uint32_t(rng() % 2);
         uint64_t& job = jobs[f][task - 7];
+        // (CPU 0, or one whose number has a high bit set: a job's CPU comes
+        // from its event, and is never taken for a lock held.)
+        const uint64_t cpu = rng() % 2 ? 0x2000'0001u : 0;
         p = c.begin(type, t), p = ChunkBuilder::put_u64(p, task), p = ChunkBuilder::put_u64(p, job),
-        p = ChunkBuilder::put_u64(p, rng() % 2);
+        p = ChunkBuilder::put_u64(p, cpu);
         if (type == kJobComplete) ++job;
         break;
       }

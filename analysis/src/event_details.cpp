@@ -185,6 +185,10 @@ bool item_events(const index::TraceIndex& ix, uint32_t feedlet, const index::Ite
       if (ok && !it.truncated) ok = add_at(ix, *cat, feedlet, it.end, slack, {kIntervalEnd, kFuncExit}, 0, it.name, out, why);
       if (ok && out.size() == before)  // a complete event after all
         ok = add_at(ix, *cat, feedlet, it.end, slack, {kIntervalComplete}, 0, it.name, out, why, it.end - it.start);
+      if (ok && out.size() == before) {  // a wait for a lock: its contend and acquire
+        ok = add_at(ix, *cat, feedlet, it.start, slack, {kLockContend}, 0, it.name, out, why);
+        if (ok && !it.truncated) ok = add_at(ix, *cat, feedlet, it.end, slack, {kLockAcquire}, 0, it.name, out, why);
+      }
       break;
     case index::StreamKind::Instant:
       ok = add_at(ix, *cat, feedlet, it.start, slack, {kInstant}, 0, it.name, out, why);

@@ -112,6 +112,7 @@ class MergedEvents {
         if (best == SIZE_MAX) break;
         *to++ = per_feedlet_[best][at[best]++];
       }
+      out.resize(size_t(to - out.data()));  // (all of them: a head at UINT64_MAX is one no scan picks)
     } else {
       merge_by_heap(out);
     }

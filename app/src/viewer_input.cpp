@@ -416,6 +416,7 @@ void Viewer::job_tooltip(const render::Scene& scene, const render::Box& b) {
 void Viewer::select(const Figure& f, const Hit& h) {
   const render::Scene& scene = f.scene ? *f.scene : *scene_;
   selected_events_.clear(), selected_error_.clear(), selected_running_.clear(), selected_job_.clear();
+  selected_lock_ = false;
   has_selected_ = selected_message_ = false;
   selected_chain_ = {}, marks_.chain.clear();
   if (h.box) {
@@ -424,7 +425,7 @@ void Viewer::select(const Figure& f, const Hit& h) {
     has_selected_ = true, selected_ = *h.box;
     selected_thread_ = lane.name, selected_process_ = lane.group;
     selected_name_ = scene.string(h.box->source, h.box->name);
-    selected_lock_ = row.kind == render::Row::Lock;
+    selected_lock_ = row.kind == render::Row::Lock;  // (else false, from the top)
     if (selected_lock_) {  // a hold: the thread that held the lock
       const auto& feedlets = scene.sources()[h.box->source].catalog->feedlets;
       auto holder = feedlets.find(h.box->depth);
@@ -691,6 +692,7 @@ void Viewer::details() {
     in_flight_lines(held);
     if (ImGui::TreeNodeEx("in flight at the cursor", ImGuiTreeNodeFlags_DefaultOpen)) {
       for (const std::string& l : held) line(l);
+      ImGui::TextDisabled("(sent, and received after the cursor; a message never received is not listed)");
       ImGui::TreePop();
     }
     record_control("in_flight");
@@ -699,26 +701,26 @@ void Viewer::details() {
 }
 
 void Viewer::in_flight_lines(std::vector<std::string>& out) {
+  // (Read again when the cursor moves, or a live trace grows.)
   const int64_t cursor = marks_.cursor;
-  if (cursor != in_flight_cursor_) {
-    in_flight_cursor_ = cursor;
+  uint64_t events = 0;
+  for (const render::Source& src : scene_->sources()) events += src.index->events();
+  if (cursor != in_flight_cursor_ || events != in_flight_events_) {
+    in_flight_cursor_ = cursor, in_flight_events_ = events;
     in_flight_.clear();
     const render::TimeUnit unit = scene_->time_unit();
     for (const render::Source& src : scene_->sources()) {
       const trace::ClockMap& clock = src.catalog->clock;
       const uint64_t t = clock.to_ticks(cursor);
       // Sent at or before the cursor, received after it: by channel, oldest first.
+      // (flows() with a limit gives some of them past it: then more are
+      // in flight than are counted here.)
       std::map<uint64_t, std::vector<index::Flow>> by_channel;
-      size_t n = 0;
-      bool more = false;
-      for (const index::Flow& f : src.index->flows(t, t, kMaxInFlight, true)) {
-        if (!(f.flags & index::kFlowSent) || !(f.flags & index::kFlowReceived) || f.send_ts > t || f.recv_ts <= t) continue;
-        if (++n > kMaxInFlight) {
-          more = true;
-          break;
-        }
-        by_channel[f.channel].push_back(f);
-      }
+      const std::vector<index::Flow> flows = src.index->flows(t, t, kMaxInFlight, true);
+      const bool more = flows.size() > kMaxInFlight;
+      for (const index::Flow& f : flows)
+        if ((f.flags & index::kFlowSent) && (f.flags & index::kFlowReceived) && f.send_ts <= t && f.recv_ts > t)
+          by_channel[f.channel].push_back(f);
       const std::string trace = scene_->sources().size() > 1 ? src.path + ": " : "";
       if (by_channel.empty()) in_flight_.push_back(trace + "no message in flight");
       for (auto& [channel, flows] : by_channel) {
@@ -731,8 +733,8 @@ void Viewer::in_flight_lines(std::vector<std::string>& out) {
                              render::format_duration(cursor - clock.to_ns(flows[0].send_ts), unit) + " before");
       }
       if (more)
-        in_flight_.push_back(trace + "(more than " + std::to_string(kMaxInFlight) + " in flight: " +
-                             std::to_string(kMaxInFlight) + " of them counted)");
+        in_flight_.push_back(trace + "(more than " + std::to_string(kMaxInFlight) +
+                             " messages around the cursor: some of those in flight are not counted)");
     }
   }
   out = in_flight_;

@@ -392,6 +392,7 @@ void GraspReader::replay() {
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint64_t> sync_flow;
   uint64_t flows = 0;
   uint64_t last = 0;
+  double last_us = 0;
   const uint32_t migration = m_.intern("migration"), sync = m_.intern("sync"), blocked = m_.intern("blocked");
   auto job_name = [&](uint32_t job) {
     const Job& j = jobs[job];
@@ -453,7 +454,8 @@ void GraspReader::replay() {
       const double when = s.at + (us - s.at) * k / kSteps;
       budget_sample(server, ImportModel::ticks(when), s.budget - rate * (when - s.at));
     }
-    if (s.budget >= 0 && end < 0) {
+    // (Below zero by more than the rounding of fractional times.)
+    if (s.budget >= 0 && end < -1e-9 * std::max(1.0, std::fabs(s.budget))) {
       ++s.overruns;
       const uint64_t crossed = ImportModel::ticks(s.at + s.budget / rate);
       lane(kServersPid, servers_, server).points.push_back(Point{crossed, m_.next_seq(), kInstant, overrun_name, 0, 0});
@@ -468,7 +470,7 @@ void GraspReader::replay() {
       continue;
     }
     const uint64_t t = ImportModel::ticks(us);
-    last = std::max(last, t);
+    last = std::max(last, t), last_us = std::max(last_us, us);
     switch (e.kind) {
       case JobArrived: {
         Job& j = jobs[e.a];
@@ -580,6 +582,7 @@ void GraspReader::replay() {
       r.notes.push_back("mutex check: " + name_of(mutexes_, key) + ": " + std::to_string(mx.taken_while_held) +
                         " acquired while another job held it, " + std::to_string(mx.released_by_other) +
                         " released by a job that did not hold it");
+  for (auto& [key, sv] : servers) consume(key, sv, last_us);  // served on to the last event
   for (auto& [key, sv] : servers)
     if (sv.overruns)
       r.notes.push_back("budget check: " + name_of(servers_, key) + " served past its budget " +

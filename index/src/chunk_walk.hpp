@@ -59,11 +59,11 @@ struct NoResume {
 
 // A lock the feedlet's thread holds rides with its running job segments
 // (WalkState::running: kept across chunks, in resume points and in the
-// pool as they are): cpu is kHoldBit plus how many times it is held (a
-// recursive acquire), task the lock's name, job the lock's id. (The bit is
-// clear of the pool's kRunningJobBit and kJobIdEntry, state.hpp.)
-constexpr uint32_t kHoldBit = 0x20000000u;
-inline bool is_hold(const RunningJob& r) { return (r.cpu & kHoldBit) != 0; }
+// pool as they are): task is the lock's name with kHoldBit (a string id
+// never has it; a job's CPU, from its event, could be anything), cpu how
+// many times it is held (a recursive acquire), job the lock's id.
+constexpr uint32_t kHoldBit = 0x80000000u;
+inline bool is_hold(const RunningJob& r) { return (r.task & kHoldBit) != 0; }
 
 // What a running entry leaves when it ends at `end`: a job's segment on its
 // CPU (a Sched item, its CPU's stream, and the same as a Task item, its
@@ -71,7 +71,7 @@ inline bool is_hold(const RunningJob& r) { return (r.cpu & kHoldBit) != 0; }
 template <class OnItem>
 void end_running(const RunningJob& r, uint64_t end, bool truncated, OnItem&& on_item) {
   Item it;
-  it.name = r.task;
+  it.name = r.task & ~kHoldBit;
   it.start = r.start;
   it.end = end;
   it.truncated = truncated;
@@ -92,18 +92,18 @@ void end_running(const RunningJob& r, uint64_t end, bool truncated, OnItem&& on_
 // `check` count it).
 inline void acquire_lock(WalkState& st, uint32_t lock, uint64_t id, uint64_t ts) {
   for (RunningJob& r : st.running)
-    if (is_hold(r) && r.task == lock && r.job == id) {
-      if ((r.cpu & ~kHoldBit) < kHoldBit - 1) ++r.cpu;
+    if (r.task == (lock | kHoldBit) && r.job == id) {
+      if (r.cpu < 0x3fffffffu) ++r.cpu;  // (clear of the pool's bits, state.hpp)
       return;
     }
-  st.running.push_back(RunningJob{kHoldBit | 1, lock, ts, id});
+  st.running.push_back(RunningJob{1, lock | kHoldBit, ts, id});
 }
 template <class OnItem>
 void release_lock(WalkState& st, uint32_t lock, uint64_t id, uint64_t ts, OnItem&& on_item) {
   for (size_t i = 0; i < st.running.size(); ++i) {
     RunningJob& r = st.running[i];
-    if (!is_hold(r) || r.task != lock || r.job != id) continue;
-    if ((r.cpu & ~kHoldBit) > 1) {
+    if (r.task != (lock | kHoldBit) || r.job != id) continue;
+    if (r.cpu > 1) {
       --r.cpu;
       return;
     }

@@ -90,7 +90,7 @@ RunningAcross running_across_in(const State& s, const FeedletState& f, uint64_t 
       if (!is_hold(r)) {
         if (parts & kJobsPart) out.jobs.push_back(r);
       } else if (parts & kHoldsPart) {
-        out.holds.push_back(HeldLock{r.task, r.job, r.start});
+        out.holds.push_back(HeldLock{r.task & ~kHoldBit, r.job, r.start});
       }
     }
   };

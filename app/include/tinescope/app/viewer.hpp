@@ -239,7 +239,8 @@ class Viewer {
   std::vector<analysis::EventView> selected_events_;
   std::string selected_error_;  // why its events could not be read
   std::vector<std::string> details_lines_;
-  int64_t in_flight_cursor_ = INT64_MIN;  // the cursor in_flight_ was read at
+  int64_t in_flight_cursor_ = INT64_MIN;  // the cursor in_flight_ was read at, and the traces' events then
+  uint64_t in_flight_events_ = 0;
   std::vector<std::string> in_flight_;
 
   // Playing and live sources.
