@@ -93,9 +93,8 @@ void AnalysisPanel::search(const SharedView& v, const std::string& pattern) {
         Record r;
         while (c->next(r)) {
           if (++total_events > kMaxHits) continue;  // counted, not listed
-          auto f = cat->feedlets.find(r.feedlet);
           hits.push_back({SearchHit::Event, clock.to_ns(r.start), clock.to_ns(r.end),
-                          std::string(cat->string(r.name)) + "  (" + (f == cat->feedlets.end() ? "?" : f->second.name) + ")"});
+                          std::string(cat->string(r.name)) + "  (" + std::string(cat->thread_name(r.feedlet)) + ")"});
         }
       }
     }
@@ -133,11 +132,10 @@ void AnalysisPanel::search(const SharedView& v, const std::string& pattern) {
     std::string why;
     const uint64_t fields = analysis::search_fields(*ix, fs, ix->first_ts(), ix->last_ts(), kMaxHits, field_hits, why);
     for (const analysis::FieldHit& h : field_hits) {
-      auto f = cat->feedlets.find(h.feedlet);
       const int64_t at = clock.to_ns(h.ts);
       hits.push_back({SearchHit::Event, at, at,
                       h.field + "=" + h.value.substr(0, 60) + " in " + h.event + "  (" +
-                          (f == cat->feedlets.end() ? "?" : f->second.name) + ")"});
+                          std::string(cat->thread_name(h.feedlet)) + ")"});
     }
     std::stable_sort(hits.begin(), hits.end(), [](const SearchHit& x, const SearchHit& y) {
       // Threads first, then everything else in time order (a strict weak order).

@@ -427,10 +427,8 @@ void Viewer::select(const Figure& f, const Hit& h) {
     selected_name_ = scene.string(h.box->source, h.box->name);
     selected_lock_ = row.kind == render::Row::Lock;  // (else false, from the top)
     if (selected_lock_) {  // a hold: the thread that held the lock
-      const auto& feedlets = scene.sources()[h.box->source].catalog->feedlets;
-      auto holder = feedlets.find(h.box->depth);
       selected_name_ += "  (held)";
-      selected_thread_ = holder == feedlets.end() ? "?" : holder->second.name;
+      selected_thread_ = scene.sources()[h.box->source].catalog->thread_name(h.box->depth);
     }
     if (!box_events(scene, lane, row, *h.box, selected_events_, selected_error_) && selected_error_.empty())
       selected_error_ = "its events could not be read";
@@ -530,9 +528,7 @@ void Viewer::tooltip(Figure& f) {
     else ImGui::Text("duration (still open)");
     if (b->truncated) ImGui::TextDisabled("its end was not recorded: cut where events were lost, or never ended");
     if (row.kind == render::Row::Lock) {
-      const auto& feedlets = scene.sources()[b->source].catalog->feedlets;
-      auto holder = feedlets.find(b->depth);
-      ImGui::Text("held by  %s", holder == feedlets.end() ? "?" : holder->second.name.c_str());
+      ImGui::Text("held by  %s", std::string(scene.sources()[b->source].catalog->thread_name(b->depth)).c_str());
     } else if (row.kind == render::Row::Cpu) ImGui::Text("cpu      %s   (%s)", lane.cpu_names[row.index].c_str(), lane.name.c_str());
     else if (row.kind == render::Row::Task) job_tooltip(scene, *b);
     else ImGui::Text("thread   %s   depth %u", lane.name.c_str(), b->depth);

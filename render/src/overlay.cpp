@@ -87,13 +87,9 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
     const Rect clip{std::max(x0, plot.x), std::max(y, plot.y), std::min(x1, plot.x + plot.w) - std::max(x0, plot.x) - 2,
                     row.h};
     // (A lock's hold says who held it: the feedlet in its depth.)
-    std::string label(scene.string(b.source, b.name));
-    if (row.kind == Row::Lock) {
-      const auto& feedlets = scene.sources()[b.source].catalog->feedlets;
-      auto f = feedlets.find(b.depth);
-      label = f == feedlets.end() ? "?" : f->second.name;
-    }
-    text_clipped(dl, clip, {std::max(x0, plot.x) + 2, y - 1}, kDark, label);
+    const std::string_view label =
+        row.kind == Row::Lock ? scene.sources()[b.source].catalog->thread_name(b.depth) : scene.string(b.source, b.name);
+    text_clipped(dl, clip, {std::max(x0, plot.x) + 2, y - 1}, kDark, std::string(label));
   }
 
   // Cursor and selection read-outs on the ruler.

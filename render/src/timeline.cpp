@@ -317,10 +317,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
       return UINT32_MAX;
     };
     // A holder's colour: its thread's name's.
-    auto thread_colour = [&](uint32_t feedlet) {
-      auto f = src.catalog->feedlets.find(feedlet);
-      return name_colour(f == src.catalog->feedlets.end() ? std::string_view("?") : std::string_view(f->second.name));
-    };
+    auto thread_colour = [&](uint32_t feedlet) { return name_colour(src.catalog->thread_name(feedlet)); };
     // A task's segments are coloured by their CPU: a migration shows.
     auto cpu_colour = [&](uint32_t cpu) {
       static const uint32_t kCpuColours[] = {0xffe0a040u, 0xff40c0e0u, 0xff60d060u, 0xffe060c0u,

@@ -126,6 +126,11 @@ struct Catalog {
   // What a reader calls it: "req (3)", or "3" with no name.
   std::string channel_label(uint64_t channel) const;
 
+  // A feedlet's thread name ("?" for a feedlet it does not know).
+  std::string_view thread_name(uint32_t feedlet) const {
+    auto f = feedlets.find(feedlet);
+    return f == feedlets.end() ? std::string_view("?") : std::string_view(f->second.name);
+  }
   // The process of a feedlet's thread: an import's feedlet.N.process, else the trace's.
   std::string process_of(uint32_t feedlet) const;
   // Each feedlet's thread as a reader tells it from the others: its name,
