@@ -34,6 +34,7 @@ int tinescope_c_api_record(const char *path) {
   ts_message_recv(id, 3, 64, NULL, 0);
   ts_sched(TS_JOB_START, "c.task", 1, 0);
   ts_job_deadline("c.task", 1, ts_now() + ts_ticks_from_ns(1000000));
+  ts_task_priority("c.task", 3);
   ts_lock(TS_LOCK_ACQUIRE, "c.lock", 5);
   ts_clock_sync_send(9, 1);
   slots[0] = 4096;

@@ -15,14 +15,18 @@ TEST(CApi, RecordsFromC99) {
   std::vector<uint16_t> types;
   for (const OwnedEvent& o : c.events)
     if (o.e.feedlet != kMetadataFeedlet) types.push_back(o.e.type);
-  ASSERT_EQ(types.size(), 15u);
+  ASSERT_EQ(types.size(), 16u);
   EXPECT_EQ(types[0], kThreadName);
   EXPECT_EQ(types[1], kIntervalBegin);
-  EXPECT_EQ(types[13], kIntervalEnd);
-  EXPECT_EQ(types[14], kMetadata);
+  EXPECT_EQ(types[14], kIntervalEnd);
+  EXPECT_EQ(types[15], kMetadata);
   auto deadlines = c.of_type(kJobDeadline);
   ASSERT_EQ(deadlines.size(), 1u);
   EXPECT_GT(deadlines[0]->e.u[2], deadlines[0]->e.ts) << "a deadline 1 ms ahead";
+  auto priorities = c.of_type(kTaskPriority);
+  ASSERT_EQ(priorities.size(), 1u);
+  EXPECT_EQ(c.name(priorities[0]->e.u[0]), "c.task");
+  EXPECT_EQ(priorities[0]->e.i(1), 3);
   EXPECT_EQ(c.catalog.channel_name(3), "c.channel") << "ts_channel_name";
   EXPECT_EQ(c.catalog.channel_label(3), "c.channel (3)");
   EXPECT_EQ(c.catalog.channel_label(4), "4");

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <tuple>
 
+#include <nlohmann/json.hpp>
+
 #include "index_helpers.hpp"
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/jobs.hpp"
@@ -151,6 +153,43 @@ TEST(RecordSched, AProgramWithoutTheRecorderGetsItsSchedulingAlone) {
   uint64_t longest = 0;
   for (const analysis::Record& r : sleeping) longest = std::max<uint64_t>(longest, ix->to_ns(r.end) - ix->to_ns(r.start));
   EXPECT_GE(longest, 15'000'000u) << "sh waits for sleep 0.02";
+  remove_trace(path);
+}
+
+// A real priority inversion (sched_inversion.cpp: SCHED_FIFO threads on
+// one CPU, a plain mutex): the kernel's switches give each thread its
+// priority, the program's ts_lock events the wait and the holder, and
+// `check` finds inv.H waiting while inv.M keeps inv.L from running, for
+// about inv.M's 15 ms of work.
+TEST(RecordSched, APriorityInversionOfARealProgramIsFound) {
+  const std::string path = temp_path("inversion");
+  remove_trace(path);
+  std::string out;
+  const int rc = run(bin("app/tinescope") + " record --sched -o " + path + " -- " + bin("tests/sched_inversion") + " 2>&1", &out);
+  if (rc == 4) GTEST_SKIP() << "SCHED_FIFO or CPU pinning refused here";
+  ASSERT_EQ(rc, 0) << out;
+  std::string why;
+  if (!can_record_sched(out, why)) GTEST_SKIP() << why;
+  std::string report;
+  EXPECT_EQ(run(bin("app/tinescope") + " check --json " + path, &report), 1) << report;
+  const auto j = nlohmann::json::parse(report, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << report;
+  const auto& sched = j["schedule"];
+  EXPECT_EQ(sched["per_kind"]["priority inversion"], 1) << report;
+  EXPECT_GE(sched["prioritised_tasks"].get<int>(), 4) << "inv.main, H, M and L from the kernel's switches";
+  const nlohmann::json* inversion = nullptr;
+  for (const auto& v : sched["violations"])
+    if (v["kind"] == "priority inversion") inversion = &v;
+  ASSERT_NE(inversion, nullptr) << report;
+  EXPECT_EQ((*inversion)["task"], "inv.H");
+  EXPECT_EQ((*inversion)["holder"], "inv.L");
+  EXPECT_EQ((*inversion)["middle"], "inv.M");
+  EXPECT_EQ((*inversion)["lock"], "inv.mutex");
+  // inv.M works 15 ms of CPU time, all of it while inv.H waits.
+  EXPECT_GE((*inversion)["by_ns"].get<int64_t>(), 14'000'000) << report;
+  EXPECT_LE((*inversion)["by_ns"].get<int64_t>(), 40'000'000) << report;
+  EXPECT_NE((*inversion)["why"].get<std::string>().find("inv.L (level 50)"), std::string::npos)
+      << "SCHED_FIFO 10 is level 50: " << report;
   remove_trace(path);
 }
 

@@ -62,6 +62,7 @@ Emitted emit_all_kinds(int k) {
   ts_func_exit(reinterpret_cast<void*>(&emit_all_kinds));
   ts::event(g_user_type, uint64_t(k), -3.25, "user-name", int64_t(-7));
   ts::job_deadline("task", 11, 123456789 + uint64_t(k));
+  ts::task_priority("task", -2 - k);
   return out;
 }
 
@@ -70,7 +71,8 @@ constexpr uint16_t kExpectedTypes[] = {
     kInstant,      kCounterInt,    kCounterFloat,  kMessageSend,  kMessageRecv,  kCpuName,
     kMetadata,     kTaskArrive,    kJobArrive,     kJobStart,     kJobPreempt,   kJobResume,
     kJobBlock,     kJobComplete,   kLockContend,   kLockAcquire,  kLockRelease,  kClockSyncSend,
-    kClockSyncRecv, kFuncEnter,    kFuncExit,      kFirstUserType, kJobDeadline};
+    kClockSyncRecv, kFuncEnter,    kFuncExit,      kFirstUserType, kJobDeadline,
+    kTaskPriority};
 
 void check_feedlet(const Collected& c, uint32_t feedlet, int k, const Emitted& em) {
   std::vector<const OwnedEvent*> evs;
@@ -130,6 +132,8 @@ void check_feedlet(const Collected& c, uint32_t feedlet, int k, const Emitted& e
   EXPECT_EQ(c.name(ev(28).u[0]), "task");
   EXPECT_EQ(ev(28).u[1], 11u);
   EXPECT_EQ(ev(28).u[2], 123456789u + uint64_t(k));
+  EXPECT_EQ(c.name(ev(29).u[0]), "task");
+  EXPECT_EQ(ev(29).i(1), -2 - k);
   const trace::Event& user = ev(27);
   ASSERT_EQ(user.field_count, 4);
   EXPECT_EQ(user.u[0], uint64_t(k));

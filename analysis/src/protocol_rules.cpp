@@ -1,6 +1,9 @@
 #include "tinescope/analysis/protocol_rules.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,7 +20,7 @@ bool Rules::has_allowed() const {
   return std::any_of(rules.begin(), rules.end(), [](const Rule& r) { return r.kind == Rule::Allowed; });
 }
 bool Rules::has_message_rules() const {
-  return std::any_of(rules.begin(), rules.end(), [](const Rule& r) { return r.kind != Rule::Response; });
+  return std::any_of(rules.begin(), rules.end(), [](const Rule& r) { return r.kind != Rule::Response && r.kind != Rule::Priority; });
 }
 
 // ------------------------------------------------------------------ parsing
@@ -36,6 +39,7 @@ constexpr KindSyntax kKinds[] = {
     {"forbidden", Rule::Forbidden, "channel from to", ""},
     {"allowed", Rule::Allowed, "channel from to", ""},
     {"response", Rule::Response, "task within", "within"},
+    {"priority", Rule::Priority, "task level", "task level"},
 };
 
 bool has_word(const char* list, const std::string& w) {
@@ -108,7 +112,7 @@ bool parse_rules(std::string_view text, const std::string& file, Rules& out, std
     const KindSyntax* k = nullptr;
     for (const KindSyntax& s : kKinds)
       if (words[0] == s.name) k = &s;
-    if (!k) return bad("'" + words[0] + "' is not a rule (received, answered, forbidden, allowed or response)");
+    if (!k) return bad("'" + words[0] + "' is not a rule (received, answered, forbidden, allowed, response or priority)");
     Rule r;
     r.kind = k->kind, r.line = line_no, r.text = trimmed(line.substr(0, used));
     std::vector<std::string> seen;
@@ -123,6 +127,15 @@ bool parse_rules(std::string_view text, const std::string& file, Rules& out, std
       if (key == "within") {
         if (!parse_duration_ns(value, r.within_ns) || r.within_ns < 0)
           return bad("within=" + value + " is not a duration (e.g. 5ms, 250us)");
+        continue;
+      }
+      if (key == "level") {
+        char* end = nullptr;
+        errno = 0;
+        const long level = std::strtol(value.c_str(), &end, 10);
+        if (value.empty() || *end || errno || level < INT32_MIN || level > INT32_MAX)
+          return bad("level=" + value + " is not a whole number (higher is more urgent)");
+        r.level = int32_t(level);
         continue;
       }
       if (value.empty()) return bad(key + "= is empty (leave the key out to match everything)");
@@ -242,7 +255,8 @@ RuleReport check_rules(const index::TraceIndex& ix, const Rules& rules, size_t l
           ++rep.per_rule[i].checked;
           violate(i, f, "from " + label(f.src) + " to " + label(f.dst) + " on " + catalog->channel_label(f.channel));
           break;
-        case Rule::Response: break;  // jobs, not messages: check_schedule()
+        case Rule::Response:
+        case Rule::Priority: break;  // jobs, not messages: check_schedule()
         case Rule::Allowed:
           if (!f.matched() || !s.channel.matches(f.channel) || !s.from.matches(f.src) || !s.to.matches(f.dst)) break;
           ++rep.per_rule[i].checked;

@@ -1,5 +1,8 @@
 #include "tinescope/analysis/sched_check.hpp"
 
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <tuple>
 
@@ -15,13 +18,21 @@ const char* kind_name(SchedViolation::Kind k) {
     case SchedViolation::ResponseOver: return "response over its bound";
     case SchedViolation::LockTaken: return "lock taken while held";
     case SchedViolation::ReleaseNotHeld: return "lock released by a non-holder";
+    case SchedViolation::PriorityInversion: return "priority inversion";
+    case SchedViolation::BudgetOverrun: return "budget overrun";
   }
   return "?";
 }
 
 std::string subject(const SchedViolation& v, const trace::Catalog& catalog) {
-  if (v.kind == SchedViolation::LockTaken || v.kind == SchedViolation::ReleaseNotHeld)
-    return std::string(catalog.string(v.lock)) + " " + std::to_string(v.lock_id);
+  const std::string lock = std::string(catalog.string(v.lock)) + " " + std::to_string(v.lock_id);
+  if (v.kind == SchedViolation::LockTaken || v.kind == SchedViolation::ReleaseNotHeld) return lock;
+  if (v.kind == SchedViolation::PriorityInversion) return std::string(catalog.string(v.task)) + " waiting for " + lock;
+  if (v.kind == SchedViolation::BudgetOverrun) {
+    const auto labels = catalog.thread_labels();
+    auto l = labels.find(v.feedlet);
+    return l == labels.end() ? "lane " + std::to_string(v.feedlet) : l->second;
+  }
   std::string out = std::string(catalog.string(v.task)) + " job " + std::to_string(v.job);
   if (v.cpu != kNoCpu) {
     auto n = catalog.cpu_names.find(v.cpu);
@@ -89,12 +100,71 @@ void check_locks(const index::TraceIndex& ix, const trace::Catalog& catalog, Vio
   locks_seen = locks.size();
 }
 
+// Budgets: every counter named "budget" (a server's, as the Grasp import
+// draws it, or one a program records) that falls below zero served past
+// it. Where between two samples it crossed zero is interpolated (a budget
+// is consumed at a steady rate between samples); the overrun lasts to the
+// next sample at or above zero (a replenish), or the lane's last.
+template <class Violate>
+void check_budgets(const index::TraceIndex& ix, const trace::Catalog& catalog, Violate&& violate, uint64_t& samples) {
+  if (std::find(catalog.strings.begin(), catalog.strings.end(), "budget") == catalog.strings.end()) return;
+  struct Budget {
+    uint64_t ts = 0;
+    double value = 0;
+    bool seen = false;
+    SchedViolation over;  // open while over.ts != 0
+    double worst = 0;
+  };
+  std::map<uint32_t, Budget> lanes;
+  std::map<uint64_t, bool> is_budget;  // name id -> its text is "budget"
+  auto report = [&](uint32_t feedlet, Budget& b, uint64_t end) {
+    SchedViolation& v = b.over;
+    v.end = end;
+    v.by_ns = ns_between(ix, v.ts, end);
+    char worst[32];
+    std::snprintf(worst, sizeof worst, "%.6g", -b.worst);
+    v.why = "served " + std::string(worst) + " past its budget, below zero for " + readable_duration(v.by_ns);
+    v.feedlet = feedlet;
+    violate(std::move(v));
+    b.over = SchedViolation{};
+  };
+  MergedEvents events(ix, {format::kCounterInt, format::kCounterFloat});
+  SmallEvent e;
+  while (events.next(e)) {
+    auto named = is_budget.try_emplace(e.u[0], false);
+    if (named.second) named.first->second = catalog.string(e.u[0]) == "budget";
+    if (!named.first->second) continue;
+    ++samples;
+    double value = 0;
+    if (e.type == format::kCounterInt) value = double(int64_t(e.u[1]));
+    else std::memcpy(&value, &e.u[1], sizeof value);
+    Budget& b = lanes[e.feedlet];
+    if (value < 0 && b.over.ts == 0) {
+      b.over.kind = SchedViolation::BudgetOverrun;
+      b.over.ts = e.ts;
+      if (b.seen && b.value >= 0 && e.ts > b.ts)  // crossed zero in between
+        b.over.ts = b.ts + uint64_t(double(e.ts - b.ts) * (b.value / (b.value - value)));
+      b.over.ts = std::max<uint64_t>(b.over.ts, 1);
+      b.worst = value;
+    } else if (value < 0) {
+      b.worst = std::min(b.worst, value);
+    } else if (b.over.ts != 0) {
+      report(e.feedlet, b, e.ts);
+    }
+    b.ts = e.ts, b.value = value, b.seen = true;
+  }
+  for (auto& [feedlet, b] : lanes)
+    if (b.over.ts != 0) report(feedlet, b, b.ts);
+}
+
 }  // namespace
 
 std::vector<SchedViolation> lock_misuse(const index::TraceIndex& ix, size_t limit, uint64_t* total) {
   FirstN<SchedViolation, ByTime> found{limit, {}};
   uint64_t n = 0, events = 0, locks = 0;
-  check_locks(ix, *ix.catalog_snapshot(), [&](SchedViolation v) { ++n, found.add(std::move(v)); }, events, locks);
+  auto add = [&](SchedViolation v) { ++n, found.add(std::move(v)); };
+  check_locks(ix, *ix.catalog_snapshot(), add, events, locks);
+  check_priorities(ix, nullptr, add);
   found.trim();
   if (total) *total = n;
   return std::move(found.list);
@@ -159,6 +229,11 @@ SchedReport check_schedule(const index::TraceIndex& ix, const Rules* rules, size
   rep.counts = scan.counts();
 
   check_locks(ix, *catalog, violate, rep.lock_events, rep.locks);
+  const PriorityScan p = check_priorities(ix, rules, violate);
+  rep.prioritised_tasks = p.tasks, rep.lock_waits = p.waits;
+  for (size_t i = 0; i < p.tasks_per_rule.size(); ++i)
+    if (p.tasks_per_rule[i]) rep.per_rule[i].checked = p.tasks_per_rule[i];
+  check_budgets(ix, *catalog, violate, rep.budget_samples);
   found.trim();
   rep.violations = std::move(found.list);
   return rep;

@@ -1,6 +1,7 @@
 // tinescope check TRACE [--rules FILE] [--limit N] [--json]
 // The trace's jobs and locks (docs/ANALYSIS.md "Scheduling checks": every
-// deadline, lock misuse, the rules file's response bounds) and its
+// deadline, lock misuse, priority inversions, servers' budgets, the rules
+// file's response bounds and priorities) and its
 // messages against the rules file's protocol rules ("Protocol rules"):
 // each rule's count, then each violation. Exits 1 on a violation, 0 when
 // there is none, 2 on an error: a CI step.
@@ -18,9 +19,12 @@ void add_check_command(CLI::App& app, int* exit_code) {
   static size_t limit = 100;
   static bool as_json = false;
   auto* cmd = app.add_subcommand(
-      "check", "deadlines, lock use, response bounds and protocol rules of a trace; exit 1 on a violation");
+      "check",
+      "deadlines, lock use, priority inversions, budgets, response bounds and protocol rules of a trace; exit 1 on a "
+      "violation");
   cmd->add_option("trace", trace, "trace file")->required();
-  cmd->add_option("--rules", rules_file, "a rules file: protocol rules and response bounds (docs/ANALYSIS.md)");
+  cmd->add_option("--rules", rules_file,
+                  "a rules file: protocol rules, response bounds and task priorities (docs/ANALYSIS.md)");
   cmd->add_option("--limit", limit, "at most this many violations listed (all are counted)");
   cmd->add_flag("--json", as_json, "JSON instead of text");
   cmd->callback([=] {
@@ -51,7 +55,9 @@ void add_check_command(CLI::App& app, int* exit_code) {
                                                : rules.file + ":" + std::to_string(rules.rules[rule].line);
     };
     auto count_of = [&](size_t i) {
-      return rules.rules[i].kind == analysis::Rule::Response ? sr.per_rule[i] : r.per_rule[i];
+      return rules.rules[i].kind == analysis::Rule::Response || rules.rules[i].kind == analysis::Rule::Priority
+                 ? sr.per_rule[i]
+                 : r.per_rule[i];
     };
     if (as_json) {
       nlohmann::json j{{"trace", trace}, {"violations_total", total}};
@@ -73,7 +79,9 @@ void add_check_command(CLI::App& app, int* exit_code) {
       }
       nlohmann::json& sched = j["schedule"];
       sched = {{"jobs", sr.jobs}, {"with_deadline", sr.with_deadline}, {"locks", sr.locks},
-               {"lock_events", sr.lock_events}, {"violations_total", sr.total}};
+               {"lock_events", sr.lock_events}, {"violations_total", sr.total},
+               {"prioritised_tasks", sr.prioritised_tasks}, {"lock_waits", sr.lock_waits},
+               {"budget_samples", sr.budget_samples}};
       for (int k = 0; k < analysis::SchedViolation::kKinds; ++k)
         sched["per_kind"][analysis::kind_name(analysis::SchedViolation::Kind(k))] = sr.per_kind[k];
       const analysis::JobCounts& c = sr.counts;
@@ -87,6 +95,11 @@ void add_check_command(CLI::App& app, int* exit_code) {
                          {"end_ns", ix->to_ns(v.end) - origin}, {"by_ns", v.by_ns}, {"why", v.why}};
         if (v.kind == analysis::SchedViolation::LockTaken || v.kind == analysis::SchedViolation::ReleaseNotHeld) {
           m["lock"] = catalog->string(v.lock), m["lock_id"] = v.lock_id, m["thread"] = lane(v.feedlet);
+        } else if (v.kind == analysis::SchedViolation::PriorityInversion) {
+          m["lock"] = catalog->string(v.lock), m["lock_id"] = v.lock_id, m["thread"] = lane(v.feedlet);
+          m["task"] = catalog->string(v.task), m["holder"] = catalog->string(v.holder), m["middle"] = catalog->string(v.middle);
+        } else if (v.kind == analysis::SchedViolation::BudgetOverrun) {
+          m["lane"] = lane(v.feedlet);
         } else {
           m["task"] = catalog->string(v.task), m["job"] = v.job;
           if (v.cpu != analysis::kNoCpu) m["cpu"] = v.cpu;
@@ -97,6 +110,12 @@ void add_check_command(CLI::App& app, int* exit_code) {
       std::printf("%s\n", j.dump(1).c_str());
     } else {
       for (size_t i = 0; i < rules.rules.size(); ++i) {
+        if (rules.rules[i].kind == analysis::Rule::Priority) {
+          std::printf("%s  %s: gives %llu tasks their level%s\n", where(i).c_str(), rules.rules[i].text.c_str(),
+                      (unsigned long long)count_of(i).checked,
+                      count_of(i).checked ? "" : "  (it applies to no task the trace has no level for: is its task right?)");
+          continue;
+        }
         const bool jobs = rules.rules[i].kind == analysis::Rule::Response;
         std::printf("%s  %s: %llu %s, %llu violate it%s\n", where(i).c_str(), rules.rules[i].text.c_str(),
                     (unsigned long long)count_of(i).checked, jobs ? "jobs" : "messages",
@@ -126,6 +145,12 @@ void add_check_command(CLI::App& app, int* exit_code) {
         std::printf("schedule: %llu jobs (%llu with a deadline), %llu locks (%llu acquires and releases)\n",
                     (unsigned long long)sr.jobs, (unsigned long long)sr.with_deadline, (unsigned long long)sr.locks,
                     (unsigned long long)sr.lock_events);
+        if (sr.prioritised_tasks)
+          std::printf("  priority inversions looked for in %llu lock waits, %llu tasks with a priority\n",
+                      (unsigned long long)sr.lock_waits, (unsigned long long)sr.prioritised_tasks);
+        else if (sr.jobs && sr.lock_events)
+          std::printf("  priority inversions not looked for: no task has a priority (ts_task_priority, the kernel's "
+                      "switches, or a rules file's `priority task=T level=N`)\n");
         for (int k = 0; k < analysis::SchedViolation::kKinds; ++k)
           if (sr.per_kind[k])
             std::printf("  %s: %llu\n", analysis::kind_name(analysis::SchedViolation::Kind(k)),

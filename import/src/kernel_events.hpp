@@ -27,6 +27,7 @@ class KernelEventReader {
       k.next_pid = int32_t(number(f.next_pid, r));
       k.next_comm = text(f.next_comm, r);
       k.prev_state = int64_t(number(f.state, r));
+      if (f.next_prio) k.next_prio = int32_t(number(f.next_prio, r));
     }
     k.orig_cpu = uint32_t(number(f.orig_cpu, r)), k.dest_cpu = uint32_t(number(f.dest_cpu, r));
     return true;
@@ -37,7 +38,7 @@ class KernelEventReader {
     KernelSched::Kind kind = KernelSched::Switch;
     bool known = false;
     tep_format_field *pid = nullptr, *next_pid = nullptr, *state = nullptr, *comm = nullptr, *next_comm = nullptr,
-                     *orig_cpu = nullptr, *dest_cpu = nullptr;
+                     *orig_cpu = nullptr, *dest_cpu = nullptr, *next_prio = nullptr;
   };
 
   static uint64_t number(tep_format_field* f, const tep_record* r) {
@@ -60,7 +61,7 @@ class KernelEventReader {
     if (name == "sched_switch") {
       f.kind = KernelSched::Switch;
       f.pid = tep_find_field(ev, "prev_pid"), f.next_pid = tep_find_field(ev, "next_pid");
-      f.state = tep_find_field(ev, "prev_state");
+      f.state = tep_find_field(ev, "prev_state"), f.next_prio = tep_find_field(ev, "next_prio");
       f.comm = tep_find_field(ev, "prev_comm"), f.next_comm = tep_find_field(ev, "next_comm");
     } else if (name == "sched_wakeup" || name == "sched_wakeup_new") {
       f.kind = name == "sched_wakeup" ? KernelSched::Wakeup : KernelSched::WakeupNew;

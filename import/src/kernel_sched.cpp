@@ -136,6 +136,12 @@ class Writer {
     cb.end(ChunkBuilder::put_u64(p, cpu));
     if (cb.full()) flush(cb);
   }
+  void priority(ChunkBuilder& cb, uint64_t ts, uint32_t task, int64_t level) {
+    uint8_t* p = cb.begin(kTaskPriority, ts);
+    p = ChunkBuilder::put_u64(p, task);
+    cb.end(ChunkBuilder::put_i64(p, level));
+    if (cb.full()) flush(cb);
+  }
   void message(ChunkBuilder& cb, uint16_t type, uint64_t ts, uint64_t id) {
     uint8_t* p = cb.begin(type, ts);
     p = cb.put_delta(p, id);
@@ -335,6 +341,7 @@ bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>
   std::sort(losses.begin(), losses.end(), [](const LostEvents& a, const LostEvents& b) { return a.ts < b.ts; });
   uint64_t migration = 0;
   std::unordered_map<int32_t, bool> ran_;  // tid -> on a CPU before: a start again is a resume
+  std::unordered_map<int32_t, std::pair<uint32_t, int32_t>> priority;  // tid -> (task, prio) last written
   std::unordered_map<uint32_t, std::pair<int32_t, uint32_t>> on_cpu;  // cpu -> (tid, task) of its segment
   for (const KernelSched& e : events) {
     // Losses before this event: in their CPU's next chunk (cut here).
@@ -365,6 +372,13 @@ bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>
         if (e.next_pid > 0 && has_lane(e.next_pid)) {
           bool& ran = ran_[e.next_pid];
           const uint32_t task = w.intern(display(e.next_pid, e.next_comm));
+          if (e.next_prio != KernelSched::kNoPrio) {
+            auto [last, fresh] = priority.try_emplace(e.next_pid, task, e.next_prio);
+            if (fresh || last->second != std::make_pair(task, e.next_prio)) {
+              last->second = {task, e.next_prio};
+              w.priority(cpu, e.ts, task, 139 - int64_t(e.next_prio));
+            }
+          }
           w.job(cpu, ran ? kJobResume : kJobStart, e.ts, task, uint64_t(e.next_pid), e.cpu);
           on_cpu[e.cpu] = {e.next_pid, task};
           ran = true;

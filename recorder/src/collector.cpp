@@ -371,6 +371,13 @@ void Collector::encode(Feedlet& f, const uint64_t* rec) {
       p = ChunkBuilder::put_u64(p, rec[3]);
       break;
     }
+    case kTaskPriority: {
+      uint32_t task = name_id(reinterpret_cast<const char*>(low));
+      p = c.begin(kTaskPriority, ts);
+      p = ChunkBuilder::put_u64(p, task);
+      p = ChunkBuilder::put_i64(p, int64_t(rec[2]));
+      break;
+    }
     case kLockAcquire:
     case kLockContend:
     case kLockRelease: {

@@ -46,6 +46,7 @@ const Schema& builtin_schema() {
     s.add(make(kJobBlock, "job_block", {task, job, cpu}));
     s.add(make(kJobComplete, "job_complete", {task, job, cpu}));
     s.add(make(kJobDeadline, "job_deadline", {task, job, {F::U64, "deadline"}}));
+    s.add(make(kTaskPriority, "task_priority", {task, {F::I64, "level"}}));
     s.add(make(kLockAcquire, "lock_acquire", {lock, lock_id}));
     s.add(make(kLockContend, "lock_contend", {lock, lock_id}));
     s.add(make(kLockRelease, "lock_release", {lock, lock_id}));

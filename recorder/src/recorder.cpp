@@ -445,6 +445,9 @@ extern "C" void ts_sched(ts_sched_kind kind, const char* task, uint64_t job, uin
 extern "C" void ts_job_deadline(const char* task, uint64_t job, uint64_t deadline) {
   record4(kJobDeadline, ptr_bits(task), job, deadline);
 }
+extern "C" void ts_task_priority(const char* task, int32_t level) {
+  record3(kDefaultCategory, kTaskPriority, ptr_bits(task), uint64_t(int64_t(level)));
+}
 extern "C" void ts_lock(ts_lock_kind kind, const char* lock_name, uint64_t lock_id) {
   if (kind < TS_LOCK_ACQUIRE || kind > TS_LOCK_RELEASE) return;
   record3(kDefaultCategory, uint32_t(kind), ptr_bits(lock_name), lock_id);

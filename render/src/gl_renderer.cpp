@@ -240,7 +240,7 @@ void GlRenderer::draw_timeline(const TimelinePicture& p, TextureSlot& slot, cons
   // deadline a yellow one in its lower half, a missed deadline a red bar
   // from it to the completion along the row's foot, a preemption an orange
   // caret at the row's top (a block a blue one); a lock's misuse a red bar
-  // across its row.
+  // across its row, a priority inversion one along its foot.
   for (const JobMarkRect& m : p.job_marks) {
     const Row& row = rows[m.row];
     const float top = plot.y + row.y - scroll_y, bottom = top + row.h - 1;
@@ -248,7 +248,8 @@ void GlRenderer::draw_timeline(const TimelinePicture& p, TextureSlot& slot, cons
     switch (m.kind) {
       case JobMarkRect::Arrival: rect(px(m.x0), top, px(m.x0) + 1, top + row.h * 0.5f, kArrivalColour); break;
       case JobMarkRect::Deadline: rect(px(m.x0), top + row.h * 0.4f, px(m.x0) + 2, bottom, kDeadlineColour); break;
-      case JobMarkRect::Missed: rect(px(m.x0), bottom - row.h * 0.35f, std::max(px(m.x1), px(m.x0) + 2), bottom, kMissedColour); break;
+      case JobMarkRect::Missed:
+      case JobMarkRect::Inversion: rect(px(m.x0), bottom - row.h * 0.35f, std::max(px(m.x1), px(m.x0) + 2), bottom, kMissedColour); break;
       case JobMarkRect::Misuse: rect(px(m.x0) - 1, top, px(m.x0) + 2, bottom, kMissedColour); break;
       case JobMarkRect::Preempted:
       case JobMarkRect::Blocked: {

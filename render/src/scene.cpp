@@ -298,8 +298,12 @@ void Scene::scan(Source& s, uint32_t source) {
     // Its misuse, read again as a live trace's lock events grow.
     if (read_again(per_type[format::kLockAcquire] + per_type[format::kLockRelease], s.lock_events, s.misuse != nullptr, now,
                    s.misuse_read_ms))
+    {
       s.misuse = std::make_shared<const std::vector<analysis::SchedViolation>>(
           analysis::lock_misuse(ix, Source::kMaxMisuse, &s.misuse_total));
+      s.misuse_longest = 0;
+      for (const analysis::SchedViolation& v : *s.misuse) s.misuse_longest = std::max(s.misuse_longest, v.end - v.ts);
+    }
   }
 
   // Gaps: drops before a chunk, lost chunks, damaged bytes (the index keeps

@@ -492,19 +492,25 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
         });
     }
     // A lock's misuse, a red bar across its row at the event: an acquire
-    // while another thread held it, a release by a thread that did not.
+    // while another thread held it, a release by a thread that did not; a
+    // priority inversion, a red bar along its foot from where it began to
+    // the waiting thread's acquire.
     if (lane.is_locks() && src.misuse) {
       const auto& m = *src.misuse;
-      auto first = std::lower_bound(m.begin(), m.end(), q.clock.k0, [](const analysis::SchedViolation& v, uint64_t t) { return v.ts < t; });
+      const uint64_t from = q.clock.k0 > src.misuse_longest ? q.clock.k0 - src.misuse_longest : 0;
+      auto first = std::lower_bound(m.begin(), m.end(), from, [](const analysis::SchedViolation& v, uint64_t t) { return v.ts < t; });
       for (auto it = first; it != m.end() && it->ts <= q.clock.k1; ++it) {
         const uint32_t row = lock_row(it->lock);
-        if (row == UINT32_MAX) continue;
+        if (row == UINT32_MAX || std::max(it->end, it->ts) < q.clock.k0) continue;
         if (P.job_marks.size() >= req.max_boxes) {
           ++P.job_marks_left_out;
           break;
         }
         const float x = float(axis.x(q.clock.ns(it->ts)));
-        P.job_marks.push_back({row, x, x, JobMarkRect::Misuse});
+        if (it->kind == analysis::SchedViolation::PriorityInversion)
+          P.job_marks.push_back({row, x, float(axis.x(q.clock.ns(it->end))), JobMarkRect::Inversion});
+        else
+          P.job_marks.push_back({row, x, x, JobMarkRect::Misuse});
       }
     }
     // Locks held across the right edge, from their acquire on.

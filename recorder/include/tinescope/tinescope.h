@@ -138,6 +138,10 @@ TS_API void ts_sched(ts_sched_kind kind, const char *task, uint64_t job, uint32_
  * (or any time before it completes; the last one given counts). `tinescope
  * check` reports the jobs that complete after it. */
 TS_API void ts_job_deadline(const char *task, uint64_t job, uint64_t deadline);
+/* The task's priority from now on (higher: more urgent), for `tinescope
+ * check`'s priority inversions. A task recording lock events on its own
+ * thread is that thread (its ts_thread_name is the task's name). */
+TS_API void ts_task_priority(const char *task, int32_t level);
 
 /* Locks: contend (about to wait), acquire (got it), release. */
 typedef enum ts_lock_kind { TS_LOCK_ACQUIRE = 20, TS_LOCK_CONTEND = 21, TS_LOCK_RELEASE = 22 } ts_lock_kind;

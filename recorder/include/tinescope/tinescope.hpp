@@ -98,6 +98,7 @@ inline void sched(ts_sched_kind kind, const char* task, uint64_t job, uint32_t c
   ts_sched(kind, task, job, cpu);
 }
 inline void job_deadline(const char* task, uint64_t job, uint64_t deadline) { ts_job_deadline(task, job, deadline); }
+inline void task_priority(const char* task, int32_t level) { ts_task_priority(task, level); }
 inline void lock(ts_lock_kind kind, const char* name, uint64_t id) { ts_lock(kind, name, id); }
 
 // User-defined types: ts::event(type, 42, 3.5, "name") with one argument per field.

@@ -8,6 +8,7 @@
 //   forbidden from="producer*" to="q.13*"        # no message from those lanes to those
 //   allowed   from="producer*" to="q.*"          # with an allowed rule, every message needs one
 //   response  task="T*" within=2ms               # every job of those tasks responds within 2 ms (sched_check.hpp)
+//   priority  task="T1" level=3                  # the task's priority, higher is more urgent (priority inversions)
 //
 // Lanes are matched by their label (Catalog::thread_labels: the thread's
 // name, with its process and tid where names repeat), channels by name or
@@ -24,7 +25,7 @@
 namespace tinescope::analysis {
 
 struct Rule {
-  enum Kind { Received, Answered, Forbidden, Allowed, Response };
+  enum Kind { Received, Answered, Forbidden, Allowed, Response, Priority };
   Kind kind = Received;
   int line = 0;      // in its file, from 1
   std::string text;  // as written, without its comment
@@ -32,13 +33,14 @@ struct Rule {
   std::string from, to;        // lane patterns ("": any)
   std::string task;            // response: a task pattern ("": any)
   int64_t within_ns = -1;      // -1: no limit
+  int32_t level = 0;           // priority: higher is more urgent
 };
 
 struct Rules {
   std::string file;
   std::vector<Rule> rules;
   bool has_allowed() const;
-  bool has_message_rules() const;  // any rule but response
+  bool has_message_rules() const;  // any rule but response and priority
 };
 
 // False with "FILE:LINE: what is wrong" at the first bad line.

@@ -10,6 +10,10 @@
 //     the CPUs' rows and the job analysis read it as they read a
 //     scheduler's own events; a migration is a message from the CPU it
 //     left to the one it was moved to (channel "migration");
+//   each thread's kernel priority, where a switch gives it, as the task's
+//   ts_task_priority level: 139 − prio (higher is more urgent: nice 0 is
+//   19, SCHED_FIFO priority p is 40 + p), written before it runs at a new
+//   one, so `check` finds priority inversions on the program's locks;
 //   a feedlet per thread ("NAME states", in the program's process):
 //     its states as nested intervals: "Running", "Runnable (preempted)",
 //     "Runnable (woken)" (from its wakeup to its running: the wakeup
@@ -20,6 +24,7 @@
 // dropped (drawn where they were lost).
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -39,6 +44,8 @@ struct KernelSched {
   int32_t pid = 0;       // Switch: the previous task; the others: the task
   int32_t next_pid = 0;  // Switch
   int64_t prev_state = 0;  // Switch: the kernel's report of the previous task's state (0: runnable)
+  int32_t next_prio = kNoPrio;  // Switch: the next task's kernel priority (0..139, lower is more urgent)
+  static constexpr int32_t kNoPrio = INT32_MIN;
   uint32_t orig_cpu = 0, dest_cpu = 0;  // Migrate; Wakeup: dest_cpu is its target CPU
   std::string comm, next_comm;          // Switch: both tasks' names; the others: the task's
 };

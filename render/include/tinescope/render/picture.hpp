@@ -105,9 +105,10 @@ struct CutRect {
 
 // A job's marks in its task's row (the per-task lane): its arrival, its
 // deadline, a missed deadline from the deadline to its completion, and
-// where it was preempted or blocked; and in a lock's row, its misuse.
+// where it was preempted or blocked; and in a lock's row, its misuse and
+// each priority inversion while a thread waited for it.
 struct JobMarkRect {
-  enum Kind : uint8_t { Arrival, Deadline, Missed, Preempted, Blocked, Misuse };
+  enum Kind : uint8_t { Arrival, Deadline, Missed, Preempted, Blocked, Misuse, Inversion };
   uint32_t row = 0;
   float x0 = 0, x1 = 0;  // columns (a tick: x0 == x1)
   Kind kind = Arrival;

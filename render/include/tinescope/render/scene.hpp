@@ -46,11 +46,13 @@ struct Source {
   uint64_t jobs_events = 0;  // the scheduling events they were read from
   int64_t jobs_read_ms = 0;  // when (steady clock)
   // Its locks' misuse (acquired while another thread held one, released by
-  // a thread that did not hold it), by time, the first kMaxMisuse; marked
-  // red in the lock's row. Read with the jobs, as its lock events grow.
+  // a thread that did not hold it) and priority inversions, by time, the
+  // first kMaxMisuse; marked red in the lock's row. Read with the jobs, as
+  // its lock events grow.
   static constexpr size_t kMaxMisuse = 100'000;
   std::shared_ptr<const std::vector<analysis::SchedViolation>> misuse;
   uint64_t misuse_total = 0;
+  uint64_t misuse_longest = 0;  // the longest end - ts (ticks): how far before a window to look
   uint64_t lock_events = 0;  // the acquires and releases it was read from
   int64_t misuse_read_ms = 0;
 };
