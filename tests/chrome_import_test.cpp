@@ -14,6 +14,7 @@
 
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/event_details.hpp"
+#include "tinescope/analysis/sched_check.hpp"
 #include "tinescope/import/trace_import.hpp"
 #include "tinescope/index/trace_index.hpp"
 #include "trace_helpers.hpp"
@@ -1058,6 +1059,18 @@ TEST(GraspImport, AServerServingPastItsBudgetIsFound) {
   EXPECT_EQ(at.at(4 * us), 8.0);
   EXPECT_EQ(at.at(9 * us), -2.0);
   EXPECT_EQ(at.at(12 * us), 0.0) << "depleted: the budget the trace gives";
+  // `check` finds it from the budget counter: from where it crossed zero to
+  // the depletion, by the most it fell below.
+  const analysis::SchedReport r = analysis::check_schedule(*im.ix, nullptr);
+  EXPECT_EQ(r.per_kind[analysis::SchedViolation::BudgetOverrun], 1u);
+  EXPECT_EQ(r.total, 1u);
+  EXPECT_GT(r.budget_samples, 10u);
+  ASSERT_EQ(r.violations.size(), 1u);
+  const analysis::SchedViolation& v = r.violations[0];
+  EXPECT_NEAR(double(v.ts), double(8 * us), 1.0);
+  EXPECT_EQ(v.end, 12 * us);
+  EXPECT_EQ(v.why, "served 5 past its budget, below zero for 4us");
+  EXPECT_EQ(analysis::subject(v, im.ix->catalog()), "Server 1");
 }
 
 TEST(GraspImport, MigrationMutexesBuffersAndServers) {
@@ -1087,6 +1100,8 @@ TEST(GraspImport, MigrationMutexesBuffersAndServers) {
   ASSERT_GE(budget.size(), 40u);
   EXPECT_EQ(budget.front().value, 25.0);
   EXPECT_EQ(budget.back().value, 0.0);
+  EXPECT_EQ(analysis::check_schedule(*im.ix, nullptr).per_kind[analysis::SchedViolation::BudgetOverrun], 0u)
+      << "served to zero, not past it";
   std::map<uint64_t, double> at;
   for (size_t k = 0; k < budget.size(); ++k) {
     at[budget[k].start] = budget[k].value;
