@@ -1063,6 +1063,65 @@ TEST(Render, EachLocksRowShowsWhoHeldItAndEachWaitIsOnTheWaitingThread) {
   EXPECT_EQ(pixel(px, W, x_of(960'000), lock_y), render::kMissedColour & 0xffffff) << "an acquire of a lock held, in red";
 }
 
+// A priority inversion (H waits for the lock L holds while M keeps L from
+// running), a red bar along the foot of the lock's row from where it began
+// to where it ended: M's start to M's completion, not the whole wait.
+TEST(Render, APriorityInversionIsMarkedAlongItsLocksRow) {
+  TraceBytes trace = named_trace({"m", "H", "M", "L", "sched"}, {2, 3, 4, 5});  // feedlets 1 H, 2 M, 3 L, 4 sched
+  ChunkBuilder h, l, sched;
+  h.feedlet = 1, l.feedlet = 3, sched.feedlet = 4;
+  auto lock = [](ChunkBuilder& cb, uint16_t type, uint64_t us) {
+    uint8_t* p = cb.begin(type, us * 1000);
+    p = ChunkBuilder::put_u64(p, 1), p = ChunkBuilder::put_u64(p, 7);
+    cb.end(p);
+  };
+  for (auto [task, level] : {std::pair{2, 30}, {3, 20}, {4, 10}}) {
+    uint8_t* p = sched.begin(kTaskPriority, 10'000);
+    p = ChunkBuilder::put_u64(p, uint64_t(task));
+    sched.end(ChunkBuilder::put_i64(p, level));
+  }
+  auto job = [&](uint64_t us, uint16_t type, uint64_t task) { put_job(sched, type, us * 1000, task, 1, 0); };
+  job(50, kJobStart, 4);
+  lock(l, kLockAcquire, 100);
+  job(200, kJobPreempt, 4), job(200, kJobStart, 2);
+  lock(h, kLockContend, 210);
+  job(210, kJobBlock, 2), job(210, kJobResume, 4);
+  job(300, kJobPreempt, 4), job(300, kJobStart, 3);
+  job(800, kJobComplete, 3), job(800, kJobResume, 4);
+  lock(l, kLockRelease, 850), lock(h, kLockAcquire, 850);
+  job(850, kJobPreempt, 4), job(850, kJobResume, 2);
+  lock(h, kLockRelease, 900);
+  job(1000, kJobComplete, 2);
+  trace.flush(h), trace.flush(l), trace.flush(sched);
+  render::Scene scene;
+  std::string error;
+  ASSERT_TRUE(scene.add_trace(save(trace, "inversion.tine"), error)) << error;
+  FigureParams f;
+  f.t0 = 0, f.t1 = 1'000'000;
+  const render::TimelinePicture p =
+      render::build_timeline(scene, render::timeline_request(scene, f, render::TimelineGeometry::of({0, 0, 1430, 400})));
+  std::vector<std::pair<float, float>> inversions;
+  for (const render::JobMarkRect& m : p.job_marks)
+    if (m.kind == render::JobMarkRect::Inversion) inversions.emplace_back(m.x0, m.x1);
+  ASSERT_EQ(inversions.size(), 1u);
+  EXPECT_NEAR(inversions[0].first, 0.3 * p.columns, 1);
+  EXPECT_NEAR(inversions[0].second, 0.8 * p.columns, 1);
+
+  const int W = 1280, H = 260;
+  const auto [px, g, layout] = draw_timeline(scene, W, H, 0, 1'000'000);
+  ASSERT_FALSE(px.empty());
+  int foot = -1;
+  for (const render::Row& row : layout.rows)
+    if (row.kind == render::Row::Lock) foot = int(g.plot.y + row.y + row.h - 2);
+  ASSERT_GE(foot, 0);
+  auto x_of = [&](double ns) { return int(g.plot.x + ns * g.plot.w / 1e6); };
+  const uint32_t red = render::kMissedColour & 0xffffff;
+  EXPECT_EQ(pixel(px, W, x_of(310'000), foot), red);
+  EXPECT_EQ(pixel(px, W, x_of(790'000), foot), red);
+  EXPECT_NE(pixel(px, W, x_of(250'000), foot), red) << "L ran: no inversion yet";
+  EXPECT_NE(pixel(px, W, x_of(825'000), foot), red) << "L ran again";
+}
+
 // Folded, a lane's job segments are its periodic work: a task that runs at
 // the same phase of every period is a column in its colour.
 TEST(Render, FoldingJobSegmentsShowsEachTaskAtItsPhase) {
