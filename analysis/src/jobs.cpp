@@ -32,6 +32,32 @@ struct Following {
   uint64_t order = 0;  // when it was first seen: the order of jobs left incomplete
 };
 
+// The job each CPU runs: CPUs numbered below 4096 in a flat table (a
+// lookup at every start and end), others in a map.
+class CpuJobs {
+ public:
+  const JobKey* find(uint32_t cpu) const {
+    if (cpu < kFlat) return cpu < used_.size() && used_[cpu] ? &flat_[cpu] : nullptr;
+    auto it = other_.find(cpu);
+    return it == other_.end() ? nullptr : &it->second;
+  }
+  void set(uint32_t cpu, const JobKey& k) {
+    if (cpu >= kFlat) return void(other_[cpu] = k);
+    if (cpu >= used_.size()) used_.resize(cpu + 1), flat_.resize(cpu + 1);
+    used_[cpu] = 1, flat_[cpu] = k;
+  }
+  void erase(uint32_t cpu) {
+    if (cpu >= kFlat) return void(other_.erase(cpu));
+    if (cpu < used_.size()) used_[cpu] = 0;
+  }
+
+ private:
+  static constexpr uint32_t kFlat = 4096;
+  std::vector<uint8_t> used_;
+  std::vector<JobKey> flat_;
+  std::unordered_map<uint32_t, JobKey> other_;
+};
+
 }  // namespace
 
 struct JobScan::Impl {
@@ -50,7 +76,7 @@ struct JobScan::Impl {
   std::vector<Interruption>* interruptions = nullptr;
   JobCounts counts;
   std::unordered_map<JobKey, Following, JobKeyHash> jobs;
-  std::unordered_map<uint32_t, JobKey> on_cpu;  // the job each CPU runs
+  CpuJobs on_cpu;
   static constexpr size_t kRecent = 4096;       // the jobs completed last
   std::vector<JobKey> recent;
   size_t recent_at = 0;
@@ -74,8 +100,8 @@ struct JobScan::Impl {
     f.job.executed += ts - f.run_start;
     f.running = false;
     f.last_end = ts;
-    auto c = on_cpu.find(f.job.last_cpu);
-    if (c != on_cpu.end() && c->second == JobKey{f.job.task, f.job.id}) on_cpu.erase(c);
+    const JobKey* c = on_cpu.find(f.job.last_cpu);
+    if (c && *c == JobKey{f.job.task, f.job.id}) on_cpu.erase(f.job.last_cpu);
   }
   void finish(Following& f) {
     ++counts.jobs;
@@ -102,14 +128,15 @@ struct JobScan::Impl {
       f.job.arrival = e.ts, f.job.last_event = e.ts;
       return;
     }
-    if (!jobs.count(k)) {
+    auto it = jobs.find(k);  // (one lookup an event: the scan's most common cost)
+    if (it == jobs.end()) {
       // An event of a job not followed: a preempt or block of none is
       // counted, not made a job; one that came after the job completed
       // (a late deadline, a second completion) is counted and left out.
       if (e.type == kJobPreempt || e.type == kJobBlock) return void(++counts.end_not_running);
       if (recently_completed.count(k)) return void(++counts.after_completion);
     }
-    Following& f = follow(k);
+    Following& f = it != jobs.end() ? it->second : follow(k);
     f.job.last_event = e.ts;
     const uint32_t cpu = uint32_t(e.u[2]);
     switch (e.type) {
@@ -121,9 +148,8 @@ struct JobScan::Impl {
           f.job.cut = true;
           stop_running(f, e.ts);
         }
-        auto c = on_cpu.find(cpu);
-        if (c != on_cpu.end()) {  // another job's end on this CPU was lost
-          auto other = jobs.find(c->second);
+        if (const JobKey* c = on_cpu.find(cpu)) {  // another job's end on this CPU was lost
+          auto other = jobs.find(*c);
           ++counts.cpu_taken;
           if (other != jobs.end()) other->second.job.cut = true, stop_running(other->second, e.ts);
           on_cpu.erase(cpu);
@@ -136,7 +162,7 @@ struct JobScan::Impl {
         if (f.job.first_start == kNoTime) f.job.first_start = e.ts, f.job.first_cpu = cpu;
         f.job.last_cpu = cpu;
         f.running = true, f.run_start = e.ts;
-        on_cpu[cpu] = k;
+        on_cpu.set(cpu, k);
         break;
       }
       case kJobPreempt:
@@ -160,7 +186,7 @@ struct JobScan::Impl {
         f.job.completion = e.ts;
         f.job.completed_by = e.feedlet;
         finish(f);
-        jobs.erase(k);
+        jobs.erase(it != jobs.end() ? it : jobs.find(k));
         // Remembered a while: an event of it after this is told from a new job's.
         if (recent.size() == kRecent) recently_completed.erase(recent[recent_at]), recent[recent_at] = k;
         else recent.push_back(k);
@@ -200,9 +226,8 @@ bool JobScan::next(Job& out) {
   if (m.given == m.ready.size()) m.ready.clear(), m.given = 0;
   while (m.ready.empty()) {
     if (m.ended) return false;
-    SmallEvent e;
-    if (m.events.next(e)) {
-      m.apply(e);
+    if (const SmallEvent* e = m.events.next()) {
+      m.apply(*e);
     } else {
       m.end_all();
     }

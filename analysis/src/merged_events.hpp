@@ -10,10 +10,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <future>
+#include <memory>
+#include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tinescope/index/trace_index.hpp"
+#include "tinescope/trace_decode.hpp"
 
 namespace tinescope::analysis {
 
@@ -24,6 +28,27 @@ struct SmallEvent {
   uint32_t feedlet;
   uint16_t type;
   uint64_t u[3];  // its first three fields (trace::Event::u)
+};
+
+// A vector's allocator that leaves trivial elements uninitialised on
+// resize: a window's room is made once and every element then written.
+template <class T>
+struct NoInit : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = NoInit<U>;
+  };
+  NoInit() = default;
+  template <class U>
+  NoInit(const NoInit<U>&) {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... A>
+  void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
 };
 
 class MergedEvents {
@@ -41,151 +66,194 @@ class MergedEvents {
     }
     std::sort(feedlets_.begin(), feedlets_.end());
     lo_ = ix.first_ts(), hi_ = std::min(t1, ix.last_ts());
-    done_ = feedlets_.empty() || lo_ > hi_;
-    // About a million of them a window (spread evenly over the trace's time).
-    const uint64_t windows = std::max<uint64_t>(1, total >> 20);
-    window_ = done_ ? 1 : std::max<uint64_t>(1, (hi_ - lo_) / windows + 1);
+    finished_ = feedlets_.empty() || lo_ > hi_;
+    // About half a million of them a window (spread evenly over the
+    // trace's time).
+    const uint64_t windows = std::max<uint64_t>(1, total >> 19);
+    window_ = finished_ ? 1 : std::max<uint64_t>(1, (hi_ - lo_) / windows + 1);
     next_window_ = lo_;
-    if (!done_) ahead_ = std::async(std::launch::async, [this] { read_window(next_events_); });
+    for (size_t k = 1; k < kSlots; ++k) launch(slots_[k]);
   }
 
   ~MergedEvents() {
-    if (ahead_.valid()) ahead_.wait();
+    for (Slot& s : slots_)
+      if (s.done.valid()) s.done.wait();
   }
 
   bool next(SmallEvent& e) {
-    while (at_ == window_events_.size()) {
-      if (!ahead_.valid()) return false;
-      // The next window was read on another thread while this one was
-      // used; the one after it is read now.
-      ahead_.get();
-      window_events_.swap(next_events_);
+    const SmallEvent* p = next();
+    if (p) e = *p;
+    return p != nullptr;
+  }
+  // The next event (valid until the next call), or null past the last.
+  const SmallEvent* next() {
+    while (at_ == slots_[cur_].order.size()) {
+      // The windows ahead were read on other threads while this one was
+      // used (two at once: decoding is most of a scan's cost, and the
+      // second core does half of it); this slot now reads the next.
+      launch(slots_[cur_]);
+      cur_ = (cur_ + 1) % kSlots;
+      Slot& s = slots_[cur_];
+      if (!s.done.valid()) return nullptr;
+      s.done.get();
+      for (std::string& why : s.unreadable)
+        if (std::find(unreadable_.begin(), unreadable_.end(), why) == unreadable_.end()) unreadable_.push_back(std::move(why));
+      s.unreadable.clear();
       at_ = 0;
-      if (!done_) ahead_ = std::async(std::launch::async, [this] { read_window(next_events_); });
     }
-    e = window_events_[at_++];
-    return true;
+    const Slot& s = slots_[cur_];
+    const Ref r = s.order[at_++];
+    return &s.per_feedlet[r.k][r.i];
   }
   uint64_t end() const { return hi_; }
   // "FILE: chunk at offset N: why" for each chunk that could not be read.
   const std::vector<std::string>& unreadable() const { return unreadable_; }
 
  private:
-  void read_window(std::vector<SmallEvent>& out) {
-    const uint64_t w0 = next_window_, w1 = hi_ - w0 < window_ - 1 ? hi_ : w0 + window_ - 1;
-    done_ = w1 == hi_;
-    next_window_ = w1 + 1;
-    per_feedlet_.resize(feedlets_.size());
-    size_t total = 0;
-    for (size_t k = 0; k < feedlets_.size(); ++k) {
-      const uint32_t f = feedlets_[k];
-      std::vector<SmallEvent>& mine = per_feedlet_[k];
-      mine.clear();
-      std::string why;
-      const bool ok = ix_.decode_events(
-          f, w0, w1,
-          [&](const trace::Event& ev) {
-            if (!wanted_[ev.type]) return;
-            mine.push_back(SmallEvent{ev.ts, f, ev.type, {ev.u[0], ev.u[1], ev.u[2]}});
-          },
-          why);
-      if (!ok && std::find(unreadable_.begin(), unreadable_.end(), why) == unreadable_.end())
-        unreadable_.push_back(why);
-      total += mine.size();
-    }
-    // Each feedlet's events are in its order: merged by time, ties by
-    // feedlet id (a heap of the feedlets' next events).
-    out.clear();
-    out.reserve(total);
-    if (feedlets_.size() <= 16) {  // a few threads: the smallest head by a scan, cheaper than a heap
-      std::vector<size_t>& at = at_each_;
-      at.assign(feedlets_.size(), 0);
-      // (Written by index into room made once: push_back was a call per
-      // event, a sixth of a job scan.)
-      out.resize(total);
-      SmallEvent* to = out.data();
-      for (;;) {
-        size_t best = SIZE_MAX;
-        uint64_t best_ts = UINT64_MAX;
-        for (size_t k = 0; k < at.size(); ++k)
-          if (at[k] < per_feedlet_[k].size() && per_feedlet_[k][at[k]].ts < best_ts) best = k, best_ts = per_feedlet_[k][at[k]].ts;
-        if (best == SIZE_MAX) break;
-        *to++ = per_feedlet_[best][at[best]++];
-      }
-      out.resize(size_t(to - out.data()));  // (all of them: a head at UINT64_MAX is one no scan picks)
-    } else {
-      merge_by_heap(out);
-    }
-    if (!rank_) return;
-    for (size_t i = 0; i < out.size();) {
-      size_t j = i + 1;
-      bool several = false;  // threads at this tick (one thread's events keep their order)
-      while (j < out.size() && out[j].ts == out[i].ts) several |= out[j].feedlet != out[i].feedlet, ++j;
-      if (several && j - i <= 64) by_rank(out, i, j);  // (past 64 at one tick: as merged, not in quadratic time)
-      i = j;
-    }
-  }
-
-  void merge_by_heap(std::vector<SmallEvent>& out) {
-    heap_.clear();
-    for (size_t k = 0; k < feedlets_.size(); ++k)
-      if (!per_feedlet_[k].empty()) heap_.push_back({per_feedlet_[k][0].ts, uint32_t(k), 0});
-    auto later = [](const Head& a, const Head& b) { return a.ts != b.ts ? a.ts > b.ts : a.k > b.k; };
-    std::make_heap(heap_.begin(), heap_.end(), later);
-    while (!heap_.empty()) {
-      std::pop_heap(heap_.begin(), heap_.end(), later);
-      Head& h = heap_.back();
-      const std::vector<SmallEvent>& from = per_feedlet_[h.k];
-      // Take this feedlet's events up to the next head's time at once.
-      const uint64_t until = heap_.size() > 1 ? heap_.front().ts : UINT64_MAX;
-      const uint32_t until_k = heap_.size() > 1 ? heap_.front().k : UINT32_MAX;
-      size_t i = h.i;
-      while (i < from.size() && (from[i].ts < until || (from[i].ts == until && h.k < until_k))) out.push_back(from[i++]);
-      if (i < from.size()) {
-        h.i = i, h.ts = from[i].ts;
-        std::push_heap(heap_.begin(), heap_.end(), later);
-      } else {
-        heap_.pop_back();
-      }
-    }
-  }
-  // Events [i, j) of one tick: each time, of the threads' next events, the
-  // one of the lowest rank (ties: the lower thread id).
-  void by_rank(std::vector<SmallEvent>& out, size_t i, size_t j) {
-    tick_.assign(out.begin() + i, out.begin() + j);
-    taken_.assign(tick_.size(), 0);
-    for (size_t o = i; o < j; ++o) {
-      size_t best = SIZE_MAX;
-      heads_.clear();  // threads whose next event was seen
-      for (size_t k = 0; k < tick_.size(); ++k) {
-        if (taken_[k] || std::find(heads_.begin(), heads_.end(), tick_[k].feedlet) != heads_.end()) continue;
-        heads_.push_back(tick_[k].feedlet);
-        if (best == SIZE_MAX || rank_(tick_[k].type) < rank_(tick_[best].type)) best = k;
-      }
-      taken_[best] = 1;
-      out[o] = tick_[best];
-    }
-  }
-
-  const index::TraceIndex& ix_;
-  Rank rank_ = nullptr;
-  std::vector<SmallEvent> tick_;
-  std::vector<uint8_t> taken_;
-  std::vector<uint32_t> heads_;
-  std::vector<uint8_t> wanted_;
-  std::vector<uint32_t> feedlets_;
-  uint64_t lo_ = 0, hi_ = 0, window_ = 1, next_window_ = 0;
-  bool done_ = true;  // (the reading thread's: no window after the one it read)
+  // A window's events, read on a thread of its own, and what reading them uses.
   struct Head {
     uint64_t ts;
     uint32_t k;
     size_t i;
   };
-  std::vector<std::vector<SmallEvent>> per_feedlet_;
-  std::vector<Head> heap_;
-  std::vector<size_t> at_each_;
-  std::future<void> ahead_;  // reads the next window into next_events_
-  std::vector<SmallEvent> window_events_, next_events_;
+  // An event of a window: the k-th feedlet's i-th. (The merge orders these,
+  // not copies of the events: a third of what it moved.)
+  struct Ref {
+    uint32_t k, i;
+  };
+  struct Slot {
+    uint64_t w0 = 0, w1 = 0;
+    std::vector<std::vector<SmallEvent>> per_feedlet;
+    std::vector<Ref, NoInit<Ref>> order;  // the window's events in merged order
+    std::vector<Head> heap;
+    std::vector<Ref> tick;
+    std::vector<uint8_t> taken;
+    std::vector<uint32_t> heads;
+    std::vector<std::string> unreadable;
+    std::future<void> done;
+  };
+  static constexpr size_t kSlots = 3;  // one used, two read ahead
+
+  void launch(Slot& s) {
+    if (finished_) return;
+    s.w0 = next_window_, s.w1 = hi_ - next_window_ < window_ - 1 ? hi_ : next_window_ + window_ - 1;
+    finished_ = s.w1 == hi_;
+    next_window_ = s.w1 + 1;
+    s.done = std::async(std::launch::async, [this, &s] { read_window(s); });
+  }
+
+  void read_window(Slot& s) {
+    const uint64_t w0 = s.w0, w1 = s.w1;
+    s.per_feedlet.resize(feedlets_.size());
+    size_t total = 0;
+    for (size_t k = 0; k < feedlets_.size(); ++k) {
+      const uint32_t f = feedlets_[k];
+      std::vector<SmallEvent>& mine = s.per_feedlet[k];
+      mine.clear();
+      std::string why;
+      // (Decoded here, the test and the copy inlined into the decoding
+      // loop: a std::function call an event was a sixth of a job scan.)
+      const bool ok = ix_.each_payload(
+          f, w0, w1,
+          [&](const uint8_t* raw, const format::ChunkHeader& h, const format::Schema& schema, std::string& reason) {
+            uint64_t skipped = 0;
+            return trace::decode_each(
+                raw, h.raw_size, h, schema,
+                [&](const trace::Event& ev) {
+                  if (wanted_[ev.type] && ev.ts >= w0 && ev.ts <= w1)
+                    mine.push_back(SmallEvent{ev.ts, f, ev.type, {ev.u[0], ev.u[1], ev.u[2]}});
+                },
+                reason, skipped);
+          },
+          why);
+      if (!ok) s.unreadable.push_back(why);
+      total += mine.size();
+    }
+    // Each feedlet's events are in its order: merged by time, ties by
+    // feedlet id.
+    auto& out = s.order;
+    out.resize(total);
+    Ref* to = out.data();
+    if (feedlets_.size() <= 16) {  // a few threads: the smallest head by a scan, cheaper than a heap
+      // Each feedlet's next time side by side (UINT64_MAX: none left), so
+      // the scan reads one small array; the first smallest wins a tie.
+      const size_t n = feedlets_.size();
+      uint64_t head[16];
+      size_t at[16] = {};
+      for (size_t k = 0; k < n; ++k) head[k] = s.per_feedlet[k].empty() ? UINT64_MAX : s.per_feedlet[k][0].ts;
+      for (size_t left = total; left > 0; --left) {
+        size_t best = 0;
+        for (size_t k = 1; k < n; ++k) best = head[k] < head[best] ? k : best;
+        const std::vector<SmallEvent>& from = s.per_feedlet[best];
+        *to++ = Ref{uint32_t(best), uint32_t(at[best])};
+        head[best] = ++at[best] < from.size() ? from[at[best]].ts : UINT64_MAX;
+      }
+    } else {
+      merge_by_heap(s, to);
+    }
+    if (!rank_) return;
+    auto ev = [&s](Ref r) -> const SmallEvent& { return s.per_feedlet[r.k][r.i]; };
+    for (size_t i = 0; i < out.size();) {
+      size_t j = i + 1;
+      bool several = false;  // threads at this tick (one thread's events keep their order)
+      while (j < out.size() && ev(out[j]).ts == ev(out[i]).ts) several |= out[j].k != out[i].k, ++j;
+      if (several && j - i <= 64) by_rank(s, i, j);  // (past 64 at one tick: as merged, not in quadratic time)
+      i = j;
+    }
+  }
+
+  void merge_by_heap(Slot& s, Ref* to) {
+    auto& heap = s.heap;
+    heap.clear();
+    for (size_t k = 0; k < feedlets_.size(); ++k)
+      if (!s.per_feedlet[k].empty()) heap.push_back({s.per_feedlet[k][0].ts, uint32_t(k), 0});
+    auto later = [](const Head& a, const Head& b) { return a.ts != b.ts ? a.ts > b.ts : a.k > b.k; };
+    std::make_heap(heap.begin(), heap.end(), later);
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      Head& h = heap.back();
+      const std::vector<SmallEvent>& from = s.per_feedlet[h.k];
+      // Take this feedlet's events up to the next head's time at once.
+      const uint64_t until = heap.size() > 1 ? heap.front().ts : UINT64_MAX;
+      const uint32_t until_k = heap.size() > 1 ? heap.front().k : UINT32_MAX;
+      size_t i = h.i;
+      for (; i < from.size() && (from[i].ts < until || (from[i].ts == until && h.k < until_k)); ++i) *to++ = Ref{h.k, uint32_t(i)};
+      if (i < from.size()) {
+        h.i = i, h.ts = from[i].ts;
+        std::push_heap(heap.begin(), heap.end(), later);
+      } else {
+        heap.pop_back();
+      }
+    }
+  }
+  // Events [i, j) of one tick: each time, of the threads' next events, the
+  // one of the lowest rank (ties: the lower thread id).
+  void by_rank(Slot& s, size_t i, size_t j) {
+    auto& out = s.order;
+    s.tick.assign(out.begin() + i, out.begin() + j);
+    s.taken.assign(s.tick.size(), 0);
+    auto type = [&s](Ref r) { return s.per_feedlet[r.k][r.i].type; };
+    for (size_t o = i; o < j; ++o) {
+      size_t best = SIZE_MAX;
+      s.heads.clear();  // threads whose next event was seen
+      for (size_t k = 0; k < s.tick.size(); ++k) {
+        if (s.taken[k] || std::find(s.heads.begin(), s.heads.end(), s.tick[k].k) != s.heads.end()) continue;
+        s.heads.push_back(s.tick[k].k);
+        if (best == SIZE_MAX || rank_(type(s.tick[k])) < rank_(type(s.tick[best]))) best = k;
+      }
+      s.taken[best] = 1;
+      out[o] = s.tick[best];
+    }
+  }
+
+  const index::TraceIndex& ix_;
+  Rank rank_ = nullptr;
+  std::vector<uint8_t> wanted_;
+  std::vector<uint32_t> feedlets_;
+  uint64_t lo_ = 0, hi_ = 0, window_ = 1, next_window_ = 0;
+  bool finished_ = true;  // no window after the last one launched
+  Slot slots_[kSlots];
+  size_t cur_ = 0;  // the slot in use (slot 0 starts empty: the first call takes slot 1)
   size_t at_ = 0;
   std::vector<std::string> unreadable_;
 };

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "query_walk.hpp"
+#include "tinescope/trace_decode.hpp"
 #include "tinescope/index/trace_index.hpp"
 
 namespace tinescope::index {
@@ -50,8 +51,7 @@ const uint8_t* whole_payload(const State& s, const FeedletState& f, size_t c, Ch
 
 }  // namespace
 
-bool TraceIndex::decode_events(uint32_t feedlet, uint64_t t0, uint64_t t1,
-                               const std::function<void(const trace::Event&)>& fn, std::string& why) const {
+bool TraceIndex::each_payload(uint32_t feedlet, uint64_t t0, uint64_t t1, const PayloadFn& fn, std::string& why) const {
   std::shared_lock lock(mu_);
   const FeedletState* f = s_->feedlet(feedlet);
   if (!f || t0 > t1) return true;
@@ -62,24 +62,32 @@ bool TraceIndex::decode_events(uint32_t feedlet, uint64_t t0, uint64_t t1,
     format::ChunkHeader h;
     const uint8_t* raw = whole_payload(*s_, *f, c, buf, h, trace_path_, why);
     if (!raw) return false;
-    uint64_t skipped = 0;
     std::string reason;
-    // A chunk wholly inside the window goes straight to fn: one call an
-    // event less (the window's edges are tested only in its two end chunks).
-    const bool inside = h.first_ts >= t0 && h.last_ts <= t1;
-    const bool ok = inside ? trace::decode_events(raw, h.raw_size, h, catalog_.schema, fn, reason, skipped)
-                           : trace::decode_events(
-                                 raw, h.raw_size, h, catalog_.schema,
-                                 [&](const trace::Event& e) {
-                                   if (e.ts >= t0 && e.ts <= t1) fn(e);
-                                 },
-                                 reason, skipped);
-    if (!ok) {
+    if (!fn(raw, h, catalog_.schema, reason)) {
       why = chunk_error(*s_, f->chunks[c].chunk, trace_path_, reason);
       return false;
     }
   }
   return true;
+}
+
+bool TraceIndex::decode_events(uint32_t feedlet, uint64_t t0, uint64_t t1,
+                               const std::function<void(const trace::Event&)>& fn, std::string& why) const {
+  return each_payload(
+      feedlet, t0, t1,
+      [&](const uint8_t* raw, const format::ChunkHeader& h, const format::Schema& schema, std::string& reason) {
+        uint64_t skipped = 0;
+        // A chunk wholly inside the window goes straight to fn (the
+        // window's edges are tested only in its two end chunks).
+        if (h.first_ts >= t0 && h.last_ts <= t1) return trace::decode_each(raw, h.raw_size, h, schema, fn, reason, skipped);
+        return trace::decode_each(
+            raw, h.raw_size, h, schema,
+            [&](const trace::Event& e) {
+              if (e.ts >= t0 && e.ts <= t1) fn(e);
+            },
+            reason, skipped);
+      },
+      why);
 }
 
 bool TraceIndex::read_events(uint32_t feedlet, uint64_t k, uint64_t count, std::vector<EventData>& out,

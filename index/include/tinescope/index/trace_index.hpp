@@ -500,6 +500,13 @@ class TraceIndex {
   // events of the chunks before it were given.
   bool decode_events(uint32_t feedlet, uint64_t t0, uint64_t t1, const std::function<void(const trace::Event&)>& fn,
                      std::string& why) const;
+  // The same chunks, a call each with its whole raw payload and the schema
+  // (for trace::decode_each: a scan of millions of events with its own
+  // decoding inlined); fn returns false with a reason where the payload is
+  // not what it should be, and then this returns false with why.
+  using PayloadFn = std::function<bool(const uint8_t* raw, const format::ChunkHeader& h, const format::Schema& schema,
+                                       std::string& reason)>;
+  bool each_payload(uint32_t feedlet, uint64_t t0, uint64_t t1, const PayloadFn& fn, std::string& why) const;
   // The k-th event of the whole trace in merged order (false past the end).
   bool global_event(uint64_t k, EventRef& out) const;
   // Number of checkpoints and their grid (for tools and tests).
