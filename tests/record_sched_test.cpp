@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -302,7 +303,8 @@ TEST(TraceDat, ImportsWithTheSwitchesOfItsTextReport) {
   if (run("command -v trace-cmd > /dev/null") != 0) GTEST_SKIP() << "no trace-cmd";
   if (::mkdir(inst.c_str(), 0755) != 0) GTEST_SKIP() << inst << ": " << std::strerror(errno) << " (tracefs as root)";
   auto put = [&](const std::string& file, const std::string& text) { std::ofstream(inst + "/" + file) << text; };
-  for (const char* ev : {"sched_switch", "sched_wakeup", "sched_migrate_task"}) put(std::string("events/sched/") + ev + "/enable", "1");
+  for (const char* ev : {"sched_switch", "sched_wakeup", "sched_migrate_task", "sched_process_fork"})
+    put(std::string("events/sched/") + ev + "/enable", "1");
   put("tracing_on", "1");
   run("sh -c 'for i in 1 2 3 4 5; do sleep 0.005; done'");
   put("tracing_on", "0");
@@ -323,8 +325,16 @@ TEST(TraceDat, ImportsWithTheSwitchesOfItsTextReport) {
     bool operator==(const Switch& o) const = default;
   };
   std::vector<Switch> want;
+  std::multiset<std::pair<int64_t, std::string>> forks;  // (child_pid, child_comm) of each sched_process_fork
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
+    if (const size_t fork = line.find(": sched_process_fork:"); fork != std::string::npos) {
+      auto value = [&](const std::string& key) {
+        const size_t k = line.find(key, fork) + key.size();
+        return line.substr(k, line.find(' ', k) - k);
+      };
+      forks.emplace(std::stoll(value(" child_pid=")), value(" child_comm="));
+    }
     const size_t at = line.find(": sched_switch:");
     if (at == std::string::npos) continue;
     const size_t open = line.rfind('[', at), close = line.find(']', open);
@@ -363,6 +373,28 @@ TEST(TraceDat, ImportsWithTheSwitchesOfItsTextReport) {
     if (w.prev > 0 || w.next > 0) expected.push_back(Switch{w.cpu, w.ts, std::max<int64_t>(w.prev, 0), std::max<int64_t>(w.next, 0)});
   std::sort(got.begin(), got.end()), std::sort(expected.begin(), expected.end());
   EXPECT_EQ(got, expected);
+
+  // Every other event kept whole: each fork an instant on its CPU's lane,
+  // its fields as arguments (".sched_process_fork"), as the report gives them.
+  ASSERT_GE(forks.size(), 5u) << "sh forks each sleep";
+  std::multiset<std::pair<int64_t, std::string>> imported;
+  uint64_t instants = 0;
+  for (const index::FeedletSummary& f : ix->feedlets()) {
+    ASSERT_TRUE(ix->decode_events(f.id, 0, UINT64_MAX, [&](const trace::Event& e) {
+      if (e.type == format::kInstant && ix->catalog().string(e.u[0]) == "sched_process_fork") ++instants;
+      const format::EventTypeDef* d = ix->catalog().schema.find(e.type);
+      if (e.type < format::kFirstUserType || !d || d->name != ".sched_process_fork") return;
+      int64_t pid = -1;
+      std::string comm;
+      for (size_t k = 0; k < d->fields.size(); ++k) {
+        if (d->fields[k].name == "child_pid") pid = e.i(k);
+        if (d->fields[k].name == "child_comm") comm = std::string(e.bytes[k]);
+      }
+      imported.emplace(pid, comm);
+    }, error)) << error;
+  }
+  EXPECT_EQ(imported, forks);
+  EXPECT_EQ(instants, forks.size());
   remove_trace(out);
 }
 

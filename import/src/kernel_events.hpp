@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "tinescope/import/kernel_sched.hpp"
 
@@ -33,6 +34,41 @@ class KernelEventReader {
     return true;
   }
 
+  // Any other event, kept whole: its name and every field of its own (not
+  // the common ones), encoded as an argument event of a type made for its
+  // kind (".NAME": numbers signed or not as the kernel declares them, text
+  // and arrays as bytes). False when the user type codes ran out.
+  bool other(tep_event* ev, tep_record* r, int cpu, KernelSched& k) {
+    const ArgType* t = arg_type_of(ev);
+    if (!t) return false;
+    k = KernelSched{};
+    k.kind = KernelSched::Other, k.cpu = uint32_t(cpu), k.ts = r->ts;
+    k.comm = ev->name ? ev->name : "?";
+    k.arg_type = t->code;
+    uint8_t buf[format::kMaxVarint];
+    auto varint = [&](uint64_t v) { k.args.append(reinterpret_cast<const char*>(buf), size_t(format::put_varint(buf, v) - buf)); };
+    for (tep_format_field* f : t->fields) {
+      if (f->flags & (TEP_FIELD_IS_ARRAY | TEP_FIELD_IS_DYNAMIC | TEP_FIELD_IS_STRING)) {
+        int len = 0;
+        const char* p = static_cast<const char*>(tep_get_field_raw(nullptr, ev, f->name, r, &len, 0));
+        size_t n = p && len > 0 ? size_t(len) : 0;
+        if (f->flags & TEP_FIELD_IS_STRING) n = p ? strnlen(p, n) : 0;
+        varint(n);
+        k.args.append(p ? p : "", n);
+      } else if (f->flags & TEP_FIELD_IS_SIGNED) {
+        const uint64_t v = number(f, r);
+        const int bits = f->size > 0 && f->size < 8 ? f->size * 8 : 64;
+        const int64_t s = bits == 64 ? int64_t(v) : int64_t(v << (64 - bits)) >> (64 - bits);  // sign-extended
+        varint(format::zigzag(s));
+      } else {
+        varint(number(f, r));
+      }
+    }
+    return true;
+  }
+  // The argument types made so far (docs/FORMAT.md "Arguments").
+  const std::vector<format::EventTypeDef>& arg_types() const { return arg_defs_; }
+
  private:
   struct Fields {
     KernelSched::Kind kind = KernelSched::Switch;
@@ -51,6 +87,34 @@ class KernelEventReader {
     const char* p = static_cast<const char*>(r->data) + f->offset;
     return std::string(p, strnlen(p, size_t(f->size)));
   }
+
+  struct ArgType {
+    uint16_t code = 0;
+    std::vector<tep_format_field*> fields;
+  };
+  const ArgType* arg_type_of(tep_event* ev) {
+    auto [it, fresh] = arg_types_.try_emplace(ev->id);
+    if (!fresh) return it->second.code ? &it->second : nullptr;
+    const size_t code = format::kFirstUserType + arg_defs_.size();
+    if (code > format::kMaxEventType) return nullptr;
+    format::EventTypeDef d;
+    d.code = uint16_t(code);
+    d.name = std::string(".") + (ev->name ? ev->name : "?");
+    for (tep_format_field* f = ev->format.fields; f; f = f->next) {
+      if (d.fields.size() == format::kMaxFields) break;  // (a schema's limit; the rest are left out)
+      const bool bytes = f->flags & (TEP_FIELD_IS_ARRAY | TEP_FIELD_IS_DYNAMIC | TEP_FIELD_IS_STRING);
+      d.fields.push_back({bytes                               ? format::FieldType::Bytes
+                          : (f->flags & TEP_FIELD_IS_SIGNED) ? format::FieldType::I64
+                                                              : format::FieldType::U64,
+                          f->name ? f->name : "?"});
+      it->second.fields.push_back(f);
+    }
+    it->second.code = d.code;
+    arg_defs_.push_back(std::move(d));
+    return &it->second;
+  }
+  std::map<int, ArgType> arg_types_;  // event id ->
+  std::vector<format::EventTypeDef> arg_defs_;
 
   const Fields& fields_of(tep_event* ev) {
     auto [it, fresh] = fields_.try_emplace(ev->id);

@@ -142,6 +142,17 @@ class Writer {
     cb.end(ChunkBuilder::put_i64(p, level));
     if (cb.full()) flush(cb);
   }
+  // An instant of its name, then its fields as an argument event (in one
+  // chunk: the arguments follow their event).
+  void with_args(ChunkBuilder& cb, uint64_t ts, uint32_t name, uint16_t type, const std::string& args) {
+    uint8_t* p = cb.begin(kInstant, ts);
+    cb.end(ChunkBuilder::put_u64(p, name));
+    p = cb.begin(type, ts, args.size() + kMaxVarint);
+    p = put_varint(p, args.size());
+    std::memcpy(p, args.data(), args.size());
+    cb.end(p + args.size());
+    if (cb.full()) flush(cb);
+  }
   void message(ChunkBuilder& cb, uint16_t type, uint64_t ts, uint64_t id) {
     uint8_t* p = cb.begin(type, ts);
     p = cb.put_delta(p, id);
@@ -158,7 +169,8 @@ class Writer {
   }
   // The metadata (names first: the data chunks use them), then the data.
   bool finish(uint64_t metadata_sequence, const std::vector<std::pair<uint32_t, std::pair<uint64_t, std::string>>>& feedlets,
-              const std::vector<std::pair<std::string, std::string>>& metadata, std::string& why) {
+              const std::vector<std::pair<std::string, std::string>>& metadata,
+              const std::vector<format::EventTypeDef>& arg_types, std::string& why) {
     for (auto& [id, cb] : lanes_) {
       // Drops with no event after them: a chunk of their own carries them.
       if (cb.empty() && cb.pending_drops) named(kInstant, cb, cb.last_ts(), intern("events lost"));
@@ -173,6 +185,15 @@ class Writer {
     };
     for (const auto& [k, v] : metadata) intern(k), intern(v);
     for (const auto& f : feedlets) intern(f.second.second);
+    std::string entry;
+    for (const format::EventTypeDef& d : arg_types) {
+      entry.clear();
+      format::encode_schema_entry(d, entry);
+      uint8_t* p = meta.begin(kTypeDef, 0, entry.size() + 16);
+      p = ChunkBuilder::put_u64(p, d.code);
+      meta.end(ChunkBuilder::put_bytes(p, entry.data(), entry.size()));
+      if (meta.full()) meta_flush();
+    }
     for (size_t i = 0; i < new_strings_.size(); ++i) {
       const std::string& s = new_strings_[i];
       uint8_t* p = meta.begin(kStringDef, 0, s.size() + 16);
@@ -262,7 +283,7 @@ class Writer {
 
 bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>& events,
                          const std::vector<LostEvents>& lost, int32_t root_pid, AppendResult& result,
-                         std::string& why) {
+                         std::string& why, const std::vector<format::EventTypeDef>& arg_types) {
   TraceEnd end;
   trace::Parser parser(end, {.decode_data = false});
   if (!trace::read_file(path, parser, why)) return false;
@@ -403,6 +424,11 @@ bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>
         if (threads.count(e.pid)) states.exited(e.pid, e.ts);
         break;
       }
+      case KernelSched::Other: {
+        ++result.others;
+        w.with_args(cpu_lane(e.cpu), e.ts, w.intern(e.comm), e.arg_type, e.args);
+        break;
+      }
     }
   }
   for (; next_loss < losses.size(); ++next_loss) {  // (after the last event: finish() writes them)
@@ -414,7 +440,7 @@ bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>
   for (const auto& [tid, t] : threads) feedlets.push_back({t.feedlet, {uint64_t(tid), lane_comm[t.feedlet] + " states"}});
   std::sort(feedlets.begin(), feedlets.end());
   if (result.migrations) metadata.emplace_back("channel." + std::to_string(kMigrationChannel), "migration");
-  bool ok = w.finish(end.metadata_chunks, feedlets, metadata, why);
+  bool ok = w.finish(end.metadata_chunks, feedlets, metadata, arg_types, why);
   if (::fsync(fd) != 0 && ok) ok = false, why = std::strerror(errno);
   // A failed append (a full disk) is taken back: the trace stays as it was.
   if (!ok && ::ftruncate(fd, off_t(original_size)) != 0) why += "; and it could not be cut back to its own end";
@@ -445,14 +471,13 @@ bool import_trace_dat(const std::string& in, const std::string& out, ImportResul
     if (rec->missed_events)
       m.lost.push_back(LostEvents{uint32_t(cpu), rec->ts, uint64_t(rec->missed_events > 0 ? rec->missed_events : 1)});
     KernelSched k;
-    if (m.reader.read(ev, rec, cpu, k)) m.events.push_back(std::move(k));
-    else ++m.r->unsupported[std::string("trace.dat ") + (ev->name ? ev->name : "?")];
+    if (m.reader.read(ev, rec, cpu, k) || m.reader.other(ev, rec, cpu, k)) m.events.push_back(std::move(k));
+    else ++m.r->unsupported[std::string("trace.dat ") + (ev->name ? ev->name : "?") + " (past 191 kinds of event)"];
     return 0;
   };
   char why[512] = "";
   if (ts_tracecmd_read(in.c_str(), on_record, &rd, why, sizeof why) < 0) return error = why, false;
-  if (rd.events.empty())
-    return error = in + ": a trace-cmd trace without sched_switch, sched_wakeup, sched_migrate_task or sched_process_exit events", false;
+  if (rd.events.empty()) return error = in + ": a trace-cmd trace with no events", false;
   std::stable_sort(rd.events.begin(), rd.events.end(), [](const KernelSched& a, const KernelSched& b) { return a.ts < b.ts; });
   format::HeaderInfo info;
   info.clock.source = uint8_t(format::ClockSource::Monotonic);
@@ -461,7 +486,7 @@ bool import_trace_dat(const std::string& in, const std::string& out, ImportResul
   info.recorder = "tinescope import (trace-cmd trace.dat)";
   if (!create_trace_file(out, info, error)) return false;
   AppendResult a;
-  if (!append_kernel_sched(out, rd.events, rd.lost, 0, a, error)) {
+  if (!append_kernel_sched(out, rd.events, rd.lost, 0, a, error, rd.reader.arg_types())) {
     ::unlink(out.c_str());
     return false;
   }

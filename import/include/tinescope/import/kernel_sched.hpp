@@ -37,7 +37,7 @@
 namespace tinescope::import {
 
 struct KernelSched {
-  enum Kind : uint8_t { Switch, Wakeup, WakeupNew, Migrate, Exit };
+  enum Kind : uint8_t { Switch, Wakeup, WakeupNew, Migrate, Exit, Other };
   Kind kind = Switch;
   uint32_t cpu = 0;      // where it was recorded
   uint64_t ts = 0;       // ticks of the trace's clock
@@ -47,7 +47,11 @@ struct KernelSched {
   int32_t next_prio = kNoPrio;  // Switch: the next task's kernel priority (0..139, lower is more urgent)
   static constexpr int32_t kNoPrio = INT32_MIN;
   uint32_t orig_cpu = 0, dest_cpu = 0;  // Migrate; Wakeup: dest_cpu is its target CPU
-  std::string comm, next_comm;          // Switch: both tasks' names; the others: the task's
+  std::string comm, next_comm;          // Switch: both tasks' names; the others: the task's; Other: the event's name
+  // Other: an event of another kind, kept whole: its fields encoded as an
+  // argument event of type arg_type (docs/FORMAT.md, "Arguments").
+  uint16_t arg_type = 0;
+  std::string args;
 };
 
 // The kernel's sched_switch prev_state, as tracefs reports it (the task
@@ -87,7 +91,7 @@ class ThreadStates {
 struct AppendResult {
   uint64_t events = 0;         // kernel events taken
   uint64_t cpus = 0, threads = 0;
-  uint64_t switches = 0, wakeups = 0, migrations = 0;
+  uint64_t switches = 0, wakeups = 0, migrations = 0, others = 0;
   uint64_t lost = 0;           // events the kernel's buffers lost
 };
 
@@ -104,9 +108,12 @@ struct LostEvents {
   uint64_t ts = 0;      // the first event after the loss
   uint64_t count = 0;
 };
+// Events of kind Other become an instant of their name on their CPU's lane
+// followed by an argument event of their fields, whose types are
+// `arg_types` (codes the trace does not use: a fresh trace's).
 bool append_kernel_sched(const std::string& path, const std::vector<KernelSched>& events,
                          const std::vector<LostEvents>& lost, int32_t root_pid, AppendResult& result,
-                         std::string& why);
+                         std::string& why, const std::vector<format::EventTypeDef>& arg_types = {});
 
 // A new trace holding its header alone, for append_kernel_sched: false
 // with why where `path` exists (never written over) or cannot be written.
@@ -114,7 +121,9 @@ bool create_trace_file(const std::string& path, const format::HeaderInfo& info, 
 
 // `tinescope import trace.dat`: a trace-cmd trace (libtracecmd), its sched
 // events as above (every thread gets a lane of its states), on its clock
-// in ns; the other events counted by name in r.unsupported.
+// in ns; every other event an instant of its name on its CPU's lane with
+// its fields as arguments (up to 191 kinds; past them, counted by name in
+// r.unsupported).
 bool import_trace_dat(const std::string& in, const std::string& out, ImportResult& r, std::string& error);
 
 }  // namespace tinescope::import
