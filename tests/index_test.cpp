@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <thread>
 #include <atomic>
@@ -137,9 +138,10 @@ std::string mixed_trace(uint64_t events, uint64_t seed, uint64_t flush_one_in = 
         uint16_t type = uint16_t(rng() % 2 ? kJobStart : (rng() % 2 ? kJobPreempt : kJobComplete));
         const uint32_t task = 7 + uint32_t(rng() % 2);
         uint64_t& job = jobs[f][task - 7];
-        // (CPU 0, or one whose number has a high bit set: a job's CPU comes
-        // from its event, and is never taken for a lock held.)
-        const uint64_t cpu = rng() % 2 ? 0x2000'0001u : 0;
+        // (Three CPUs, so that a task's segments tie on more than one CPU;
+        // one whose number has a high bit set: a job's CPU comes from its
+        // event, and is never taken for a lock held.)
+        const uint64_t cpu = std::array<uint64_t, 3>{0, 1, 0x2000'0001u}[rng() % 3];
         p = c.begin(type, t), p = ChunkBuilder::put_u64(p, task), p = ChunkBuilder::put_u64(p, job),
         p = ChunkBuilder::put_u64(p, cpu);
         if (type == kJobComplete) ++job;
@@ -354,7 +356,7 @@ struct BruteForce {
           if (named) n.iv.longest_name = label;
           n.iv.truncated = cut | (it.truncated ? index::kLongestTruncated : 0);
         } else if (it.truncated && dur == n.iv.max_dur && it.end == n.iv.longest_end &&
-                   (!named || it.name == n.iv.longest_name)) {
+                   (!named || label == n.iv.longest_name)) {
           n.iv.truncated |= index::kLongestTruncated;
         }
         n.iv.min_start = std::min(n.iv.min_start, it.start);
