@@ -230,7 +230,7 @@ void AnalysisPanel::find_orphans(const SharedView& v) {
 void AnalysisPanel::find_violations(const SharedView& v) {
   const render::Source* src = source(v);
   if (!src || search_job_.valid()) return;
-  hits_title_ = "scheduling checks: missed deadlines, lock misuse";
+  hits_title_ = "scheduling checks: missed deadlines, lock misuse, priority inversions, budget overruns";
   search_job_ = std::async(std::launch::async, [ix = src->index, cat = src->catalog] {
     const analysis::SchedReport r = analysis::check_schedule(*ix, nullptr, kMaxHits);
     std::vector<SearchHit> hits;

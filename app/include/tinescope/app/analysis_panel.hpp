@@ -82,7 +82,7 @@ class AnalysisPanel {
   void find_needles(const SharedView& v, const std::string& text, bool outliers);
   // The messages never received and never sent (the index's flows), as hits.
   void find_orphans(const SharedView& v);
-  // The scheduling checks' violations (missed deadlines, lock misuse; `check`'s), as hits.
+  // The scheduling checks' violations (missed deadlines, lock misuse, priority inversions, budget overruns; `check`'s), as hits.
   void find_violations(const SharedView& v);
   void go_to_hit(SharedView& v, size_t i);
   void bookmark_hits(SharedView& v);
