@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <tuple>
 
 #include "index_helpers.hpp"
@@ -214,6 +215,7 @@ std::vector<Expected> brute_force(const std::vector<Ev>& evs, const std::map<uin
     const uint64_t end = a < evs.size() ? evs[a].ts : trace_end;
     Expected x{UINT64_MAX, 0, 0, f};
     for (size_t i = c; i < a; ++i) {
+      if (i + 1 < evs.size() && evs[i + 1].ts == evs[i].ts) continue;  // (the state after a tick's last event holds)
       const uint64_t t0 = evs[i].ts, t1 = i + 1 < evs.size() ? evs[i + 1].ts : trace_end;
       const Model m = replay(evs, i + 1);
       auto h = m.held.find(id);
@@ -243,43 +245,51 @@ std::vector<Expected> brute_force(const std::vector<Ev>& evs, const std::map<uin
 std::vector<Ev> random_run(std::mt19937_64& rng) {
   std::vector<Ev> e;
   uint64_t ts = 1;
-  auto tick = [&] { return ts += 1 + rng() % 20; };
+  // A tick again, now and then, for a thread with no event at it yet:
+  // threads' events at one tick come in the merged order's ranks.
+  std::set<uint32_t> at_tick;
+  auto tick = [&](uint32_t feedlet) {
+    if (rng() % 4 == 0 && at_tick.insert(feedlet).second) return ts;
+    at_tick = {feedlet};
+    return ts += 1 + rng() % 20;
+  };
   std::map<uint32_t, std::pair<uint64_t, int>> job;  // thread -> (job id, state: -1 none, 0 run, 1 ready, 2 blocked)
   std::map<uint32_t, int> holds[3];                   // lock -> thread -> depth
   std::map<uint32_t, uint64_t> waiting;               // thread -> lock it waits for
   uint64_t next_job = 100;
   for (uint32_t t = 1; t <= kThreads; ++t) job[t] = {0, -1};
   for (uint32_t t = 1; t <= 4; ++t)
-    if (rng() % 4) e.push_back({tick(), kSched, kTaskPriority, task_of(t), uint64_t(int64_t(rng() % 5))});
+    if (rng() % 4) e.push_back({tick(kSched), kSched, kTaskPriority, task_of(t), uint64_t(int64_t(rng() % 5))});
   const int n = 150 + int(rng() % 250);
   for (int i = 0; i < n; ++i) {
     const uint32_t t = 1 + uint32_t(rng() % kThreads);
     const int what = int(rng() % 10);
     if (what < 5) {
+      if (t == 5) continue;  // U: a thread no scheduling event names (its level from a rule)
       auto& [id, st] = job[t];
       uint16_t type;
       if (st == -1) type = kJobStart, id = t == 3 ? 3 : next_job++, st = 0;
       else if (st == 0) type = rng() % 5 == 0 ? kJobComplete : rng() % 2 ? kJobPreempt : kJobBlock, st = type == kJobComplete ? -1 : type == kJobPreempt ? 1 : 2;
       else type = kJobResume, st = 0;
-      e.push_back({tick(), kSched, type, task_of(t), id, uint64_t(rng() % 2)});
+      e.push_back({tick(kSched), kSched, type, task_of(t), id, uint64_t(rng() % 2)});
     } else if (what < 9) {
       const uint64_t lock = 1 + rng() % 2;
       if (waiting.count(t)) {
         const uint64_t l = waiting[t];
-        e.push_back({tick(), t, kLockAcquire, kLock, l}), waiting.erase(t);
+        e.push_back({tick(t), t, kLockAcquire, kLock, l}), waiting.erase(t);
         for (auto& [th, d] : holds[l]) d = 0;
         holds[l][t] = 1;
       } else if (holds[lock][t] > 0 && rng() % 3) {
-        e.push_back({tick(), t, kLockRelease, kLock, lock}), --holds[lock][t];
+        e.push_back({tick(t), t, kLockRelease, kLock, lock}), --holds[lock][t];
       } else if (holds[lock][t] > 0) {
-        e.push_back({tick(), t, kLockAcquire, kLock, lock}), ++holds[lock][t];
+        e.push_back({tick(t), t, kLockAcquire, kLock, lock}), ++holds[lock][t];
       } else {
-        e.push_back({tick(), t, kLockContend, kLock, lock}), waiting[t] = lock;
+        e.push_back({tick(t), t, kLockContend, kLock, lock}), waiting[t] = lock;
       }
     } else if (rng() % 3 == 0) {
-      e.push_back({tick(), kSched, kTaskPriority, task_of(1 + uint32_t(rng() % 4)), uint64_t(int64_t(rng() % 5))});
+      e.push_back({tick(kSched), kSched, kTaskPriority, task_of(1 + uint32_t(rng() % 4)), uint64_t(int64_t(rng() % 5))});
     } else if (waiting.count(t) && rng() % 2) {
-      e.push_back({tick(), t, kLockContend, kLock, 1 + rng() % 2}), waiting[t] = e.back().b;  // gave up, waits anew
+      e.push_back({tick(t), t, kLockContend, kLock, 1 + rng() % 2}), waiting[t] = e.back().b;  // gave up, waits anew
     }
   }
   return e;
@@ -287,12 +297,22 @@ std::vector<Ev> random_run(std::mt19937_64& rng) {
 
 TEST(PriorityInversion, RandomRunsMatchABruteForce) {
   std::mt19937_64 rng(20261206);
-  const analysis::Rules rules = rules_of("priority task=X level=2\npriority task=L level=1\n");
-  const std::map<uint64_t, int32_t> rule_levels = {{task_of(4), 2}, {task_of(3), 1}};
-  uint64_t found_any = 0;
+  const analysis::Rules rules = rules_of("priority task=X level=2\npriority task=L level=1\npriority task=U level=4\n");
+  const std::map<uint64_t, int32_t> rule_levels = {{task_of(4), 2}, {task_of(3), 1}, {task_of(5), 4}};
+  uint64_t found_any = 0, found_by_u = 0;
   for (int run = 0; run < 60; ++run) {
     SCOPED_TRACE("run " + std::to_string(run));
-    const std::vector<Ev> evs = random_run(rng);
+    std::vector<Ev> evs = random_run(rng);
+    // The merged order: time, then rank (a priority or release first, a
+    // start, resume or acquire last), then thread (one event a thread a tick).
+    auto rank = [](uint16_t type) {
+      return type == kTaskPriority || type == kLockRelease                       ? 0
+             : type == kJobStart || type == kJobResume || type == kLockAcquire ? 2
+                                                                               : 1;
+    };
+    std::stable_sort(evs.begin(), evs.end(), [&](const Ev& a, const Ev& b) {
+      return std::make_tuple(a.ts, rank(a.type), a.feedlet) < std::make_tuple(b.ts, rank(b.type), b.feedlet);
+    });
     IndexedTrace t("prio-random.tine", trace_of(evs));
     ASSERT_TRUE(t.ix);
     const auto want = brute_force(evs, rule_levels, t.ix->last_ts());
@@ -305,8 +325,10 @@ TEST(PriorityInversion, RandomRunsMatchABruteForce) {
       EXPECT_EQ(got[i].feedlet, want[i].feedlet) << i;
     }
     found_any += got.size();
+    for (const auto& v : got) found_by_u += v.feedlet == 5;
   }
   EXPECT_GT(found_any, 20u) << "the runs must hold inversions to compare";
+  EXPECT_GT(found_by_u, 0u) << "U waits too, its level from its rule alone";
 }
 
 }  // namespace

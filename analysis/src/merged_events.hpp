@@ -87,6 +87,7 @@ class MergedEvents {
   }
   // The next event (valid until the next call), or null past the last.
   const SmallEvent* next() {
+    if (ended_) return nullptr;
     while (at_ == slots_[cur_].order.size()) {
       // The windows ahead were read on other threads while this one was
       // used (two at once: decoding is most of a scan's cost, and the
@@ -94,7 +95,7 @@ class MergedEvents {
       launch(slots_[cur_]);
       cur_ = (cur_ + 1) % kSlots;
       Slot& s = slots_[cur_];
-      if (!s.done.valid()) return nullptr;
+      if (!s.done.valid()) return ended_ = true, nullptr;
       s.done.get();
       for (std::string& why : s.unreadable)
         if (std::find(unreadable_.begin(), unreadable_.end(), why) == unreadable_.end()) unreadable_.push_back(std::move(why));
@@ -184,6 +185,8 @@ class MergedEvents {
       for (size_t left = total; left > 0; --left) {
         size_t best = 0;
         for (size_t k = 1; k < n; ++k) best = head[k] < head[best] ? k : best;
+        if (at[best] == s.per_feedlet[best].size())  // (UINT64_MAX is a time too: the first with events left)
+          while (at[best] == s.per_feedlet[best].size()) ++best;
         const std::vector<SmallEvent>& from = s.per_feedlet[best];
         *to++ = Ref{uint32_t(best), uint32_t(at[best])};
         head[best] = ++at[best] < from.size() ? from[at[best]].ts : UINT64_MAX;
@@ -255,6 +258,7 @@ class MergedEvents {
   Slot slots_[kSlots];
   size_t cur_ = 0;  // the slot in use (slot 0 starts empty: the first call takes slot 1)
   size_t at_ = 0;
+  bool ended_ = false;  // past the last event: every later call says so
   std::vector<std::string> unreadable_;
 };
 

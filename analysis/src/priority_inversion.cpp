@@ -10,6 +10,7 @@
 // merged order. The state after every event at a tick holds until the
 // next tick: the condition is evaluated as time moves on, not per event.
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -88,10 +89,14 @@ class Inversions {
     switch (e.type) {
       case kTaskPriority: levels_[task_id(uint32_t(e.u[0]))] = int32_t(int64_t(e.u[1])); break;
       case kJobStart:
-      case kJobResume: jobs_[{task_id(uint32_t(e.u[0])), e.u[1]}] = JobState::Running; break;
-      case kJobPreempt: jobs_[{task_id(uint32_t(e.u[0])), e.u[1]}] = JobState::Ready; break;
-      case kJobBlock: jobs_[{task_id(uint32_t(e.u[0])), e.u[1]}] = JobState::Blocked; break;
-      case kJobComplete: jobs_.erase({task_id(uint32_t(e.u[0])), e.u[1]}); break;
+      case kJobResume: set_job({task_id(uint32_t(e.u[0])), e.u[1]}, JobState::Running); break;
+      case kJobPreempt: set_job({task_id(uint32_t(e.u[0])), e.u[1]}, JobState::Ready); break;
+      case kJobBlock: set_job({task_id(uint32_t(e.u[0])), e.u[1]}, JobState::Blocked); break;
+      case kJobComplete: {
+        const JobKey k{task_id(uint32_t(e.u[0])), e.u[1]};
+        jobs_.erase(k), running_.erase(k);
+        break;
+      }
       case kLockContend: {
         Wait& w = waits_[e.feedlet];
         if (w.open) close(e.feedlet, w, e.ts, WaitedAnew, violate);  // (a try that timed out)
@@ -117,6 +122,13 @@ class Inversions {
         break;
       }
     }
+  }
+
+  using JobKey = std::pair<uint32_t, uint64_t>;  // (task, job)
+  void set_job(const JobKey& k, JobState s) {
+    jobs_[k] = s;
+    if (s == JobState::Running) running_.insert(k);
+    else running_.erase(k);
   }
 
   // Opens or closes each wait's stretch of inversion at `t`.
@@ -148,8 +160,8 @@ class Inversions {
     const int32_t* lo = level_of(holder_task);
     if (!hi || !lo || *lo >= *hi) return false;
     if (thread_state(h->second.holder, holder_task) != JobState::Ready) return false;
-    for (const auto& [job, state] : jobs_) {
-      if (state != JobState::Running || job.first == task || job.first == holder_task) continue;
+    for (const JobKey& job : running_) {  // (as many as CPUs: not every job followed)
+      if (job.first == task || job.first == holder_task) continue;
       const int32_t* m = level_of(job.first);
       if (m && *m > *lo && *m < *hi) {
         middle = job.first, middle_level = *m, holder_level = *lo, level = *hi;
@@ -166,14 +178,13 @@ class Inversions {
     SchedViolation v;
     v.kind = SchedViolation::PriorityInversion;
     v.ts = w.first, v.end = w.last;
-    v.feedlet = feedlet, v.task = thread_task(feedlet);
+    const uint32_t waiter = thread_task(feedlet);
+    v.feedlet = feedlet, v.task = string_id(waiter);
     v.lock = w.lock, v.lock_id = w.lock_id;
-    v.holder = w.holder, v.middle = w.middle;
+    v.holder = string_id(w.holder), v.middle = string_id(w.middle);
     v.by_ns = int64_t(span_ns(ix_, w.first, w.inverted));
-    auto name = [&](uint32_t task, int32_t level) {
-      return std::string(catalog_->string(task)) + " (level " + std::to_string(level) + ")";
-    };
-    v.why = name(v.task, w.level) + " waited " + readable_duration(ns_between(ix_, w.since, t)) +
+    auto name = [&](uint32_t task, int32_t level) { return names_.at(task) + " (level " + std::to_string(level) + ")"; };
+    v.why = name(waiter, w.level) + " waited " + readable_duration(ns_between(ix_, w.since, t)) +
             (how == WaitedAnew  ? " (then waited anew)"
              : how == TraceEnds ? " (still waiting when the trace ends)"
                                 : "") + " while " + name(w.holder, w.holder_level) +
@@ -208,6 +219,7 @@ class Inversions {
       auto [n, added] = by_name_.try_emplace(name, string_id);
       it->second = n->second;
       if (added) names_.emplace(string_id, name);
+      string_ids_.try_emplace(n->second, string_id);
     }
     return it->second;
   }
@@ -220,9 +232,21 @@ class Inversions {
       auto n = by_name_.find(name);
       auto f = catalog_->feedlets.find(feedlet);
       if (n == by_name_.end() && f != catalog_->feedlets.end()) n = by_name_.find(name + "-" + std::to_string(f->second.tid));
+      if (n == by_name_.end() && !rules_.empty() && name != "?") {
+        // A thread no scheduling event names, whose level a rule may give:
+        // a task of its own name (an id past the strings').
+        n = by_name_.emplace(name, kOwnTask + uint32_t(names_.size())).first;
+        names_.emplace(n->second, name);
+      }
       it->second = n == by_name_.end() ? 0 : n->second;
     }
     return it->second;
+  }
+  static constexpr uint32_t kOwnTask = 0x80000000u;
+  // A task's name as a string id of the trace (0: it has none: a thread's own).
+  uint32_t string_id(uint32_t task) const {
+    auto s = string_ids_.find(task);
+    return s != string_ids_.end() ? s->second : task < kOwnTask ? task : 0;
   }
   const int32_t* level_of(uint32_t task) {
     auto l = levels_.find(task);
@@ -257,10 +281,12 @@ class Inversions {
   std::unordered_map<uint32_t, uint32_t> canonical_;           // string id -> the task's id
   std::unordered_map<std::string, uint32_t> by_name_;          // name -> the task's id
   std::unordered_map<uint32_t, std::string> names_;            // the task's id -> name
+  std::unordered_map<uint32_t, uint32_t> string_ids_;          // the task's id -> a string id of its name
   std::unordered_map<uint32_t, uint32_t> thread_tasks_;        // feedlet -> task id (0: none yet)
   std::unordered_map<uint32_t, int32_t> levels_;               // from ts_task_priority
   std::unordered_map<uint32_t, std::optional<int32_t>> rule_levels_;
-  std::map<std::pair<uint32_t, uint64_t>, JobState> jobs_;    // (task, job) in flight
+  std::map<JobKey, JobState> jobs_;                           // (task, job) in flight
+  std::set<JobKey> running_;                                   // those running
   std::map<std::pair<uint32_t, uint64_t>, Held> held_;        // (lock, id) -> holder
   std::map<uint32_t, Wait> waits_;                             // feedlet -> its wait
 };

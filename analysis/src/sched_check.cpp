@@ -27,11 +27,11 @@ const char* kind_name(SchedViolation::Kind k) {
 std::string subject(const SchedViolation& v, const trace::Catalog& catalog) {
   const std::string lock = std::string(catalog.string(v.lock)) + " " + std::to_string(v.lock_id);
   if (v.kind == SchedViolation::LockTaken || v.kind == SchedViolation::ReleaseNotHeld) return lock;
-  if (v.kind == SchedViolation::PriorityInversion) return std::string(catalog.string(v.task)) + " waiting for " + lock;
-  if (v.kind == SchedViolation::BudgetOverrun) {
+  if (v.kind == SchedViolation::PriorityInversion || v.kind == SchedViolation::BudgetOverrun) {
     const auto labels = catalog.thread_labels();
     auto l = labels.find(v.feedlet);
-    return l == labels.end() ? "lane " + std::to_string(v.feedlet) : l->second;
+    const std::string thread = l == labels.end() ? "lane " + std::to_string(v.feedlet) : l->second;
+    return v.kind == SchedViolation::BudgetOverrun ? thread : thread + " waiting for " + lock;
   }
   std::string out = std::string(catalog.string(v.task)) + " job " + std::to_string(v.job);
   if (v.cpu != kNoCpu) {

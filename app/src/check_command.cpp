@@ -97,7 +97,9 @@ void add_check_command(CLI::App& app, int* exit_code) {
           m["lock"] = catalog->string(v.lock), m["lock_id"] = v.lock_id, m["thread"] = lane(v.feedlet);
         } else if (v.kind == analysis::SchedViolation::PriorityInversion) {
           m["lock"] = catalog->string(v.lock), m["lock_id"] = v.lock_id, m["thread"] = lane(v.feedlet);
-          m["task"] = catalog->string(v.task), m["holder"] = catalog->string(v.holder), m["middle"] = catalog->string(v.middle);
+          if (v.task) m["task"] = catalog->string(v.task);
+          if (v.holder) m["holder"] = catalog->string(v.holder);
+          if (v.middle) m["middle"] = catalog->string(v.middle);
         } else if (v.kind == analysis::SchedViolation::BudgetOverrun) {
           m["lane"] = lane(v.feedlet);
         } else {

@@ -52,7 +52,12 @@ class KernelEventReader {
         int len = 0;
         const char* p = static_cast<const char*>(tep_get_field_raw(nullptr, ev, f->name, r, &len, 0));
         size_t n = p && len > 0 ? size_t(len) : 0;
-        if (f->flags & TEP_FIELD_IS_STRING) n = p ? strnlen(p, n) : 0;
+        // (A __data_loc's offset and length come from the record: kept
+        // inside it. libtraceevent calls u8 arrays strings too: only char
+        // text ends at its first NUL.)
+        const char* data = static_cast<const char*>(r->data);
+        if (!p || p < data || p > data + r->size || n > size_t(data + r->size - p)) p = nullptr, n = 0;
+        if ((f->flags & TEP_FIELD_IS_STRING) && f->type && std::strstr(f->type, "char")) n = p ? strnlen(p, n) : 0;
         varint(n);
         k.args.append(p ? p : "", n);
       } else if (f->flags & TEP_FIELD_IS_SIGNED) {

@@ -472,7 +472,7 @@ bool import_trace_dat(const std::string& in, const std::string& out, ImportResul
       m.lost.push_back(LostEvents{uint32_t(cpu), rec->ts, uint64_t(rec->missed_events > 0 ? rec->missed_events : 1)});
     KernelSched k;
     if (m.reader.read(ev, rec, cpu, k) || m.reader.other(ev, rec, cpu, k)) m.events.push_back(std::move(k));
-    else ++m.r->unsupported[std::string("trace.dat ") + (ev->name ? ev->name : "?") + " (past 191 kinds of event)"];
+    else ++m.r->unsupported[std::string("trace.dat ") + (ev->name ? ev->name : "?") + " (past 192 kinds of event)"];
     return 0;
   };
   char why[512] = "";

@@ -494,7 +494,7 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     // A lock's misuse, a red bar across its row at the event: an acquire
     // while another thread held it, a release by a thread that did not; a
     // priority inversion, a red bar along its foot from where it began to
-    // the waiting thread's acquire.
+    // where it last held.
     if (lane.is_locks() && src.misuse) {
       const auto& m = *src.misuse;
       const uint64_t from = q.clock.k0 > src.misuse_longest ? q.clock.k0 - src.misuse_longest : 0;

@@ -4,6 +4,7 @@
 // scan of every event of a trace feels).
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 

@@ -31,7 +31,7 @@ struct SchedViolation {
   // the completion, an inversion to where it last held, an overrun to the
   // budget's next sample at or above zero (or its last).
   uint64_t end = 0;
-  uint32_t task = 0;     // jobs: its task (string id); an inversion: the waiting task
+  uint32_t task = 0;     // jobs: its task (string id); an inversion: the waiting task (0: a thread no scheduling event names)
   uint64_t job = 0;      // jobs: its id
   uint32_t cpu = kNoCpu; // jobs: the CPU it last ran on
   // Locks and inversions: the (waiting) thread; an overrun: the server's
@@ -46,8 +46,8 @@ struct SchedViolation {
 };
 const char* kind_name(SchedViolation::Kind k);  // "deadline missed", ...
 // What it is about: "T1 job 7 on cpu2" (a CPU's ts_cpu_name where it has
-// one), a lock's "queue.mutex 3", "H waiting for queue.mutex 3", or a
-// server's lane.
+// one), a lock's "queue.mutex 3", "H waiting for queue.mutex 3" (the
+// waiting thread), or a server's lane.
 std::string subject(const SchedViolation& v, const trace::Catalog& catalog);
 
 struct SchedReport {

@@ -122,7 +122,7 @@ bool create_trace_file(const std::string& path, const format::HeaderInfo& info, 
 // `tinescope import trace.dat`: a trace-cmd trace (libtracecmd), its sched
 // events as above (every thread gets a lane of its states), on its clock
 // in ns; every other event an instant of its name on its CPU's lane with
-// its fields as arguments (up to 191 kinds; past them, counted by name in
+// its fields as arguments (up to 192 kinds; past them, counted by name in
 // r.unsupported).
 bool import_trace_dat(const std::string& in, const std::string& out, ImportResult& r, std::string& error);
 
