@@ -182,15 +182,18 @@ class MergedEvents {
       uint64_t head[16];
       size_t at[16] = {};
       for (size_t k = 0; k < n; ++k) head[k] = s.per_feedlet[k].empty() ? UINT64_MAX : s.per_feedlet[k][0].ts;
-      for (size_t left = total; left > 0; --left) {
+      for (;;) {
         size_t best = 0;
         for (size_t k = 1; k < n; ++k) best = head[k] < head[best] ? k : best;
-        if (at[best] == s.per_feedlet[best].size())  // (UINT64_MAX is a time too: the first with events left)
-          while (at[best] == s.per_feedlet[best].size()) ++best;
+        if (head[best] == UINT64_MAX) break;
         const std::vector<SmallEvent>& from = s.per_feedlet[best];
         *to++ = Ref{uint32_t(best), uint32_t(at[best])};
         head[best] = ++at[best] < from.size() ? from[at[best]].ts : UINT64_MAX;
       }
+      // Events at UINT64_MAX (a time too, where "none left" is told apart
+      // by the count): by feedlet.
+      for (size_t k = 0; k < n; ++k)
+        for (; at[k] < s.per_feedlet[k].size(); ++at[k]) *to++ = Ref{uint32_t(k), uint32_t(at[k])};
     } else {
       merge_by_heap(s, to);
     }
