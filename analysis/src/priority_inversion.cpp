@@ -15,6 +15,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "lock_holders.hpp"
 #include "merged_events.hpp"
 #include "tinescope/analysis/sched_check.hpp"
 #include "tinescope/analysis/stream_expr.hpp"
@@ -52,9 +53,7 @@ class Inversions {
 
   PriorityScan run(const std::function<void(SchedViolation)>& violate) {
     PriorityScan scan;
-    bool any_event = false;
-    for (const index::FeedletSummary& f : ix_.feedlets()) any_event |= ix_.feedlet_events_of_type(f.id, kTaskPriority) > 0;
-    if (!any_event && rules_.empty()) return scan;
+    if (ix_.events_per_type()[kTaskPriority] == 0 && rules_.empty()) return scan;
     // Lock events ranked as the lock checks rank them (a release before
     // another thread's acquire at one tick), job ends before starts.
     MergedEvents events(ix_,
@@ -111,14 +110,11 @@ class Inversions {
           close(e.feedlet, w->second, e.ts, Acquired, violate);
           waits_.erase(w);
         }
-        Held& h = held_[{uint32_t(e.u[0]), e.u[1]}];
-        if (h.holder == e.feedlet) ++h.depth;
-        else h = Held{e.feedlet, 1};
+        held_.acquire({uint32_t(e.u[0]), e.u[1]}, e.feedlet, e.ts);
         break;
       }
       case kLockRelease: {
-        auto h = held_.find({uint32_t(e.u[0]), e.u[1]});
-        if (h != held_.end() && h->second.holder == e.feedlet && --h->second.depth == 0) held_.erase(h);
+        held_.release({uint32_t(e.u[0]), e.u[1]}, e.feedlet);
         break;
       }
     }
@@ -151,15 +147,15 @@ class Inversions {
 
   bool inversion(uint32_t feedlet, const Wait& w, uint32_t& holder_task, uint32_t& middle, int32_t& holder_level,
                  int32_t& middle_level, int32_t& level) {
-    auto h = held_.find({w.lock, w.lock_id});
-    if (h == held_.end() || h->second.holder == feedlet) return false;
+    const uint32_t holder = held_.holder({w.lock, w.lock_id});
+    if (holder == 0 || holder == feedlet) return false;
     const uint32_t task = thread_task(feedlet);
-    holder_task = thread_task(h->second.holder);
+    holder_task = thread_task(holder);
     if (!task || !holder_task || task == holder_task) return false;
     const int32_t* hi = level_of(task);
     const int32_t* lo = level_of(holder_task);
     if (!hi || !lo || *lo >= *hi) return false;
-    if (thread_state(h->second.holder, holder_task) != JobState::Ready) return false;
+    if (thread_state(holder, holder_task) != JobState::Ready) return false;
     for (const JobKey& job : running_) {  // (as many as CPUs: not every job followed)
       if (job.first == task || job.first == holder_task) continue;
       const int32_t* m = level_of(job.first);
@@ -264,10 +260,6 @@ class Inversions {
     return r.first->second ? &*r.first->second : nullptr;
   }
 
-  struct Held {
-    uint32_t holder = 0;
-    uint32_t depth = 0;
-  };
   struct LevelRule {
     NameMatcher task;
     int32_t level = 0;
@@ -287,7 +279,7 @@ class Inversions {
   std::unordered_map<uint32_t, std::optional<int32_t>> rule_levels_;
   std::map<JobKey, JobState> jobs_;                           // (task, job) in flight
   std::set<JobKey> running_;                                   // those running
-  std::map<std::pair<uint32_t, uint64_t>, Held> held_;        // (lock, id) -> holder
+  LockHolders held_;
   std::map<uint32_t, Wait> waits_;                             // feedlet -> its wait
 };
 

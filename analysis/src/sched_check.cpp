@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "first_n.hpp"
+#include "lock_holders.hpp"
 #include "merged_events.hpp"
 #include "tinescope/analysis/stream_expr.hpp"
 
@@ -55,12 +56,7 @@ struct ByTime {
 template <class Violate>
 void check_locks(const index::TraceIndex& ix, const trace::Catalog& catalog, Violate&& violate, uint64_t& events_read,
                  uint64_t& locks_seen) {
-  struct Held {
-    uint32_t holder = 0;  // feedlet; 0: free
-    uint32_t depth = 0;
-    uint64_t since = 0;
-  };
-  std::map<std::pair<uint32_t, uint64_t>, Held> locks;
+  LockHolders locks;
   const auto labels = catalog.thread_labels();
   auto label = [&](uint32_t feedlet) {
     auto l = labels.find(feedlet);
@@ -71,33 +67,26 @@ void check_locks(const index::TraceIndex& ix, const trace::Catalog& catalog, Vio
   SmallEvent e;
   while (events.next(e)) {
     ++events_read;
-    Held& h = locks[{uint32_t(e.u[0]), e.u[1]}];
+    const LockHolders::Key key{uint32_t(e.u[0]), e.u[1]};
     SchedViolation v;
     v.feedlet = e.feedlet, v.lock = uint32_t(e.u[0]), v.lock_id = e.u[1], v.ts = v.end = e.ts;
     if (e.type == format::kLockAcquire) {
-      if (h.holder == e.feedlet) {
-        ++h.depth;
-        continue;
-      }
-      if (h.holder != 0) {
-        v.kind = SchedViolation::LockTaken;
-        v.by_ns = ns_between(ix, h.since, e.ts);
-        v.why = "acquired by " + label(e.feedlet) + " while " + label(h.holder) + " held it (for " +
-                readable_duration(v.by_ns) + ")";
-        violate(v);
-      }
-      h = Held{e.feedlet, 1, e.ts};
+      const LockHold h = locks.acquire(key, e.feedlet, e.ts);
+      if (h.holder == 0 || h.holder == e.feedlet) continue;
+      v.kind = SchedViolation::LockTaken;
+      v.by_ns = ns_between(ix, h.since, e.ts);
+      v.why = "acquired by " + label(e.feedlet) + " while " + label(h.holder) + " held it (for " +
+              readable_duration(v.by_ns) + ")";
+      violate(v);
     } else {
-      if (h.holder == e.feedlet) {
-        if (--h.depth == 0) h = Held{};
-        continue;
-      }
+      const LockHold h = locks.release(key, e.feedlet);
+      if (h.holder == e.feedlet) continue;
       v.kind = SchedViolation::ReleaseNotHeld;
       v.why = "released by " + label(e.feedlet) + (h.holder ? " while " + label(h.holder) + " held it" : ", which nobody held");
       violate(v);
     }
   }
-  locks_seen = locks.size();
+  locks_seen = locks.seen();
 }
 
 // Budgets: every counter named "budget" (a server's, as the Grasp import

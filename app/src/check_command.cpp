@@ -93,16 +93,17 @@ void add_check_command(CLI::App& app, int* exit_code) {
       for (const analysis::SchedViolation& v : sr.violations) {
         nlohmann::json m{{"kind", analysis::kind_name(v.kind)}, {"at_ns", ix->to_ns(v.ts) - origin},
                          {"end_ns", ix->to_ns(v.end) - origin}, {"by_ns", v.by_ns}, {"why", v.why}};
-        if (v.kind == analysis::SchedViolation::LockTaken || v.kind == analysis::SchedViolation::ReleaseNotHeld) {
-          m["lock"] = catalog->string(v.lock), m["lock_id"] = v.lock_id, m["thread"] = lane(v.feedlet);
-        } else if (v.kind == analysis::SchedViolation::PriorityInversion) {
-          m["lock"] = catalog->string(v.lock), m["lock_id"] = v.lock_id, m["thread"] = lane(v.feedlet);
+        const bool of_lock = v.kind == analysis::SchedViolation::LockTaken ||
+                             v.kind == analysis::SchedViolation::ReleaseNotHeld ||
+                             v.kind == analysis::SchedViolation::PriorityInversion;
+        if (of_lock) m["lock"] = catalog->string(v.lock), m["lock_id"] = v.lock_id, m["thread"] = lane(v.feedlet);
+        if (v.kind == analysis::SchedViolation::PriorityInversion) {
           if (v.task) m["task"] = catalog->string(v.task);
           if (v.holder) m["holder"] = catalog->string(v.holder);
           if (v.middle) m["middle"] = catalog->string(v.middle);
         } else if (v.kind == analysis::SchedViolation::BudgetOverrun) {
           m["lane"] = lane(v.feedlet);
-        } else {
+        } else if (!of_lock) {
           m["task"] = catalog->string(v.task), m["job"] = v.job;
           if (v.cpu != analysis::kNoCpu) m["cpu"] = v.cpu;
           if (v.rule != SIZE_MAX) m["rule"] = where(v.rule);

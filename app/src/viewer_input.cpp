@@ -532,19 +532,14 @@ void Viewer::tooltip(Figure& f) {
       ImGui::Text("held by  %s", std::string(src.catalog->thread_name(b->depth)).c_str());
       // The lock's violations under the mouse: an inversion it lies in, a
       // misuse within 3 pixels.
-      if (src.misuse) {
-        const trace::ClockMap& clock = src.catalog->clock;
-        const render::TimeAxis& axis = p.axis;
-        const uint64_t near0 = clock.to_ticks(axis.time(col - 3)), near1 = clock.to_ticks(axis.time(col + 3)) + 1;
-        const uint64_t from = near0 > src.misuse_longest ? near0 - src.misuse_longest : 0;
-        const auto& m = *src.misuse;
-        auto it = std::lower_bound(m.begin(), m.end(), from, [](const analysis::SchedViolation& v, uint64_t t) { return v.ts < t; });
-        for (int shown = 0; it != m.end() && it->ts <= near1 && shown < 3; ++it) {
-          if (it->lock != b->name || std::max(it->end, it->ts) < near0) continue;
-          ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.3f, 1.0f), "%s: %s", analysis::kind_name(it->kind), it->why.c_str());
-          ++shown;
-        }
-      }
+      const trace::ClockMap& clock = src.catalog->clock;
+      int shown = 0;
+      src.each_misuse(clock.to_ticks(p.axis.time(col - 3)), clock.to_ticks(p.axis.time(col + 3)) + 1,
+                      [&](const analysis::SchedViolation& v) {
+                        if (v.lock != b->name) return true;
+                        ImGui::TextColored(ImVec4(1.0f, 0.35f, 0.3f, 1.0f), "%s: %s", analysis::kind_name(v.kind), v.why.c_str());
+                        return ++shown < 3;
+                      });
     } else if (row.kind == render::Row::Cpu) ImGui::Text("cpu      %s   (%s)", lane.cpu_names[row.index].c_str(), lane.name.c_str());
     else if (row.kind == render::Row::Task) job_tooltip(scene, *b);
     else ImGui::Text("thread   %s   depth %u", lane.name.c_str(), b->depth);

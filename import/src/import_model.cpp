@@ -214,9 +214,7 @@ uint32_t ImportModel::keep_args(const RawEvent& e) {
 void ImportModel::put_args(format::ChunkBuilder& cb, uint32_t id, uint64_t ts) {
   const KeptArgs& k = kept_[id];
   uint8_t* p = cb.begin(k.type, ts, k.size + format::kMaxVarint);
-  p = format::put_varint(p, k.size);
-  std::memcpy(p, args_bytes_.begin() + k.at, k.size);
-  cb.end(p + k.size);
+  cb.end(format::ChunkBuilder::put_bytes(p, args_bytes_.begin() + k.at, k.size));  // (a self-sized event: its length, its fields)
 }
 
 Feedlet& ImportModel::feedlet(int64_t pid, int64_t tid, const std::string& lane) {

@@ -148,9 +148,7 @@ class Writer {
     uint8_t* p = cb.begin(kInstant, ts);
     cb.end(ChunkBuilder::put_u64(p, name));
     p = cb.begin(type, ts, args.size() + kMaxVarint);
-    p = put_varint(p, args.size());
-    std::memcpy(p, args.data(), args.size());
-    cb.end(p + args.size());
+    cb.end(ChunkBuilder::put_bytes(p, args.data(), args.size()));  // (a self-sized event: its length, its fields)
     if (cb.full()) flush(cb);
   }
   void message(ChunkBuilder& cb, uint16_t type, uint64_t ts, uint64_t id) {

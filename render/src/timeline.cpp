@@ -495,24 +495,18 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& req) {
     // while another thread held it, a release by a thread that did not; a
     // priority inversion, a red bar along its foot from where it began to
     // where it last held.
-    if (lane.is_locks() && src.misuse) {
-      const auto& m = *src.misuse;
-      const uint64_t from = q.clock.k0 > src.misuse_longest ? q.clock.k0 - src.misuse_longest : 0;
-      auto first = std::lower_bound(m.begin(), m.end(), from, [](const analysis::SchedViolation& v, uint64_t t) { return v.ts < t; });
-      for (auto it = first; it != m.end() && it->ts <= q.clock.k1; ++it) {
-        const uint32_t row = lock_row(it->lock);
-        if (row == UINT32_MAX || std::max(it->end, it->ts) < q.clock.k0) continue;
-        if (P.job_marks.size() >= req.max_boxes) {
-          ++P.job_marks_left_out;
-          break;
-        }
-        const float x = float(axis.x(q.clock.ns(it->ts)));
-        if (it->kind == analysis::SchedViolation::PriorityInversion)
-          P.job_marks.push_back({row, x, float(axis.x(q.clock.ns(it->end))), JobMarkRect::Inversion});
+    if (lane.is_locks())
+      src.each_misuse(q.clock.k0, q.clock.k1, [&](const analysis::SchedViolation& v) {
+        const uint32_t row = lock_row(v.lock);
+        if (row == UINT32_MAX) return true;
+        if (P.job_marks.size() >= req.max_boxes) return ++P.job_marks_left_out, false;
+        const float x = float(axis.x(q.clock.ns(v.ts)));
+        if (v.kind == analysis::SchedViolation::PriorityInversion)
+          P.job_marks.push_back({row, x, float(axis.x(q.clock.ns(v.end))), JobMarkRect::Inversion});
         else
           P.job_marks.push_back({row, x, x, JobMarkRect::Misuse});
-      }
-    }
+        return true;
+      });
     // Locks held across the right edge, from their acquire on.
     for (const auto& [feedlet, h] : q.held) {
       const uint32_t row = lock_row(h.lock);

@@ -4,6 +4,7 @@
 // traces line up; each trace converts to its own ticks when it is queried.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -53,6 +54,17 @@ struct Source {
   std::shared_ptr<const std::vector<analysis::SchedViolation>> misuse;
   uint64_t misuse_total = 0;
   uint64_t misuse_longest = 0;  // the longest end - ts (ticks): how far before a window to look
+  // Calls f for each of `misuse` that meets [t0, t1] (ticks: a misuse at its
+  // event, an inversion over its stretch), by time, until f returns false.
+  template <class F>
+  void each_misuse(uint64_t t0, uint64_t t1, F&& f) const {
+    if (!misuse) return;
+    const auto& m = *misuse;
+    const uint64_t from = t0 > misuse_longest ? t0 - misuse_longest : 0;
+    auto it = std::lower_bound(m.begin(), m.end(), from, [](const analysis::SchedViolation& v, uint64_t t) { return v.ts < t; });
+    for (; it != m.end() && it->ts <= t1; ++it)
+      if (std::max(it->end, it->ts) >= t0 && !f(*it)) return;
+  }
   uint64_t lock_events = 0;  // the acquires and releases it was read from
   int64_t misuse_read_ms = 0;
 };
