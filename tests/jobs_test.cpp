@@ -208,6 +208,58 @@ TEST(Jobs, EventsThatDoNotFitAreCountedNotMadeUp) {
   EXPECT_TRUE(s->records()[2].truncated());
 }
 
+// Thousands of jobs open at once, their ids alike in their low or high
+// bits, arriving and completing in random orders on several threads: each
+// one's own response, against the times written (the scan's table of
+// followed jobs grows, and loses jobs from the middle of its runs).
+TEST(Jobs, ManyJobsOpenAtOnceAreEachTheirOwn) {
+  std::mt19937_64 rng(test_seed(5301));
+  for (int round = 0; round < 4; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    struct Truth {
+      uint64_t task, id, arrival, completion;
+    };
+    std::vector<Truth> truth;
+    const size_t n = 6000 + rng() % 6000;
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t id = i % 3 == 0 ? i << 40 : i % 3 == 1 ? i : (i << 20) | 7;  // alike low bits, high bits, both
+      const uint64_t arrival = 1000 + rng() % 1000000, completion = arrival + 1 + rng() % 200000;
+      truth.push_back({1 + i % 2, id, arrival, completion});
+    }
+    // One thread's events in time order each; arrivals and completions on
+    // threads of their own by job.
+    std::vector<std::vector<std::tuple<uint64_t, uint16_t, size_t>>> per(4);
+    for (size_t i = 0; i < n; ++i) {
+      per[i % 2].push_back({truth[i].arrival, format::kJobArrive, i});
+      per[2 + (i / 2) % 2].push_back({truth[i].completion, format::kJobComplete, i});
+    }
+    TraceBytes trace = named_trace({"A", "B"});
+    for (size_t f = 0; f < per.size(); ++f) {
+      std::sort(per[f].begin(), per[f].end());
+      ChunkBuilder cb;
+      cb.feedlet = uint32_t(f + 1);
+      for (const auto& [ts, type, i] : per[f]) {
+        put_job(cb, type, ts, truth[i].task, truth[i].id, 0);
+        if (cb.full()) trace.flush(cb);
+      }
+      trace.flush(cb);
+    }
+    IndexedTrace t("many_jobs.tine", trace.out);
+    ASSERT_TRUE(t.ix);
+    analysis::JobCounts counts;
+    const auto got = scan_all(*t.ix, &counts);
+    ASSERT_EQ(got.size(), n);
+    for (const Truth& j : truth) {
+      auto it = got.find({j.task == 1 ? "A" : "B", j.id});
+      ASSERT_NE(it, got.end()) << j.id;
+      EXPECT_EQ(it->second.arrival, j.arrival);
+      EXPECT_EQ(it->second.completion, j.completion);
+    }
+    EXPECT_EQ(counts.completed, n);
+    EXPECT_EQ(counts.no_arrival + counts.arrived_again + counts.after_completion, 0u);
+  }
+}
+
 // jobs() and response() as streams, and the per-task table, against the truth.
 TEST(Jobs, StreamsAndPerTaskStatisticsAreTheJobs) {
   EdfSim sim = toy_edf(true);

@@ -1,9 +1,9 @@
 #include "tinescope/analysis/jobs.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "merged_events.hpp"
 
@@ -18,8 +18,71 @@ struct JobKey {
   uint64_t id;
   bool operator==(const JobKey&) const = default;
 };
-struct JobKeyHash {
-  size_t operator()(const JobKey& k) const { return std::hash<uint64_t>()(k.id * 0x9E3779B97F4A7C15ull ^ k.task); }
+
+// JobKey → a uint32_t, open addressing with linear probing and deletion by
+// shifting back (no tombstones): one lookup an event is the scan's most
+// common cost, and a node-based map allocated and freed a node per job.
+class JobTable {
+ public:
+  JobTable() { rehash(64); }
+  size_t size() const { return used_; }
+  // The value of k, or null.
+  uint32_t* find(const JobKey& k) {
+    for (size_t i = home(k);; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.value == kEmpty) return nullptr;
+      if (s.id == k.id && s.task == k.task) return &s.value;
+    }
+  }
+  // k, not in the table, given v (not kEmpty).
+  void insert(const JobKey& k, uint32_t v) {
+    if ((used_ + 1) * 2 > slots_.size()) rehash(slots_.size() * 2);
+    size_t i = home(k);
+    while (slots_[i].value != kEmpty) i = (i + 1) & mask_;
+    slots_[i] = Slot{k.id, k.task, v};
+    ++used_;
+  }
+  void erase(const JobKey& k) {
+    size_t i = home(k);
+    for (;; i = (i + 1) & mask_) {
+      if (slots_[i].value == kEmpty) return;
+      if (slots_[i].id == k.id && slots_[i].task == k.task) break;
+    }
+    // Later slots of the run that may sit at i instead move back to it.
+    for (size_t j = (i + 1) & mask_;; j = (j + 1) & mask_) {
+      Slot& s = slots_[j];
+      if (s.value == kEmpty) break;
+      const size_t h = home(JobKey{s.task, s.id});
+      if (((j - h) & mask_) >= ((j - i) & mask_)) slots_[i] = s, i = j;
+    }
+    slots_[i].value = kEmpty;
+    --used_;
+  }
+  template <class Fn>
+  void each(Fn&& fn) const {
+    for (const Slot& s : slots_)
+      if (s.value != kEmpty) fn(s.value);
+  }
+  void clear() { rehash(64); }
+
+ private:
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+  struct Slot {
+    uint64_t id;
+    uint32_t task;
+    uint32_t value;
+  };
+  size_t home(const JobKey& k) const { return size_t(((k.id ^ uint64_t(k.task) << 40) * 0x9E3779B97F4A7C15ull) >> shift_); }
+  void rehash(size_t n) {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(n, Slot{0, 0, kEmpty});
+    mask_ = n - 1, shift_ = 64 - std::countr_zero(n), used_ = 0;
+    for (const Slot& s : old)
+      if (s.value != kEmpty) insert(JobKey{s.task, s.id}, s.value);
+  }
+  std::vector<Slot> slots_;
+  size_t mask_ = 0, used_ = 0;
+  int shift_ = 0;
 };
 
 // A job while the scan follows it.
@@ -75,24 +138,43 @@ struct JobScan::Impl {
   std::vector<Migration>* migrations = nullptr;
   std::vector<Interruption>* interruptions = nullptr;
   JobCounts counts;
-  std::unordered_map<JobKey, Following, JobKeyHash> jobs;
+  JobTable jobs;                   // the jobs followed: their places in `pool`
+  std::vector<Following> pool;
+  std::vector<uint32_t> pool_free;  // places in `pool` free to reuse
   CpuJobs on_cpu;
   static constexpr size_t kRecent = 4096;       // the jobs completed last
   std::vector<JobKey> recent;
   size_t recent_at = 0;
-  std::unordered_set<JobKey, JobKeyHash> recently_completed;
+  JobTable recently_completed;
   std::vector<Job> ready;                       // finished, not yet given: from ready[given]
   size_t given = 0;
   uint64_t seen = 0;
   bool ended = false;
 
+  Following* find(const JobKey& k) {
+    const uint32_t* at = jobs.find(k);
+    return at ? &pool[*at] : nullptr;
+  }
+  // k, not followed yet, from now on.
   Following& follow(const JobKey& k) {
-    auto [it, fresh] = jobs.try_emplace(k);
-    if (fresh) {
-      it->second.job.task = k.task, it->second.job.id = k.id;
-      it->second.order = seen++;
+    uint32_t at;
+    if (pool_free.empty()) {
+      at = uint32_t(pool.size());
+      pool.emplace_back();
+    } else {
+      at = pool_free.back();
+      pool_free.pop_back();
+      pool[at] = Following{};
     }
-    return it->second;
+    jobs.insert(k, at);
+    Following& f = pool[at];
+    f.job.task = k.task, f.job.id = k.id;
+    f.order = seen++;
+    return f;
+  }
+  void unfollow(const JobKey& k) {
+    pool_free.push_back(*jobs.find(k));
+    jobs.erase(k);
   }
   // A segment ends: the time it ran counts, the CPU is free.
   void stop_running(Following& f, uint64_t ts) {
@@ -114,29 +196,30 @@ struct JobScan::Impl {
     ++counts.events;
     const JobKey k{uint32_t(e.u[0]), e.u[1]};
     if (e.type == kJobArrive) {
-      auto it = jobs.find(k);
-      if (it != jobs.end() && it->second.job.arrival != kNoTime) {
+      Following* was = find(k);
+      if (was && was->job.arrival != kNoTime) {
         // The same job arrived again before completing: the first is left
         // incomplete as it was (its completion was lost or never recorded).
         ++counts.arrived_again;
-        stop_running(it->second, e.ts);
-        it->second.job.last_event = e.ts;
-        finish(it->second);
-        jobs.erase(it);
+        stop_running(*was, e.ts);
+        was->job.last_event = e.ts;
+        finish(*was);
+        unfollow(k);
+        was = nullptr;
       }
-      Following& f = follow(k);
+      Following& f = was ? *was : follow(k);
       f.job.arrival = e.ts, f.job.last_event = e.ts;
       return;
     }
-    auto it = jobs.find(k);  // (one lookup an event: the scan's most common cost)
-    if (it == jobs.end()) {
+    Following* known = find(k);  // (one lookup an event: the scan's most common cost)
+    if (!known) {
       // An event of a job not followed: a preempt or block of none is
       // counted, not made a job; one that came after the job completed
       // (a late deadline, a second completion) is counted and left out.
       if (e.type == kJobPreempt || e.type == kJobBlock) return void(++counts.end_not_running);
-      if (recently_completed.count(k)) return void(++counts.after_completion);
+      if (recently_completed.find(k)) return void(++counts.after_completion);
     }
-    Following& f = it != jobs.end() ? it->second : follow(k);
+    Following& f = known ? *known : follow(k);
     f.job.last_event = e.ts;
     const uint32_t cpu = uint32_t(e.u[2]);
     switch (e.type) {
@@ -149,9 +232,9 @@ struct JobScan::Impl {
           stop_running(f, e.ts);
         }
         if (const JobKey* c = on_cpu.find(cpu)) {  // another job's end on this CPU was lost
-          auto other = jobs.find(*c);
+          Following* other = find(*c);
           ++counts.cpu_taken;
-          if (other != jobs.end()) other->second.job.cut = true, stop_running(other->second, e.ts);
+          if (other) other->job.cut = true, stop_running(*other, e.ts);
           on_cpu.erase(cpu);
         }
         if (f.block_start != kNoTime) f.job.blocked += e.ts - f.block_start, f.block_start = kNoTime;
@@ -186,12 +269,12 @@ struct JobScan::Impl {
         f.job.completion = e.ts;
         f.job.completed_by = e.feedlet;
         finish(f);
-        jobs.erase(it != jobs.end() ? it : jobs.find(k));
+        unfollow(k);
         // Remembered a while: an event of it after this is told from a new job's.
         if (recent.size() == kRecent) recently_completed.erase(recent[recent_at]), recent[recent_at] = k;
         else recent.push_back(k);
         recent_at = (recent_at + 1) % kRecent;
-        recently_completed.insert(k);
+        if (!recently_completed.find(k)) recently_completed.insert(k, 0);
         break;
       }
       default: break;
@@ -202,7 +285,7 @@ struct JobScan::Impl {
   void end_all() {
     ended = true;
     std::vector<Following*> open;
-    for (auto& [k, f] : jobs) open.push_back(&f);
+    jobs.each([&](uint32_t at) { open.push_back(&pool[at]); });
     std::sort(open.begin(), open.end(), [](const Following* a, const Following* b) { return a->order < b->order; });
     const uint64_t end = events.end();
     for (Following* f : open) {
@@ -211,7 +294,7 @@ struct JobScan::Impl {
       if (f->block_start != kNoTime) f->job.blocked += end - f->block_start;
       finish(*f);
     }
-    jobs.clear();
+    jobs.clear(), pool.clear(), pool_free.clear();
     counts.unreadable = events.unreadable();
   }
 };

@@ -100,3 +100,118 @@ bool decode_each(const uint8_t* raw, size_t n, const format::ChunkHeader& h, con
 }
 
 }  // namespace tinescope::trace
+
+namespace tinescope::trace {
+
+// What decode_leading needs of each type, from a schema, in one flat table:
+// a schema's definitions hold names and vectors, and finding one an event
+// cost more than decoding the event.
+struct FieldPlan {
+  struct Type {
+    bool known = false;
+    bool walk = false;  // a DeltaU64 field: read even when not wanted (the running delta)
+    uint8_t fields = 0;
+    format::FieldType kind[format::kMaxFields] = {};
+  };
+  Type types[format::kMaxEventType + 1];
+  size_t known_types = 0;  // how many: a schema that grew is planned again
+
+  explicit FieldPlan(const format::Schema& s) {
+    for (uint32_t c = 0; c <= format::kMaxEventType; ++c) {
+      const format::EventTypeDef* d = s.find(uint16_t(c));
+      if (!d) continue;
+      Type& t = types[c];
+      t.known = true, ++known_types;
+      t.fields = uint8_t(std::min(d->fields.size(), format::kMaxFields));
+      for (size_t k = 0; k < t.fields; ++k) {
+        t.kind[k] = d->fields[k].type;
+        t.walk |= t.kind[k] == format::FieldType::DeltaU64;
+      }
+    }
+  }
+};
+
+// decode_each for scans that want only a few types and each one's first
+// three fields (as Event::u holds them; a Bytes field gives its length):
+// emit(ts, type, const uint64_t u[3]) for each event whose type `wanted`
+// marks (wanted[type] != 0, type <= kMaxEventType), and only those in
+// [t0, t1] when `windowed`; never more than the header's event count.
+// Events of types not wanted are stepped over
+// (self-sized ones by their length). Fails as decode_each does; an event of
+// a self-sized type the plan lacks is skipped.
+template <bool windowed, class Emit>
+bool decode_leading(const uint8_t* raw, size_t n, const format::ChunkHeader& h, const FieldPlan& plan, const uint8_t* wanted,
+                    uint64_t t0, uint64_t t1, Emit&& emit, std::string& why) {
+  using namespace format;
+  const uint8_t* p = raw;
+  const uint8_t* const end = raw + n;
+  uint64_t ts = h.first_ts, prev_delta = 0, count = 0;
+  auto fail = [&why, raw](const char* what, const uint8_t* at, uint64_t event) {
+    why = std::string(what) + " at payload offset " + std::to_string(at - raw) + " (event " + std::to_string(event) + ")";
+    return false;
+  };
+  while (p < end) {
+    // (Never more than the header says: a caller may have made room for that many.)
+    if (count == h.event_count)
+      return fail(("chunk header says " + std::to_string(h.event_count) + " events, payload holds more").c_str(), p, count);
+    uint64_t type, delta;
+    if (!get_varint(p, end, type) || !get_varint(p, end, delta)) return fail("truncated event", p, count);
+    const uint8_t* fields_end = end;
+    const bool sized = self_sized(uint32_t(type));
+    if (sized) {
+      uint64_t len;
+      if (!get_varint(p, end, len) || len > uint64_t(end - p)) return fail("truncated event", p, count);
+      fields_end = p + len;
+    }
+    ts += delta;
+    ++count;
+    if (type > kMaxEventType || !plan.types[type].known) {
+      if (!sized) return fail(("event type " + std::to_string(type) + " not in the schema").c_str(), p, count - 1);
+      p = fields_end;  // its definition is lost or newer than this reader
+      continue;
+    }
+    const FieldPlan::Type& t = plan.types[type];
+    const bool want = wanted[type] && (!windowed || (ts >= t0 && ts <= t1));
+    if (!want && sized && !t.walk) {
+      p = fields_end;
+      continue;
+    }
+    uint64_t u[3] = {0, 0, 0};
+    for (size_t k = 0; k < t.fields; ++k) {
+      uint64_t v;
+      switch (t.kind[k]) {
+        case FieldType::U64:
+        case FieldType::String:
+          if (!get_varint(p, fields_end, v)) return fail("truncated field", p, count - 1);
+          break;
+        case FieldType::I64:
+          if (!get_varint(p, fields_end, v)) return fail("truncated field", p, count - 1);
+          v = uint64_t(unzigzag(v));
+          break;
+        case FieldType::DeltaU64:
+          if (!get_varint(p, fields_end, v)) return fail("truncated field", p, count - 1);
+          prev_delta += uint64_t(unzigzag(v));
+          v = prev_delta;
+          break;
+        case FieldType::F64:
+          if (fields_end - p < 8) return fail("truncated field", p, count - 1);
+          std::memcpy(&v, p, 8);
+          p += 8;
+          break;
+        case FieldType::Bytes:
+          if (!get_varint(p, fields_end, v) || v > uint64_t(fields_end - p)) return fail("truncated bytes field", p, count - 1);
+          p += v;
+          break;
+        default: return fail("unknown field type", p, count - 1);
+      }
+      if (k < 3) u[k] = v;
+    }
+    if (sized) p = fields_end;  // fields a newer writer added
+    if (want) emit(ts, uint16_t(type), u);
+  }
+  if (count != h.event_count)
+    return fail(("chunk header says " + std::to_string(h.event_count) + " events, payload holds").c_str(), p, count);
+  return true;
+}
+
+}  // namespace tinescope::trace
