@@ -103,6 +103,13 @@ class MergedEvents {
       at_ = 0;
     }
     const Slot& s = slots_[cur_];
+    // (The events were written on another core, a window too big for its
+    // caches: fetched a few ahead, their misses overlap instead of one after
+    // another.)
+    if (at_ + kAhead < s.order.size()) {
+      const Ref a = s.order[at_ + kAhead];
+      __builtin_prefetch(s.per_feedlet[a.k].data() + a.i);
+    }
     const Ref r = s.order[at_++];
     return &s.per_feedlet[r.k][r.i];
   }
@@ -132,9 +139,11 @@ class MergedEvents {
     std::vector<uint8_t> taken;
     std::vector<uint32_t> heads;
     std::vector<std::string> unreadable;
+    bool ties = false;  // events of several threads at one tick: ordered by rank
     std::future<void> done;
   };
   static constexpr size_t kSlots = 3;  // one used, two read ahead
+  static constexpr size_t kAhead = 16;  // events prefetched ahead of the one given
 
   void launch(Slot& s) {
     if (finished_) return;
@@ -166,8 +175,8 @@ class MergedEvents {
             // stops at the header's count; an event is at least two bytes.)
             mine.resize(at + std::min<size_t>(h.event_count, h.raw_size / 2 + 1));
             SmallEvent* to = mine.data() + at;
-            auto keep = [&to, f](uint64_t ts, uint16_t type, const uint64_t* u) {
-              *to++ = SmallEvent{ts, f, type, {u[0], u[1], u[2]}};
+            auto keep = [&to, f](uint64_t ts, uint16_t type, uint64_t u0, uint64_t u1, uint64_t u2) {
+              *to++ = SmallEvent{ts, f, type, {u0, u1, u2}};
             };
             const bool inside = h.first_ts >= w0 && h.last_ts <= w1;
             const bool read =
@@ -185,6 +194,7 @@ class MergedEvents {
     auto& out = s.order;
     out.resize(total);
     Ref* to = out.data();
+    s.ties = false;
     if (feedlets_.size() <= 16) {  // a few threads: the smallest head by a scan, cheaper than a heap
       // Each feedlet's next time side by side (UINT64_MAX: none left), so
       // the scan reads one small array; the first smallest wins a tie.
@@ -194,20 +204,35 @@ class MergedEvents {
       for (size_t k = 0; k < n; ++k) head[k] = s.per_feedlet[k].empty() ? UINT64_MAX : s.per_feedlet[k][0].ts;
       for (;;) {
         size_t best = 0;
-        for (size_t k = 1; k < n; ++k) best = head[k] < head[best] ? k : best;
+        uint64_t second = UINT64_MAX;  // the next smallest head
+        for (size_t k = 1; k < n; ++k) {
+          const bool less = head[k] < head[best];
+          second = std::min(second, less ? head[best] : head[k]);
+          best = less ? k : best;
+        }
         if (head[best] == UINT64_MAX) break;
+        s.ties |= head[best] == second;  // another thread's event at this tick
+        // Its events before the next head's time at once (at a tie, one:
+        // the lower feedlet's first).
         const auto& from = s.per_feedlet[best];
-        *to++ = Ref{uint32_t(best), uint32_t(at[best])};
-        head[best] = ++at[best] < from.size() ? from[at[best]].ts : UINT64_MAX;
+        size_t i = at[best];
+        do *to++ = Ref{uint32_t(best), uint32_t(i)};
+        while (++i < from.size() && from[i].ts < second);
+        at[best] = i;
+        head[best] = i < from.size() ? from[i].ts : UINT64_MAX;
       }
       // Events at UINT64_MAX (a time too, where "none left" is told apart
       // by the count): by feedlet.
-      for (size_t k = 0; k < n; ++k)
+      size_t tails = 0;
+      for (size_t k = 0; k < n; ++k) {
+        tails += at[k] < s.per_feedlet[k].size();
         for (; at[k] < s.per_feedlet[k].size(); ++at[k]) *to++ = Ref{uint32_t(k), uint32_t(at[k])};
+      }
+      s.ties |= tails > 1;
     } else {
       merge_by_heap(s, to);
     }
-    if (!rank_) return;
+    if (!rank_ || !s.ties) return;
     auto ev = [&s](Ref r) -> const SmallEvent& { return s.per_feedlet[r.k][r.i]; };
     for (size_t i = 0; i < out.size();) {
       size_t j = i + 1;
@@ -233,7 +258,10 @@ class MergedEvents {
       const uint64_t until = heap.size() > 1 ? heap.front().ts : UINT64_MAX;
       const uint32_t until_k = heap.size() > 1 ? heap.front().k : UINT32_MAX;
       size_t i = h.i;
-      for (; i < from.size() && (from[i].ts < until || (from[i].ts == until && h.k < until_k)); ++i) *to++ = Ref{h.k, uint32_t(i)};
+      for (; i < from.size() && (from[i].ts < until || (from[i].ts == until && h.k < until_k)); ++i) {
+        *to++ = Ref{h.k, uint32_t(i)};
+        s.ties |= from[i].ts == until;
+      }
       if (i < from.size()) {
         h.i = i, h.ts = from[i].ts;
         std::push_heap(heap.begin(), heap.end(), later);
