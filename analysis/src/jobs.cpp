@@ -275,8 +275,10 @@ struct JobScan::Impl {
         finish(f);
         unfollow(k);
         // Remembered a while: an event of it after this is told from a new job's.
-        if (recent.size() == kRecent) recently_completed.erase(recent[recent_at]), recent[recent_at] = k;
-        else recent.push_back(k);
+        // (k member by member, as CpuJobs::set does.)
+        if (recent.size() < kRecent) recent.emplace_back();
+        else recently_completed.erase(recent[recent_at]);
+        recent[recent_at].task = k.task, recent[recent_at].id = k.id;
         recent_at = (recent_at + 1) % kRecent;
         if (!recently_completed.find(k)) recently_completed.insert(k, 0);
         break;

@@ -111,6 +111,7 @@ struct FieldPlan {
   struct Type {
     bool known = false;
     bool walk = false;  // a DeltaU64 field: read even when not wanted (the running delta)
+    bool three_varints = false;  // exactly three fields, each U64 or String
     uint8_t fields = 0;
     format::FieldType kind[format::kMaxFields] = {};
   };
@@ -128,6 +129,8 @@ struct FieldPlan {
         t.kind[k] = d->fields[k].type;
         t.walk |= t.kind[k] == format::FieldType::DeltaU64;
       }
+      auto plain = [&t](size_t k) { return t.kind[k] == format::FieldType::U64 || t.kind[k] == format::FieldType::String; };
+      t.three_varints = t.fields == 3 && plain(0) && plain(1) && plain(2);
     }
   }
 };
@@ -239,10 +242,16 @@ bool decode_leading(const uint8_t* raw, size_t n, const format::ChunkHeader& h, 
     // written a field at a time and read whole stalled every event.)
     uint64_t u0 = 0, u1 = 0, u2 = 0, rest;
     const size_t nf = t.fields;
-    if ((nf > 0 && !field(t.kind[0], u0)) || (nf > 1 && !field(t.kind[1], u1)) || (nf > 2 && !field(t.kind[2], u2)))
-      return fail("truncated field", p, count - 1);
-    for (size_t k = 3; k < nf; ++k)
-      if (!field(t.kind[k], rest)) return fail("truncated field", p, count - 1);
+    if (t.three_varints) {  // (most scheduling and lock types: no switch an event)
+      if (!get_varint_wide(p, fields_end, u0) || !get_varint_wide(p, fields_end, u1) ||
+          !get_varint_wide(p, fields_end, u2))
+        return fail("truncated field", p, count - 1);
+    } else {
+      if ((nf > 0 && !field(t.kind[0], u0)) || (nf > 1 && !field(t.kind[1], u1)) || (nf > 2 && !field(t.kind[2], u2)))
+        return fail("truncated field", p, count - 1);
+      for (size_t k = 3; k < nf; ++k)
+        if (!field(t.kind[k], rest)) return fail("truncated field", p, count - 1);
+    }
     if (sized) p = fields_end;  // fields a newer writer added
     if (want) emit(ts, uint16_t(type), u0, u1, u2);
   }
