@@ -21,14 +21,8 @@
 
 namespace tinescope::analysis {
 
-// (Trivial, no member defaults: a window of millions is made room for at
-// once, and filled.)
-struct SmallEvent {
-  uint64_t ts;
-  uint32_t feedlet;
-  uint16_t type;
-  uint64_t u[3];  // its first three fields (trace::Event::u)
-};
+// An event's type, time, thread and first three fields.
+using SmallEvent = trace::LeadingEvent;
 
 // A vector's allocator that leaves trivial elements uninitialised on
 // resize: a window's room is made once and every element then written.
@@ -170,19 +164,16 @@ class MergedEvents {
           [&](const uint8_t* raw, const format::ChunkHeader& h, const format::Schema& schema, std::string& reason) {
             const size_t known = size_t(std::count(schema.known.begin(), schema.known.end(), true));
             if (!s.plan || s.plan->known_types != known) s.plan = std::make_unique<trace::FieldPlan>(schema);
-            size_t at = mine.size();
-            // Room for all (NoInit), cut to those kept below. (The decoding
-            // stops at the header's count; an event is at least two bytes.)
+            const size_t at = mine.size();
+            // Room for all (NoInit), cut to those kept.
             mine.resize(at + std::min<size_t>(h.event_count, h.raw_size / 2 + 1));
-            SmallEvent* to = mine.data() + at;
-            auto keep = [&to, f](uint64_t ts, uint16_t type, uint64_t u0, uint64_t u1, uint64_t u2) {
-              *to++ = SmallEvent{ts, f, type, {u0, u1, u2}};
-            };
             const bool inside = h.first_ts >= w0 && h.last_ts <= w1;
-            const bool read =
-                inside ? trace::decode_leading<false>(raw, h.raw_size, h, *s.plan, wanted_.data(), w0, w1, keep, reason)
-                       : trace::decode_leading<true>(raw, h.raw_size, h, *s.plan, wanted_.data(), w0, w1, keep, reason);
-            mine.resize(size_t(to - mine.data()));
+            size_t kept = 0;
+            const bool read = inside ? trace::decode_leading<false>(raw, h.raw_size, h, *s.plan, wanted_.data(), w0,
+                                                                    w1, mine.data() + at, kept, reason)
+                                     : trace::decode_leading<true>(raw, h.raw_size, h, *s.plan, wanted_.data(), w0,
+                                                                   w1, mine.data() + at, kept, reason);
+            mine.resize(at + kept);
             return read;
           },
           why);

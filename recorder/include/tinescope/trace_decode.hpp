@@ -163,28 +163,68 @@ struct FieldPlan {
   return format::get_varint(p, end, v);
 }
 
+// An event as decode_leading gives it: its type, time and first three fields.
+// (Trivial, no member defaults: room for millions is made at once, and filled.)
+struct LeadingEvent {
+  uint64_t ts;
+  uint32_t feedlet;
+  uint16_t type;
+  uint64_t u[3];  // its first three fields, as Event::u holds them (a Bytes field: its length)
+};
+
+// One field from p (not past end): where it ends, or null where it runs
+// past. (p by value: a pointer whose address a call is given lives in
+// memory, not a register, for the whole loop that calls it.)
+[[gnu::always_inline]] inline const uint8_t* leading_field(format::FieldType kind, const uint8_t* p, const uint8_t* end,
+                                                           uint64_t& v, uint64_t& prev_delta) {
+  using format::FieldType;
+  switch (kind) {
+    case FieldType::U64:
+    case FieldType::String: return get_varint_wide(p, end, v) ? p : nullptr;
+    case FieldType::I64:
+      if (!get_varint_wide(p, end, v)) return nullptr;
+      v = uint64_t(format::unzigzag(v));
+      return p;
+    case FieldType::DeltaU64:
+      if (!get_varint_wide(p, end, v)) return nullptr;
+      prev_delta += uint64_t(format::unzigzag(v));
+      v = prev_delta;
+      return p;
+    case FieldType::F64:
+      if (end - p < 8) return nullptr;
+      std::memcpy(&v, p, 8);
+      return p + 8;
+    case FieldType::Bytes:
+      if (!get_varint_wide(p, end, v) || v > uint64_t(end - p)) return nullptr;
+      return p + v;
+  }
+  return nullptr;
+}
+
 // decode_each for scans that want only a few types and each one's first
-// three fields (as Event::u holds them; a Bytes field gives its length):
-// emit(ts, type, u0, u1, u2) for each event whose type `wanted`
-// marks (wanted[type] != 0, type <= kMaxEventType), and only those in
-// [t0, t1] when `windowed` (where it stops: a chunk's times never fall);
-// never more than the header's event count.
-// Events of types not wanted are stepped over
-// (self-sized ones by their length). Fails as decode_each does; an event of
-// a self-sized type the plan lacks is skipped.
-template <bool windowed, class Emit>
+// three fields: the events of one chunk whose type `wanted` marks
+// (wanted[type] != 0, type <= kMaxEventType), and only those in [t0, t1]
+// when `windowed` (where it stops: a chunk's times never fall), written
+// from `out` on; `kept` says how many. Never more than the header's event
+// count: `out` has room for min(event_count, raw size / 2 + 1), as no event
+// is shorter than two bytes. Events of types not wanted are stepped over
+// (self-sized ones by their length); an event of a self-sized type the plan
+// lacks is skipped. Fails as decode_each does.
+template <bool windowed>
 bool decode_leading(const uint8_t* raw, size_t n, const format::ChunkHeader& h, const FieldPlan& plan, const uint8_t* wanted,
-                    uint64_t t0, uint64_t t1, Emit&& emit, std::string& why) {
+                    uint64_t t0, uint64_t t1, LeadingEvent* out, size_t& kept, std::string& why) {
   using namespace format;
   const uint8_t* p = raw;
   const uint8_t* const end = raw + n;
   uint64_t ts = h.first_ts, prev_delta = 0, count = 0;
+  LeadingEvent* to = out;
+  kept = 0;
   auto fail = [&why, raw](const char* what, const uint8_t* at, uint64_t event) {
     why = std::string(what) + " at payload offset " + std::to_string(at - raw) + " (event " + std::to_string(event) + ")";
     return false;
   };
   while (p < end) {
-    // (Never more than the header says: a caller may have made room for that many.)
+    // (Never more than the header says: the caller made room for that many.)
     if (count == h.event_count)
       return fail(("chunk header says " + std::to_string(h.event_count) + " events, payload holds more").c_str(), p, count);
     uint64_t type, delta;
@@ -199,7 +239,7 @@ bool decode_leading(const uint8_t* raw, size_t n, const format::ChunkHeader& h, 
     ts += delta;
     // (Deltas are unsigned: a chunk's times never fall, and nothing after
     // this is in the window.)
-    if (windowed && ts > t1) return true;
+    if (windowed && ts > t1) break;
     ++count;
     if (type > kMaxEventType || !plan.types[type].known) {
       if (!sized) return fail(("event type " + std::to_string(type) + " not in the schema").c_str(), p, count - 1);
@@ -207,56 +247,36 @@ bool decode_leading(const uint8_t* raw, size_t n, const format::ChunkHeader& h, 
       continue;
     }
     const FieldPlan::Type& t = plan.types[type];
-    const bool want = wanted[type] && (!windowed || (ts >= t0 && ts <= t1));
+    const bool want = wanted[type] && (!windowed || ts >= t0);
     if (!want && sized && !t.walk) {
       p = fields_end;
       continue;
     }
-    // One field: false if it runs past its event.
-    auto field = [&](FieldType kind, uint64_t& v) {
-      switch (kind) {
-        case FieldType::U64:
-        case FieldType::String: return get_varint_wide(p, fields_end, v);
-        case FieldType::I64:
-          if (!get_varint_wide(p, fields_end, v)) return false;
-          v = uint64_t(unzigzag(v));
-          return true;
-        case FieldType::DeltaU64:
-          if (!get_varint_wide(p, fields_end, v)) return false;
-          prev_delta += uint64_t(unzigzag(v));
-          v = prev_delta;
-          return true;
-        case FieldType::F64:
-          if (fields_end - p < 8) return false;
-          std::memcpy(&v, p, 8);
-          p += 8;
-          return true;
-        case FieldType::Bytes:
-          if (!get_varint_wide(p, fields_end, v) || v > uint64_t(fields_end - p)) return false;
-          p += v;
-          return true;
-      }
-      return false;
-    };
-    // (The first three in variables of their own, not an array: an array
-    // written a field at a time and read whole stalled every event.)
     uint64_t u0 = 0, u1 = 0, u2 = 0, rest;
-    const size_t nf = t.fields;
     if (t.three_varints) {  // (most scheduling and lock types: no switch an event)
       if (!get_varint_wide(p, fields_end, u0) || !get_varint_wide(p, fields_end, u1) ||
           !get_varint_wide(p, fields_end, u2))
         return fail("truncated field", p, count - 1);
     } else {
-      if ((nf > 0 && !field(t.kind[0], u0)) || (nf > 1 && !field(t.kind[1], u1)) || (nf > 2 && !field(t.kind[2], u2)))
-        return fail("truncated field", p, count - 1);
-      for (size_t k = 3; k < nf; ++k)
-        if (!field(t.kind[k], rest)) return fail("truncated field", p, count - 1);
+      const size_t nf = t.fields;
+      // (The first three in variables of their own, not an array: an array
+      // written a field at a time and read whole stalled every event.)
+      const uint8_t* q = p;
+      if (nf > 0 && q) q = leading_field(t.kind[0], q, fields_end, u0, prev_delta);
+      if (nf > 1 && q) q = leading_field(t.kind[1], q, fields_end, u1, prev_delta);
+      if (nf > 2 && q) q = leading_field(t.kind[2], q, fields_end, u2, prev_delta);
+      for (size_t k = 3; k < nf && q; ++k) q = leading_field(t.kind[k], q, fields_end, rest, prev_delta);
+      if (!q) return fail("truncated field", p, count - 1);
+      p = q;
     }
     if (sized) p = fields_end;  // fields a newer writer added
-    if (want) emit(ts, uint16_t(type), u0, u1, u2);
+    if (want) *to++ = LeadingEvent{ts, h.feedlet, uint16_t(type), {u0, u1, u2}};
   }
-  if (count != h.event_count)
-    return fail(("chunk header says " + std::to_string(h.event_count) + " events, payload holds").c_str(), p, count);
+  kept = size_t(to - out);
+  if (!windowed || p == end) {
+    if (count != h.event_count)
+      return fail(("chunk header says " + std::to_string(h.event_count) + " events, payload holds").c_str(), p, count);
+  }
   return true;
 }
 
