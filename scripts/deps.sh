@@ -12,6 +12,7 @@ TINESCOPE_PACKAGES=(
   libglfw3-dev libimgui-dev libepoxy-dev libegl-dev libegl1-mesa-dev libgl1-mesa-dri libstb-dev
   libcairo2-dev fonts-dejavu-core
   libtracefs-dev libtraceevent-dev libtracecmd-dev trace-cmd
+  libelf-dev libdw-dev
   xvfb xauth xdotool
   clang-14 libclang-rt-14-dev python3
 )

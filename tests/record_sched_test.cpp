@@ -132,7 +132,7 @@ TEST(RecordSched, ItRefusesToOverwriteAndSaysWhyAProgramDidNotRun) {
   EXPECT_NE(::stat(none.c_str(), &st), 0);
   // A program that does not link the recorder: said so; its exit status kept.
   EXPECT_EQ(run(bin("app/tinescope") + " record -o " + none + " -- sh -c 'exit 3' 2>&1", &out), 3);
-  EXPECT_NE(out.find("wrote no trace: does it link the recorder"), std::string::npos) << out;
+  EXPECT_NE(out.find("wrote no trace: is it linked with the recorder"), std::string::npos) << out;
 }
 
 // With --sched, a program that records nothing itself still gets a trace:

@@ -175,8 +175,8 @@ void add_record_command(CLI::App& app, int* exit_code) {
     if (::stat(out.c_str(), &st) != 0) {
       if (!capturing) {
         std::fprintf(stderr,
-                     "tinescope: %s wrote no trace: does it link the recorder and call ts_start_from_env() (or start "
-                     "it from TINESCOPE_OUT)?\n",
+                     "tinescope: %s wrote no trace: is it linked with the recorder (libtinescope), which starts "
+                     "itself from TINESCOPE_OUT?\n",
                      command[0].c_str());
         *exit_code = program_status ? program_status : 2;
         return;

@@ -250,6 +250,7 @@ void Catalog::apply(const Event& e) {
       break;
     }
     case kFunctionDef: function_address[uint32_t(e.u[0])] = e.u[1]; break;
+    case kFunctionSource: function_source[uint32_t(e.u[0])] = {uint32_t(e.u[1]), uint32_t(e.u[2])}; break;
     case kThreadName: feedlets[e.feedlet].name = std::string(string(e.u[0])); break;
     case kProcessName: process_name = std::string(string(e.u[0])); break;
     case kCpuName: cpu_names[uint32_t(e.u[0])] = std::string(string(e.u[1])); break;

@@ -2,7 +2,6 @@
 
 #include "tinescope/tinescope.h"
 
-#include <cxxabi.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -16,6 +15,7 @@
 
 #include "raw_record.hpp"
 #include "registry.hpp"
+#include "symbols.hpp"
 
 namespace tinescope::rec {
 
@@ -535,22 +535,22 @@ uint32_t Collector::name_id(const char* ptr) {
 uint32_t Collector::function_id(uint64_t address) {
   auto it = function_by_addr_.find(address);
   if (it != function_by_addr_.end()) return it->second;
-  std::string name;
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(address), &info) && info.dli_sname) {
-    // Only C++ names (Itanium ABI: "_Z...") are demangled: a C function
-    // "f" would demangle, as a type, to "float".
-    int status = -1;
-    char* demangled = std::strncmp(info.dli_sname, "_Z", 2) == 0
-                          ? abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status)
-                          : nullptr;
-    name = status == 0 && demangled ? demangled : info.dli_sname;
-    std::free(demangled);
-  } else {
-    char hex[32];
-    std::snprintf(hex, sizeof hex, "0x%" PRIx64, address);
-    name = hex;
-    if (info.dli_fname) name += std::string(" in ") + info.dli_fname;
+  // (Made at the first function named: a program that records no function
+  // events never reads its modules' symbol tables.)
+  if (!symbols_) symbols_ = std::make_unique<Symbols>();
+  const CodeName code = symbols_->resolve(address);
+  std::string name = code.name;
+  if (name.empty()) {
+    Dl_info info{};  // (the dynamic symbols, where the module's file could not be read)
+    if (dladdr(reinterpret_cast<void*>(address), &info) && info.dli_sname) {
+      name = demangled(info.dli_sname);
+    } else {
+      char hex[32];
+      std::snprintf(hex, sizeof hex, "0x%" PRIx64, address);
+      name = hex;
+      if (!code.module.empty()) name += " in " + code.module;
+      else if (info.dli_fname) name += std::string(" in ") + info.dli_fname;
+    }
   }
   for (const std::string& pattern : opt_.function_excludes)
     if (fnmatch(pattern.c_str(), name.c_str(), 0) == 0) return function_by_addr_[address] = 0;
@@ -558,6 +558,10 @@ uint32_t Collector::function_id(uint64_t address) {
   function_by_addr_[address] = id;
   const uint64_t def[] = {id, address};
   put_metadata(kFunctionDef, read_ticks(), def);
+  if (!code.file.empty()) {
+    const uint64_t source[] = {id, text_id(code.file), code.line};
+    put_metadata(kFunctionSource, read_ticks(), source);
+  }
   return id;
 }
 

@@ -20,6 +20,8 @@
 
 namespace tinescope::rec {
 
+class Symbols;
+
 struct CollectorOptions {
   std::string file_path;
   bool overwrite = false;
@@ -82,6 +84,7 @@ class Collector {
   std::unordered_map<const void*, uint32_t> name_by_ptr_;
   std::unordered_map<std::string, uint32_t> name_by_text_;
   std::unordered_map<uint64_t, uint32_t> function_by_addr_;
+  std::unique_ptr<Symbols> symbols_;  // made at the first function named
   struct CacheEntry { const void* ptr; uint32_t id; };
   CacheEntry name_cache_[1024] = {};
   uint32_t next_string_ = 1;

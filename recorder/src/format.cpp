@@ -59,6 +59,7 @@ const Schema& builtin_schema() {
     s.add(make(kCalibration, "calibration", {{F::U64, "mono_ns"}}));
     s.add(make(kFeedletInfo, "feedlet_info", {{F::U64, "feedlet"}, {F::U64, "tid"}, name}));
     s.add(make(kFunctionDef, "function_def", {{F::String, "fn"}, {F::U64, "address"}}));
+    s.add(make(kFunctionSource, "function_source", {{F::String, "fn"}, {F::String, "file"}, {F::U64, "line"}}));
     return s;
   }();
   return schema;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <atomic>
 #include <cinttypes>
 #include <cmath>
@@ -39,6 +40,8 @@ struct Session {
   std::mutex mutex;  // start/stop/config only
   std::unique_ptr<Collector> collector;
   bool running = false;
+  bool from_env = false;  // started by the library itself (TINESCOPE_OUT / TINESCOPE_LIVE)
+  bool adopted = false;   // ... and a ts_start of the program's own took it as its session
   bool enabled = true;
   uint64_t categories = ~0ull;
   uint64_t buffer_bytes = 2u << 20;
@@ -218,6 +221,18 @@ using namespace tinescope::format;
 extern "C" int ts_start(const ts_config* config) {
   Session& s = session();
   std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.running && s.from_env && !s.adopted) {
+    // The recording the environment started (the library starts itself,
+    // see start_from_environment) becomes the program's own: its file and
+    // address stay the environment's, as they would have; its categories
+    // and, for threads that have not recorded yet, its buffer size apply.
+    s.adopted = true;
+    if (config && config->categories) s.categories = config->categories;
+    g_mask.store(s.enabled ? s.categories : 0, std::memory_order_release);
+    if (config && config->buffer_bytes && !getenv("TINESCOPE_BUFFER"))
+      s.buffer_bytes = uint64_t(1) << (64 - __builtin_clzll(std::max<uint64_t>(config->buffer_bytes, 4096) - 1));
+    return 0;
+  }
   if (s.running) {
     s.last_error = "tinescope: already recording";
     return -1;
@@ -284,7 +299,32 @@ extern "C" int ts_start(const ts_config* config) {
 
 extern "C" int ts_start_from_env(void) {
   if (!getenv("TINESCOPE_OUT") && !getenv("TINESCOPE_LIVE")) return 0;
+  {
+    Session& s = session();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.running && s.from_env) return 0;  // the library started it already
+  }
   return ts_start(nullptr);
+}
+
+// A program linked with the recorder records with no change to its code
+// when TINESCOPE_OUT (a file) or TINESCOPE_LIVE (an address) is set: the
+// library starts itself as it is loaded, before the program's own
+// constructors and main, and stops (flushing every thread's events) at
+// exit, after the program's static destructors. TINESCOPE_AUTOSTART=0 leaves
+// the start to the program. Where it cannot start it says why, once, and
+// the program runs unrecorded.
+__attribute__((constructor)) static void start_from_environment() {
+  if (!getenv("TINESCOPE_OUT") && !getenv("TINESCOPE_LIVE")) return;
+  if (const char* a = getenv("TINESCOPE_AUTOSTART"); a && strcmp(a, "0") == 0) return;
+  if (ts_start(nullptr) != 0) {
+    fprintf(stderr, "%s (from TINESCOPE_%s=%s): not recording\n", ts_last_error(), getenv("TINESCOPE_OUT") ? "OUT" : "LIVE",
+            getenv("TINESCOPE_OUT") ? getenv("TINESCOPE_OUT") : getenv("TINESCOPE_LIVE"));
+    return;
+  }
+  Session& s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.from_env = true;
 }
 
 extern "C" void ts_stop(void) {
@@ -295,6 +335,7 @@ extern "C" void ts_stop(void) {
     if (!s.running) return;
     g_mask.store(0, std::memory_order_release);
     s.running = false;
+    s.from_env = s.adopted = false;
     collector = std::move(s.collector);
   }
   collector->stop();

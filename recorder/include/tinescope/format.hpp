@@ -177,6 +177,7 @@ enum EventType : uint16_t {
   kCalibration = 34,      // mono_ns:u          timestamp is the tick reading
   kFeedletInfo = 35,      // feedlet:u tid:u name:s
   kFunctionDef = 36,      // fn:s address:u
+  kFunctionSource = 37,   // fn:s file:s line:u   where a function's code begins (debug information)
   kFirstUserType = 64,
   kMaxEventType = 255,
 };

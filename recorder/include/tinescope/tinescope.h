@@ -47,7 +47,10 @@ typedef struct ts_config {
  * TINESCOPE_OUT, TINESCOPE_LIVE, TINESCOPE_BUFFER, TINESCOPE_CLOCK=monotonic
  * override them. Returns 0, or -1 with a message for ts_last_error(). */
 TS_API int ts_start(const ts_config *config);
-/* Starts from the environment alone, if TINESCOPE_OUT or TINESCOPE_LIVE is set. */
+/* Starts from the environment alone, if TINESCOPE_OUT or TINESCOPE_LIVE is set.
+ * The library does so itself as it is loaded (unless TINESCOPE_AUTOSTART=0),
+ * so a program records with no change; this is then a no-op, and a ts_start
+ * of the program's own takes that recording as its session. */
 TS_API int ts_start_from_env(void);
 /* Flushes every thread's events and closes the sinks. Called at exit too. */
 TS_API void ts_stop(void);

@@ -107,6 +107,11 @@ struct Catalog {
   ClockMap clock;
   std::unordered_map<uint32_t, FeedletInfo> feedlets;
   std::unordered_map<uint32_t, uint64_t> function_address;  // fn string id → code address
+  struct SourceLine {
+    uint32_t file = 0;  // string id
+    uint32_t line = 0;
+  };
+  std::unordered_map<uint32_t, SourceLine> function_source;  // fn string id → where its code begins
   std::string process_name;
   std::unordered_map<uint32_t, std::string> cpu_names;    // ts_cpu_name: cpu -> latest name
   std::unordered_map<std::string, std::string> metadata;  // Metadata events: key -> latest value
