@@ -35,6 +35,7 @@ run() {  # name command...
 }
 run machine build/bench/machine_bench "${quick[@]}" --dir "$work"
 run recorder build/bench/recorder_bench "${quick[@]}" --demo build/recorder/tinescope-demo
+run symbols build/bench/symbols_bench "${quick[@]}" --dir "$work"
 if [ ${#trace[@]} -eq 0 ]; then
   run index build/bench/index_bench "${quick[@]}" --trace "$work/index.tine"
   run analysis build/bench/analysis_bench "${quick[@]}" --trace "$work/index.tine"

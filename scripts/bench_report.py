@@ -27,6 +27,7 @@ GOALS = {
     "recorder.event_ns.2t": ("<=", 1.15, "machine.rdtsc_ns"),
     "recorder.lossless_events_per_s": (">=", 20e6, None),
     "recorder.bytes_per_event": ("<=", 6.0, None),
+    "recorder.symbols_ms": ("<=", 1000, None),
     "index.events_per_s": (">=", 150e6, None),
     "index.cold_mb_per_s": (">=", 0.8, "machine.disk_read_mb_per_s"),
     "live.ingest_events_per_s": (">=", 10e6, None),
