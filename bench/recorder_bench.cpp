@@ -4,6 +4,11 @@
 //                                     thread (1 and 2 threads), collector writing a file
 //   recorder.event_ns.1t.one_core     the same with the collector on the producer's CPU
 //   recorder.lossless_events_per_s    highest rate one thread sustains with zero drops
+//   recorder.func_call_ns             one call of a -finstrument-functions function
+//                                     (entry and exit), goal <= 2.3 x rdtsc
+//   recorder.func_lossless_calls_per_s highest rate of such calls one thread
+//                                     sustains with zero drops at the default
+//                                     settings, goal >= 10 M/s
 //   recorder.bytes_per_event          on disk, for the demo workload
 // and each figure's ratio to its limit or goal.
 //
@@ -20,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "instrumented_call.hpp"
 #include "tinescope/tinescope.h"
 #include "tinescope/trace_reader.hpp"
 
@@ -80,18 +86,32 @@ double rdtsc_ns(double tpn) {
   return median(per);
 }
 
-// Batches of begin/end pairs; returns the per-event cost of each batch.
-std::vector<double> event_batches(double tpn, int batches) {
-  constexpr int kPairs = 500;
+// What a batch records, `kPairs` times: a begin and an end (two events), or
+// a call of an instrumented function (its entry and exit).
+enum class Work { Events, Calls };
+constexpr int kPairs = 500;
+
+inline void record_pairs(Work w, int n) {
+  if (w == Work::Events) {
+    for (int i = 0; i < n; ++i) {
+      ts_begin("bench.event");
+      ts_end("bench.event");
+    }
+  } else {
+    int sink = 0;
+    for (int i = 0; i < n; ++i) sink += bench_leaf(i);
+    asm volatile("" ::"r"(sink));
+  }
+}
+
+// Batches of kPairs pairs; the cost of each batch per pair.
+std::vector<double> pair_batches(double tpn, int batches, Work w) {
   std::vector<double> per;
   per.reserve(size_t(batches));
   for (int b = 0; b < batches; ++b) {
     uint64_t t0 = __rdtsc();
-    for (int i = 0; i < kPairs; ++i) {
-      ts_begin("bench.event");
-      ts_end("bench.event");
-    }
-    per.push_back(double(__rdtsc() - t0) / tpn / (2 * kPairs));
+    record_pairs(w, kPairs);
+    per.push_back(double(__rdtsc() - t0) / tpn / kPairs);
   }
   return per;
 }
@@ -99,7 +119,9 @@ std::vector<double> event_batches(double tpn, int batches) {
 // one_core: the collector and the producer share one CPU (affinity is
 // inherited by the threads ts_start and the test create), which isolates the
 // hot path from the collector's concurrent work on the other CPU.
-double event_ns(double tpn, int threads, bool one_core = false) {
+// The median cost of one pair (a begin and an end, or a call) on the
+// application thread: per event, half of it.
+double pair_ns(double tpn, int threads, Work w, bool one_core = false) {
   cpu_set_t affinity;
   sched_getaffinity(0, sizeof affinity, &affinity);
   if (one_core) {
@@ -116,8 +138,8 @@ double event_ns(double tpn, int threads, bool one_core = false) {
   std::vector<std::vector<double>> per(static_cast<size_t>(threads));
   std::vector<std::thread> ts;
   for (int t = 0; t < threads; ++t) ts.emplace_back([&, t] {
-    event_batches(tpn, 20);  // first event: registration
-    per[size_t(t)] = event_batches(tpn, batches);
+    pair_batches(tpn, 20, w);  // first event: registration
+    per[size_t(t)] = pair_batches(tpn, batches, w);
   });
   for (auto& t : ts) t.join();
   ts_stop();
@@ -131,8 +153,9 @@ double event_ns(double tpn, int threads, bool one_core = false) {
   return median(all);
 }
 
-// Emits `rate` events/s for `seconds` in paced bursts; true if none dropped.
-bool sustains(double rate, double seconds) {
+// Records `rate` pairs/s for `seconds` in paced bursts at the default
+// settings; true if no event was dropped.
+bool sustains(double rate, double seconds, Work w) {
   const std::string path = temp_trace("lossless");
   if (!start(path, 0)) return false;
   bool ok = true;
@@ -140,7 +163,7 @@ bool sustains(double rate, double seconds) {
     constexpr int kBurst = 200;
     const uint64_t start_ns = mono_ns();
     const uint64_t end_ns = start_ns + uint64_t(seconds * 1e9);
-    const double burst_ns = kBurst / rate * 1e9;
+    const double burst_ns = kBurst / rate * 1e9;  // (kBurst pairs)
     for (uint64_t n = 0;; ++n) {
       uint64_t due = start_ns + uint64_t(double(n) * burst_ns);
       uint64_t now;
@@ -151,10 +174,7 @@ bool sustains(double rate, double seconds) {
         ok = false;
         break;
       }
-      for (int i = 0; i < kBurst / 2; ++i) {
-        ts_begin("bench.event");
-        ts_end("bench.event");
-      }
+      record_pairs(w, kBurst);
     }
   });
   producer.join();
@@ -165,11 +185,12 @@ bool sustains(double rate, double seconds) {
   return ok && st.events_dropped == 0 && st.events_lost_io == 0;
 }
 
-double lossless_rate() {
+// The highest rate of pairs a second one thread records with no drop.
+double lossless_rate(Work w) {
   const double seconds = g_quick ? 0.2 : 1.0;
   double good = 0, bad = 0;
-  for (double r = 2e6; r <= 256e6; r *= 2) {
-    if (sustains(r, seconds)) {
+  for (double r = 1e6; r <= 128e6; r *= 2) {
+    if (sustains(r, seconds, w)) {
       good = r;
     } else {
       bad = r;
@@ -179,7 +200,7 @@ double lossless_rate() {
   if (bad == 0) return good;
   for (int i = 0; i < (g_quick ? 2 : 6); ++i) {
     double mid = (good + bad) / 2;
-    (sustains(mid, seconds) ? good : bad) = mid;
+    (sustains(mid, seconds, w) ? good : bad) = mid;
   }
   return good;
 }
@@ -224,19 +245,27 @@ int main(int argc, char** argv) {
   const double rdtsc = rdtsc_ns(tpn);
   figure("recorder.rdtsc_ns", rdtsc, "ns");
 
-  const double e1 = event_ns(tpn, 1);
+  const double e1 = pair_ns(tpn, 1, Work::Events) / 2;
   figure("recorder.event_ns.1t", e1, "ns");
   figure("recorder.event_ns.1t.ratio_to_rdtsc", e1 / rdtsc, "x");
-  const double e1one = event_ns(tpn, 1, true);
+  const double e1one = pair_ns(tpn, 1, Work::Events, true) / 2;
   figure("recorder.event_ns.1t.one_core", e1one, "ns");
   figure("recorder.event_ns.1t.one_core.ratio_to_rdtsc", e1one / rdtsc, "x");
-  const double e2 = event_ns(tpn, 2);
+  const double e2 = pair_ns(tpn, 2, Work::Events) / 2;
   figure("recorder.event_ns.2t", e2, "ns");
   figure("recorder.event_ns.2t.ratio_to_rdtsc", e2 / rdtsc, "x");
 
-  const double rate = lossless_rate();
+  const double call = pair_ns(tpn, 1, Work::Calls);
+  figure("recorder.func_call_ns", call, "ns");
+  figure("recorder.func_call_ns.ratio_to_rdtsc", call / rdtsc, "x");
+
+  const double rate = 2 * lossless_rate(Work::Events);
   figure("recorder.lossless_events_per_s", rate, "events/s");
   figure("recorder.lossless_events_per_s.ratio_to_goal_20M", rate / 20e6, "x");
+
+  const double calls = lossless_rate(Work::Calls);
+  figure("recorder.func_lossless_calls_per_s", calls, "calls/s");
+  figure("recorder.func_lossless_calls_per_s.ratio_to_goal_10M", calls / 10e6, "x");
 
   const double bpe = bytes_per_event(demo);
   figure("recorder.bytes_per_event", bpe, "bytes");

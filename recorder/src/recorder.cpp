@@ -502,6 +502,21 @@ extern "C" void ts_clock_sync_recv(uint64_t sync_id, uint32_t peer) {
 extern "C" void ts_func_enter(void* fn) { record2(kDefaultCategory, kFuncEnter, ptr_bits(fn)); }
 extern "C" void ts_func_exit(void* fn) { record2(kDefaultCategory, kFuncExit, ptr_bits(fn)); }
 
+// -finstrument-functions: a program compiled with that flag calls these on
+// every function entry and exit (record2 inline here: through ts_func_enter,
+// an exported function, each would be a second call through the PLT).
+// Leave functions out at compile time with -finstrument-functions-exclude-
+// file-list= and -finstrument-functions-exclude-function-list= (no cost at
+// all), or at run time with TINESCOPE_FUNC_EXCLUDE=pattern:pattern (fnmatch
+// on demangled names; the collector drops them, the call still costs an
+// event).
+extern "C" TS_API __attribute__((no_instrument_function)) void __cyg_profile_func_enter(void* fn, void*) {
+  record2(kDefaultCategory, kFuncEnter, ptr_bits(fn));
+}
+extern "C" TS_API __attribute__((no_instrument_function)) void __cyg_profile_func_exit(void* fn, void*) {
+  record2(kDefaultCategory, kFuncExit, ptr_bits(fn));
+}
+
 extern "C" uint32_t ts_define_event_type(const char* name, const ts_field* fields, uint32_t count) {
   if (!name || !*name || count > TS_MAX_FIELDS || (count && !fields)) return 0;
   EventTypeDef def;

@@ -1,0 +1,3 @@
+#pragma once
+// Instrumented (-finstrument-functions, bench/CMakeLists.txt).
+int bench_leaf(int x);
