@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "tinescope/index/trace_index.hpp"
 #include "trace_helpers.hpp"
 
 namespace tinescope::test {
@@ -114,6 +115,64 @@ TEST(FunctionTrees, AnExistingFileIsNotWrittenOver) {
   std::string kept;
   std::getline(in, kept);
   EXPECT_EQ(kept, "mine");
+}
+
+// A buffer far too small for the calls: events are dropped, counted
+// exactly (recorded + dropped = what the program made) and marked where
+// they were; the frames open at a drop are cut there and marked truncated,
+// and no frame is drawn inside one that did not call it.
+TEST(FunctionTrees, ASmallBufferDropsCountsAndNestsNothingWrongly) {
+  const std::string trace = temp_path("func_tree_small"), counts = temp_path("func_tree_small.counts");
+  ::unlink(trace.c_str());
+  std::string out;
+  ASSERT_EQ(run("TINESCOPE_BUFFER=4096 TINESCOPE_OUT=" + trace + " " + bin("tests/func_tree_program") + " " + counts + " 2>&1", &out), 0)
+      << out;
+  const std::map<long, Edges> want = counted(counts);
+  long calls = 0;
+  for (const auto& [tid, edges] : want)
+    for (const auto& [edge, n] : edges) calls += n;
+  std::string error;
+  auto ix = index::TraceIndex::build(trace, error);
+  ASSERT_TRUE(ix) << error;
+  uint64_t recorded = 0, dropped = 0, truncated = 0, nested = 0;
+  for (const index::FeedletSummary& f : ix->feedlets()) {
+    recorded += ix->feedlet_events_of_type(f.id, format::kFuncEnter) + ix->feedlet_events_of_type(f.id, format::kFuncExit);
+    dropped += f.dropped;
+    auto thread = want.find(long(f.tid));
+    ASSERT_NE(thread, want.end()) << "a thread the program did not count: " << f.tid;
+    // Every thread ended, its last events dropped or not: nothing is left
+    // open to the trace's end (what was open at its last drops is cut where
+    // it ended: the recorder's feedlet_end).
+    EXPECT_TRUE(ix->open_at(f.id, ix->last_ts()).empty()) << "thread " << f.tid << " still open at the end";
+    // Each frame below the top inside the frame one level up that covers it.
+    std::map<uint32_t, std::vector<index::Item>> by_depth;
+    ix->lane_items(f.id, 0, UINT64_MAX, [&](const index::Item& it) {
+      if (it.kind == index::StreamKind::Interval) by_depth[it.depth].push_back(it);
+    });
+    for (auto& [d, items] : by_depth)
+      std::sort(items.begin(), items.end(), [](const index::Item& a, const index::Item& b) { return a.start < b.start; });
+    for (const auto& [d, items] : by_depth)
+      for (const index::Item& it : items) {
+        truncated += it.truncated;
+        if (d == 0) continue;
+        const auto& up = by_depth[d - 1];
+        auto p = std::upper_bound(up.begin(), up.end(), it.start, [](uint64_t t, const index::Item& x) { return t < x.start; });
+        ASSERT_NE(p, up.begin()) << "a frame at depth " << d << " with none above it";
+        const index::Item& parent = *std::prev(p);
+        EXPECT_LE(it.end, parent.end) << "a frame that outlives the one above it";
+        const std::pair<std::string, std::string> edge{std::string(ix->catalog().string(parent.name)),
+                                                       std::string(ix->catalog().string(it.name))};
+        EXPECT_TRUE(thread->second.count(edge)) << edge.first << " never called " << edge.second;
+        ++nested;
+      }
+  }
+  EXPECT_GT(dropped, 0u) << "a 4 KiB buffer kept up with every call";
+  EXPECT_EQ(recorded + dropped, uint64_t(2 * calls)) << "recorded and dropped are every entry and exit";
+  EXPECT_GT(truncated, 0u) << "frames open at a drop are marked";
+  EXPECT_GT(nested, 100u);
+  std::string info;
+  ASSERT_EQ(run(bin("app/tinescope") + " info " + trace + " 2>&1", &info), 0) << info;
+  EXPECT_NE(info.find(std::to_string(dropped) + " dropped"), std::string::npos) << info;
 }
 
 }  // namespace

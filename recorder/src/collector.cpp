@@ -164,6 +164,16 @@ bool Collector::poll(bool final) {
 
     if ((final || state == BufferState::Exited) && f.pos == head) {
       uint64_t total = b->dropped_total.load(std::memory_order_relaxed);
+      if (total != f.drops_seen) {
+        // Drops after its last recorded event: a feedlet_end where the
+        // thread ended (or the recording, for one still running), in a chunk
+        // of its own that counts them, gives them an end. Readers cut what
+        // the thread had open there, as after any drop, instead of leaving
+        // it open to the trace's end.
+        if (!f.chunk.empty()) publish(f.chunk, 0);
+        const uint64_t exited = b->exit_ticks.load(std::memory_order_relaxed);
+        f.chunk.end(f.chunk.begin(kFeedletEnd, state == BufferState::Exited && exited ? exited : read_ticks()));
+      }
       f.chunk.pending_drops += total - f.drops_seen;
       events_dropped_ += total - f.drops_seen;
       f.drops_seen = total;

@@ -58,7 +58,9 @@ __attribute__((tls_model("initial-exec"))) thread_local uint64_t tl_message_coun
 // registers a fresh buffer rather than writing into one being retired.
 void on_thread_exit(void* p) {
   tl_buf = nullptr;
-  static_cast<ThreadBuffer*>(p)->state.store(BufferState::Exited, std::memory_order_release);
+  auto* b = static_cast<ThreadBuffer*>(p);
+  b->exit_ticks.store(read_ticks(), std::memory_order_relaxed);
+  b->state.store(BufferState::Exited, std::memory_order_release);
 }
 
 Session& session() {

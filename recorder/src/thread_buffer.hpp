@@ -36,6 +36,9 @@ struct ThreadBuffer {
   alignas(64) std::atomic<uint64_t> tail{0};
   alignas(64) std::atomic<uint64_t> dropped_total{0};  // written by producer only
   std::atomic<BufferState> state{BufferState::Active};
+  // When its thread exited (ticks; written before `state` becomes Exited):
+  // where drops after the thread's last recorded event end.
+  std::atomic<uint64_t> exit_ticks{0};
   std::atomic<uint64_t> generation{0};  // +1 each time a thread takes the buffer
   uint32_t feedlet_hint = 0;            // feedlet number used in message ids
   // Set by each new owner before `generation` moves (release); the collector

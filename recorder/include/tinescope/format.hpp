@@ -171,6 +171,7 @@ enum EventType : uint16_t {
   kFuncExit = 26,         // fn:s
   kJobDeadline = 27,      // task:s job:u deadline:u   absolute, in ticks
   kTaskPriority = 28,     // task:s level:i            from here on; higher: more urgent
+  kFeedletEnd = 29,       // (none)   its thread ended (or the recording stopped) here, after dropped events
   // Metadata feedlet only.
   kStringDef = 32,        // id:u text:b
   kTypeDef = 33,          // code:u schema:b   (one schema entry, see encode_schema)
