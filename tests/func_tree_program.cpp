@@ -7,7 +7,19 @@
 // to the file named by its argument.
 #include <pthread.h>
 
+#include <csetjmp>
+#include <cstdio>
+#include <stdexcept>
+
 #include "func_tree_shadow.h"
+
+// A frame's shadow entry, left as the frame is, by return or by an
+// exception passing through (not instrumented: it is the count, not the
+// program).
+struct Shadow {
+  __attribute__((no_instrument_function)) explicit Shadow(const char* name) { shadow_enter(name); }
+  __attribute__((no_instrument_function)) ~Shadow() { shadow_exit(); }
+};
 
 static int sq(int x) {
   shadow_enter("sq(int)");
@@ -36,6 +48,56 @@ int Walker::walk(int depth) {
   return r;
 }
 
+// An exception thrown four frames down, caught above them: every frame it
+// leaves exits (GCC calls the exit hook as the exception unwinds).
+static int thrower(int depth) {
+  Shadow s("thrower(int)");
+  if (depth == 0) throw std::runtime_error("deep");
+  return thrower(depth - 1) + 1;
+}
+
+static int catcher() {
+  Shadow s("catcher()");
+  int caught = 0;
+  for (int i = 0; i < 10; ++i) {
+    try {
+      thrower(3);
+    } catch (const std::exception&) {
+      ++caught;
+    }
+  }
+  return caught;
+}
+
+// A longjmp out of four frames: they never exit; the trace's reader closes
+// them with the frame that does (counted as truncated).
+static std::jmp_buf jump;
+static volatile bool armed = false;  // (a path that returns, for the compiler)
+static size_t skipped_by_longjmp = 0;
+
+static void jumper(int depth) {
+  shadow_enter("jumper(int)");
+  if (depth == 0 && armed) std::longjmp(jump, 1);
+  if (depth > 0) jumper(depth - 1);
+  shadow_exit();
+}
+
+static int jump_back() {
+  Shadow s("jump_back()");
+  armed = true;
+  int jumps = 0;
+  volatile int i = 0;  // (volatile: live across the longjmp)
+  while (i < 10) {
+    const size_t depth = shadow_depth();
+    // (Nothing changes between setjmp and the longjmp back to it but the
+    // frames below.)
+    if (setjmp(jump) == 0) jumper(3);
+    else skipped_by_longjmp += shadow_unwind_to(depth), jumps += 1;
+    i = i + 1;
+  }
+  return jumps;
+}
+
 static void* thread_main(void* arg) {
   shadow_enter("thread_main(void*)");
   const int k = int(reinterpret_cast<long>(arg));
@@ -55,7 +117,9 @@ int main(int argc, char** argv) {
   for (long k = 0; k < 4; ++k) pthread_create(&t[k], nullptr, thread_main, reinterpret_cast<void*>(k));
   for (pthread_t& x : t) pthread_join(x, nullptr);
   int on_main = fold(2, 3);
+  on_main += catcher() + jump_back();
   shadow_exit();
+  std::printf("frames skipped by longjmp: %zu\n", skipped_by_longjmp);
   if (argc > 1 && shadow_write(argv[1]) != 0) return 2;
   return on_main > 0 ? 0 : 1;
 }

@@ -35,6 +35,14 @@ extern "C" void shadow_enter(const char* name) {
 
 extern "C" void shadow_exit(void) { tl->stack.pop_back(); }
 
+extern "C" size_t shadow_depth(void) { return tl ? tl->stack.size() : 0; }
+
+extern "C" size_t shadow_unwind_to(size_t depth) {
+  const size_t skipped = tl->stack.size() - depth;
+  tl->stack.resize(depth);
+  return skipped;
+}
+
 extern "C" int shadow_write(const char* path) {
   FILE* f = std::fopen(path, "w");
   if (!f) return -1;

@@ -7,6 +7,7 @@
 // executable linked without -rdynamic — is the one the program counted.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -34,11 +35,13 @@ std::map<long, Edges> counted(const std::string& path) {
 }
 
 // The trace's call trees, by thread id: each feedlet's entries and exits
-// followed on a stack of its own.
-std::map<long, Edges> recorded(const Collected& c, long* unmatched) {
+// followed on a stack of its own. A frame a longjmp skipped ends with a
+// func_unwind (`skipped` counts them); an exit or unwind that is not the
+// top frame's is `unmatched`.
+std::map<long, Edges> recorded(const Collected& c, long* unmatched, long* skipped) {
   std::map<uint32_t, std::vector<std::string>> stacks;
   std::map<uint32_t, Edges> per_feedlet;
-  *unmatched = 0;
+  *unmatched = *skipped = 0;
   for (const OwnedEvent& o : c.events) {
     if (o.e.feedlet == format::kMetadataFeedlet) continue;
     std::vector<std::string>& stack = stacks[o.e.feedlet];
@@ -46,9 +49,13 @@ std::map<long, Edges> recorded(const Collected& c, long* unmatched) {
       const std::string name = c.name(o.e.u[0]);
       ++per_feedlet[o.e.feedlet][{stack.empty() ? std::string() : stack.back(), name}];
       stack.push_back(name);
-    } else if (o.e.type == format::kFuncExit) {
-      if (stack.empty() || stack.back() != c.name(o.e.u[0])) ++*unmatched;
-      if (!stack.empty()) stack.pop_back();
+    } else if (o.e.type == format::kFuncExit || o.e.type == format::kFuncUnwind) {
+      if (stack.empty() || stack.back() != c.name(o.e.u[0])) {
+        ++*unmatched;
+        continue;
+      }
+      *skipped += o.e.type == format::kFuncUnwind;
+      stack.pop_back();
     }
   }
   for (auto& [f, s] : stacks) *unmatched += long(s.size());
@@ -60,14 +67,36 @@ std::map<long, Edges> recorded(const Collected& c, long* unmatched) {
   return out;
 }
 
-void expect_same_trees(const std::string& trace, const std::string& counts) {
+// The program's own count of the frames its longjmps skipped, from its output.
+long skipped_by_longjmp(const std::string& out) {
+  const std::string key = "frames skipped by longjmp: ";
+  const size_t at = out.find(key);
+  return at == std::string::npos ? -1 : std::stol(out.substr(at + key.size()));
+}
+
+// Every thread's calls as the program counted them, in the trace and in
+// its index; exceptions' frames exited, longjmp's skipped ones closed and
+// counted.
+void expect_same_trees(const std::string& trace, const std::string& counts, const std::string& out) {
   const std::map<long, Edges> want = counted(counts);
   ASSERT_EQ(want.size(), 5u) << "main and four threads";
   Collected c = read_trace(trace);
   EXPECT_EQ(c.dropped, 0u);
-  long unmatched = 0;
-  const std::map<long, Edges> got = recorded(c, &unmatched);
-  EXPECT_EQ(unmatched, 0) << "an exit that is not its entry's, or an entry never left";
+  long unmatched = 0, skipped = 0;
+  const std::map<long, Edges> got = recorded(c, &unmatched, &skipped);
+  EXPECT_EQ(unmatched, 0) << "an exit with no entry of its own open";
+  EXPECT_EQ(skipped, skipped_by_longjmp(out)) << out;
+  EXPECT_EQ(skipped, 40) << "10 longjmps out of 4 frames";
+  std::string error;
+  auto ix = index::TraceIndex::build(trace, error);
+  ASSERT_TRUE(ix) << error;
+  uint64_t truncated = 0, unmatched_ends = 0;
+  for (const index::FeedletSummary& f : ix->feedlets()) {
+    truncated += f.counts.truncated, unmatched_ends += f.counts.unmatched_ends;
+    EXPECT_TRUE(ix->open_at(f.id, ix->last_ts()).empty()) << "thread " << f.tid << " still open at the end";
+  }
+  EXPECT_EQ(truncated, uint64_t(skipped)) << "the frames a longjmp skipped, ended where the next call came, marked";
+  EXPECT_EQ(unmatched_ends, 0u);
   EXPECT_EQ(got.size(), want.size()) << "threads with function events";
   for (const auto& [tid, edges] : want) {
     SCOPED_TRACE("thread " + std::to_string(tid));
@@ -90,7 +119,7 @@ TEST(FunctionTrees, AProgramThatNeverCallsTheRecorderRecordsItselfFromTheEnviron
   ::unlink(trace.c_str());
   std::string out;
   ASSERT_EQ(run("TINESCOPE_OUT=" + trace + " " + bin("tests/func_tree_program") + " " + counts + " 2>&1", &out), 0) << out;
-  expect_same_trees(trace, counts);
+  expect_same_trees(trace, counts, out);
 }
 
 TEST(FunctionTrees, TinescopeRecordRecordsAProgramLinkedWithTheRecorder) {
@@ -99,7 +128,7 @@ TEST(FunctionTrees, TinescopeRecordRecordsAProgramLinkedWithTheRecorder) {
   std::string out;
   ASSERT_EQ(run(bin("app/tinescope") + " record -o " + trace + " -- " + bin("tests/func_tree_program") + " " + counts + " 2>&1", &out), 0)
       << out;
-  expect_same_trees(trace, counts);
+  expect_same_trees(trace, counts, out);
 }
 
 // An existing file is not written over: the program runs unrecorded and
@@ -136,7 +165,9 @@ TEST(FunctionTrees, ASmallBufferDropsCountsAndNestsNothingWrongly) {
   ASSERT_TRUE(ix) << error;
   uint64_t recorded = 0, dropped = 0, truncated = 0, nested = 0;
   for (const index::FeedletSummary& f : ix->feedlets()) {
-    recorded += ix->feedlet_events_of_type(f.id, format::kFuncEnter) + ix->feedlet_events_of_type(f.id, format::kFuncExit);
+    // (A frame a longjmp skipped ends with a func_unwind instead of its exit.)
+    recorded += ix->feedlet_events_of_type(f.id, format::kFuncEnter) + ix->feedlet_events_of_type(f.id, format::kFuncExit) +
+                ix->feedlet_events_of_type(f.id, format::kFuncUnwind);
     dropped += f.dropped;
     auto thread = want.find(long(f.tid));
     ASSERT_NE(thread, want.end()) << "a thread the program did not count: " << f.tid;

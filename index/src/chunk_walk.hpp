@@ -218,7 +218,8 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
     why = std::string(what) + " at payload offset " + std::to_string(at - raw);
     return false;
   };
-  auto close_interval = [&](uint32_t name, uint64_t at) __attribute__((always_inline)) {  // forced: g++ made it a call
+  // `cut`: its end was not its own (a func_unwind): truncated, counted.
+  auto close_interval = [&](uint32_t name, uint64_t at, bool cut = false) __attribute__((always_inline)) {  // forced: g++ made it a call
     for (size_t i = st.stack.size(); i-- > 0;) {
       if (st.stack[i].name != name) continue;
       Item it;
@@ -238,7 +239,8 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
       it.depth = st.stack[i].depth;
       it.start = st.stack[i].start;
       it.end = at;
-      it.truncated = false;
+      it.truncated = cut;
+      st.counts.truncated += cut;
       st.stack.pop_back();
       on_item(it);
       return;
@@ -304,6 +306,10 @@ bool walk_chunk(const uint8_t* raw, size_t n, const format::ChunkHeader& h, cons
     // branch mispredicted.
     if (type == kIntervalEnd || type == kFuncExit) {
       close_interval(uint32_t(u[0]), ts);
+      continue;
+    }
+    if (type == kFuncUnwind) {
+      close_interval(uint32_t(u[0]), ts, true);
       continue;
     }
     if (type == kIntervalBegin || type == kFuncEnter) {

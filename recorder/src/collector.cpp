@@ -290,6 +290,7 @@ void Collector::encode(Feedlet& f, const uint64_t* rec) {
       break;
     }
     case kFuncEnter:
+    case kFuncUnwind:
     case kFuncExit: {
       uint32_t fn = function_id(low);
       if (fn == 0) return;  // excluded by TINESCOPE_FUNC_EXCLUDE

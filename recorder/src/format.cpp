@@ -55,6 +55,7 @@ const Schema& builtin_schema() {
     s.add(make(kFuncEnter, "func_enter", {{F::String, "fn"}}));
     s.add(make(kFuncExit, "func_exit", {{F::String, "fn"}}));
     s.add(make(kFeedletEnd, "feedlet_end", {}));
+    s.add(make(kFuncUnwind, "func_unwind", {{F::String, "fn"}}));
     s.add(make(kStringDef, "string_def", {{F::U64, "id"}, {F::Bytes, "text"}}));
     s.add(make(kTypeDef, "type_def", {{F::U64, "code"}, {F::Bytes, "schema"}}));
     s.add(make(kCalibration, "calibration", {{F::U64, "mono_ns"}}));

@@ -104,6 +104,7 @@ __attribute__((noinline, cold)) ThreadBuffer* register_thread() {
   b->head_local = b->head.load(std::memory_order_relaxed);
   b->tail_cache = b->tail.load(std::memory_order_acquire);
   b->dropped = b->dropped_reported = 0;
+  b->frames = 0;
   b->dropped_total.store(0, std::memory_order_relaxed);
   b->tid.store(uint32_t(syscall(SYS_gettid)), std::memory_order_relaxed);
   b->generation.fetch_add(1, std::memory_order_release);
@@ -512,11 +513,56 @@ extern "C" void ts_func_exit(void* fn) { record2(kDefaultCategory, kFuncExit, pt
 // all), or at run time with TINESCOPE_FUNC_EXCLUDE=pattern:pattern (fnmatch
 // on demangled names; the collector drops them, the call still costs an
 // event).
+//
+// A longjmp leaves frames that never call the exit hook. Each entry keeps
+// its stack pointer (ThreadBuffer::frame_sp); an entry from a stack at or
+// above a frame still held is a call made after that frame was left, so
+// that frame, and any above it, end there as func_unwind events (readers
+// close them, marked and counted as cut); so do the frames still held above
+// a function that exits. An exception unwinds through GCC's cleanups,
+// which call the exit hook: nothing is left.
+namespace {
+// Farther than this above the frames held, a stack is another one (a signal
+// handler on sigaltstack), not the same one unwound.
+constexpr uintptr_t kUnwindReach = uintptr_t(64) << 20;
+
+__attribute__((noinline, cold, no_instrument_function)) void end_skipped_frames(ThreadBuffer& b, uintptr_t sp) {
+  while (b.frames > 0 && b.frames <= ThreadBuffer::kShadowFrames && b.frame_sp[b.frames - 1] <= sp &&
+         sp - b.frame_sp[b.frames - 1] < kUnwindReach) {
+    --b.frames;
+    record2(kDefaultCategory, kFuncUnwind, ptr_bits(b.frame_fn[b.frames]));
+  }
+}
+// An exit of `fn` while frames it called are still held (a longjmp left them
+// and nothing was called since): they end first.
+__attribute__((noinline, cold, no_instrument_function)) void end_frames_above(ThreadBuffer& b, void* fn) {
+  uint32_t own = b.frames - 1;
+  while (own > 0 && b.frame_fn[own] != fn) --own;
+  if (b.frame_fn[own] != fn) return;  // not held (entered before the recording): as it is
+  while (b.frames > own + 1) {
+    --b.frames;
+    record2(kDefaultCategory, kFuncUnwind, ptr_bits(b.frame_fn[b.frames]));
+  }
+}
+}  // namespace
+
 extern "C" TS_API __attribute__((no_instrument_function)) void __cyg_profile_func_enter(void* fn, void*) {
+  const uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  ThreadBuffer* b = tl_buf;
+  if (b && b->frames > 0 && b->frames <= ThreadBuffer::kShadowFrames && b->frame_sp[b->frames - 1] <= sp) [[unlikely]]
+    end_skipped_frames(*b, sp);
   record2(kDefaultCategory, kFuncEnter, ptr_bits(fn));
+  if ((b = tl_buf)) {
+    if (b->frames < ThreadBuffer::kShadowFrames) b->frame_sp[b->frames] = sp, b->frame_fn[b->frames] = fn;
+    ++b->frames;
+  }
 }
 extern "C" TS_API __attribute__((no_instrument_function)) void __cyg_profile_func_exit(void* fn, void*) {
+  ThreadBuffer* b = tl_buf;
+  if (b && b->frames > 0 && b->frames <= ThreadBuffer::kShadowFrames && b->frame_fn[b->frames - 1] != fn) [[unlikely]]
+    end_frames_above(*b, fn);
   record2(kDefaultCategory, kFuncExit, ptr_bits(fn));
+  if (b && b->frames > 0) --b->frames;
 }
 
 extern "C" uint32_t ts_define_event_type(const char* name, const ts_field* fields, uint32_t count) {

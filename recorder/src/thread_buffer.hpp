@@ -31,6 +31,16 @@ struct ThreadBuffer {
   uint64_t dropped_reported = 0;  // cumulative count in the last drop record
   uint64_t message_counter = 0;
 
+  // -finstrument-functions: the functions entered and not yet exited, with
+  // the stack pointer of each entry, so that frames a longjmp skipped (they
+  // never exit) are found when a later entry comes from a stack at or above
+  // theirs. The first kShadowFrames of a thread's depth; deeper ones are
+  // not followed.
+  static constexpr uint32_t kShadowFrames = 256;
+  uint32_t frames = 0;
+  uintptr_t frame_sp[kShadowFrames];
+  void* frame_fn[kShadowFrames];
+
   // --- shared
   alignas(64) std::atomic<uint64_t> head{0};
   alignas(64) std::atomic<uint64_t> tail{0};

@@ -172,6 +172,7 @@ enum EventType : uint16_t {
   kJobDeadline = 27,      // task:s job:u deadline:u   absolute, in ticks
   kTaskPriority = 28,     // task:s level:i            from here on; higher: more urgent
   kFeedletEnd = 29,       // (none)   its thread ended (or the recording stopped) here, after dropped events
+  kFuncUnwind = 30,       // fn:s     the function's frame was left without its exit (a longjmp): it ends here
   // Metadata feedlet only.
   kStringDef = 32,        // id:u text:b
   kTypeDef = 33,          // code:u schema:b   (one schema entry, see encode_schema)
