@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "tinescope/index/trace_index.hpp"
@@ -129,6 +130,40 @@ TEST(FunctionTrees, TinescopeRecordRecordsAProgramLinkedWithTheRecorder) {
   ASSERT_EQ(run(bin("app/tinescope") + " record -o " + trace + " -- " + bin("tests/func_tree_program") + " " + counts + " 2>&1", &out), 0)
       << out;
   expect_same_trees(trace, counts, out);
+}
+
+// Built with the standard library's templates instrumented too: by default
+// they are left out at run time (their source is a system header), and the
+// trees are the program's own; TINESCOPE_FUNC_EXCLUDE= (empty) keeps them,
+// TINESCOPE_FUNC_INCLUDE keeps only what it names (here: a file's functions).
+TEST(FunctionTrees, SystemHeadersAreLeftOutUnlessAsked) {
+  const std::string trace = temp_path("func_tree_all"), counts = temp_path("func_tree_all.counts");
+  ::unlink(trace.c_str());
+  std::string out;
+  ASSERT_EQ(run("TINESCOPE_OUT=" + trace + " " + bin("tests/func_tree_program_all") + " " + counts + " 2>&1", &out), 0) << out;
+  expect_same_trees(trace, counts, out);
+
+  auto names = [](const std::string& path) {
+    Collected c = read_trace(path);
+    std::set<std::string> out;
+    for (const OwnedEvent* o : c.of_type(format::kFuncEnter)) out.insert(c.name(o->e.u[0]));
+    return out;
+  };
+  ::unlink(trace.c_str());
+  ASSERT_EQ(run("TINESCOPE_FUNC_EXCLUDE= TINESCOPE_OUT=" + trace + " " + bin("tests/func_tree_program_all") + " " + counts + " 2>&1", &out), 0)
+      << out;
+  const std::set<std::string> all = names(trace);
+  EXPECT_TRUE(std::any_of(all.begin(), all.end(), [](const std::string& n) { return n.starts_with("std::"); }))
+      << "the standard library's functions, asked for";
+  EXPECT_TRUE(all.count("sq(int)"));
+
+  ::unlink(trace.c_str());
+  ASSERT_EQ(run("TINESCOPE_FUNC_INCLUDE='file=*func_tree_c.c' TINESCOPE_OUT=" + trace + " " + bin("tests/func_tree_program_all") + " " +
+                    counts + " 2>&1",
+                &out),
+            0)
+      << out;
+  EXPECT_EQ(names(trace), (std::set<std::string>{"c_mix"}));
 }
 
 // An existing file is not written over: the program runs unrecorded and

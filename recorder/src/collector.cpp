@@ -563,8 +563,15 @@ uint32_t Collector::function_id(uint64_t address) {
       else if (info.dli_fname) name += std::string(" in ") + info.dli_fname;
     }
   }
-  for (const std::string& pattern : opt_.function_excludes)
-    if (fnmatch(pattern.c_str(), name.c_str(), 0) == 0) return function_by_addr_[address] = 0;
+  auto matches = [&](const std::string& pattern) {
+    if (pattern.starts_with("file=")) return !code.file.empty() && fnmatch(pattern.c_str() + 5, code.file.c_str(), 0) == 0;
+    if (pattern.starts_with("module=")) return !code.module.empty() && fnmatch(pattern.c_str() + 7, code.module.c_str(), 0) == 0;
+    return fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
+  };
+  const bool kept = opt_.function_includes.empty() ||
+                    std::any_of(opt_.function_includes.begin(), opt_.function_includes.end(), matches);
+  if (!kept || std::any_of(opt_.function_excludes.begin(), opt_.function_excludes.end(), matches))
+    return function_by_addr_[address] = 0;
   uint32_t id = text_id(name);
   function_by_addr_[address] = id;
   const uint64_t def[] = {id, address};

@@ -28,7 +28,10 @@ struct CollectorOptions {
   std::string live_address;
   uint64_t flush_interval_ns = 20'000'000;
   Calibration clock{};
-  std::vector<std::string> function_excludes;  // fnmatch patterns on symbol names
+  // Functions left out, and (when any) the only ones kept: fnmatch patterns
+  // on the demangled name, or with "file=" on the source file, "module=" on
+  // the module's path.
+  std::vector<std::string> function_excludes, function_includes;
 };
 
 class Collector {

@@ -14,7 +14,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_set>
+#include <vector>
 
 #include "clock.hpp"
 #include "collector.hpp"
@@ -104,7 +106,7 @@ __attribute__((noinline, cold)) ThreadBuffer* register_thread() {
   b->head_local = b->head.load(std::memory_order_relaxed);
   b->tail_cache = b->tail.load(std::memory_order_acquire);
   b->dropped = b->dropped_reported = 0;
-  b->frames = 0;
+  b->frames = 0, b->jumped = false;
   b->dropped_total.store(0, std::memory_order_relaxed);
   b->tid.store(uint32_t(syscall(SYS_gettid)), std::memory_order_relaxed);
   b->generation.fetch_add(1, std::memory_order_release);
@@ -275,15 +277,19 @@ extern "C" int ts_start(const ts_config* config) {
   opt.flush_interval_ns = uint64_t(c.flush_interval_us ? c.flush_interval_us : 20000) * 1000;
   opt.clock = calibrate(2'000'000);
   g_ticks_per_ns.store(g_use_tsc ? opt.clock.ticks_per_ns : 1.0, std::memory_order_relaxed);
-  if (const char* ex = getenv("TINESCOPE_FUNC_EXCLUDE")) {
-    std::string all = ex;
-    for (size_t i = 0; i <= all.size();) {
-      size_t end = all.find(':', i);
-      if (end == std::string::npos) end = all.size();
-      if (end > i) opt.function_excludes.push_back(all.substr(i, end - i));
-      i = end + 1;
+  // Functions left out, and the only ones kept (docs/RECORDER.md): by
+  // default the code of the system's headers (the standard library's
+  // templates, instantiated into the program) is left out.
+  auto patterns = [](const char* all, std::vector<std::string>& out) {
+    for (std::string_view s = all; !s.empty();) {
+      const size_t end = std::min(s.find(':'), s.size());
+      if (end > 0) out.emplace_back(s.substr(0, end));
+      s.remove_prefix(std::min(end + 1, s.size()));
     }
-  }
+  };
+  if (const char* ex = getenv("TINESCOPE_FUNC_EXCLUDE")) patterns(ex, opt.function_excludes);
+  else opt.function_excludes.push_back("file=/usr/include/*");
+  if (const char* in = getenv("TINESCOPE_FUNC_INCLUDE")) patterns(in, opt.function_includes);
   auto collector = std::make_unique<Collector>(std::move(opt));
   std::string error;
   if (!collector->start(error)) {
@@ -515,12 +521,14 @@ extern "C" void ts_func_exit(void* fn) { record2(kDefaultCategory, kFuncExit, pt
 // event).
 //
 // A longjmp leaves frames that never call the exit hook. Each entry keeps
-// its stack pointer (ThreadBuffer::frame_sp); an entry from a stack at or
-// above a frame still held is a call made after that frame was left, so
-// that frame, and any above it, end there as func_unwind events (readers
-// close them, marked and counted as cut); so do the frames still held above
-// a function that exits. An exception unwinds through GCC's cleanups,
-// which call the exit hook: nothing is left.
+// its stack pointer (ThreadBuffer::frame_sp). After a longjmp (the library
+// sees each one: longjmp.cpp), an entry from a stack at or above a frame
+// still held is a call made after that frame was left, so that frame, and
+// any above it, end there as func_unwind events (readers close them, marked
+// and counted as cut); so do the frames still held above a function that
+// exits. (Only after a longjmp: a function inlined into its caller calls
+// the hooks from its caller's stack.) An exception unwinds through GCC's
+// cleanups, which call the exit hook: nothing is left.
 namespace {
 // Farther than this above the frames held, a stack is another one (a signal
 // handler on sigaltstack), not the same one unwound.
@@ -546,11 +554,20 @@ __attribute__((noinline, cold, no_instrument_function)) void end_frames_above(Th
 }
 }  // namespace
 
+namespace tinescope::rec {
+// This thread is about to longjmp (longjmp.cpp).
+__attribute__((no_instrument_function)) void note_longjmp() {
+  if (ThreadBuffer* b = tl_buf) b->jumped = true;
+}
+}  // namespace tinescope::rec
+
 extern "C" TS_API __attribute__((no_instrument_function)) void __cyg_profile_func_enter(void* fn, void*) {
   const uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   ThreadBuffer* b = tl_buf;
-  if (b && b->frames > 0 && b->frames <= ThreadBuffer::kShadowFrames && b->frame_sp[b->frames - 1] <= sp) [[unlikely]]
+  if (b && b->jumped) [[unlikely]] {
+    b->jumped = false;
     end_skipped_frames(*b, sp);
+  }
   record2(kDefaultCategory, kFuncEnter, ptr_bits(fn));
   if ((b = tl_buf)) {
     if (b->frames < ThreadBuffer::kShadowFrames) b->frame_sp[b->frames] = sp, b->frame_fn[b->frames] = fn;
@@ -559,6 +576,7 @@ extern "C" TS_API __attribute__((no_instrument_function)) void __cyg_profile_fun
 }
 extern "C" TS_API __attribute__((no_instrument_function)) void __cyg_profile_func_exit(void* fn, void*) {
   ThreadBuffer* b = tl_buf;
+  if (b) b->jumped = false;
   if (b && b->frames > 0 && b->frames <= ThreadBuffer::kShadowFrames && b->frame_fn[b->frames - 1] != fn) [[unlikely]]
     end_frames_above(*b, fn);
   record2(kDefaultCategory, kFuncExit, ptr_bits(fn));

@@ -38,6 +38,7 @@ struct ThreadBuffer {
   // not followed.
   static constexpr uint32_t kShadowFrames = 256;
   uint32_t frames = 0;
+  bool jumped = false;  // a longjmp since the last entry (longjmp.cpp)
   uintptr_t frame_sp[kShadowFrames];
   void* frame_fn[kShadowFrames];
 
