@@ -1134,6 +1134,10 @@ TEST_F(AnalysisGui, StatisticsSortByAClickAndARowsHistogramPlaysUpToTheCursor) {
     EXPECT_EQ(it->h.max(), d.h.max()) << d.name;
   }
   for (size_t i = 1; i < rows.size(); ++i) EXPECT_GE(rows[i - 1].h.count(), rows[i].h.count()) << "by count at first";
+  // The name column fits its names (issue 54: it was one character wide).
+  float longest = 0;
+  for (const auto& r : rows) longest = std::max(longest, ImGui::CalcTextSize(r.name.c_str()).x);
+  EXPECT_GE(v_->control("stats_head_name").w, std::min(longest, 160.f)) << "the longest name: " << longest << " px";
   ASSERT_NO_FATAL_FAILURE(press("stats_head_max"));
   pump();
   for (size_t i = 1; i < rows.size(); ++i) EXPECT_GE(rows[i - 1].h.max(), rows[i].h.max()) << "a click sorts by max";

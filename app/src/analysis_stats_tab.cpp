@@ -89,18 +89,34 @@ void AnalysisPanel::stats_tab(SharedView& v) {
   ImGui::Checkbox("selection only", &stats_selection_);
   if (stats_job_.valid()) ImGui::TextDisabled("computing ...");
   ImGui::TextDisabled("click a row: its histogram; headers sort");
-  const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
-                                ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit;
+  const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX |
+                                ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit |
+                                ImGuiTableFlags_Resizable;
   // The thread column only when there are rows per thread.
   const bool threads = std::any_of(stats_.begin(), stats_.end(), [](const DurationStats& s) { return !s.thread.empty(); });
   const char* heads[] = {"name", "thread", "count", "total", "min", "mean", "max", "p50", "p90", "p99", "p99.9"};
-  if (!ImGui::BeginTable("stats", threads ? 11 : 10, flags)) return;
+  // The name column as wide as its longest name (a stretched column got what
+  // the fixed ones left: one character in a narrow panel), up to most of
+  // the panel; wider tables scroll, columns resize, a cut name shows whole
+  // on hover.
+  auto label_of = [](const DurationStats& s) {
+    return (s.name.empty() ? std::string("(made)") : s.name) +
+           (s.truncated ? "  (" + std::to_string(s.truncated) + " cut)" : std::string());
+  };
+  float name_width = ImGui::CalcTextSize("name").x;
+  for (const DurationStats& s : stats_) name_width = std::max(name_width, ImGui::CalcTextSize(label_of(s).c_str()).x);
+  name_width = std::min(name_width + ImGui::GetStyle().CellPadding.x * 2,
+                        std::max(160.f, ImGui::GetContentRegionAvail().x * 0.6f));
+  // (A column's given width is its first: the table is made anew, its own
+  // id, when the names need another width.)
+  const std::string table_id = "stats##" + std::to_string(int(name_width));
+  if (!ImGui::BeginTable(table_id.c_str(), threads ? 11 : 10, flags)) return;
   for (int c = 0; c < 11; ++c) {
     if (c == 1 && !threads) continue;
     ImGuiTableColumnFlags f = ImGuiTableColumnFlags_PreferSortDescending;
     if (c == 2) f |= ImGuiTableColumnFlags_DefaultSort;
-    if (c == 0) f = ImGuiTableColumnFlags_WidthStretch;
-    ImGui::TableSetupColumn(heads[c], f, c == 0 ? 0.f : c == 1 ? 56.f : 38.f, ImGuiID(c));
+    if (c == 0) f = ImGuiTableColumnFlags_WidthFixed;
+    ImGui::TableSetupColumn(heads[c], f, c == 0 ? name_width : c == 1 ? 56.f : 38.f, ImGuiID(c));
   }
   ImGui::TableSetupScrollFreeze(0, 1);
   ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
@@ -124,14 +140,15 @@ void AnalysisPanel::stats_tab(SharedView& v) {
     int col = 0;
     ImGui::TableSetColumnIndex(col++);
     ImGui::PushID(int(i));
-    const std::string label = (s.name.empty() ? std::string("(made)") : s.name) +
-                              (s.truncated ? "  (" + std::to_string(s.truncated) + " cut)" : std::string());
+    const std::string label = label_of(s);
+    const float room = ImGui::GetContentRegionAvail().x;  // the name column's
     if (ImGui::Selectable(label.c_str(), false, ImGuiSelectableFlags_SpanAllColumns)) {
       want_tab_ = 2;
       evaluate(v, base_stream(analysis::Op::Intervals, exact_name_filter(s.name),
                               s.thread.empty() ? std::string() : exact_name_filter(s.thread)));
     }
     if (i < 64) v.record_control(("stats_row_" + std::to_string(i)).c_str());
+    if (ImGui::IsItemHovered() && ImGui::CalcTextSize(label.c_str()).x > room) ImGui::SetTooltip("%s", label.c_str());
     ImGui::PopID();
     if (threads) {
       ImGui::TableSetColumnIndex(col++);
