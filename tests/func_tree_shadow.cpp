@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -19,15 +20,16 @@ struct Counts {
 };
 thread_local Counts* tl = nullptr;
 std::mutex all_mu;
-std::vector<Counts*> all;
+std::vector<std::unique_ptr<Counts>> all;  // every thread's, kept to the end
 }  // namespace
 
 extern "C" void shadow_enter(const char* name) {
   if (!tl) {
-    tl = new Counts;
-    tl->tid = long(syscall(SYS_gettid));
+    auto mine = std::make_unique<Counts>();
+    mine->tid = long(syscall(SYS_gettid));
+    tl = mine.get();
     std::lock_guard<std::mutex> lock(all_mu);
-    all.push_back(tl);
+    all.push_back(std::move(mine));
   }
   ++tl->edges[{tl->stack.empty() ? std::string() : tl->stack.back(), name}];
   tl->stack.push_back(name);
@@ -47,7 +49,7 @@ extern "C" int shadow_write(const char* path) {
   FILE* f = std::fopen(path, "w");
   if (!f) return -1;
   std::lock_guard<std::mutex> lock(all_mu);
-  for (const Counts* c : all)
+  for (const auto& c : all)
     for (const auto& [edge, n] : c->edges)
       std::fprintf(f, "%ld\t%s\t%s\t%ld\n", c->tid, edge.first.c_str(), edge.second.c_str(), n);
   return std::fclose(f);
