@@ -223,6 +223,12 @@ using namespace tinescope::format;
 
 // ------------------------------------------------------------------ session
 
+// A thread's ring for a buffer_bytes asked for: at least 4 KiB, a power of two.
+static uint64_t ring_bytes(uint64_t asked) {
+  const uint64_t bytes = std::max<uint64_t>(asked, 4096);
+  return uint64_t(1) << (64 - __builtin_clzll(bytes - 1));
+}
+
 extern "C" int ts_start(const ts_config* config) {
   Session& s = session();
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -235,7 +241,7 @@ extern "C" int ts_start(const ts_config* config) {
     if (config && config->categories) s.categories = config->categories;
     g_mask.store(s.enabled ? s.categories : 0, std::memory_order_release);
     if (config && config->buffer_bytes && !getenv("TINESCOPE_BUFFER"))
-      s.buffer_bytes = uint64_t(1) << (64 - __builtin_clzll(std::max<uint64_t>(config->buffer_bytes, 4096) - 1));
+      s.buffer_bytes = ring_bytes(config->buffer_bytes);
     return 0;
   }
   if (s.running) {
@@ -250,9 +256,7 @@ extern "C" int ts_start(const ts_config* config) {
     s.last_error = "tinescope: no file_path and no live_address: nothing to record to";
     return -1;
   }
-  uint64_t bytes = c.buffer_bytes ? c.buffer_bytes : (2u << 20);
-  if (bytes < 4096) bytes = 4096;
-  s.buffer_bytes = uint64_t(1) << (64 - __builtin_clzll(bytes - 1));  // next power of two
+  s.buffer_bytes = ring_bytes(c.buffer_bytes ? c.buffer_bytes : (2u << 20));
 
   const char* clock = getenv("TINESCOPE_CLOCK");
   g_use_tsc = cpu_has_invariant_tsc() && !(clock && strcmp(clock, "monotonic") == 0);
