@@ -4,11 +4,13 @@
 // bookmarked), analysis_stats_tab.cpp (the statistics table),
 // analysis_histogram_tab.cpp (the playable duration histogram),
 // analysis_search_tab.cpp (regex search and needles, with a hit list),
-// analysis_categories_tab.cpp (categories shown and hidden).
+// analysis_categories_tab.cpp (categories shown and hidden),
+// analysis_threads_tab.cpp (the lanes shown, their order, each thread's overview).
 #include <imgui.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <future>
 
@@ -35,6 +37,7 @@ AnalysisPanel::~AnalysisPanel() {
   if (hist_job_.valid()) hist_job_.wait();
   categories_stop_ = true;
   if (categories_job_.valid()) categories_job_.wait();
+  if (overviews_job_.valid()) overviews_job_.wait();
 }
 
 const render::Source* AnalysisPanel::source(const SharedView& v) const {
@@ -91,6 +94,19 @@ void AnalysisPanel::poll(SharedView& v) {
   }
 }
 
+namespace {
+constexpr const char* kTabs[] = {"Streams", "Statistics", "Histogram", "Search", "Categories", "Threads"};
+}  // namespace
+
+bool AnalysisPanel::show_tab(const std::string& name) {
+  for (int i = 0; i < int(std::size(kTabs)); ++i) {
+    std::string lower = kTabs[i];
+    for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (lower == name) return want_tab_ = i, true;
+  }
+  return false;
+}
+
 void AnalysisPanel::draw(SharedView& v, Rect area) {
   ImGui::SetNextWindowPos({area.x, area.y});
   ImGui::SetNextWindowSize({area.w, area.h});
@@ -107,8 +123,8 @@ void AnalysisPanel::draw(SharedView& v, Rect area) {
     }
   }
   if (ImGui::BeginTabBar("tabs")) {
-    const char* names[] = {"Streams", "Statistics", "Histogram", "Search", "Categories"};
-    for (int i = 0; i < 5; ++i) {
+    const char* const* names = kTabs;
+    for (int i = 0; i < int(std::size(kTabs)); ++i) {
       const ImGuiTabItemFlags flags = want_tab_ == i ? ImGuiTabItemFlags_SetSelected : 0;
       const bool open = ImGui::BeginTabItem(names[i], nullptr, flags);
       v.record_control((std::string("tab_") + names[i]).c_str());
@@ -120,6 +136,7 @@ void AnalysisPanel::draw(SharedView& v, Rect area) {
         case 2: histogram_tab(v); break;
         case 3: search_tab(v); break;
         case 4: categories_tab(v); break;
+        case 5: threads_tab(v); break;
       }
       ImGui::EndTabItem();
     }

@@ -148,6 +148,7 @@ void AnalysisPanel::stats_tab(SharedView& v) {
                               s.thread.empty() ? std::string() : exact_name_filter(s.thread)));
     }
     if (i < 64) v.record_control(("stats_row_" + std::to_string(i)).c_str());
+    if (ImGui::IsItemHovered() && v.point_at) v.point_at(s.name);  // its activity marked in every timeline
     if (ImGui::IsItemHovered() && ImGui::CalcTextSize(label.c_str()).x > room) ImGui::SetTooltip("%s", label.c_str());
     ImGui::PopID();
     if (threads) {

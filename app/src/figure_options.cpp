@@ -21,7 +21,9 @@ void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::
   cmd.add_option("--fold", o.fold, "scope: periods overlaid in each strip (1..65536)")->check(CLI::Range(1, 65536));
   cmd.add_option("--strip", o.strip_px, "scope: strip height in pixels (>= 1)")->check(CLI::Range(1, 1000));
   cmd.add_option("--theta", o.theta, "log-time warp: 0 is linear; larger opens up bursts (per microsecond)");
-  cmd.add_option("--lanes", o.lanes, "lanes by thread or process name, or number, comma separated");
+  cmd.add_option("--lanes", o.lanes,
+                 "lanes by number (as info prints them), thread or process name, glob or /regex/, comma "
+                 "separated; !X leaves the lanes X names out (alone: every other lane)");
   cmd.add_option("--lane-order", o.lane_order,
                  "timeline, sequence: first (as the lanes appeared; the default), name, process, or arrows (the order that makes "
                  "the message arrows shortest)")
@@ -49,6 +51,8 @@ void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::
   add_clock_option(cmd, o.clocks);
   cmd.add_option("--cursor", o.cursor, "a cursor at this time");
   cmd.add_option("--select", o.select, "a selected range FROM:TO");
+  cmd.add_option("--active", o.active,
+                 "timeline: activity markers of this function (an interval name): where it runs, marked in every lane");
 }
 
 void add_clock_option(CLI::App& cmd, std::vector<std::string>& clocks) {
@@ -186,6 +190,7 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
     f.rule_verdicts = std::move(verdicts);
   }
   if (!o.cursor.empty() && !at(o.cursor, 0, marks.cursor)) return false;
+  marks.active = o.active;
   if (!o.select.empty()) {
     const size_t colon = o.select.find(':');
     if (colon == std::string::npos) {

@@ -22,6 +22,7 @@ struct ViewArgs {
   FigureOptions figure;
   int frames = 0;  // stop after this many frames (0: until closed)
   std::string stream, bookmark;  // streams to evaluate in the analysis panel
+  std::string panel;             // the analysis panel's tab to open
 };
 
 int run_view(const ViewArgs& a) {
@@ -71,6 +72,7 @@ int run_view(const ViewArgs& a) {
   for (auto& src : live) viewer->add_live(src);
   if (!a.bookmark.empty()) viewer->evaluate_stream(a.bookmark, true);
   else if (!a.stream.empty()) viewer->evaluate_stream(a.stream, false);
+  if (!a.panel.empty()) viewer->show_analysis(true), viewer->analysis().show_tab(a.panel);
   if (a.frames > 0) {
     for (int i = 0; i < a.frames && viewer->frame(); ++i)
       if (!live.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(16));
@@ -106,6 +108,8 @@ void add_view_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--size", args->size, "window size WxH");
   cmd->add_option("--frames", args->frames, "close after this many frames (for scripts)");
   cmd->add_option("--stream", args->stream, "open the analysis panel on this stream (docs/ANALYSIS.md)");
+  cmd->add_option("--panel", args->panel, "open the analysis panel on this tab")
+      ->check(CLI::IsMember({"streams", "statistics", "histogram", "search", "categories", "threads"}));
   cmd->add_option("--bookmark", args->bookmark, "bookmark the intervals of this stream, e.g. 'longer(\"gc.quantum\", 1ms)'");
   add_figure_options(*cmd, args->figure);
   cmd->callback([args, exit_code] { *exit_code = run_view(*args); });

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "tinescope/render/activity.hpp"
 #include "tinescope/render/overlay.hpp"
 #include "viewer_state.hpp"
 
@@ -63,6 +64,7 @@ std::unique_ptr<Viewer> Viewer::create(std::shared_ptr<render::Scene> scene, con
   ImGui_ImplOpenGL3_Init("#version 450 core");
 
   v->marks_ = marks;
+  v->pinned_active_ = marks.active;
   v->t0_ = first.t0;
   v->t1_ = first.t1 > first.t0 ? first.t1 : first.t0 + 1;
   v->theta_us_ = first.theta * 1e3;
@@ -140,6 +142,18 @@ SharedView Viewer::shared_view() {
       v.hidden_categories = f->params.hidden_categories;
       break;
     }
+  v.shared_scene = scene_;
+  for (auto& f : figures_)
+    if (f->params.type == FigureParams::Timeline) {
+      v.lanes = f->params.lanes;
+      break;
+    }
+  v.set_lanes = [this](const std::vector<uint32_t>& lanes) {
+    for (auto& f : figures_)
+      if (f->params.type == FigureParams::Timeline) f->params.lanes = lanes;
+  };
+  v.point_at = [this](const std::string& name) { pointed_ = name; };
+  v.record_rect = [this](const std::string& id, render::Rect r) { controls_.push_back({id, r}); };
   v.hide_categories = [this](const std::vector<std::string>& categories,
                              std::shared_ptr<const std::vector<std::vector<uint8_t>>> names) {
     for (auto& f : figures_) {
@@ -148,6 +162,33 @@ SharedView Viewer::shared_view() {
     }
   };
   return v;
+}
+
+void Viewer::update_activity() {
+  // What is pointed at this frame, else the selected interval's name.
+  const bool interval = has_selected_ && !selected_message_ && !selected_lock_ && selected_job_.empty();
+  const std::string want = !pointed_.empty() ? pointed_ : interval ? selected_name_ : pinned_active_;
+  pointed_.clear();
+  if (want != marks_.active) marks_.active = want, marks_.active_spans.clear();
+  if (activity_job_.valid() && activity_job_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    auto [name, spans] = activity_job_.get();
+    if (name == marks_.active) marks_.active_spans = std::move(spans);
+  }
+  if (want.empty() || activity_job_.valid()) return;
+  // Found again when the window, the scene or the plot's width changes
+  // (the spans are in ns: till then the last ones are drawn re-projected).
+  uint32_t columns = 1000;
+  for (auto& f : figures_)
+    if (f->params.type == FigureParams::Timeline) {
+      columns = uint32_t(std::max(1.f, f->tg().plot.w));
+      break;
+    }
+  auto key = std::make_tuple(want, t0_, t1_, scene_serial_, columns);
+  if (key == activity_asked_) return;
+  activity_asked_ = key;
+  activity_job_ = std::async(std::launch::async, [scene = scene_, want, t0 = t0_, t1 = t1_, columns] {
+    return std::make_pair(want, render::activity_spans(*scene, {}, want, t0, t1, columns));
+  });
 }
 
 void Viewer::fit() { set_window(scene_->first_ns(), scene_->last_ns() + 1); }
@@ -280,6 +321,7 @@ bool Viewer::frame() {
   }
   details();
   live_panel();
+  update_activity();
   ImGui::Render();
 
   glfwGetFramebufferSize(window_, &fb_w_, &fb_h_);

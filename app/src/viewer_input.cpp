@@ -520,6 +520,7 @@ void Viewer::tooltip(Figure& f) {
   const render::Scene& scene = f.scene ? *f.scene : *scene_;
   const render::Lane& lane = scene.lanes()[row.lane];
   if (const render::Box* b = h.box) {
+    if (row.kind == render::Row::Interval) pointed_ = scene.string(b->source, b->name);  // activity markers
     ImGui::BeginTooltip();
     ImGui::Text("%s", std::string(scene.string(b->source, b->name)).c_str());
     const render::TimeUnit unit = scene.time_unit();
@@ -568,6 +569,7 @@ void Viewer::tooltip(Figure& f) {
     ImGui::Text("%s", lane.counter_names[row.index].c_str());
     if (!std::isnan(a)) ImGui::Text("%.6g .. %.6g", lo + a * (hi - lo), lo + z * (hi - lo));
   } else if (p.count[cell]) {
+    if (row.kind == render::Row::Interval) pointed_ = scene.string(lane.source, p.top_name[cell]);
     ImGui::Text("%u x %s ...", p.count[cell], std::string(scene.string(lane.source, p.top_name[cell])).c_str());
     ImGui::Text("at %s", render::format_time(f.axis.time(m.x - g.plot.x) - scene.first_ns(), 1, scene.time_unit()).c_str());
     ImGui::TextDisabled("zoom in for each one");

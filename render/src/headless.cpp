@@ -11,6 +11,7 @@
 
 #include "stb_image.h"
 #include "stb_image_write.h"
+#include "tinescope/render/activity.hpp"
 #include "tinescope/render/overlay.hpp"
 
 namespace tinescope::render {
@@ -179,7 +180,11 @@ HeadlessRenderer::Timing HeadlessRenderer::draw(const Scene& scene, const Figure
   ImGui_ImplOpenGL3_NewFrame();
   ImGui::NewFrame();
   ImDrawList* dl = ImGui::GetBackgroundDrawList();
-  if (f.type == FigureParams::Timeline)
+  if (f.type == FigureParams::Timeline && !marks.active.empty() && marks.active_spans.empty()) {
+    Marks active = marks;  // (--active: where the function runs, as the viewer finds it)
+    active.active_spans = activity_spans(scene, f.lanes, marks.active, f.t0, f.t1, uint32_t(tg.plot.w));
+    timeline_overlay(dl, scene, timeline, tg, timeline.axis, f.scroll_y, active, f.collapsed);
+  } else if (f.type == FigureParams::Timeline)
     timeline_overlay(dl, scene, timeline, tg, timeline.axis, f.scroll_y, marks, f.collapsed);
   else if (f.type == FigureParams::Sequence)
     sequence_overlay(dl, scene, sequence, qg, marks);

@@ -10,11 +10,59 @@ namespace tinescope::render {
 namespace {
 
 constexpr ImU32 kText = IM_COL32(220, 220, 220, 255), kDim = IM_COL32(150, 150, 150, 255),
-                kDark = IM_COL32(20, 20, 20, 255);
+                kDark = IM_COL32(20, 20, 20, 255), kActive = IM_COL32(255, 255, 255, 255),
+                kActiveWash = IM_COL32(255, 255, 255, 60);
 
 void text_clipped(ImDrawList* dl, Rect clip, ImVec2 at, ImU32 colour, const std::string& s) {
   dl->PushClipRect({clip.x, clip.y}, {clip.x + clip.w, clip.y + clip.h}, true);
   dl->AddText(at, colour, s.c_str());
+  dl->PopClipRect();
+}
+
+// Activity markers: where the function pointed at runs, a white frame and
+// wash over the lane's call rows with a bar along their top (at least 2 px
+// wide, so a short call shows), and its boxes outlined. (White: the one
+// colour no name is drawn in.)
+void activity_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture& p, Rect plot, const TimeAxis& view,
+                      float scroll_y, const Marks& marks) {
+  const std::vector<Row>& rows = p.request.layout.rows;
+  dl->PushClipRect({plot.x, plot.y}, {plot.x + plot.w, plot.y + plot.h}, true);
+  // Spans of a lane closer than a pixel are one mark (a busy stretch of short calls).
+  float run0 = 0, run1 = -1, y0 = 0, y1 = 0;
+  auto flush = [&] {
+    if (run1 < run0) return;
+    dl->AddRectFilled({run0, y0}, {run1, y1}, kActiveWash);
+    dl->AddRect({run0 - 1, y0 - 1}, {run1 + 1, y1 + 1}, kActive);
+    dl->AddRectFilled({run0 - 1, y0 - 4}, {run1 + 1, y0}, kActive);
+    run1 = run0 - 1;
+  };
+  uint32_t run_lane = UINT32_MAX;
+  for (const ActiveSpan& s : marks.active_spans) {
+    const Layout::LaneRows* lr = p.request.layout.find_lane(s.lane);
+    if (!lr) continue;
+    float x0 = plot.x + float(view.x(s.t0)), x1 = plot.x + float(view.x(s.t1));
+    if (x1 < plot.x || x0 > plot.x + plot.w) continue;
+    if (x1 - x0 < 2) x0 = (x0 + x1) / 2 - 1, x1 = x0 + 2;
+    if (s.lane == run_lane && x0 <= run1 + 1) {
+      run1 = std::max(run1, x1);
+      continue;
+    }
+    flush();
+    float a = INFINITY, z = -INFINITY;
+    for (uint32_t r = lr->first; r < lr->end; ++r)
+      if (rows[r].kind == Row::Interval) a = std::min(a, rows[r].y), z = std::max(z, rows[r].y + rows[r].h);
+    if (a > z) continue;
+    run_lane = s.lane, run0 = x0, run1 = x1, y0 = a + plot.y - scroll_y, y1 = z + plot.y - scroll_y;
+  }
+  flush();
+  float offset, scale;
+  reprojection(p.axis, view, offset, scale);
+  for (const Box& b : p.boxes) {
+    if (rows[b.row].kind != Row::Interval || scene.string(b.source, b.name) != marks.active) continue;
+    const float x0 = plot.x + offset + std::max(0.f, b.x0) * scale, x1 = plot.x + offset + std::min(b.x1, float(p.columns)) * scale;
+    const float y = plot.y + rows[b.row].y - scroll_y;
+    dl->AddRect({x0, y}, {std::max(x1, x0 + 2), y + rows[b.row].h - 1}, kActive, 0, 0, 2);
+  }
   dl->PopClipRect();
 }
 
@@ -91,6 +139,8 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
         row.kind == Row::Lock ? scene.sources()[b.source].catalog->thread_name(b.depth) : scene.string(b.source, b.name);
     text_clipped(dl, clip, {std::max(x0, plot.x) + 2, y - 1}, kDark, std::string(label));
   }
+
+  if (!marks.active.empty()) activity_overlay(dl, scene, p, plot, view, scroll_y, marks);
 
   // Cursor and selection read-outs on the ruler.
   if (marks.has_selection()) {

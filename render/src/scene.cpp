@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <regex>
 #include <set>
 #include <tuple>
 
@@ -311,18 +312,52 @@ void Scene::scan(Source& s, uint32_t source) {
   for (const index::Gap& g : ix.gaps()) s.gaps.push_back({g.feedlet, to_ns(g.t0), to_ns(g.t1), g.dropped});
 }
 
+bool lane_matches(const Lane& lane, const std::string& pattern, std::string* error) {
+  if (pattern.size() >= 2 && pattern.front() == '/' && pattern.back() == '/') {
+    // A regular expression (ECMAScript), found anywhere in the thread's
+    // name, its label or its process's name.
+    std::regex re;
+    try {
+      re = std::regex(pattern.substr(1, pattern.size() - 2), std::regex::ECMAScript | std::regex::optimize);
+    } catch (const std::regex_error& e) {
+      if (error) *error = "'" + pattern + "' is not a regular expression: " + e.what();
+      return false;
+    }
+    return std::regex_search(lane.name, re) || std::regex_search(lane.label(), re) || std::regex_search(lane.group, re);
+  }
+  // A name (the thread's, its label, or its process's): exactly, as a
+  // prefix that '.' or '#' follows, or as a glob (* ? [...]).
+  const bool glob = pattern.find_first_of("*?[") != std::string::npos;
+  auto match = [&](const std::string& s) {
+    if (glob) return fnmatch(pattern.c_str(), s.c_str(), 0) == 0;
+    return s == pattern || (s.size() > pattern.size() && s.compare(0, pattern.size(), pattern) == 0 &&
+                            (s[pattern.size()] == '.' || s[pattern.size()] == '#'));
+  };
+  return match(lane.name) || match(lane.group) || (lane.shares_name && match(lane.label()));
+}
+
 std::vector<uint32_t> Scene::select_lanes(const std::string& spec, std::string& error) const {
   std::vector<uint32_t> out;
   auto take = [&](uint32_t i) {
     if (std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
   };
+  std::vector<std::string> items, leave_out;
   size_t pos = 0;
   while (pos <= spec.size()) {
     size_t comma = spec.find(',', pos);
+    // (A comma inside /regex/ belongs to it.)
+    if (spec[pos] == '/' && comma != std::string::npos) {
+      const size_t close = spec.find('/', pos + 1);
+      if (close != std::string::npos && close > comma) comma = spec.find(',', close);
+    }
     if (comma == std::string::npos) comma = spec.size();
-    const std::string want = spec.substr(pos, comma - pos);
+    std::string want = spec.substr(pos, comma - pos);
     pos = comma + 1;
     if (want.empty()) continue;
+    if (want[0] == '!' && want.size() > 1) leave_out.push_back(want.substr(1));
+    else items.push_back(want);
+  }
+  auto matching = [&](const std::string& want, const auto& fn) {
     bool any = false;
     if (std::all_of(want.begin(), want.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       // A lane's number as `info` prints it: its feedlet's (of one trace:
@@ -330,27 +365,29 @@ std::vector<uint32_t> Scene::select_lanes(const std::string& spec, std::string& 
       uint64_t n = 0;
       const auto [end, ec] = std::from_chars(want.data(), want.data() + want.size(), n);
       for (uint32_t i = 0; ec == std::errc() && end == want.data() + want.size() && i < lanes_.size(); ++i)
-        if (lanes_[i].feedlet == n) take(i), any = true;
+        if (lanes_[i].feedlet == n) fn(i), any = true;
       for (uint32_t i = 0; !any && i < lanes_.size(); ++i)
-        if (lanes_[i].name == want) take(i), any = true;
+        if (lanes_[i].name == want) fn(i), any = true;
     } else {
-      // A name (the thread's or its process's): exactly, as a prefix that
-      // '.' or '#' follows, or as a glob (* ? [...]).
-      const bool glob = want.find_first_of("*?[") != std::string::npos;
-      auto match = [&](const std::string& s) {
-        if (glob) return fnmatch(want.c_str(), s.c_str(), 0) == 0;
-        return s == want || (s.size() > want.size() && s.compare(0, want.size(), want) == 0 &&
-                             (s[want.size()] == '.' || s[want.size()] == '#'));
-      };
       for (uint32_t i = 0; i < lanes_.size(); ++i)
-        if (match(lanes_[i].name) || match(lanes_[i].group)) take(i), any = true;
+        if (lane_matches(lanes_[i], want, &error)) fn(i), any = true;
     }
-    if (!any) {
-      error = "no lane is '" + want + "' (a lane's number as info prints it, its thread or process name, or a glob)";
-      return {};
-    }
-  }
-  if (out.empty()) error = "no lane named in '" + spec + "' (lanes by number as info prints them, name or glob, comma separated)";
+    if (!any && error.empty())
+      error = "no lane is '" + want +
+              "' (a lane's number as info prints it, its thread or process name, a glob, or a /regular expression/)";
+    return any;
+  };
+  for (const std::string& want : items)
+    if (!matching(want, take)) return {};
+  // Only lanes left out: every other lane, as they come.
+  if (items.empty() && !leave_out.empty())
+    for (uint32_t i = 0; i < lanes_.size(); ++i) out.push_back(i);
+  for (const std::string& drop : leave_out)
+    if (!matching(drop, [&](uint32_t i) { std::erase(out, i); })) return {};
+  if (out.empty() && error.empty())
+    error = leave_out.empty() ? "no lane named in '" + spec + "' (lanes by number as info prints them, name, glob or "
+                                "/regex/, comma separated; !NAME leaves one out)"
+                              : "'" + spec + "' leaves out every lane";
   return out;
 }
 

@@ -1,14 +1,16 @@
 // The viewer's analysis panel: streams defined by their text (the syntax of
 // docs/ANALYSIS.md, shared with the command line), bookmarks from any
 // interval stream, the statistics table, a duration histogram that plays up
-// to the play head, search with a hit list, response-time measurement, and
-// the categories shown and hidden.
+// to the play head, search with a hit list, response-time measurement, the
+// categories shown and hidden, and the threads: which the timelines show, in
+// what order, each with its overview.
 // Everything that reads the trace runs off the UI thread; the panel acts on
 // the viewer's shared view (window, cursor, selection, bookmarks) through
 // SharedView, so every figure moves with it.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -22,6 +24,7 @@
 #include "tinescope/render/figure.hpp"
 #include "tinescope/render/histogram.hpp"
 #include "tinescope/render/scene.hpp"
+#include "tinescope/render/thread_overview.hpp"
 #include "tinescope/render/time_axis.hpp"
 
 struct ImDrawList;
@@ -42,6 +45,16 @@ struct SharedView {
   std::function<void(const std::vector<std::string>& categories,
                      std::shared_ptr<const std::vector<std::vector<uint8_t>>> names)>
       hide_categories;
+  // The lanes every timeline shows, in order (empty: every lane, as they
+  // came), and how to change them (the Threads tab).
+  std::vector<uint32_t> lanes;
+  std::function<void(const std::vector<uint32_t>& lanes)> set_lanes;
+  // Points at a function (an interval's name) for this frame: where it runs
+  // is marked in every timeline and thread overview (activity markers).
+  std::function<void(const std::string& name)> point_at;
+  // The rectangle of something drawn, not an ImGui item (tests and tools).
+  std::function<void(const std::string& id, render::Rect r)> record_rect;
+  std::shared_ptr<const render::Scene> shared_scene;  // the scene, for work off the UI thread
 };
 
 struct SearchHit {
@@ -95,7 +108,8 @@ class AnalysisPanel {
 
   // ---- for tests and tools
   bool busy() const {
-    return job_.valid() || stats_job_.valid() || search_job_.valid() || hist_job_.valid() || categories_job_.valid();
+    return job_.valid() || stats_job_.valid() || search_job_.valid() || hist_job_.valid() || categories_job_.valid() ||
+           overviews_job_.valid();
   }
   // Each source's categories, once read (null before, or for a source with none).
   const std::vector<std::shared_ptr<const analysis::Categories>>& categories() const { return categories_; }
@@ -107,6 +121,10 @@ class AnalysisPanel {
   int64_t play_head() const { return play_head_; }
   const std::vector<SearchHit>& hits() const { return hits_; }
   int tab() const { return tab_; }
+  // Opens a tab by its name, lower case ("threads"); false if there is none.
+  bool show_tab(const std::string& name);
+  // The Threads tab's overviews, a lane each (empty until built).
+  const std::vector<render::ThreadOverview>& overviews() const { return overviews_; }
 
  private:
   struct Evaluated {
@@ -120,6 +138,8 @@ class AnalysisPanel {
   void histogram_tab(SharedView& v);
   void search_tab(SharedView& v);
   void categories_tab(SharedView& v);
+  void threads_tab(SharedView& v);
+  void thread_row(SharedView& v, uint32_t lane, bool shown, const std::vector<uint32_t>& order);
   void sort_stats();
   void start_histogram();  // bins the stream's durations off the UI thread
 
@@ -174,6 +194,15 @@ class AnalysisPanel {
   CategoryList categories_;
   bool categories_asked_ = false;
   std::string categories_status_;
+
+  // Threads: the list's filter, and each lane's overview (render/thread_overview.hpp).
+  char thread_filter_[160] = "";
+  std::string thread_filter_error_;
+  using Overviews = std::vector<render::ThreadOverview>;  // [lane]
+  std::future<Overviews> overviews_job_;
+  Overviews overviews_;
+  const render::Scene* overviews_of_ = nullptr;  // the scene they were built from
+  std::chrono::steady_clock::time_point overviews_at_{};
 };
 
 // `name` as a stream filter that matches exactly it (quoted; a regular

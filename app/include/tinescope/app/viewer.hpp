@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -188,6 +189,15 @@ class Viewer {
   void advance_play();
   void live_panel();
   SharedView shared_view();
+  // Activity markers (render/activity.hpp): marks_.active is the function
+  // pointed at this frame (a box under the mouse, a row of the statistics
+  // table or of a thread overview), else the selected interval's, else
+  // pinned_active_ (`view --active`); where it
+  // runs in the window is found off the UI thread, one search at a time.
+  void update_activity();
+  std::string pointed_, pinned_active_;
+  std::tuple<std::string, int64_t, int64_t, uint64_t, uint32_t> activity_asked_;
+  std::future<std::pair<std::string, std::vector<render::ActiveSpan>>> activity_job_;
   // Worker: a new scene when the live sources have grown (at most every few ms).
   void refresh_live(const std::vector<std::shared_ptr<index::LiveSource>>& live,
                     std::shared_ptr<render::Scene>& scene);

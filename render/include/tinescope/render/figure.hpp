@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace tinescope::render {
@@ -14,6 +15,12 @@ namespace tinescope::render {
 struct Rect {
   float x = 0, y = 0, w = 0, h = 0;
   bool contains(float px, float py) const { return px >= x && px < x + w && py >= y && py < y + h; }
+};
+
+// Where a function the user points at runs in one lane (activity_spans).
+struct ActiveSpan {
+  uint32_t lane = 0;
+  int64_t t0 = 0, t1 = 0;  // ns
 };
 
 struct Marks {
@@ -29,6 +36,11 @@ struct Marks {
   // id) of its hops, drawn bright over the other arrows, which dim.
   std::set<std::pair<uint32_t, uint64_t>> chain;
   bool has_selection() const { return sel0 != kNone && sel1 > sel0; }
+  // Activity markers: the function the user points at (an interval name,
+  // in every trace; empty: none), and where it runs in the window shown
+  // (render/activity.hpp), marked over every lane that shows it.
+  std::string active;
+  std::vector<ActiveSpan> active_spans;
 };
 
 // Timeline: lane names on the left (names_px wide: the viewer lets it be

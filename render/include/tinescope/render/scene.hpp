@@ -130,6 +130,12 @@ struct Source::Scan {
 
 // The colour of a name: stable across traces and runs (a hash of the text).
 uint32_t name_colour(std::string_view name);  // RGBA8, alpha 255
+// Whether `pattern` names the lane: a /regular expression/ (ECMAScript)
+// found in its thread's name, label or process's name; a glob (* ? [...])
+// matching one of them whole; else one of them exactly or as a prefix that
+// '.' or '#' follows. A pattern that is no regular expression matches
+// nothing and, with `error`, says why. (--lanes and the viewer's thread list.)
+bool lane_matches(const Lane& lane, const std::string& pattern, std::string* error = nullptr);
 
 // Maps one trace's ticks to nanoseconds over a window, affinely (exact
 // integers when the clock is nanoseconds already): per-node conversions
@@ -170,8 +176,10 @@ class Scene {
   }
   // The lanes of --lanes: a comma-separated list of lane numbers (a
   // feedlet's, as `info` prints it), thread or process names (exactly, or as
-  // a prefix followed by '.'/'#') and globs (fnmatch). Empty, with an error
-  // naming it, if an item matches no lane.
+  // a prefix followed by '.'/'#'), globs (fnmatch) and /regular
+  // expressions/ (lane_matches), in that order; an item !X leaves out the
+  // lanes X names (with only such items: every other lane). Empty, with an
+  // error naming it, if an item matches no lane or every lane is left out.
   std::vector<uint32_t> select_lanes(const std::string& spec, std::string& error) const;
   // What every figure of the scene says above its lanes: what is wrong with
   // the scene as a whole (clocks of several traces that could not be aligned).

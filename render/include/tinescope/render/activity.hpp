@@ -1,0 +1,29 @@
+// Activity markers (the multithreaded-trace paper, §4): where one function
+// is active in every thread over a window, at the resolution of a picture's
+// columns, so the viewer can mark each place while the user points at the
+// function (in a timeline, the statistics table, search or the thread list).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "tinescope/render/figure.hpp"
+#include "tinescope/render/scene.hpp"
+
+namespace tinescope::render {
+
+// The spans of [t0, t1] where an interval named `name` runs in each of
+// `lanes` (every lane if empty), in lane order then time, adjacent ones
+// merged. From each lane's stream of that name at about `columns` buckets
+// over the window (TraceIndex::query: the pyramid, or the events where it
+// is fine enough): a bucket marks from the earliest start to the latest end
+// of the items that end in it, clipped to the bucket, and its longest item
+// whole; the intervals running on past t1 come from running_across. So a
+// span is never where the function did not run at the columns' resolution
+// (a bucket is at most half a column), and every interval ending in the
+// window is under one.
+std::vector<ActiveSpan> activity_spans(const Scene& scene, const std::vector<uint32_t>& lanes, std::string_view name,
+                                       int64_t t0, int64_t t1, uint32_t columns);
+
+}  // namespace tinescope::render
