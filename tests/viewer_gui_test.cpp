@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <set>
@@ -21,6 +22,7 @@
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/message_chain.hpp"
 #include "tinescope/analysis/duration_stats.hpp"
+#include "tinescope/render/activity.hpp"
 #include "tinescope/render/headless.hpp"
 #include "tinescope/render/lane_order.hpp"
 #include "tinescope/analysis/needles.hpp"
@@ -1560,6 +1562,207 @@ TEST_F(AnalysisGui, ShortestArrowsOrdersTheLanesAndAFilterKeepsItsMessages) {
   ASSERT_NO_FATAL_FAILURE(type_into("message_filter", "latency>soon"));
   pump(3);
   EXPECT_EQ(v_->figure_params(0).message_filter->text, "channel=q.13") << "a filter that does not parse changes nothing";
+}
+
+// Method tracing's thread views (issue 54), on a program that traced its own
+// functions (tests/func_tree_program.cpp: a main thread and four workers,
+// recursion, C and static functions, exceptions, longjmp).
+class ThreadViewsGui : public AnalysisGui {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_NE(std::getenv("DISPLAY"), nullptr) << "the GUI tests run under xvfb-run (ctest does that)";
+    const std::string dir = fresh_scratch_dir();
+    g_func_trace = dir + "/func_tree.tine";
+    std::string out;
+    ASSERT_EQ(run("TINESCOPE_OUT=" + g_func_trace + " " + bin("tests/func_tree_program") + " " + dir + "/counts 2>&1", &out), 0)
+        << out;
+  }
+  static inline std::string g_func_trace;
+  void open_threads() {
+    ASSERT_NO_FATAL_FAILURE(open({}, g_func_trace));
+    press("analysis");
+    ASSERT_TRUE(v_->analysis_shown());
+    ASSERT_NO_FATAL_FAILURE(press("tab_Threads"));
+    ASSERT_NO_FATAL_FAILURE(finish());
+    ASSERT_EQ(v_->analysis().overviews().size(), scene_->lanes().size());
+  }
+  // Frames until the activity markers of `name` have arrived.
+  bool await_activity(const std::string& name) {
+    for (int i = 0; i < 400; ++i) {
+      if (v_->marks().active == name && !v_->marks().active_spans.empty()) return pump(2), true;
+      pump(1);
+    }
+    return false;
+  }
+};
+
+// Pointing at a call in the timeline marks every place its function runs,
+// in every thread: the spans are the library's (render::activity_spans),
+// every call of it drawn is under one, and the picture shows a white bar
+// over the lane there and none where it does not run. Away, the marks go.
+TEST_F(ThreadViewsGui, HoveringACallMarksWhereItsFunctionRunsInEveryThread) {
+  ASSERT_NO_FATAL_FAILURE(open({}, g_func_trace));
+  ASSERT_TRUE(v_->settle());
+  const render::TimelinePicture* p = v_->figure_timeline(0);
+  ASSERT_TRUE(p);
+  const render::Rect plot = v_->plot_rect(0);
+  const auto& rows = p->request.layout.rows;
+  // A call wide enough to point at, of a function that runs in several threads.
+  const render::Box* target = nullptr;
+  for (const render::Box& b : p->boxes) {
+    const float w = (b.x1 - b.x0) * plot.w / float(p->columns);
+    if (rows[b.row].kind != render::Row::Interval || w < 8 || rows[b.row].y + rows[b.row].h > plot.h) continue;
+    if (scene_->string(b.source, b.name) == "thread_main(void*)") target = &b;
+  }
+  ASSERT_TRUE(target) << "the workers' thread_main is drawn as a box";
+  const std::string name(scene_->string(target->source, target->name));
+  const render::Row row = rows[target->row];
+  move(plot.x + (target->x0 + target->x1) / 2 * plot.w / float(p->columns), plot.y + row.y + row.h / 2);
+  ASSERT_TRUE(await_activity(name)) << "marked: '" << v_->marks().active << "'";
+  const auto want = render::activity_spans(*scene_, {}, name, v_->window_t0(), v_->window_t1(), uint32_t(plot.w));
+  const auto& got = v_->marks().active_spans;
+  ASSERT_EQ(got.size(), want.size());
+  std::set<uint32_t> lanes;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].lane, want[i].lane);
+    EXPECT_EQ(got[i].t0, want[i].t0);
+    EXPECT_EQ(got[i].t1, want[i].t1);
+    lanes.insert(got[i].lane);
+  }
+  EXPECT_GE(lanes.size(), 4u) << "every worker runs thread_main";
+  p = v_->figure_timeline(0);
+  for (const render::Box& b : p->boxes) {
+    if (rows[b.row].kind != render::Row::Interval || scene_->string(b.source, b.name) != name) continue;
+    const bool under = std::any_of(got.begin(), got.end(), [&](const render::ActiveSpan& s) {
+      return s.lane == rows[b.row].lane && s.t0 <= b.end && s.t1 >= b.start;
+    });
+    EXPECT_TRUE(under) << name << " at " << b.start << " in lane " << rows[b.row].lane;
+  }
+  // The bar along the top of each marked lane's call rows: white where it
+  // runs, not where it does not.
+  const render::TimeAxis& axis = v_->figure_axis(0);
+  int white = 0, checked = 0;
+  for (const render::ActiveSpan& s : got) {
+    const render::Layout::LaneRows* lr = p->request.layout.find_lane(s.lane);
+    ASSERT_TRUE(lr);
+    const int y = int(plot.y + rows[lr->first].y) - 2;
+    const float x0 = plot.x + float(axis.x(s.t0)), x1 = plot.x + float(axis.x(s.t1));
+    if (y < plot.y || y >= plot.y + plot.h || x1 - x0 < 4) continue;
+    ++checked;
+    white += px(int((x0 + x1) / 2), y) == 0xffffff;
+    // Left of it, where nothing of that lane is marked within 4 px: not white.
+    const float left = x0 - 6;
+    const bool clear = left > plot.x && std::none_of(got.begin(), got.end(), [&](const render::ActiveSpan& o) {
+      return o.lane == s.lane && plot.x + float(axis.x(o.t1)) >= left - 4 && plot.x + float(axis.x(o.t0)) <= left + 4;
+    });
+    if (clear) {
+      EXPECT_NE(px(int(left), y), 0xffffffu) << "a mark where " << name << " does not run, lane " << s.lane;
+    }
+  }
+  EXPECT_GE(checked, 3);
+  EXPECT_EQ(white, checked);
+  // The mouse away: nothing pointed at, nothing selected, no marks.
+  move(5, float(v_->fb_height() - 5));
+  pump(3);
+  EXPECT_EQ(v_->marks().active, "");
+  EXPECT_TRUE(v_->marks().active_spans.empty());
+}
+
+// The thread list: a thread's box hides it in the timeline and shows it
+// again (last); its arrows move it; the filter keeps only the threads it
+// names (a /regex/, as --lanes takes).
+TEST_F(ThreadViewsGui, TheThreadListHidesMovesAndFiltersThreads) {
+  ASSERT_NO_FATAL_FAILURE(open_threads());
+  const size_t n = scene_->lanes().size();
+  ASSERT_GE(n, 5u);
+  auto drawn = [&] {
+    std::vector<uint32_t> out;
+    const render::TimelinePicture* p = v_->figure_timeline(0);
+    if (p)
+      for (const auto& lr : p->request.layout.lanes) out.push_back(lr.lane);
+    return out;
+  };
+  ASSERT_TRUE(v_->settle());
+  std::vector<uint32_t> all(n);
+  std::iota(all.begin(), all.end(), 0u);
+  ASSERT_EQ(drawn(), all);
+  ASSERT_NO_FATAL_FAILURE(press("thread_shown_2"));
+  ASSERT_TRUE(v_->settle());
+  std::vector<uint32_t> without = all;
+  std::erase(without, 2u);
+  EXPECT_EQ(v_->figure_params(0).lanes, without);
+  EXPECT_EQ(drawn(), without) << "the hidden thread is not drawn";
+  ASSERT_NO_FATAL_FAILURE(press("thread_shown_2"));
+  ASSERT_TRUE(v_->settle());
+  std::vector<uint32_t> last = without;
+  last.push_back(2);
+  EXPECT_EQ(drawn(), last) << "shown again, at the end";
+  ASSERT_NO_FATAL_FAILURE(press("thread_up_2"));
+  ASSERT_TRUE(v_->settle());
+  std::vector<uint32_t> up = last;
+  std::swap(up[n - 1], up[n - 2]);
+  EXPECT_EQ(drawn(), up) << "moved up one";
+  ASSERT_NO_FATAL_FAILURE(press("threads_all"));
+  ASSERT_TRUE(v_->settle());
+  EXPECT_TRUE(v_->figure_params(0).lanes.empty());
+  EXPECT_EQ(drawn(), all);
+  // Only the threads a regular expression names.
+  const std::string pattern = "/" + std::string(scene_->lanes()[3].label()) + "$/";
+  std::string error;
+  const std::vector<uint32_t> named = scene_->select_lanes(pattern, error);
+  ASSERT_EQ(named, std::vector<uint32_t>{3}) << error;
+  ASSERT_NO_FATAL_FAILURE(type_into("thread_filter", pattern));
+  ASSERT_TRUE(v_->settle());
+  EXPECT_EQ(drawn(), named);
+}
+
+// Each thread's overview frames the span the timelines show: the whole
+// trace at first, then the zoomed window, moving as the view pans; pointing
+// at a function in an overview marks it in the timeline.
+TEST_F(ThreadViewsGui, TheOverviewsWindowMarkersMoveWithTheTimeline) {
+  ASSERT_NO_FATAL_FAILURE(open_threads());
+  uint32_t lane = UINT32_MAX;  // a thread with calls
+  for (const auto& o : v_->analysis().overviews())
+    if (o.functions.size() >= 2 && lane == UINT32_MAX) lane = o.lane;
+  ASSERT_NE(lane, UINT32_MAX);
+  const render::ThreadOverview& o = v_->analysis().overviews()[lane];
+  const std::string id = std::to_string(lane);
+  auto expect_frame = [&](const char* when) {
+    pump(3);
+    const render::Rect grid = v_->control("thread_overview_" + id), frame = v_->control("thread_window_" + id);
+    ASSERT_GT(grid.w, 0) << when;
+    ASSERT_GT(frame.w, 0) << when;
+    const double span = double(o.t1 - o.t0);
+    const double x0 = grid.x + double(v_->window_t0() - o.t0) / span * grid.w;
+    const double x1 = grid.x + double(v_->window_t1() - o.t0) / span * grid.w;
+    EXPECT_NEAR(frame.x, std::clamp(x0, double(grid.x), double(grid.x + grid.w)), 1.5) << when;
+    EXPECT_NEAR(frame.x + frame.w, std::clamp(std::max(x1, x0 + 2), double(grid.x), double(grid.x + grid.w)), 1.5) << when;
+  };
+  ASSERT_NO_FATAL_FAILURE(expect_frame("the whole trace"));
+  const render::Rect whole = v_->control("thread_window_" + id);
+  EXPECT_GT(whole.w, v_->control("thread_overview_" + id).w * 0.95f);
+  // Zoom in around 40 % of the trace, then pan.
+  const render::Rect plot = v_->plot_rect(0);
+  move(plot.x + plot.w * 0.4f, plot.y + 10);
+  xdo("click --repeat 6 --delay 2 4");
+  ASSERT_TRUE(v_->settle());
+  ASSERT_NO_FATAL_FAILURE(expect_frame("zoomed in"));
+  const render::Rect zoomed = v_->control("thread_window_" + id);
+  EXPECT_LT(zoomed.w, whole.w * 0.6f);
+  drag(plot.x + plot.w * 0.6f, plot.y + 10, plot.x + plot.w * 0.2f, plot.y + 10);
+  ASSERT_TRUE(v_->settle());
+  ASSERT_NO_FATAL_FAILURE(expect_frame("panned later"));
+  EXPECT_GT(v_->control("thread_window_" + id).x, zoomed.x + 1) << "the frame moved right with the view";
+  // Pointing at the overview's first function: its activity is marked.
+  const render::Rect grid = v_->control("thread_overview_" + id);
+  const std::string first(scene_->string(0, o.functions[0].name));
+  uint32_t c = 0;
+  while (c < o.columns && !o.functions[0].active[c]) ++c;
+  ASSERT_LT(c, o.columns);
+  move(grid.x + (float(c) + 0.5f) * grid.w / float(o.columns), grid.y + 1);
+  for (int i = 0; i < 100 && v_->marks().active != first; ++i) pump(1);
+  EXPECT_EQ(v_->marks().active, first);
+  move(5, float(v_->fb_height() - 5));
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tinescope/render/picture.hpp"
+
 namespace tinescope::render {
 
 std::vector<ActiveSpan> activity_spans(const Scene& scene, const std::vector<uint32_t>& lanes, std::string_view name,
@@ -24,7 +26,7 @@ std::vector<ActiveSpan> activity_spans(const Scene& scene, const std::vector<uin
       if (b < cw.k0 || a > cw.k1) return;
       spans.push_back({std::max(t0, cw.ns(std::max(a, cw.k0))), std::min(t1, cw.ns(std::min(b, cw.k1)) + 1)});
     };
-    const index::Buckets b = ix.query(stream, cw.k0, cw.k1, std::max<uint32_t>(1, columns));
+    const index::Buckets b = ix.query(stream, cw.k0, cw.k1, std::max<uint32_t>(1, columns), kAtRestDecodePerColumn);
     for (const index::Node& n : b.nodes) {
       const uint64_t b0 = n.bucket << b.shift, b1 = b0 + ((uint64_t(1) << b.shift) - 1);
       mark(std::max(b0, n.iv.min_start), std::min(b1, n.iv.max_end));
