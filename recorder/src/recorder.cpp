@@ -565,26 +565,76 @@ __attribute__((no_instrument_function)) void note_longjmp() {
 }
 }  // namespace tinescope::rec
 
-extern "C" TS_API __attribute__((no_instrument_function)) void __cyg_profile_func_enter(void* fn, void*) {
-  const uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+namespace {
+// The whole of a function event where nothing is unusual (a thread
+// recording, the default category on, no drop to report, room in its ring,
+// the TSC the clock):
+// inline in the hooks, which a call pays twice. False: record2's way.
+__attribute__((always_inline, no_instrument_function)) inline bool func_event_fast(ThreadBuffer* b, uint32_t kind,
+                                                                                   const void* fn) {
+  const uint64_t h = b->head_local;
+  if (!(g_mask.load(std::memory_order_relaxed) & kDefaultCategory) || h + 16 - b->tail_cache > b->capacity ||
+      b->dropped != b->dropped_reported || !g_use_tsc) [[unlikely]]
+    return false;
+  uint64_t* w = reinterpret_cast<uint64_t*>(b->data + (h & b->mask));
+  w[0] = __rdtsc();  // (read_ticks() where the TSC is the clock; the slow path reads the other)
+  w[1] = raw_word1(kind, 2, ptr_bits(fn));
+  b->commit(16);
+  return true;
+}
+
+// What is unusual (a thread's first event, a longjmp seen, frames to end,
+// a drop to report, no room, recording paused): out of line, so that the
+// hooks' common path is a leaf that saves no register.
+__attribute__((noinline, no_instrument_function)) void func_enter_slow(void* fn, uintptr_t sp) {
   ThreadBuffer* b = tl_buf;
-  if (b && b->jumped) [[unlikely]] {
+  if (b && b->jumped) {
     b->jumped = false;
     end_skipped_frames(*b, sp);
   }
-  record2(kDefaultCategory, kFuncEnter, ptr_bits(fn));
-  if ((b = tl_buf)) {
-    if (b->frames < ThreadBuffer::kShadowFrames) b->frame_sp[b->frames] = sp, b->frame_fn[b->frames] = fn;
-    ++b->frames;
-  }
+  record2(kDefaultCategory, kFuncEnter, ptr_bits(fn));  // (a thread's first event registers it)
+  if (!(b = tl_buf)) return;
+  const uint32_t depth = b->frames++;
+  if (depth < ThreadBuffer::kShadowFrames) b->frame_sp[depth] = sp, b->frame_fn[depth] = fn;
 }
-extern "C" TS_API __attribute__((no_instrument_function)) void __cyg_profile_func_exit(void* fn, void*) {
+__attribute__((noinline, no_instrument_function)) void func_exit_slow(void* fn) {
   ThreadBuffer* b = tl_buf;
   if (b) b->jumped = false;
-  if (b && b->frames > 0 && b->frames <= ThreadBuffer::kShadowFrames && b->frame_fn[b->frames - 1] != fn) [[unlikely]]
+  if (b && b->frames > 0 && b->frames <= ThreadBuffer::kShadowFrames && b->frame_fn[b->frames - 1] != fn)
     end_frames_above(*b, fn);
   record2(kDefaultCategory, kFuncExit, ptr_bits(fn));
   if (b && b->frames > 0) --b->frames;
+}
+}  // namespace
+
+extern "C" TS_API __attribute__((no_instrument_function)) void __cyg_profile_func_enter(void* fn, void*) {
+  // The stack pointer (the hook's, a fixed distance from its caller's) without a frame of its own.
+#if defined(__x86_64__)
+  uintptr_t sp;
+  asm("mov %%rsp, %0" : "=r"(sp));
+#else
+  const uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+#endif
+  ThreadBuffer* b = tl_buf;
+  if (b && !b->jumped && func_event_fast(b, kFuncEnter, fn)) [[likely]] {
+    const uint32_t depth = b->frames++;
+    if (depth < ThreadBuffer::kShadowFrames) b->frame_sp[depth] = sp, b->frame_fn[depth] = fn;
+    return;
+  }
+  func_enter_slow(fn, sp);
+}
+extern "C" TS_API __attribute__((no_instrument_function)) void __cyg_profile_func_exit(void* fn, void*) {
+  ThreadBuffer* b = tl_buf;
+  if (b) [[likely]] {
+    const uint32_t depth = b->frames;
+    if ((depth == 0 || depth > ThreadBuffer::kShadowFrames || b->frame_fn[depth - 1] == fn) &&
+        func_event_fast(b, kFuncExit, fn)) [[likely]] {
+      b->jumped = false;
+      b->frames = depth - (depth > 0);
+      return;
+    }
+  }
+  func_exit_slow(fn);
 }
 
 extern "C" uint32_t ts_define_event_type(const char* name, const ts_field* fields, uint32_t count) {
