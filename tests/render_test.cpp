@@ -12,6 +12,7 @@
 #include "tinescope/analysis/stream_expr.hpp"
 #include "tinescope/render/headless.hpp"
 #include "tinescope/render/stream_picture.hpp"
+#include "tinescope/render/thread_overview.hpp"
 #include "tinescope/import/trace_import.hpp"
 #include "tinescope/trace_writer.hpp"
 #include "trace_helpers.hpp"
@@ -602,6 +603,29 @@ TEST(Render, LanesNamedAfterTheirProcessShowTheRestUnderItsHeader) {
   for (const render::Lane& l : scene.lanes()) label[l.name] = std::string(l.label());
   EXPECT_EQ(label, (std::map<std::string, std::string>{
                        {"BrowserMain", "BrowserMain"}, {"Browser counters", "counters"}, {"tid 1", "tid 1"}}));
+}
+
+// A picture that draws no arrows (the thread list's overviews, max_arrows 0)
+// of some of the lanes of a trace with messages is built: the look for the
+// shown lanes' messages once widened looked again and again at nothing
+// (a review finding: the Threads tab hung on a Chrome trace with flows).
+TEST(Render, APictureOfSomeLanesWithNoArrowsOfATraceWithMessagesIsBuilt) {
+  render::Scene scene;
+  import_into(scene, "no_arrows", R"([{"ph":"X","pid":1,"tid":1,"ts":0,"dur":10,"name":"send"},
+{"ph":"s","pid":1,"tid":1,"ts":2,"name":"m","id":"1"},{"ph":"X","pid":1,"tid":2,"ts":20,"dur":10,"name":"recv"},
+{"ph":"f","bp":"e","pid":1,"tid":2,"ts":22,"name":"m","id":"1"},{"ph":"X","pid":1,"tid":3,"ts":0,"dur":40,"name":"other"}])");
+  if (::testing::Test::HasFatalFailure()) return;
+  ASSERT_EQ(scene.lanes().size(), 3u);
+  render::TimelineRequest r;
+  r.t0 = scene.first_ns(), r.t1 = scene.last_ns() + 1, r.width = 100, r.max_arrows = 0, r.max_bundled = 0;
+  render::LayoutOptions o;
+  o.lanes = {0};
+  r.layout = render::layout_lanes(scene, o);
+  const render::TimelinePicture p = render::build_timeline(scene, r);
+  EXPECT_TRUE(p.arrows.empty());
+  const render::ThreadOverview ov = render::thread_overview(scene, 1, 50);
+  ASSERT_EQ(ov.functions.size(), 1u);
+  EXPECT_EQ(ov.functions[0].calls, 1u);
 }
 
 // Lanes chosen by a spec that names none say so (a review finding: "," gave

@@ -39,7 +39,8 @@ WindowMessages window_messages(const Scene& scene, uint32_t s, const ClockWindow
     });
     // A growing trace's new lanes, not in the scene yet: flows of lanes
     // not shown after all, so the look goes on as for lanes not shown.
-    if (!more || w.flows.size() == all || looked > max_arrows) break;
+    // (Once at the wider look: with no arrows to draw, it is no wider.)
+    if (!more || w.flows.size() == all || looked >= size_t(max_arrows) * kArrowsLookedPerShown) break;
     looked = size_t(max_arrows) * kArrowsLookedPerShown;
   }
   // Arrows only where they can be told apart: a wall of lines says nothing.
