@@ -241,5 +241,51 @@ TEST(FunctionTrees, ASmallBufferDropsCountsAndNestsNothingWrongly) {
   EXPECT_NE(info.find(std::to_string(dropped) + " dropped"), std::string::npos) << info;
 }
 
+// A real program's code from outside this project (issue 54, part 8):
+// Debian's stb_image and stb_image_write, instrumented whole
+// (stb_decode_program.c), run with only TINESCOPE_OUT set (and the system
+// headers' code kept: TINESCOPE_FUNC_EXCLUDE empty; its bursts of 40 M
+// calls a second on each of four threads sharing two cores fit a 16 MiB
+// ring). Every stack balances; each decoding thread, doing the same work,
+// made the same calls, among them the five decodes it counted; the
+// library's static functions are named.
+TEST(FunctionTrees, ARealLibrarysCodeFromDebianIsTracedWhole) {
+  const std::string trace = temp_path("stb_decode");
+  ::unlink(trace.c_str());
+  std::string out;
+  ASSERT_EQ(run("TINESCOPE_BUFFER=16777216 TINESCOPE_FUNC_EXCLUDE= TINESCOPE_OUT=" + trace + " " +
+                    bin("tests/stb_decode_program") + " 2>&1",
+                &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("decoded 20 of 20 whole"), std::string::npos) << out;
+  Collected c = read_trace(trace);
+  EXPECT_EQ(c.dropped, 0u);
+  long unmatched = 0, skipped = 0;
+  const std::map<long, Edges> got = recorded(c, &unmatched, &skipped);
+  EXPECT_EQ(unmatched, 0);
+  EXPECT_EQ(skipped, 0);
+  ASSERT_EQ(got.size(), 5u) << "main and four decoding threads";
+  std::vector<const Edges*> workers;
+  for (const auto& [tid, edges] : got) {
+    auto decodes = edges.find({"decode_rounds", "stbi_load_from_memory"});
+    if (decodes == edges.end()) {
+      EXPECT_EQ(edges.count({"main", "stbi_write_png_to_mem"}), 1u) << "the main thread encodes";
+      continue;
+    }
+    EXPECT_EQ(decodes->second, 5) << "thread " << tid << ": the decodes it counted";
+    workers.push_back(&edges);
+  }
+  ASSERT_EQ(workers.size(), 4u);
+  for (size_t i = 1; i < workers.size(); ++i) EXPECT_EQ(*workers[i], *workers[0]) << "the same work, the same calls";
+  std::set<std::string> callees;
+  long calls = 0;
+  for (const auto& [edge, n] : *workers[0]) callees.insert(edge.second), calls += n;
+  EXPECT_GT(calls, 50000) << "a decode is tens of thousands of calls";
+  for (const char* fn : {"stbi__parse_png_file", "stbi__zhuffman_decode", "stbi__paeth"})
+    EXPECT_TRUE(callees.count(fn)) << fn << ", a static function of stb_image.h, by its name";
+  for (const std::string& name : callees) EXPECT_EQ(name.find("0x"), std::string::npos) << name << ": named by address";
+}
+
 }  // namespace
 }  // namespace tinescope::test
