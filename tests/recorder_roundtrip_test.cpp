@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "tinescope/tinescope.hpp"
@@ -439,6 +440,34 @@ TEST(RecorderRoundTrip, ManyShortThreadsAreFlushedAtExitAndBuffersReused) {
   for (const OwnedEvent* o : c.of_type(kInstant)) ++per_feedlet[o->e.feedlet];
   for (const auto& [f, info] : c.catalog.feedlets) EXPECT_EQ(per_feedlet[f], 100u) << "feedlet " << f;
   EXPECT_TRUE(c.damage.empty());
+  unlink(path.c_str());
+}
+
+// A thread that is gone before the collector first sees its buffer (it
+// names a feedlet from /proc/self/task/TID/comm, which an exited thread no
+// longer has) keeps its name, as it was at its first event or its exit
+// (issue 54: of four decoding threads, two were "tid N").
+TEST(RecorderRoundTrip, AThreadGoneBeforeTheCollectorSawItKeepsItsName) {
+  const std::string path = temp_path("gone-threads");
+  unlink(path.c_str());
+  ts_config cfg{};
+  cfg.file_path = path.c_str();
+  ASSERT_EQ(ts_start(&cfg), 0) << ts_last_error();
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 24; ++i)
+    threads.emplace_back([i] {
+      const std::string name = "quick." + std::to_string(i);
+      pthread_setname_np(pthread_self(), name.c_str());
+      ts::instant("quick");
+    });
+  for (auto& t : threads) t.join();
+  ts_stop();
+  Collected c = read_trace(path);
+  std::set<std::string> names;
+  for (const OwnedEvent* o : c.of_type(kInstant)) names.insert(std::string(c.catalog.thread_name(o->e.feedlet)));
+  std::set<std::string> want;
+  for (int i = 0; i < 24; ++i) want.insert("quick." + std::to_string(i));
+  EXPECT_EQ(names, want);
   unlink(path.c_str());
 }
 

@@ -229,6 +229,12 @@ Collector::Feedlet& Collector::feedlet_for(ThreadBuffer& b, uint64_t generation)
   std::snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
   std::string comm = read_file_string(path);
   while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+  if (comm.empty()) {  // gone already: its name as it kept it
+    const uint64_t words[2] = {b.name[0].load(std::memory_order_relaxed), b.name[1].load(std::memory_order_relaxed)};
+    char name[17] = {};
+    std::memcpy(name, words, 16);
+    comm = name;
+  }
   f.tid = tid;
   const uint64_t info[] = {f.chunk.feedlet, tid, text_id(comm)};
   put_metadata(kFeedletInfo, read_ticks(), info);

@@ -1,6 +1,7 @@
 // The recording calls of the C API (the hot path) and the session around them.
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -58,9 +59,21 @@ __attribute__((tls_model("initial-exec"))) thread_local uint64_t tl_message_coun
 
 // Runs on the exiting thread. An event from a later thread-local destructor
 // registers a fresh buffer rather than writing into one being retired.
+// The calling thread's name into b->name (a system call: at a thread's
+// first event and its exit only).
+void keep_thread_name(ThreadBuffer* b) {
+  char name[17] = {};
+  prctl(PR_GET_NAME, name, 0, 0, 0);
+  uint64_t words[2];
+  std::memcpy(words, name, 16);
+  b->name[0].store(words[0], std::memory_order_relaxed);
+  b->name[1].store(words[1], std::memory_order_relaxed);
+}
+
 void on_thread_exit(void* p) {
   tl_buf = nullptr;
   auto* b = static_cast<ThreadBuffer*>(p);
+  keep_thread_name(b);  // (named since its first event, perhaps)
   b->exit_ticks.store(read_ticks(), std::memory_order_relaxed);
   b->state.store(BufferState::Exited, std::memory_order_release);
 }
@@ -109,6 +122,7 @@ __attribute__((noinline, cold)) ThreadBuffer* register_thread() {
   b->frames = 0, b->jumped = false;
   b->dropped_total.store(0, std::memory_order_relaxed);
   b->tid.store(uint32_t(syscall(SYS_gettid)), std::memory_order_relaxed);
+  keep_thread_name(b);
   b->generation.fetch_add(1, std::memory_order_release);
   pthread_setspecific(s.exit_key, b);
   tl_buf = b;

@@ -56,6 +56,11 @@ struct ThreadBuffer {
   // reads it only after it has seen the new generation (acquire). Atomic so
   // that a collector bug here would be a wrong name, not undefined behaviour.
   std::atomic<uint32_t> tid{0};
+  // The thread's name (PR_GET_NAME, 15 bytes and a NUL) as it was at its
+  // first event, and again as it exits: what names a thread that is gone
+  // from /proc by the time the collector first sees its buffer. Written
+  // before `generation` moves and before `state` becomes Exited (release).
+  std::atomic<uint64_t> name[2] = {};
   ThreadBuffer* next = nullptr;         // registry list, push-only
   // Collector-private: the generation whose feedlet the collector ended when
   // its thread exited. Until `generation` moves past it, the buffer has no
