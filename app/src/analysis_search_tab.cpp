@@ -94,7 +94,8 @@ void AnalysisPanel::search(const SharedView& v, const std::string& pattern) {
         while (c->next(r)) {
           if (++total_events > kMaxHits) continue;  // counted, not listed
           hits.push_back({SearchHit::Event, clock.to_ns(r.start), clock.to_ns(r.end),
-                          std::string(cat->string(r.name)) + "  (" + std::string(cat->thread_name(r.feedlet)) + ")"});
+                          std::string(cat->string(r.name)) + "  (" + std::string(cat->thread_name(r.feedlet)) + ")",
+                          op == analysis::Op::Intervals ? std::string(cat->string(r.name)) : std::string()});
         }
       }
     }
@@ -186,7 +187,8 @@ void AnalysisPanel::find_needles(const SharedView& v, const std::string& text, b
       const int64_t t0 = cat->clock.to_ns(r.start), t1 = cat->clock.to_ns(r.end);
       hits.push_back({SearchHit::Event, t0, t1,
                       render::format_duration(t1 - t0) + "  " + std::string(r.name ? cat->string(r.name) : "") + "  (" +
-                          (f == cat->feedlets.end() ? "" : f->second.name) + ")"});
+                          (f == cat->feedlets.end() ? "" : f->second.name) + ")",
+                      std::string(r.name ? cat->string(r.name) : "")});
     }
     return std::make_pair(hits, error);
   });
@@ -311,6 +313,7 @@ void AnalysisPanel::search_tab(SharedView& v) {
       std::snprintf(label, sizeof label, "%-14s %s##%d", render::format_time(h.t0 - v.scene->first_ns(), 1).c_str(),
                     h.text.c_str(), i);
       if (ImGui::Selectable(label, i == current_hit_)) go_to_hit(v, size_t(i));
+      if (!h.name.empty() && ImGui::IsItemHovered() && v.point_at) v.point_at(h.name);  // activity markers
       if (i < 64) v.record_control(("hit_" + std::to_string(i)).c_str());
     }
   ImGui::EndChild();

@@ -61,6 +61,7 @@ struct SearchHit {
   enum Kind { Event, Thread, Message, Job } kind = Event;
   int64_t t0 = 0, t1 = 0;  // ns
   std::string text;        // what matched, and where
+  std::string name;        // an interval's: its name (hovered, its activity is marked)
 };
 
 class AnalysisPanel {
