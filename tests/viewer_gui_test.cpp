@@ -1668,6 +1668,27 @@ TEST_F(ThreadViewsGui, HoveringACallMarksWhereItsFunctionRunsInEveryThread) {
   EXPECT_TRUE(v_->marks().active_spans.empty());
 }
 
+// Pointing at a row of the statistics table marks its function too, as
+// the library finds it; away, the marks go.
+TEST_F(ThreadViewsGui, HoveringAStatisticsRowMarksItsFunction) {
+  ASSERT_NO_FATAL_FAILURE(open_threads());
+  ASSERT_NO_FATAL_FAILURE(press("tab_Statistics"));
+  ASSERT_NO_FATAL_FAILURE(press("stats_compute"));
+  ASSERT_NO_FATAL_FAILURE(finish());
+  const auto& rows = v_->analysis().stats();
+  ASSERT_GE(rows.size(), 3u);
+  const render::Rect r = v_->control("stats_row_1");
+  ASSERT_GT(r.w, 0);
+  move(r.x + 10, r.y + r.h / 2);
+  ASSERT_TRUE(await_activity(rows[1].name)) << "marked: '" << v_->marks().active << "'";
+  const auto want = render::activity_spans(*scene_, {}, rows[1].name, v_->window_t0(), v_->window_t1(),
+                                           uint32_t(v_->plot_rect(0).w));
+  EXPECT_EQ(v_->marks().active_spans.size(), want.size());
+  move(5, float(v_->fb_height() - 5));
+  pump(3);
+  EXPECT_EQ(v_->marks().active, "");
+}
+
 // The thread list: a thread's box hides it in the timeline and shows it
 // again (last); its arrows move it; the filter keeps only the threads it
 // names (a /regex/, as --lanes takes).
@@ -1707,7 +1728,8 @@ TEST_F(ThreadViewsGui, TheThreadListHidesMovesAndFiltersThreads) {
   EXPECT_TRUE(v_->figure_params(0).lanes.empty());
   EXPECT_EQ(drawn(), all);
   // Only the threads a regular expression names.
-  const std::string pattern = "/" + std::string(scene_->lanes()[3].label()) + "$/";
+  ASSERT_TRUE(scene_->lanes()[3].shares_name) << "the program's threads all have its name";
+  const std::string pattern = "/\\(tid " + std::to_string(scene_->lanes()[3].tid) + "\\)$/";
   std::string error;
   const std::vector<uint32_t> named = scene_->select_lanes(pattern, error);
   ASSERT_EQ(named, std::vector<uint32_t>{3}) << error;
