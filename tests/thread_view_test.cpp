@@ -267,6 +267,7 @@ TEST(ThreadViews, LanesAreChosenByNameGlobRegexAndLeftOutWithABang) {
   EXPECT_EQ(feedlets("!/^w/"), (V{3}));
   EXPECT_EQ(feedlets("w*,!worker (tid 1)"), (V{2}));
   EXPECT_EQ(feedlets("/^(io|x{1,2})$/"), (V{3})) << "a comma inside /.../ is the expression's";
+  EXPECT_EQ(feedlets("!/^(io|x{1,2})$/"), (V{1, 2})) << "... and inside !/.../";
   std::string error;
   EXPECT_TRUE(scene->select_lanes("/[/", error).empty());
   EXPECT_NE(error.find("not a regular expression"), std::string::npos) << error;

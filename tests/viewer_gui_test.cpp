@@ -1617,6 +1617,7 @@ TEST_F(ThreadViewsGui, HoveringACallMarksWhereItsFunctionRunsInEveryThread) {
   ASSERT_TRUE(target) << "the workers' thread_main is drawn as a box";
   const std::string name(scene_->string(target->source, target->name));
   const render::Row row = rows[target->row];
+  const float target_x0 = target->x0, target_x1 = target->x1, columns = float(p->columns);
   move(plot.x + (target->x0 + target->x1) / 2 * plot.w / float(p->columns), plot.y + row.y + row.h / 2);
   ASSERT_TRUE(await_activity(name)) << "marked: '" << v_->marks().active << "'";
   const auto want = render::activity_spans(*scene_, {}, name, v_->window_t0(), v_->window_t1(), uint32_t(plot.w));
@@ -1631,12 +1632,13 @@ TEST_F(ThreadViewsGui, HoveringACallMarksWhereItsFunctionRunsInEveryThread) {
   }
   EXPECT_GE(lanes.size(), 4u) << "every worker runs thread_main";
   p = v_->figure_timeline(0);
+  const auto& drawn_rows = p->request.layout.rows;  // (of the picture shown now)
   for (const render::Box& b : p->boxes) {
-    if (rows[b.row].kind != render::Row::Interval || scene_->string(b.source, b.name) != name) continue;
+    if (drawn_rows[b.row].kind != render::Row::Interval || scene_->string(b.source, b.name) != name) continue;
     const bool under = std::any_of(got.begin(), got.end(), [&](const render::ActiveSpan& s) {
-      return s.lane == rows[b.row].lane && s.t0 <= b.end && s.t1 >= b.start;
+      return s.lane == drawn_rows[b.row].lane && s.t0 <= b.end && s.t1 >= b.start;
     });
-    EXPECT_TRUE(under) << name << " at " << b.start << " in lane " << rows[b.row].lane;
+    EXPECT_TRUE(under) << name << " at " << b.start << " in lane " << drawn_rows[b.row].lane;
   }
   // The bar along the top of each marked lane's call rows: white where it
   // runs, not where it does not.
@@ -1645,7 +1647,7 @@ TEST_F(ThreadViewsGui, HoveringACallMarksWhereItsFunctionRunsInEveryThread) {
   for (const render::ActiveSpan& s : got) {
     const render::Layout::LaneRows* lr = p->request.layout.find_lane(s.lane);
     ASSERT_TRUE(lr);
-    const int y = int(plot.y + rows[lr->first].y) - 2;
+    const int y = int(plot.y + drawn_rows[lr->first].y) - 2;
     const float x0 = plot.x + float(axis.x(s.t0)), x1 = plot.x + float(axis.x(s.t1));
     if (y < plot.y || y >= plot.y + plot.h || x1 - x0 < 4) continue;
     ++checked;
@@ -1661,11 +1663,16 @@ TEST_F(ThreadViewsGui, HoveringACallMarksWhereItsFunctionRunsInEveryThread) {
   }
   EXPECT_GE(checked, 3);
   EXPECT_EQ(white, checked);
-  // The mouse away: nothing pointed at, nothing selected, no marks.
+  // The mouse away: nothing pointed at, nothing selected, no marks; back on
+  // the call: the marks again.
   move(5, float(v_->fb_height() - 5));
   pump(3);
   EXPECT_EQ(v_->marks().active, "");
   EXPECT_TRUE(v_->marks().active_spans.empty());
+  move(plot.x + (target_x0 + target_x1) / 2 * plot.w / float(columns), plot.y + row.y + row.h / 2);
+  ASSERT_TRUE(await_activity(name)) << "pointed at again, marked again";
+  EXPECT_EQ(v_->marks().active_spans.size(), want.size());
+  move(5, float(v_->fb_height() - 5));
 }
 
 // Pointing at a row of the statistics table marks its function too, as
@@ -1747,7 +1754,7 @@ TEST_F(ThreadViewsGui, TheOverviewsWindowMarkersMoveWithTheTimeline) {
   for (const auto& o : v_->analysis().overviews())
     if (o.functions.size() >= 2 && lane == UINT32_MAX) lane = o.lane;
   ASSERT_NE(lane, UINT32_MAX);
-  const render::ThreadOverview& o = v_->analysis().overviews()[lane];
+  const render::ThreadOverview o = v_->analysis().overviews()[lane];  // (a copy: a new scene's replace them)
   const std::string id = std::to_string(lane);
   auto expect_frame = [&](const char* when) {
     pump(3);

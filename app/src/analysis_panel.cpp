@@ -86,6 +86,7 @@ void AnalysisPanel::poll(SharedView& v) {
     for (const auto& c : categories_)
       if (c && !c->error.empty()) categories_status_ = "a part of the trace could not be read: " + c->error;
   }
+  if (ready(overviews_job_)) overviews_ = overviews_job_.get();  // (the Threads tab asks for them)
   if (ready(search_job_)) {
     auto [hits, note] = search_job_.get();
     hits_ = std::move(hits);

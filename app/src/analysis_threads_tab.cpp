@@ -43,11 +43,9 @@ void AnalysisPanel::threads_tab(SharedView& v) {
   // The overviews: built off the UI thread once per scene (a live one's at
   // most every 2 s).
   const auto now = std::chrono::steady_clock::now();
-  if (overviews_job_.valid() && overviews_job_.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
-    overviews_ = overviews_job_.get();
-  if (!overviews_job_.valid() && v.shared_scene && overviews_of_ != v.scene &&
-      (overviews_of_ == nullptr || now - overviews_at_ > std::chrono::seconds(2))) {
-    overviews_of_ = v.scene, overviews_at_ = now;
+  if (!overviews_job_.valid() && v.shared_scene && overviews_of_ != v.scene_serial &&
+      (overviews_of_ == UINT64_MAX || now - overviews_at_ > std::chrono::seconds(2))) {
+    overviews_of_ = v.scene_serial, overviews_at_ = now;
     overviews_job_ = std::async(std::launch::async, [scene = v.shared_scene] {
       Overviews out;
       for (uint32_t lane = 0; lane < scene->lanes().size(); ++lane)
@@ -156,6 +154,7 @@ void AnalysisPanel::thread_row(SharedView& v, uint32_t lane, bool shown, const s
       std::iter_swap(at, other);
       break;
     }
+    if (lanes == shown_lanes(scene, {})) lanes.clear();  // (as they came: lanes a live trace adds show)
     if (v.set_lanes) v.set_lanes(lanes);
     v.lanes = lanes;
   };
@@ -168,7 +167,10 @@ void AnalysisPanel::thread_row(SharedView& v, uint32_t lane, bool shown, const s
     if (lane < 256) v.record_control(("thread_down_" + id).c_str());
   }
 
-  const render::ThreadOverview* o = lane < overviews_.size() && overviews_[lane].lane == lane ? &overviews_[lane] : nullptr;
+  const render::ThreadOverview* o =
+      lane < overviews_.size() && overviews_[lane].source == l.source && overviews_[lane].feedlet == l.feedlet
+          ? &overviews_[lane]
+          : nullptr;
   if (o && o->calls) {
     same_line_at(ImGui::GetWindowContentRegionMax().x - 90);
     ImGui::TextDisabled("%llu calls", (unsigned long long)o->calls);

@@ -143,6 +143,7 @@ SharedView Viewer::shared_view() {
       break;
     }
   v.shared_scene = scene_;
+  v.scene_serial = scene_serial_;
   for (auto& f : figures_)
     if (f->params.type == FigureParams::Timeline) {
       v.lanes = f->params.lanes;
@@ -169,7 +170,10 @@ void Viewer::update_activity() {
   const bool interval = has_selected_ && !selected_message_ && !selected_lock_ && selected_job_.empty();
   const std::string want = !pointed_.empty() ? pointed_ : interval ? selected_name_ : pinned_active_;
   pointed_.clear();
-  if (want != marks_.active) marks_.active = want, marks_.active_spans.clear();
+  if (want != marks_.active) {
+    marks_.active = want, marks_.active_spans.clear();
+    activity_asked_ = {};  // (pointed at again later: found again)
+  }
   if (activity_job_.valid() && activity_job_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
     auto [name, spans] = activity_job_.get();
     if (name == marks_.active) marks_.active_spans = std::move(spans);

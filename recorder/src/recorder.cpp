@@ -57,10 +57,8 @@ __attribute__((tls_model("initial-exec"))) thread_local ThreadBuffer* tl_buf = n
 __attribute__((tls_model("initial-exec"))) thread_local uint64_t tl_message_hint = 0;
 __attribute__((tls_model("initial-exec"))) thread_local uint64_t tl_message_counter = 0;
 
-// Runs on the exiting thread. An event from a later thread-local destructor
-// registers a fresh buffer rather than writing into one being retired.
-// The calling thread's name into b->name (a system call: at a thread's
-// first event and its exit only).
+// The calling thread's name into b->name (a system call: by a thread's
+// registration and its exit only).
 void keep_thread_name(ThreadBuffer* b) {
   char name[17] = {};
   prctl(PR_GET_NAME, name, 0, 0, 0);
@@ -70,6 +68,8 @@ void keep_thread_name(ThreadBuffer* b) {
   b->name[1].store(words[1], std::memory_order_relaxed);
 }
 
+// Runs on the exiting thread. An event from a later thread-local destructor
+// registers a fresh buffer rather than writing into one being retired.
 void on_thread_exit(void* p) {
   tl_buf = nullptr;
   auto* b = static_cast<ThreadBuffer*>(p);

@@ -316,11 +316,19 @@ bool lane_matches(const Lane& lane, const std::string& pattern, std::string* err
   if (pattern.size() >= 2 && pattern.front() == '/' && pattern.back() == '/') {
     // A regular expression (ECMAScript), found anywhere in the thread's
     // name, its label or its process's name.
-    std::regex re;
-    try {
-      re = std::regex(pattern.substr(1, pattern.size() - 2), std::regex::ECMAScript | std::regex::optimize);
-    } catch (const std::regex_error& e) {
-      if (error) *error = "'" + pattern + "' is not a regular expression: " + e.what();
+    // (Compiled once for a run of lanes: the thread list asks for each lane every frame.)
+    thread_local std::string compiled_from, compile_error;
+    thread_local std::regex re;
+    if (pattern != compiled_from) {
+      compiled_from = pattern, compile_error.clear();
+      try {
+        re = std::regex(pattern.substr(1, pattern.size() - 2), std::regex::ECMAScript | std::regex::optimize);
+      } catch (const std::regex_error& e) {
+        compile_error = e.what();
+      }
+    }
+    if (!compile_error.empty()) {
+      if (error) *error = "'" + pattern + "' is not a regular expression: " + compile_error;
       return false;
     }
     return std::regex_search(lane.name, re) || std::regex_search(lane.label(), re) || std::regex_search(lane.group, re);
@@ -345,9 +353,10 @@ std::vector<uint32_t> Scene::select_lanes(const std::string& spec, std::string& 
   size_t pos = 0;
   while (pos <= spec.size()) {
     size_t comma = spec.find(',', pos);
-    // (A comma inside /regex/ belongs to it.)
-    if (spec[pos] == '/' && comma != std::string::npos) {
-      const size_t close = spec.find('/', pos + 1);
+    // (A comma inside /regex/, or !/regex/, belongs to it.)
+    const size_t open = pos + (pos < spec.size() && spec[pos] == '!');
+    if (open < spec.size() && spec[open] == '/' && comma != std::string::npos) {
+      const size_t close = spec.find('/', open + 1);
       if (close != std::string::npos && close > comma) comma = spec.find(',', close);
     }
     if (comma == std::string::npos) comma = spec.size();

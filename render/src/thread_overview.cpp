@@ -15,6 +15,7 @@ ThreadOverview thread_overview(const Scene& scene, uint32_t lane, uint32_t colum
   o.t1 = std::max(scene.last_ns() + 1, o.t0 + 1);
   if (lane >= scene.lanes().size()) return o;
   const Lane& l = scene.lanes()[lane];
+  o.source = l.source, o.feedlet = l.feedlet;
 
   TimelineRequest r;
   r.t0 = o.t0, r.t1 = o.t1;

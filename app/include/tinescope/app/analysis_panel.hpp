@@ -55,6 +55,7 @@ struct SharedView {
   // The rectangle of something drawn, not an ImGui item (tests and tools).
   std::function<void(const std::string& id, render::Rect r)> record_rect;
   std::shared_ptr<const render::Scene> shared_scene;  // the scene, for work off the UI thread
+  uint64_t scene_serial = 0;                          // a new number for each new scene (a live one's)
 };
 
 struct SearchHit {
@@ -202,7 +203,7 @@ class AnalysisPanel {
   using Overviews = std::vector<render::ThreadOverview>;  // [lane]
   std::future<Overviews> overviews_job_;
   Overviews overviews_;
-  const render::Scene* overviews_of_ = nullptr;  // the scene they were built from
+  uint64_t overviews_of_ = UINT64_MAX;  // the serial of the scene they were built from
   std::chrono::steady_clock::time_point overviews_at_{};
 };
 

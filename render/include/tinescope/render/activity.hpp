@@ -21,7 +21,7 @@ namespace tinescope::render {
 // the earliest start to the latest end of the items that end in it, clipped
 // to the bucket, and its longest item whole; the intervals running on past
 // t1 come from running_across. So a span is never farther from where the
-// function ran than a bucket (at most half a column; where the lane holds
+// function ran than a bucket (at most a column; where the lane holds
 // more events than that budget, its finest stored level's), and every
 // interval ending in the window, or running across its end, is under one.
 std::vector<ActiveSpan> activity_spans(const Scene& scene, const std::vector<uint32_t>& lanes, std::string_view name,

@@ -14,6 +14,7 @@ namespace tinescope::render {
 
 struct ThreadOverview {
   uint32_t lane = 0;
+  uint32_t source = 0, feedlet = 0;  // the lane's (a newer scene may number its lanes otherwise)
   int64_t t0 = 0, t1 = 1;  // ns: the span its columns cover (the scene's, the same for every thread)
   uint32_t columns = 0;
   struct Function {
