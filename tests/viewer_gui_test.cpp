@@ -1743,6 +1743,10 @@ TEST_F(ThreadViewsGui, TheThreadListHidesMovesAndFiltersThreads) {
   ASSERT_NO_FATAL_FAILURE(type_into("thread_filter", pattern));
   ASSERT_TRUE(v_->settle());
   EXPECT_EQ(drawn(), named);
+  // Hiding every lane shown is refused: a timeline shows at least one.
+  ASSERT_NO_FATAL_FAILURE(press("threads_hide"));
+  ASSERT_TRUE(v_->settle());
+  EXPECT_EQ(drawn(), named);
 }
 
 // Each thread's overview frames the span the timelines show: the whole

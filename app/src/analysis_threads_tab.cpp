@@ -67,12 +67,7 @@ void AnalysisPanel::threads_tab(SharedView& v) {
   std::vector<uint32_t> matching;
   for (uint32_t i = 0; i < scene.lanes().size(); ++i)
     if (filter.empty() || render::lane_matches(scene.lanes()[i], filter, &thread_filter_error_)) matching.push_back(i);
-  auto apply = [&](std::vector<uint32_t> lanes) {
-    if (lanes.empty()) return;  // (a timeline shows at least one lane)
-    if (lanes == shown_lanes(scene, {})) lanes.clear();
-    if (v.set_lanes) v.set_lanes(lanes);
-    v.lanes = lanes;
-  };
+  auto apply = [&](std::vector<uint32_t> lanes) { show_lanes(v, std::move(lanes)); };
   ImGui::SameLine();
   if (ImGui::Button("Only") || (entered && !filter.empty())) apply(matching);
   v.record_control("threads_only");
@@ -97,6 +92,10 @@ void AnalysisPanel::threads_tab(SharedView& v) {
   if (!thread_filter_error_.empty()) ImGui::TextColored(ImVec4(1.f, 0.45f, 0.35f, 1.f), "%s", thread_filter_error_.c_str());
   ImGui::TextDisabled("%zu of %zu lanes shown%s", order.size(), scene.lanes().size(),
                       filter.empty() ? "" : (", " + std::to_string(matching.size()) + " match").c_str());
+  if (!threads_note_.empty()) {
+    ImGui::SameLine();
+    ImGui::TextColored(ImVec4(1.f, 0.75f, 0.35f, 1.f), "%s", threads_note_.c_str());
+  }
 
   // The list: processes in the order their first lane is shown, each lane
   // under its own; shown lanes in their order, then the hidden ones.
@@ -120,6 +119,18 @@ void AnalysisPanel::threads_tab(SharedView& v) {
   ImGui::EndChild();
 }
 
+void AnalysisPanel::show_lanes(SharedView& v, std::vector<uint32_t> lanes) {
+  if (lanes.empty()) {
+    threads_note_ = "a timeline shows at least one lane";
+    return;
+  }
+  threads_note_.clear();
+  // Every lane as they came is no list: lanes a live trace adds show too.
+  if (lanes == shown_lanes(*v.scene, {})) lanes.clear();
+  if (v.set_lanes) v.set_lanes(lanes);
+  v.lanes = std::move(lanes);
+}
+
 void AnalysisPanel::thread_row(SharedView& v, uint32_t lane, bool shown, const std::vector<uint32_t>& order) {
   const render::Scene& scene = *v.scene;
   const render::Lane& l = scene.lanes()[lane];
@@ -130,11 +141,7 @@ void AnalysisPanel::thread_row(SharedView& v, uint32_t lane, bool shown, const s
     std::vector<uint32_t> lanes = order;
     if (on) lanes.push_back(lane);
     else std::erase(lanes, lane);
-    if (!lanes.empty()) {
-      if (lanes == shown_lanes(scene, {})) lanes.clear();
-      if (v.set_lanes) v.set_lanes(lanes);
-      v.lanes = lanes;
-    }
+    show_lanes(v, std::move(lanes));
   }
   if (lane < 256) v.record_control(("thread_shown_" + id).c_str());
   if (ImGui::IsItemHovered())
@@ -154,9 +161,7 @@ void AnalysisPanel::thread_row(SharedView& v, uint32_t lane, bool shown, const s
       std::iter_swap(at, other);
       break;
     }
-    if (lanes == shown_lanes(scene, {})) lanes.clear();  // (as they came: lanes a live trace adds show)
-    if (v.set_lanes) v.set_lanes(lanes);
-    v.lanes = lanes;
+    show_lanes(v, std::move(lanes));
   };
   if (shown) {
     same_line_at(ImGui::GetWindowContentRegionMax().x - 150);

@@ -142,6 +142,8 @@ class AnalysisPanel {
   void categories_tab(SharedView& v);
   void threads_tab(SharedView& v);
   void thread_row(SharedView& v, uint32_t lane, bool shown, const std::vector<uint32_t>& order);
+  // The lanes every timeline shows, in order (none: refused, and said).
+  void show_lanes(SharedView& v, std::vector<uint32_t> lanes);
   void sort_stats();
   void start_histogram();  // bins the stream's durations off the UI thread
 
@@ -199,7 +201,7 @@ class AnalysisPanel {
 
   // Threads: the list's filter, and each lane's overview (render/thread_overview.hpp).
   char thread_filter_[160] = "";
-  std::string thread_filter_error_;
+  std::string thread_filter_error_, threads_note_;
   using Overviews = std::vector<render::ThreadOverview>;  // [lane]
   std::future<Overviews> overviews_job_;
   Overviews overviews_;
