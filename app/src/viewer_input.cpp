@@ -499,7 +499,10 @@ void Viewer::tooltip(Figure& f) {
   const render::TimelineGeometry g = f.tg();
   const render::TimelinePicture& p = *f.timeline;
   if (g.names.contains(m.x, m.y)) {
-    // A lane's name whole (the column cuts a long one), with its process and thread.
+    // A lane's name whole (the column cuts a long one), with its process and
+    // thread: over the names (from where they are written), not the margin
+    // left of them, where a pointer can rest without covering the plot.
+    if (m.x < g.names.x + 12) return;
     const render::Scene& scene = f.scene ? *f.scene : *scene_;
     const render::Layout::LaneRows* lr = p.request.layout.lane_at_y(m.y - g.plot.y + f.params.scroll_y);
     if (!lr) return;
@@ -543,7 +546,7 @@ void Viewer::tooltip(Figure& f) {
                       });
     } else if (row.kind == render::Row::Cpu) ImGui::Text("cpu      %s   (%s)", lane.cpu_names[row.index].c_str(), lane.name.c_str());
     else if (row.kind == render::Row::Task) job_tooltip(scene, *b);
-    else ImGui::Text("thread   %s   depth %u", lane.name.c_str(), b->depth);
+    else ImGui::Text("thread   %s   depth %u", lane.label().c_str(), b->depth);
     // Its first few arguments (read once while the mouse stays on it).
     const auto key = std::make_tuple(b->source, b->name, b->start, b->end, row.lane);
     if (key != hover_key_) {

@@ -10,8 +10,7 @@ namespace tinescope::render {
 namespace {
 
 constexpr ImU32 kText = IM_COL32(220, 220, 220, 255), kDim = IM_COL32(150, 150, 150, 255),
-                kDark = IM_COL32(20, 20, 20, 255), kActive = IM_COL32(255, 255, 255, 255),
-                kActiveWash = IM_COL32(255, 255, 255, 60);
+                kDark = IM_COL32(20, 20, 20, 255), kActive = IM_COL32(255, 255, 255, 255);
 
 void text_clipped(ImDrawList* dl, Rect clip, ImVec2 at, ImU32 colour, const std::string& s) {
   dl->PushClipRect({clip.x, clip.y}, {clip.x + clip.w, clip.y + clip.h}, true);
@@ -19,10 +18,22 @@ void text_clipped(ImDrawList* dl, Rect clip, ImVec2 at, ImU32 colour, const std:
   dl->PopClipRect();
 }
 
-// Activity markers: where the function pointed at runs, a white frame and
-// wash over the lane's call rows with a bar along their top (at least 2 px
-// wide, so a short call shows), and its boxes outlined. (White: the one
-// colour no name is drawn in.)
+// `text` in `width` px: whole, or its start and end around "..", so that
+// what tells lanes apart (a thread id at the end) stays in sight.
+std::string fit_middle(const std::string& text, float width) {
+  if (ImGui::CalcTextSize(text.c_str()).x <= width || text.size() < 6) return text;
+  for (size_t keep = text.size() - 1; keep >= 4; --keep) {
+    const size_t tail = std::min<size_t>(keep / 2 + 4, keep - 2), head = keep - tail;
+    const std::string cut = text.substr(0, head) + ".." + text.substr(text.size() - tail);
+    if (ImGui::CalcTextSize(cut.c_str()).x <= width) return cut;
+  }
+  return text;
+}
+
+// Activity markers: where the function pointed at runs, a white frame
+// around the lane's call rows with a bar along their top (at least 2 px
+// wide, so a short call shows), and its boxes outlined; what the rows show
+// stays as it is. (White: the one colour no name is drawn in.)
 void activity_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture& p, Rect plot, const TimeAxis& view,
                       float scroll_y, const Marks& marks) {
   const std::vector<Row>& rows = p.request.layout.rows;
@@ -31,7 +42,6 @@ void activity_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
   float run0 = 0, run1 = -1, y0 = 0, y1 = 0;
   auto flush = [&] {
     if (run1 < run0) return;
-    dl->AddRectFilled({run0, y0}, {run1, y1}, kActiveWash);
     dl->AddRect({run0 - 1, y0 - 1}, {run1 + 1, y1 + 1}, kActive);
     dl->AddRectFilled({run0 - 1, y0 - 4}, {run1 + 1, y0}, kActive);
     run1 = run0 - 1;
@@ -89,7 +99,7 @@ void timeline_overlay(ImDrawList* dl, const Scene& scene, const TimelinePicture&
   dl->PushClipRect({g.names.x, g.names.y}, {g.names.x + g.names.w, g.names.y + g.names.h}, true);
   for (const Layout::LaneRows& lr : p.request.layout.lanes) {
     const Lane& lane = scene.lanes()[lr.lane];
-    const std::string shown = lane.label();  // under its group's header
+    const std::string shown = fit_middle(lane.label(), g.names.w - 18);  // under its group's header
     dl->AddText({g.names.x + 14, plot.y + lr.y0 - scroll_y}, kText, shown.data(), shown.data() + shown.size());
     for (uint32_t r = lr.first; r < lr.end; ++r) {
       const ImVec2 at{g.names.x + 20, plot.y + rows[r].y - scroll_y + 2};
