@@ -147,7 +147,7 @@ TEST(ThreadViews, ActivitySpansCoverEveryCallAndNothingElse) {
       const index::TraceIndex& ix = *scene->sources()[0].index;
       const int stream = ix.find_stream(index::StreamKind::Interval, feedlet, fn);
       const index::Buckets b =
-          stream < 0 ? index::Buckets{} : ix.query(stream, uint64_t(t0 - origin), uint64_t(t1 - origin), columns, render::kAtRestDecodePerColumn);
+          stream < 0 ? index::Buckets{} : ix.query(stream, uint64_t(t0 - origin), uint64_t(t1 - origin), columns);
       const int64_t res = std::max<int64_t>(span / columns, int64_t(1) << b.shift) + 2;
       std::vector<std::pair<int64_t, int64_t>> mine;
       for (const render::ActiveSpan& s : spans)

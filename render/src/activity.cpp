@@ -2,12 +2,10 @@
 
 #include <algorithm>
 
-#include "tinescope/render/picture.hpp"
-
 namespace tinescope::render {
 
 std::vector<ActiveSpan> activity_spans(const Scene& scene, const std::vector<uint32_t>& lanes, std::string_view name,
-                                       int64_t t0, int64_t t1, uint32_t columns) {
+                                       int64_t t0, int64_t t1, uint32_t columns, uint32_t decode_per_column) {
   std::vector<ActiveSpan> out;
   if (t1 <= t0 || name.empty()) return out;
   std::vector<uint32_t> all;
@@ -26,7 +24,7 @@ std::vector<ActiveSpan> activity_spans(const Scene& scene, const std::vector<uin
       if (b < cw.k0 || a > cw.k1) return;
       spans.push_back({std::max(t0, cw.ns(std::max(a, cw.k0))), std::min(t1, cw.ns(std::min(b, cw.k1)) + 1)});
     };
-    const index::Buckets b = ix.query(stream, cw.k0, cw.k1, std::max<uint32_t>(1, columns), kAtRestDecodePerColumn);
+    const index::Buckets b = ix.query(stream, cw.k0, cw.k1, std::max<uint32_t>(1, columns), decode_per_column);
     for (const index::Node& n : b.nodes) {
       const uint64_t b0 = n.bucket << b.shift, b1 = b0 + ((uint64_t(1) << b.shift) - 1);
       mark(std::max(b0, n.iv.min_start), std::min(b1, n.iv.max_end));

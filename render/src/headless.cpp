@@ -182,7 +182,7 @@ HeadlessRenderer::Timing HeadlessRenderer::draw(const Scene& scene, const Figure
   ImDrawList* dl = ImGui::GetBackgroundDrawList();
   if (f.type == FigureParams::Timeline && !marks.active.empty() && marks.active_spans.empty()) {
     Marks active = marks;  // (--active: where the function runs, as the viewer finds it)
-    active.active_spans = activity_spans(scene, f.lanes, marks.active, f.t0, f.t1, uint32_t(tg.plot.w));
+    active.active_spans = activity_spans(scene, f.lanes, marks.active, f.t0, f.t1, uint32_t(tg.plot.w), decode_per_column);
     timeline_overlay(dl, scene, timeline, tg, timeline.axis, f.scroll_y, active, f.collapsed);
   } else if (f.type == FigureParams::Timeline)
     timeline_overlay(dl, scene, timeline, tg, timeline.axis, f.scroll_y, marks, f.collapsed);
