@@ -136,19 +136,15 @@ SharedView Viewer::shared_view() {
     set_window(a, b);
   };
   v.record_control = [this](const char* id) { record_control(id); };
-  // Categories are hidden in every timeline at once (figures_[0] is one).
+  // Categories are hidden, and lanes chosen, in every timeline at once (the first tells).
   for (auto& f : figures_)
     if (f->params.type == FigureParams::Timeline) {
       v.hidden_categories = f->params.hidden_categories;
+      v.lanes = f->params.lanes;
       break;
     }
   v.shared_scene = scene_;
   v.scene_serial = scene_serial_;
-  for (auto& f : figures_)
-    if (f->params.type == FigureParams::Timeline) {
-      v.lanes = f->params.lanes;
-      break;
-    }
   v.set_lanes = [this](const std::vector<uint32_t>& lanes) {
     for (auto& f : figures_)
       if (f->params.type == FigureParams::Timeline) f->params.lanes = lanes;

@@ -586,11 +586,12 @@ namespace {
 // inline in the hooks, which a call pays twice. False: record2's way.
 __attribute__((always_inline, no_instrument_function)) inline bool func_event_fast(ThreadBuffer* b, uint32_t kind,
                                                                                    const void* fn) {
-  const uint64_t h = b->head_local;
-  if (!(g_mask.load(std::memory_order_relaxed) & kDefaultCategory) || h + 16 - b->tail_cache > b->capacity ||
-      b->dropped != b->dropped_reported || !g_use_tsc) [[unlikely]]
+  if (!(g_mask.load(std::memory_order_relaxed) & kDefaultCategory) || b->dropped != b->dropped_reported ||
+      !g_use_tsc) [[unlikely]]
     return false;
-  uint64_t* w = reinterpret_cast<uint64_t*>(b->data + (h & b->mask));
+  uint64_t* w = reinterpret_cast<uint64_t*>(b->reserve(16));  // (full: record2 counts the drop)
+  if (!w) [[unlikely]]
+    return false;
   w[0] = __rdtsc();  // (read_ticks() where the TSC is the clock; the slow path reads the other)
   w[1] = raw_word1(kind, 2, ptr_bits(fn));
   b->commit(16);
