@@ -13,6 +13,7 @@ TINESCOPE_PACKAGES=(
   libcairo2-dev fonts-dejavu-core
   libtracefs-dev libtraceevent-dev libtracecmd-dev trace-cmd
   libelf-dev libdw-dev
+  libprotobuf-dev protobuf-compiler
   xvfb xauth xdotool
   clang-14 libclang-rt-14-dev python3
 )
