@@ -46,6 +46,7 @@ else
   run render build/bench/render_bench "${quick[@]}" "${trace[@]}"
 fi
 run import build/bench/import_bench "${quick[@]}" --json "$work/import.json"
+run perfetto build/bench/perfetto_bench "${quick[@]}" --trace "$work/import.pftrace"
 # The live viewer needs a window: a virtual display where there is none.
 if [ -n "${DISPLAY:-}" ]; then
   run live build/bench/live_bench "${quick[@]}"

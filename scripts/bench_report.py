@@ -21,6 +21,7 @@ LIMITS = {
     "index.disk_read_mb_per_s": ("machine.disk_read_mb_per_s", 1.0),
     "index.cold_mb_per_s": ("machine.disk_read_mb_per_s", 1.0),
     "import.mb_per_s": ("import.json_parse_mb_per_s", 1.0),
+    "import.perfetto_mb_per_s": ("import.protobuf_parse_mb_per_s", 1.0),
 }
 # Goals the text does not state in a form the pattern reads.
 GOALS = {

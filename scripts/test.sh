@@ -49,7 +49,7 @@ if [ "${TINESCOPE_SANITIZERS:-1}" != 0 ]; then
   CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTINESCOPE_FUZZ=ON \
     -DTINESCOPE_BUILD_BENCH=OFF >/dev/null
   cmake --build build-fuzz -j "$jobs" --target fuzz_trace_reader fuzz_trace_index fuzz_index_file fuzz_chrome_json \
-    fuzz_live_ingest
+    fuzz_perfetto fuzz_live_ingest
   ctest --test-dir build-fuzz --output-on-failure -j "$jobs" --timeout 900 -R '^fuzz\.'
 fi
 echo "scripts/test.sh: all suites passed"

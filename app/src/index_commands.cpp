@@ -394,7 +394,7 @@ void add_index_commands(CLI::App& app, int* exit_code) {
   });
 
   static std::string out;
-  auto* imp = app.add_subcommand("import", "convert another tool's trace to a tinescope trace: Chrome JSON, ftrace text, systrace HTML or a Grasp trace (plain or .gz)");
+  auto* imp = app.add_subcommand("import", "convert another tool's trace to a tinescope trace: Perfetto protobuf, Chrome JSON, ftrace text, systrace HTML, a Grasp trace (plain or .gz) or trace-cmd's trace.dat");
   imp->add_option("file", trace, "Chrome JSON (.json, .json.gz), ftrace text, systrace HTML or a Grasp trace")->required();
   imp->add_option("-o,--output", out, "trace file to write (must not exist)")->required();
   imp->callback([=] {

@@ -89,22 +89,29 @@ void FtraceReader::line(std::string_view s) {
 
   if (event == "sched_switch") {
     ++m_.r.events_read;
-    return sched_switch(uint32_t(cpu), ts, args);
+    Switch sw;
+    if (!to_number(arg(args, "prev_pid="), sw.prev_pid) || !to_number(arg(args, "next_pid="), sw.next_pid)) {
+      ++m_.r.unsupported["ftrace sched_switch without prev_pid= and next_pid="];
+      return;
+    }
+    // (the sample's lines end in a JavaScript string's "\n\")
+    auto field = [&](std::string_view key) { std::string_view v = arg(args, key); return v.substr(0, v.find('\\')); };
+    sw.prev_comm = arg(args, "prev_comm=", " prev_pid="), sw.next_comm = arg(args, "next_comm=", " next_pid=");
+    sw.has_prev_prio = to_number(field("prev_prio="), sw.prev_prio);
+    sw.has_next_prio = to_number(field("next_prio="), sw.next_prio);
+    sw.prev_state = field("prev_state=");
+    return sched_switch(uint32_t(cpu), ts, sw);
   }
   if (event == "sched_wakeup" || event == "sched_waking" || event == "sched_wakeup_new") {
     ++m_.r.events_read;
-    return sched_wakeup(uint32_t(cpu), ts, args);
+    int64_t woken = -1;
+    if (to_number(arg(args, "pid="), woken)) sched_wakeup(uint32_t(cpu), ts, woken, arg(args, "comm=", " pid="));
+    return;
   }
   if (event == "sched_migrate_task") {
     int64_t from = -1, to = -1;
-    if (to_number(arg(args, "orig_cpu="), from) && to_number(arg(args, "dest_cpu="), to) && from >= 0 && to >= 0 &&
-        from <= 65535 && to <= 65535) {
+    if (to_number(arg(args, "orig_cpu="), from) && to_number(arg(args, "dest_cpu="), to) && migrate(ts, from, to)) {
       ++m_.r.events_read;
-      // An arrow from the CPU it left to the one it was moved to.
-      const uint64_t id = kMigrationFlowIds | ++migrations_;
-      const uint32_t name = m_.intern("migration");
-      m_.flows.push_back(Flow{id, ts, m_.next_seq(), 's', false, cpu_lane(uint32_t(from)).id, name});
-      m_.flows.push_back(Flow{id, ts, m_.next_seq(), 'f', false, cpu_lane(uint32_t(to)).id, name});
       return;
     }
   }
@@ -118,13 +125,9 @@ void FtraceReader::line(std::string_view s) {
   }
   if (event == "cpu_frequency" || event == "cpu_idle") {
     int64_t state = 0, on = 0;
-    if (to_number(arg(args, "state="), state) && to_number(arg(args, "cpu_id="), on) && on >= 0 && on <= 65535) {
+    if (to_number(arg(args, "state="), state) && to_number(arg(args, "cpu_id="), on) &&
+        cpu_counter(ts, on, event == "cpu_idle", state)) {
       ++m_.r.events_read;
-      // cpu_idle's "no longer idle" is state 4294967295 (-1 as u32).
-      const double v = event == "cpu_idle" && state == 4294967295 ? -1.0 : double(state);
-      Feedlet& f = cpu_lane(uint32_t(on));
-      f.points.push_back(Point{ts, m_.next_seq(), kCounterFloat,
-                               m_.intern(event == "cpu_idle" ? "idle state" : "frequency kHz"), 0, bits_of(v)});
       return;
     }
   }
@@ -137,41 +140,59 @@ void FtraceReader::line(std::string_view s) {
   ++m_.r.unsupported["ftrace " + std::string(print ? "print" : event)];
 }
 
-uint32_t FtraceReader::switch_args(std::string_view args, bool prev) {
+bool FtraceReader::migrate(uint64_t ts, int64_t from, int64_t to) {
+  if (from < 0 || to < 0 || from > 65535 || to > 65535) return false;
+  // An arrow from the CPU it left to the one it was moved to.
+  const uint64_t id = kMigrationFlowIds | ++migrations_;
+  const uint32_t name = m_.intern("migration");
+  m_.flows.push_back(Flow{id, ts, m_.next_seq(), 's', false, cpu_lane(uint32_t(from)).id, name});
+  m_.flows.push_back(Flow{id, ts, m_.next_seq(), 'f', false, cpu_lane(uint32_t(to)).id, name});
+  return true;
+}
+
+bool FtraceReader::cpu_counter(uint64_t ts, int64_t cpu, bool idle, int64_t state) {
+  if (cpu < 0 || cpu > 65535) return false;
+  // cpu_idle's "no longer idle" is state 4294967295 (-1 as u32).
+  const double v = idle && state == 4294967295 ? -1.0 : double(state);
+  Feedlet& f = cpu_lane(uint32_t(cpu));
+  f.points.push_back(Point{ts, m_.next_seq(), kCounterFloat, m_.intern(idle ? "idle state" : "frequency kHz"), 0,
+                           bits_of(v)});
+  return true;
+}
+
+uint32_t FtraceReader::switch_args(const Switch& s, bool prev) {
   RawEvent& e = switch_event_;
   e.reset();
-  const std::string p = prev ? "prev_" : "next_";
-  auto add = [&](const std::string& key, bool number) {
-    std::string_view v = arg(args, key + "=");
-    v = v.substr(0, v.find('\\'));  // (the sample's lines end in a JavaScript string's "\n\")
-    if (v.empty()) return;
+  auto add = [&](const char* key) -> Arg& {
     if (e.arg_count == e.args.size()) e.args.emplace_back();
     Arg& a = e.args[e.arg_count++];
     a.key = key;
-    int64_t n;
-    if (number && to_number(v, n)) a.type = 'i', a.i = n;
-    else a.type = 'b', a.text = v;
+    return a;
   };
-  add(p + "pid", true);
-  add(p + "prio", true);
-  if (prev) add("prev_state", false);  // R (preempted), S (sleeping), D (waiting on I/O)...
+  auto number = [&](const char* key, int64_t n) {
+    Arg& a = add(key);
+    a.type = 'i', a.i = n;
+  };
+  number(prev ? "prev_pid" : "next_pid", prev ? s.prev_pid : s.next_pid);
+  if (prev ? s.has_prev_prio : s.has_next_prio) number(prev ? "prev_prio" : "next_prio", prev ? s.prev_prio : s.next_prio);
+  if (prev && !s.prev_state.empty()) {  // R (preempted), S (sleeping), D (waiting on I/O)...
+    Arg& a = add("prev_state");
+    a.type = 'b', a.text = s.prev_state;
+  }
   return m_.keep_args(e);
 }
 
-void FtraceReader::sched_switch(uint32_t cpu, uint64_t ts, std::string_view args) {
-  int64_t prev = -1, next = -1;
-  if (!to_number(arg(args, "prev_pid="), prev) || !to_number(arg(args, "next_pid="), next)) {
-    ++m_.r.unsupported["ftrace sched_switch without prev_pid= and next_pid="];
-    return;
-  }
+void FtraceReader::sched_switch(uint32_t cpu, uint64_t ts, const Switch& s) {
+  last_ts_ = std::max(last_ts_, ts);
+  const int64_t prev = s.prev_pid, next = s.next_pid;
   // The threads' states first: they may add lanes (the model's vector of
   // lanes grows: a reference into it taken before would dangle).
   if (prev > 0) {
-    name_state_lane(prev, arg(args, "prev_comm=", " prev_pid="));
-    states_.switched_out(int32_t(prev), ts, state_name(arg(args, "prev_state=")));
+    name_state_lane(prev, s.prev_comm);
+    states_.switched_out(int32_t(prev), ts, state_name(s.prev_state));
   }
   if (next > 0) {
-    name_state_lane(next, arg(args, "next_comm=", " next_pid="));
+    name_state_lane(next, s.next_comm);
     states_.switched_in(int32_t(next), ts);
   }
   Feedlet& lane = cpu_lane(cpu);
@@ -179,11 +200,10 @@ void FtraceReader::sched_switch(uint32_t cpu, uint64_t ts, std::string_view args
   // The slice that ends: known only from the switch that started it (the
   // first switch on each CPU ends a slice whose start the trace missed).
   if (run.pid > 0 && run.pid == prev)
-    lane.spans.push_back(Span{run.start, ts, run.name, m_.next_seq(), run.args, switch_args(args, true)});
+    lane.spans.push_back(Span{run.start, ts, run.name, m_.next_seq(), run.args, switch_args(s, true)});
   run = Running{};
   if (next <= 0) return;  // idle
-  const std::string_view comm = arg(args, "next_comm=", " next_pid=");
-  run = Running{next, m_.intern(std::string(comm) + "-" + std::to_string(next)), ts, switch_args(args, false)};
+  run = Running{next, m_.intern(std::string(s.next_comm) + "-" + std::to_string(next)), ts, switch_args(s, false)};
   // The woken thread runs: its wakeup's flow ends here.
   auto w = woken_.find(next);
   if (w == woken_.end()) return;
@@ -195,10 +215,10 @@ void FtraceReader::sched_switch(uint32_t cpu, uint64_t ts, std::string_view args
   woken_.erase(w);
 }
 
-void FtraceReader::sched_wakeup(uint32_t cpu, uint64_t ts, std::string_view args) {
-  int64_t pid = -1;
-  if (!to_number(arg(args, "pid="), pid) || pid <= 0) return;
-  name_state_lane(pid, arg(args, "comm=", " pid="));
+void FtraceReader::sched_wakeup(uint32_t cpu, uint64_t ts, int64_t pid, std::string_view comm) {
+  if (pid <= 0) return;
+  last_ts_ = std::max(last_ts_, ts);
+  name_state_lane(pid, comm);
   states_.woken(int32_t(pid), ts);
   // The first wakeup counts (sched_waking comes before sched_wakeup).
   woken_.emplace(pid, Wakeup{ts, m_.next_seq(), cpu_lane(cpu).id});

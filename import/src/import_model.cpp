@@ -620,7 +620,7 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
   // The trace's process: the first named one (not ftrace's CPU lanes), else the file.
   info.process_name = trace_process.empty() ? in : trace_process;
   for (auto& [pid, name] : process_names)
-    if (pid != kCpuLanesPid && trace_process.empty()) {
+    if (pid != kCpuLanesPid && pid != kThreadStatesPid && trace_process.empty()) {
       info.process_name = name;
       break;
     }

@@ -211,7 +211,12 @@ class ImportModel {
     uint32_t size;
     uint16_t type;
   };
-  std::vector<KeptArgs> kept_{KeptArgs{}};  // [0]: none
+  BulkArray<KeptArgs> kept_ = none_kept();  // [0]: none
+  static BulkArray<KeptArgs> none_kept() {
+    BulkArray<KeptArgs> k;
+    k.push_back(KeptArgs{});
+    return k;
+  }
   BulkArray<uint8_t> args_bytes_;
   // An argument type per shape (each argument's type and key, in order);
   // past the codes a trace has, the shapes share `.args` with one text field.
@@ -262,6 +267,24 @@ class FtraceReader : ThreadStates::Sink {
   void finish();
   uint64_t events() const { return events_; }  // lines read as events
 
+  // The kernel's events by their fields, whatever format they came in (the
+  // text above; Perfetto's ftrace bundles). Times are ticks (ns).
+  struct Switch {
+    int64_t prev_pid = 0, next_pid = 0;
+    std::string_view prev_comm, next_comm;
+    std::string_view prev_state;  // as ftrace text prints it: "R", "R+", "S", "D", ...
+    int64_t prev_prio = 0, next_prio = 0;
+    bool has_prev_prio = false, has_next_prio = false;
+  };
+  void sched_switch(uint32_t cpu, uint64_t ts, const Switch& s);
+  void sched_wakeup(uint32_t cpu, uint64_t ts, int64_t pid, std::string_view comm);  // and waking, wakeup_new
+  bool migrate(uint64_t ts, int64_t from_cpu, int64_t to_cpu);                        // false: no such CPUs
+  void exited(int64_t pid, uint64_t ts) { states_.exited(int32_t(pid), ts); }
+  bool cpu_counter(uint64_t ts, int64_t cpu, bool idle, int64_t state);  // cpu_idle or cpu_frequency
+  // atrace's text (B|pid|name, E, C|pid|name|value, S/F|pid|name|cookie)
+  // written by thread `tid` (named comm); false where it is none of them.
+  bool atrace(int64_t tid, std::string_view comm, double us, std::string_view text);
+
  private:
   static constexpr uint64_t kWakeupFlowIds = uint64_t(0x77) << 56;  // apart from hashed Chrome ids
   static constexpr uint64_t kMigrationFlowIds = uint64_t(0x6d) << 56;
@@ -281,13 +304,10 @@ class FtraceReader : ThreadStates::Sink {
   std::unordered_map<int64_t, Wakeup> woken_;           // pid -> its first wakeup since it last ran
   std::unordered_map<int64_t, int64_t> tgid_of_;        // thread -> process
   Feedlet& cpu_lane(uint32_t cpu);
-  void sched_switch(uint32_t cpu, uint64_t ts, std::string_view args);
   // A switch's fields of the task that leaves ("prev_") or comes ("next_"):
   // pid, prio and (leaving) state, as an argument event (ImportModel::keep_args).
-  uint32_t switch_args(std::string_view args, bool prev);
+  uint32_t switch_args(const Switch& s, bool prev);
   RawEvent switch_event_;
-  void sched_wakeup(uint32_t cpu, uint64_t ts, std::string_view args);
-  bool atrace(int64_t tid, std::string_view comm, double us, std::string_view text);
   // Each thread's states (kernel_sched.hpp), on a lane "COMM-PID states" of the group "thread states".
   ThreadStates states_;
   std::unordered_map<int32_t, std::string> state_lane_;  // tid -> its lane's name
@@ -356,6 +376,11 @@ class GraspReader {
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, SyncEnds> sync_messages() const;
   void replay();
 };
+
+// Perfetto's protobuf trace (perfetto_import.cpp): whether a file's first
+// bytes (up to its first packet) are one, and the reader.
+bool looks_like_perfetto(std::string_view head);
+bool read_perfetto(std::istream& in, const std::string& name, ImportModel& m, std::string& error);
 
 // The trace viewer's HTML (systrace): the ftrace text in a JavaScript
 // string (`var linuxPerfData = "..."`, older) or in <script

@@ -223,6 +223,10 @@ bool read_trace_html(std::istream& in, const std::string& name, ImportModel& m, 
 }
 
 bool import_trace(const std::string& in, const std::string& out, ImportResult& r, std::string& error) {
+  // The model's large arrays map files beside the output, not memory: an
+  // import's anonymous memory stays flat whatever the trace's size.
+  const size_t slash = out.rfind('/');
+  SpillTo spill(slash == std::string::npos ? "." : slash == 0 ? "/" : out.substr(0, slash));
   {  // trace-cmd's binary trace.dat, by its magic
     char magic[10] = {};
     FILE* f = std::fopen(in.c_str(), "rb");
@@ -230,6 +234,16 @@ bool import_trace(const std::string& in, const std::string& out, ImportResult& r
     if (f) std::fclose(f);
     if (dat) return import_trace_dat(in, out, r, error);
   }
+  // Perfetto's protobuf, by its first packet (its first byte, 0x0a, is a
+  // blank to the text formats' test below).
+  std::string head(size_t(1) << 20, '\0');
+  if (gzFile h = gzopen(in.c_str(), "rb")) {
+    const int n = gzread(h, head.data(), unsigned(head.size()));
+    head.resize(n > 0 ? size_t(n) : 0);
+    gzclose(h);
+  }
+  const bool perfetto = looks_like_perfetto(head);
+  std::string().swap(head);
   gzFile gz = gzopen(in.c_str(), "rb");
   if (!gz) {
     error = in + ": cannot open: " + std::strerror(errno);
@@ -240,15 +254,18 @@ bool import_trace(const std::string& in, const std::string& out, ImportResult& r
   std::istream stream(&buf);
   ImportModel m(r);
   // What it is: its first character, past white space and a UTF-8 byte order mark.
-  if (stream.peek() == 0xEF) {
+  if (!perfetto && stream.peek() == 0xEF) {
     char bom[3];
     stream.read(bom, 3);
   }
-  while (stream.peek() != std::char_traits<char>::eof() && std::isspace(stream.peek())) stream.get();
+  while (!perfetto && stream.peek() != std::char_traits<char>::eof() && std::isspace(stream.peek())) stream.get();
   const int c = stream.peek();
   bool ok = false;
   const char* recorder = "";
-  if (c == std::char_traits<char>::eof()) {
+  if (perfetto) {
+    ok = read_perfetto(stream, in, m, error);
+    recorder = "tinescope import (Perfetto trace)";
+  } else if (c == std::char_traits<char>::eof()) {
     error = in + ": empty file";
   } else if (c == '[' || c == '{') {
     ok = read_chrome_json(stream, in, m, error);
