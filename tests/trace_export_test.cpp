@@ -7,10 +7,8 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "perfetto_trace.pb.h"
@@ -22,18 +20,6 @@
 
 namespace tinescope::test {
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
 
 std::string scratch(const std::string& name) { return scratch_dir() + "/" + name; }
 
@@ -534,6 +520,35 @@ TEST(Export, TheLaneSelectionKeepsOnlyItsLanes) {
   EXPECT_EQ(d.lanes.at("worker"), (std::vector<std::string>{"B 400000 serve cat=io,net", "E 500500"}));
   // The flow's receive alone: an orphan end, not imported as an arrow.
   EXPECT_TRUE(d.messages.empty());
+}
+
+// The command: --from and --to from the trace's start (its first event, at
+// 100.001 us), --lanes as render's, resolved to feedlets by the app.
+TEST(Export, TheCommandReadsItsWindowAndLanesAsRenderDoes) {
+  const std::string a = imported_input("command");
+  const std::string json = scratch("command_out.json");
+  ::unlink(json.c_str());
+  std::string said;
+  const std::string cmd = bin("app/tinescope") + " export " + a + " -o " + json;
+  ASSERT_EQ(run(cmd + " --from 160us --to 300.2us --lanes main 2>&1", &said), 0) << said;
+  EXPECT_NE(said.find("3 slices cut"), std::string::npos) << said;
+  const Digest d = digest(reimport(json), true);
+  EXPECT_EQ(d.lane_names, "main;");
+  const std::vector<std::string> main = {"B 260001 task", "B 260001 phase", "i 260250 mark n=-3", "E 300999",
+                                         "E 400201"};
+  EXPECT_EQ(d.lanes.at("main"), main);
+  // Refusals: the file there already (left as it was), a lane no trace has, a time that is none.
+  const std::string before = slurp(json);
+  EXPECT_EQ(run(cmd + " 2>&1", &said), 1);
+  EXPECT_NE(said.find("exists already"), std::string::npos) << said;
+  EXPECT_EQ(slurp(json), before);
+  const std::string other = scratch("command_other.pftrace");
+  ::unlink(other.c_str());
+  EXPECT_EQ(run(bin("app/tinescope") + " export " + a + " -o " + other + " --lanes nosuch 2>&1", &said), 2);
+  EXPECT_NE(said.find("no lane is 'nosuch'"), std::string::npos) << said;
+  EXPECT_EQ(run(bin("app/tinescope") + " export " + a + " -o " + other + " --from soon 2>&1", &said), 2);
+  EXPECT_NE(said.find("not a time"), std::string::npos) << said;
+  EXPECT_NE(::access(other.c_str(), F_OK), 0);
 }
 
 TEST(Export, AnExistingFileIsRefusedAndLeftAsItWas) {
