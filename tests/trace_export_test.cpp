@@ -294,6 +294,7 @@ struct Decoded {
   std::vector<Slice> events;
   size_t packets = 0;
   bool all_on_sequence_1 = true;
+  std::vector<uint64_t> flags;  // each packet's sequence_flags
 };
 
 Decoded decode_perfetto(const std::string& bytes) {
@@ -307,9 +308,10 @@ Decoded decode_perfetto(const std::string& bytes) {
     ++d.packets;
     Reader packet(f.bytes);
     Field p;
-    uint64_t ts = 0, seq = 0;
+    uint64_t ts = 0, seq = 0, flags = 0;
     while (packet.next(p)) {
       if (p.number == 8) ts = p.value;
+      if (p.number == 13) flags = p.value;
       if (p.number == 10) seq = p.value;
       if (p.number == 60) {
         Reader td(p.bytes);
@@ -368,6 +370,7 @@ Decoded decode_perfetto(const std::string& bytes) {
     }
     EXPECT_FALSE(packet.malformed());
     d.all_on_sequence_1 &= seq == 1;
+    d.flags.push_back(flags);
   }
   EXPECT_FALSE(trace.malformed());
   return d;
@@ -382,6 +385,9 @@ TEST(Export, PerfettoHoldsTheTracksSlicesCountersAndFlows) {
   EXPECT_EQ(r.bytes_written, bytes.size());
   const Decoded d = decode_perfetto(bytes);
   EXPECT_TRUE(d.all_on_sequence_1);
+  ASSERT_GT(d.flags.size(), 1u);
+  EXPECT_EQ(d.flags[0], 1u);  // SEQ_INCREMENTAL_STATE_CLEARED, on the first packet alone
+  EXPECT_EQ(std::count(d.flags.begin(), d.flags.end(), 0u), std::ptrdiff_t(d.flags.size() - 1));
   // libprotobuf's own parser reads it as Perfetto's Trace too (lengths padded as protowire writes them).
   perfetto::protos::Trace parsed;
   ASSERT_TRUE(parsed.ParseFromString(bytes));

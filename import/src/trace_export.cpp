@@ -239,7 +239,7 @@ class Exporter : public trace::Visitor {
   std::unordered_map<int64_t, bool> processes_described_;
   int64_t last_ns_ = INT64_MIN;
   uint64_t counter_tracks_ = 0;
-  bool first_json_ = true;
+  bool first_json_ = true, first_packet_ = true;
 
   Lane& lane_of(uint32_t feedlet) {
     if (last_lane_ && last_lane_->feedlet == feedlet) return *last_lane_;
@@ -341,6 +341,16 @@ class Exporter : public trace::Visitor {
     buf_.clear();
   }
 
+  // A TracePacket of sequence 1; the first one says the sequence starts
+  // clean (SEQ_INCREMENTAL_STATE_CLEARED), as Perfetto's own writers do,
+  // though nothing is interned: a reader then trusts every packet after it.
+  size_t packet_begin() {
+    const size_t pk = w_.begin(1);
+    w_.u64(10, 1);
+    if (first_packet_) w_.u64(13, 1), first_packet_ = false;
+    return pk;
+  }
+
   // ---------------------------------------------------------------- lanes
 
   void describe(Lane& lane) {
@@ -367,8 +377,7 @@ class Exporter : public trace::Visitor {
     lane.uuid = kLaneUuid | lane.feedlet;
     const uint64_t process_uuid = kProcessUuid | uint32_t(lane.pid);
     if (new_process) {
-      const size_t pk = w_.begin(1);
-      w_.u64(10, 1);
+      const size_t pk = packet_begin();
       const size_t td = w_.begin(60);
       w_.u64(1, process_uuid);
       const size_t pd = w_.begin(3);
@@ -378,8 +387,7 @@ class Exporter : public trace::Visitor {
       w_.end(td);
       w_.end(pk);
     }
-    const size_t pk = w_.begin(1);
-    w_.u64(10, 1);
+    const size_t pk = packet_begin();
     const size_t td = w_.begin(60);
     w_.u64(1, lane.uuid);
     if (lane.tid != 0) {
@@ -412,8 +420,7 @@ class Exporter : public trace::Visitor {
     auto [it, added] = lane.counter_tracks.try_emplace(name, 0);
     if (!added) return it->second;
     it->second = kCounterUuid | ++counter_tracks_;
-    const size_t pk = w_.begin(1);
-    w_.u64(10, 1);
+    const size_t pk = packet_begin();
     const size_t td = w_.begin(60);
     w_.u64(1, it->second);
     w_.u64(5, lane.uuid);
@@ -490,9 +497,8 @@ class Exporter : public trace::Visitor {
     const trace::Catalog& cat = *cat_;
     const uint64_t track = p.kind == Kind::CounterInt || p.kind == Kind::CounterFloat ? counter_track(lane, p.name) : lane.uuid;
     auto packet = [&](int64_t ns, uint64_t type) {
-      const size_t pk = w_.begin(1);
+      const size_t pk = packet_begin();
       w_.u64(8, uint64_t(std::max<int64_t>(ns, 0)));
-      w_.u64(10, 1);
       const size_t te = w_.begin(11);
       w_.u64(9, type);
       w_.u64(11, track);
