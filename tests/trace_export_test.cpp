@@ -528,6 +528,28 @@ TEST(Export, TheLaneSelectionKeepsOnlyItsLanes) {
   EXPECT_TRUE(d.messages.empty());
 }
 
+// A thread that ended after drops (feedlet_end): what it had open ends
+// there, as readers cut it; an end with nothing open is left out, counted.
+TEST(Export, ALanesEndClosesItsSlicesAndAStrayEndIsLeftOut) {
+  TraceBytes trace = named_trace({"work", "inner", "t1"}, {3});
+  format::ChunkBuilder cb;
+  cb.feedlet = 1;
+  put_named(cb, format::kIntervalEnd, 50, 1);  // nothing open
+  put_named(cb, format::kIntervalBegin, 100, 1);
+  put_named(cb, format::kIntervalBegin, 150, 2);
+  cb.end(cb.begin(format::kFeedletEnd, 200));
+  trace.flush(cb);
+  const std::string a = scratch("ended.tine");
+  write_file(a, trace.out);
+  const std::string json = scratch("ended_out.json");
+  import::ExportResult r;
+  ASSERT_TRUE(do_export(a, json, {}, &r));
+  EXPECT_EQ(r.unmatched_ends, 1u);
+  const Digest d = digest(reimport(json), true);
+  ASSERT_TRUE(d.lanes.count("t1"));
+  EXPECT_EQ(d.lanes.at("t1"), (std::vector<std::string>{"B 100 work", "B 150 inner", "E 200", "E 200"}));
+}
+
 // The command: --from and --to from the trace's start (its first event, at
 // 100.001 us), --lanes as render's, resolved to feedlets by the app.
 TEST(Export, TheCommandReadsItsWindowAndLanesAsRenderDoes) {
