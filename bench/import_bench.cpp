@@ -3,6 +3,8 @@
 // parser's own speed over the same file (simdjson's On Demand reading every field, keeping
 // nothing: the most an importer built on it can do), and its peak memory
 // against the JSON's size (a 1 GB JSON must not need 10 GB of RAM).
+// Then `tinescope export` of a synthetic trace (bench/synthetic_trace.hpp)
+// to Perfetto and to Chrome JSON, in MB written a second (goal: 100 MB/s).
 // Prints `figure: NAME VALUE UNIT` lines.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +17,8 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "synthetic_trace.hpp"
+#include "tinescope/import/trace_export.hpp"
 #include "tinescope/import/trace_import.hpp"
 
 using namespace tinescope;
@@ -167,6 +171,43 @@ double parse_alone_s(const std::string& path, uint64_t& fields) {
   return ok ? seconds_since(t0) : -1;
 }
 
+// `tinescope export` of a synthetic trace of `events` events to each format:
+// the figures are MB written a second against the goal of 100 MB/s.
+bool export_figures(uint64_t events) {
+  const std::string trace = "import_bench.export." + std::to_string(events) + ".tine";
+  ::unlink(trace.c_str());
+  bench::SyntheticOptions so;
+  so.events = events;
+  bench::SyntheticResult made;
+  std::string error;
+  if (!bench::write_synthetic_trace(trace, so, made, error)) {
+    std::fprintf(stderr, "import_bench: %s\n", error.c_str());
+    return false;
+  }
+  bool ok = true;
+  for (const char* ext : {"pftrace", "json"}) {
+    const std::string out = trace + "." + ext;
+    ::unlink(out.c_str());
+    import::ExportResult r;
+    const auto t0 = Clock::now();
+    ok = import::export_trace(trace, out, {}, r, error);
+    const double s = seconds_since(t0);
+    ::unlink(out.c_str());
+    if (!ok || r.events_written == 0) {
+      std::fprintf(stderr, "import_bench: export to %s: %s\n", out.c_str(), ok ? "nothing written" : error.c_str());
+      ok = false;
+      break;
+    }
+    const double mb_s = double(r.bytes_written) / 1e6 / s;
+    std::printf("figure: export.%s_mb_per_s %.1f MB/s (%" PRIu64 " events of a %.0f MB trace -> %" PRIu64
+                " events, %.0f MB, in %.2f s; %.2fx the goal of 100 MB/s)\n",
+                ext[0] == 'p' ? "perfetto" : "json", mb_s, r.events_read, double(made.bytes) / 1e6, r.events_written,
+                double(r.bytes_written) / 1e6, s, mb_s / 100);
+  }
+  ::unlink(trace.c_str());
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -178,8 +219,10 @@ int main(int argc, char** argv) {
   app.add_option("--mb", mb, "size of the JSON to make, in MB");
   app.add_flag("--quick", quick, "a small JSON: checks that every figure prints");
   app.add_flag("--keep", keep, "keep the JSON that was made");
+  double export_events = 4e6;
+  app.add_option("--export-events", export_events, "events of the synthetic trace that export's figures write out");
   CLI11_PARSE(app, argc, argv);
-  if (quick) mb = 16;
+  if (quick) mb = 16, export_events = 2e5;
   if (json.empty()) json = "import_bench." + std::to_string(uint64_t(mb)) + "MB.json";
   Written made;
   bool generated = false;
@@ -262,5 +305,5 @@ int main(int argc, char** argv) {
   std::printf("figure: import.gz_mb_per_s %.1f MB/s (of JSON, from its %.0f MB gzip; %.2fx the plain import)\n",
               json_mb / gz_s, gz_mb, import_s / gz_s);
   if (generated && !keep) ::unlink(json.c_str());
-  return 0;
+  return export_figures(uint64_t(export_events)) ? 0 : 1;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -17,8 +18,10 @@
 #include "figure_options.hpp"
 #include "tinescope/analysis/categories.hpp"
 #include "tinescope/analysis/message_report.hpp"
+#include "tinescope/import/trace_export.hpp"
 #include "tinescope/import/trace_import.hpp"
 #include "tinescope/index/trace_index.hpp"
+#include "tinescope/render/scene.hpp"
 #include "tinescope/render/time_axis.hpp"
 
 namespace tinescope::app {
@@ -429,6 +432,64 @@ void add_index_commands(CLI::App& app, int* exit_code) {
         std::fprintf(stderr, "  and %" PRIu64 " more\n", r.malformed_events - r.malformed.size());
     }
     if (!r.warning.empty()) std::fprintf(stderr, "tinescope: warning: %s\n", r.warning.c_str());
+  });
+
+  static std::string export_in, export_out, export_from, export_to, export_lanes;
+  auto* exp = app.add_subcommand("export", "write a trace for other tools: Perfetto's protobuf (.pftrace, .perfetto-trace) or Chrome JSON (.json)");
+  exp->add_option("trace", export_in, "tinescope trace")->required();
+  exp->add_option("-o,--output", export_out, "file to write (must not exist): .pftrace or .perfetto-trace (Perfetto), .json (Chrome JSON)")
+      ->required();
+  exp->add_option("--from", export_from, "keep events from this time on, from the start of the trace (e.g. 1.5s, 300us); slices open there begin there");
+  exp->add_option("--to", export_to, "keep events up to this time; slices open there end there");
+  exp->add_option("--lanes", export_lanes,
+                  "lanes by number (as info prints them), thread or process name, glob or /regex/, comma separated; !X "
+                  "leaves the lanes X names out (as render --lanes)");
+  exp->callback([=] {
+    auto fail = [&](int status, const std::string& why) {
+      std::fprintf(stderr, "tinescope export: %s\n", why.c_str());
+      *exit_code = status;
+    };
+    if (!import::export_format_of(export_out))
+      return fail(2, export_out + ": unknown output format: name it .pftrace or .perfetto-trace (Perfetto) or .json (Chrome JSON)");
+    import::ExportOptions o;
+    if (!export_from.empty() || !export_to.empty() || !export_lanes.empty()) {
+      // The window and lanes as render reads them: times from the trace's
+      // start, lanes through the scene (its index built first if need be).
+      std::shared_ptr<TraceIndex> ix = open_index(export_in, false);
+      if (!ix) return void(*exit_code = 1);
+      render::Scene scene;
+      scene.add_index(ix);
+      auto at = [&](const std::string& text, int64_t& out) {
+        double ns;
+        if (text.empty()) return true;
+        if (!parse_duration(text, ns) || ns < 0) return false;
+        out = scene.first_ns() + int64_t(std::llround(ns));
+        return true;
+      };
+      if (!at(export_from, o.from_ns)) return fail(2, "--from: not a time: '" + export_from + "' (use e.g. 1.5s, 300us, 12ns)");
+      if (!at(export_to, o.to_ns)) return fail(2, "--to: not a time: '" + export_to + "' (use e.g. 1.5s, 300us, 12ns)");
+      if (o.to_ns < o.from_ns) return fail(2, "--to must not come before --from");
+      if (!export_lanes.empty()) {
+        std::string error;
+        const std::vector<uint32_t> picked = scene.select_lanes(export_lanes, error);
+        if (picked.empty()) return fail(2, "--lanes: " + error);
+        o.feedlets.emplace();
+        for (uint32_t i : picked)  // (the scene's own lanes of tasks and locks are no feedlet)
+          if (!scene.lanes()[i].is_tasks() && !scene.lanes()[i].is_locks()) o.feedlets->insert(scene.lanes()[i].feedlet);
+        if (o.feedlets->empty()) return fail(2, "--lanes: '" + export_lanes + "' names no thread's lane");
+      }
+    }
+    import::ExportResult r;
+    std::string error;
+    if (!import::export_trace(export_in, export_out, o, r, error)) return fail(1, error);
+    std::printf("%s: %" PRIu64 " events read -> %" PRIu64 " events on %" PRIu64 " lane%s in %s (%.1f MB)\n", export_in.c_str(),
+                r.events_read, r.events_written, r.lanes, r.lanes == 1 ? "" : "s", export_out.c_str(), double(r.bytes_written) / 1e6);
+    if (r.slices_cut) std::printf("  %" PRIu64 " slices cut at the window's edges\n", r.slices_cut);
+    if (r.unmatched_ends) std::printf("  %" PRIu64 " ends without a begin left out\n", r.unmatched_ends);
+    for (auto& [type, n] : r.not_exported) std::printf("  not exported: %" PRIu64 " %s events\n", n, type.c_str());
+    if (r.damaged_ranges)
+      std::fprintf(stderr, "tinescope export: warning: %" PRIu64 " damaged byte ranges of the trace skipped (tinescope info lists them)\n",
+                   r.damaged_ranges);
   });
 
   static bool durations = false, by_thread = false, by_task = false, locks = false, categories = false;
