@@ -204,10 +204,41 @@ TEST(Export, JsonImportedAgainIsTheSameTrace) {
   EXPECT_EQ(da.messages, (std::multiset<std::string>{"req: main 250000 -> worker 450000"}));
 }
 
+// The counters of a digest taken out of their lanes ("time name=value",
+// sorted): an import puts a process's counters on a lane of its own.
+std::vector<std::string> counters(Digest& d) {
+  std::vector<std::string> out;
+  for (auto& [lane, v] : d.lanes)
+    for (auto it = v.begin(); it != v.end();)
+      if ((*it)[0] == 'C') out.push_back(it->substr(2)), it = v.erase(it);
+      else ++it;
+  for (auto it = d.lanes.begin(); it != d.lanes.end();) it = it->second.empty() ? d.lanes.erase(it) : std::next(it);
+  d.lane_names.clear();
+  for (auto& [name, v] : d.lanes) d.lane_names += name + ";";
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The same through Perfetto's protobuf: names, times to the ns, nesting,
+// counters, messages and fields come back (the instants that carry the
+// messages' flows are read back as the messages alone).
+TEST(Export, PerfettoImportedAgainIsTheSameTrace) {
+  const std::string a = imported_input("pf_roundtrip");
+  const std::string out = scratch("pf_roundtrip_out.pftrace");
+  import::ExportResult r;
+  ASSERT_TRUE(do_export(a, out, {}, &r));
+  EXPECT_TRUE(r.not_exported.empty());
+  const Digest da = digest(a, true), db = digest(reimport(out), true);
+  expect_same(da, db);
+  ASSERT_TRUE(da.lanes.count("main"));
+  EXPECT_EQ(da.lanes.at("main").size(), 5u);
+  EXPECT_EQ(da.messages, (std::multiset<std::string>{"req: main 250000 -> worker 450000"}));
+}
+
 // A trace the recorder wrote (TSC ticks, integer counters, a named channel,
 // a category): its times come out as its nanoseconds, exactly.
-TEST(Export, ARecordedTraceRoundTripsThroughJson) {
-  const std::string a = scratch("recorded.tine");
+void recorded_round_trip(const std::string& ext) {
+  const std::string a = scratch("recorded" + ext + ".tine");
   ::unlink(a.c_str());
   ts_config cfg{};
   cfg.file_path = a.c_str();
@@ -235,11 +266,11 @@ TEST(Export, ARecordedTraceRoundTripsThroughJson) {
   });
   consumer.join();
   ts_stop();
-  const std::string json = scratch("recorded_out.json");
+  const std::string json = scratch("recorded_out" + ext);
   import::ExportResult r;
   ASSERT_TRUE(do_export(a, json, {}, &r));
   Digest da = digest(a, false), db = digest(reimport(json), true);
-  // JSON's counters are doubles: the recorder's integer ones come back so.
+  // Imported counters are doubles: the recorder's integer ones come back so.
   for (auto& [lane, v] : da.lanes)
     for (std::string& e : v)
       if (e.find(" queue=") != std::string::npos) {
@@ -249,18 +280,6 @@ TEST(Export, ARecordedTraceRoundTripsThroughJson) {
         e = e.substr(0, eq + 1) + b;
       }
   // The counters come back on their process's lane of counters: compare them apart.
-  auto counters = [](Digest& d) {
-    std::vector<std::string> out;
-    for (auto& [lane, v] : d.lanes)
-      for (auto it = v.begin(); it != v.end();)
-        if ((*it)[0] == 'C') out.push_back(it->substr(2)), it = v.erase(it);
-        else ++it;
-    for (auto it = d.lanes.begin(); it != d.lanes.end();) it = it->second.empty() ? d.lanes.erase(it) : std::next(it);
-    d.lane_names.clear();
-    for (auto& [name, v] : d.lanes) d.lane_names += name + ";";
-    std::sort(out.begin(), out.end());
-    return out;
-  };
   const std::vector<std::string> ca = counters(da), cb = counters(db);
   EXPECT_EQ(ca.size(), 6u);
   EXPECT_EQ(ca, cb);
@@ -271,6 +290,9 @@ TEST(Export, ARecordedTraceRoundTripsThroughJson) {
   EXPECT_EQ(da.messages.size(), 3u);
   for (const std::string& m : da.messages) EXPECT_EQ(m.rfind("jobs: producer ", 0), 0u) << m;
 }
+
+TEST(Export, ARecordedTraceRoundTripsThroughJson) { recorded_round_trip(".json"); }
+TEST(Export, ARecordedTraceRoundTripsThroughPerfetto) { recorded_round_trip(".pftrace"); }
 
 // Perfetto: the packets decoded here, with the schema's field numbers.
 struct Track {
@@ -440,12 +462,12 @@ TEST(Export, PerfettoHoldsTheTracksSlicesCountersAndFlows) {
   const std::vector<std::string> want_main = {
       "1 100001 task [app] frame=1 ok=true ratio=0.250000 who=me",
       "1 200500 phase",
-      "3 250000 req",  // the flow's start: an instant named by the message
+      "3 250000 req [tinescope.message]",  // the flow's start: an instant named by the message
       "3 260250 mark n=-3",
       "2 300999 ",
       "2 900000  result=done"};
   EXPECT_EQ(per_track[main], want_main);
-  const std::vector<std::string> want_worker = {"1 400000 serve [io] [net]", "3 450000 req", "2 500500 "};
+  const std::vector<std::string> want_worker = {"1 400000 serve [io] [net]", "3 450000 req [tinescope.message]", "2 500500 "};
   EXPECT_EQ(per_track[worker], want_worker);
   // The flow: the send's id ends at the receive.
   std::vector<uint64_t> flows, terminating;

@@ -22,6 +22,7 @@
 #include "import_model.hpp"
 #include "tinescope/format.hpp"
 #include "tinescope/import/protowire.hpp"
+#include "tinescope/import/trace_export.hpp"
 
 namespace tinescope::import {
 
@@ -716,6 +717,10 @@ class PerfettoReader {
     }
     if (r.malformed()) return malformed(offset, "malformed track event");
     ++m_.r.events_read;
+    if (type == 3 && cat == kMessageCategory && (!flow_ids_.empty() || !terminating_.empty())) {
+      flows(lane(track), ts, name);  // a tinescope export's message: the message alone
+      return;
+    }
     const uint32_t args = (type == 1 || type == 2 || type == 3) ? m_.keep_args(args_) : 0;
     switch (type) {
       case 1:

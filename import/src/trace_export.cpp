@@ -551,9 +551,11 @@ class Exporter : public trace::Visitor {
       case Kind::Send:
       case Kind::Recv: {
         // An instant at the send (receive) that carries the flow: the slice
-        // around it may end before the other side's does.
+        // around it may end before the other side's does. Its category says
+        // so: tinescope's importer takes it back as the message alone.
         auto m = packet(p.ns, 3);
         named(p.text);
+        w_.bytes(22, kMessageCategory);
         w_.fixed64(p.kind == Kind::Send ? 47 : 48, p.value + 1);  // (+1: flow id 0 means none)
         done(m);
         break;

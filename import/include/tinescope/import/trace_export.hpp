@@ -12,8 +12,9 @@
 //   interval_complete              -> SLICE_BEGIN + SLICE_END, "X"
 //   instant                        -> INSTANT, "i" ("s":"t")
 //   counter_int / counter_float    -> a counter track per name per lane, "C"
-//   message_send / message_recv    -> an instant named by the message that carries
-//                                     flow_ids / terminating_flow_ids; "s" / "f" ("bp":"e")
+//   message_send / message_recv    -> an instant named by the message, of category
+//                                     kMessageCategory, that carries flow_ids /
+//                                     terminating_flow_ids; "s" / "f" ("bp":"e")
 //   argument events (".cat", ...)  -> categories + debug_annotations; "cat" + "args"
 // Other event types (scheduling, locks, clock syncs) are counted, not exported.
 #pragma once
@@ -27,6 +28,10 @@
 namespace tinescope::import {
 
 enum class ExportFormat { Perfetto, Json };
+
+// The category of the instants that carry a message's flow in a Perfetto
+// export; tinescope's importer reads such an instant as the message alone.
+constexpr const char* kMessageCategory = "tinescope.message";
 
 // The format OUT's extension asks for; nullopt for any other.
 std::optional<ExportFormat> export_format_of(const std::string& out);
