@@ -16,12 +16,60 @@ using namespace format;
 
 namespace {
 
+// The lane's points merged in time into its intervals' events (`out`, in
+// order but for completes, with room for the points).
+BulkArray<Point> merge_points(BulkArray<Point>& out, Feedlet& f) {
+  for (Point& p : f.points) p.seq += kAfterIntervals;  // after intervals at the same time
+  auto before = [](const Point& a, const Point& b) { return a.ts != b.ts ? a.ts < b.ts : a.seq < b.seq; };
+  if (!std::is_sorted(f.points.begin(), f.points.end(), before))  // (flows' ends come in by flow)
+    std::sort(f.points.begin(), f.points.end(), before);
+  size_t i = out.size(), j = f.points.size();
+  if (!std::is_sorted(out.begin(), out.end(), before)) {
+    // Completes out of place: all sorted (in place: (ts, seq) is unique,
+    // and a stable sort's buffer is memory the size of the lane).
+    out.append(f.points.begin(), f.points.end());
+    std::sort(out.begin(), out.end(), before);
+    return std::move(out);
+  }
+  // Both in order: merged from the back, in place (out has room).
+  out.resize_for_overwrite(i + j);
+  for (size_t k = i + j; j > 0; --k) {
+    if (i > 0 && before(f.points[j - 1], out[i - 1])) out[k - 1] = out[--i];
+    else out[k - 1] = f.points[--j];
+  }
+  return std::move(out);
+}
+
 // Turns a feedlet's spans and begin/end pairs into properly nested begins and
 // ends (parents before children), plus completes for intervals that overlap
 // without nesting, merged in time with the feedlet's other events.
 BulkArray<Point> nest(Feedlet& f, uint64_t& unmatched) {
-  // Pair begins with ends in time order (file order breaks ties).
-  std::stable_sort(f.be.begin(), f.be.end(), [](const BeginEnd& a, const BeginEnd& b) { return a.ts < b.ts; });
+  // Pair begins with ends in time order (file order breaks ties). Most
+  // lanes come in time order already: then no sort.
+  // (Sorted in place: a stable sort's buffer is memory the size of the lane.)
+  auto by_time = [](const BeginEnd& a, const BeginEnd& b) { return a.ts != b.ts ? a.ts < b.ts : a.seq < b.seq; };
+  if (!std::is_sorted(f.be.begin(), f.be.end(), by_time)) std::sort(f.be.begin(), f.be.end(), by_time);
+  BulkArray<Point> out;
+  if (f.spans.empty()) {
+    // Begins and ends alone (most lanes of a trace made of them): paired in
+    // this order they nest already; what never ends is outermost and stays
+    // open. Written as they are, no spans between.
+    out.reserve(f.be.size() + f.points.size());
+    std::vector<uint32_t> open;  // the names of the intervals open
+    uint64_t seq = 0;
+    for (const BeginEnd& x : f.be) {
+      if (x.begin) {
+        open.push_back(x.name);
+        out.push_back(Point{x.ts, seq++, kIntervalBegin, x.name, x.args, 0});
+      } else if (open.empty()) {
+        ++unmatched;
+      } else {
+        out.push_back(Point{x.ts, seq++, kIntervalEnd, open.back(), x.args, 0});
+        open.pop_back();
+      }
+    }
+    return merge_points(out, f);
+  }
   std::vector<BeginEnd> open;
   for (const BeginEnd& x : f.be) {
     if (x.begin) {
@@ -39,7 +87,6 @@ BulkArray<Point> nest(Feedlet& f, uint64_t& unmatched) {
     if (a.end != b.end) return a.end > b.end;  // the longer one is the parent
     return a.seq < b.seq;
   });
-  BulkArray<Point> out;
   // Its size is known: a begin and an end a span at most.
   out.reserve(2 * f.spans.size() + f.points.size());
   uint64_t seq = 0;
@@ -72,12 +119,7 @@ BulkArray<Point> nest(Feedlet& f, uint64_t& unmatched) {
     stack.push_back(&s), begun_at.push_back(out.size() - 1);
   }
   while (!stack.empty()) pop();
-  for (Point& p : f.points) p.seq += kAfterIntervals;  // after intervals at the same time
-  out.append(f.points.begin(), f.points.end());
-  std::stable_sort(out.begin(), out.end(), [](const Point& a, const Point& b) {
-    return a.ts != b.ts ? a.ts < b.ts : a.seq < b.seq;
-  });
-  return out;
+  return merge_points(out, f);
 }
 
 }  // namespace
@@ -204,8 +246,20 @@ uint32_t ImportModel::keep_args(const RawEvent& e) {
     ++r.args_as_text;
   }
   if (type != kTextArgsType) last_shape_ = shape_, last_type_ = type;
-  if (kept_.size() == UINT32_MAX) return 0;
   ++r.events_with_args;
+  // Small fields that events repeat (a category alone, a flag) are kept
+  // once: events may share their argument event, written after each.
+  std::string* repeated = nullptr;
+  if (body_.size() <= kSharedBody) {
+    if (shared_.size() >= kMostShared) shared_.clear();
+    repeated = &shared_key_;
+    repeated->assign(reinterpret_cast<const char*>(&type), 2);
+    repeated->append(reinterpret_cast<const char*>(body_.data()), body_.size());
+    auto it = shared_.find(*repeated);
+    if (it != shared_.end()) return it->second;
+  }
+  if (kept_.size() == UINT32_MAX) return 0;
+  if (repeated) shared_.emplace(*repeated, uint32_t(kept_.size()));
   kept_.push_back(KeptArgs{args_bytes_.size(), uint32_t(body_.size()), type});
   args_bytes_.append(body_.data(), body_.data() + body_.size());
   return uint32_t(kept_.size() - 1);

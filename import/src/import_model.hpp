@@ -218,6 +218,10 @@ class ImportModel {
     return k;
   }
   BulkArray<uint8_t> args_bytes_;
+  // Small argument events already kept, by type and bytes (keep_args).
+  static constexpr size_t kSharedBody = 16, kMostShared = 1 << 16;
+  std::unordered_map<std::string, uint32_t> shared_;
+  std::string shared_key_;
   // An argument type per shape (each argument's type and key, in order);
   // past the codes a trace has, the shapes share `.args` with one text field.
   std::unordered_map<std::string, uint16_t> arg_types_;

@@ -43,6 +43,7 @@ enum PacketField : uint32_t {
 constexpr uint32_t kSeqIncrementalStateCleared = 1, kSeqNeedsIncrementalState = 2;
 constexpr uint32_t kBootTime = 6;         // the trace clock unless a snapshot says otherwise
 constexpr uint32_t kFirstSequenceClock = 64;  // ids 64..127 are a sequence's own clocks
+constexpr uint64_t kDenseCategories = 1024;   // category iids below it: their fields kept once per sequence
 
 // What a packet of a kind it does not read is, for the report.
 std::string packet_kind(uint32_t number) {
@@ -108,8 +109,10 @@ struct Sequence {
   uint64_t track = 0;
   std::vector<uint64_t> extra_counter_tracks, extra_double_counter_tracks;
   std::unordered_map<uint32_t, SequenceClock> clocks;
+  std::vector<uint32_t> category_args;  // category iid -> the fields kept of an event with it alone (0: none yet)
   void clear() {
     names.clear(), categories.clear(), annotation_names.clear(), annotation_strings.clear();
+    category_args.clear();
     clock = 0, has_track = false, track = 0;
     extra_counter_tracks.clear(), extra_double_counter_tracks.clear();
     clocks.clear();
@@ -553,6 +556,14 @@ class PerfettoReader {
 
   // The lane of a track's slices and instants.
   Feedlet& lane(uint64_t uuid) {
+    if (uuid == last_lane_uuid_ && last_lane_) return m_.feedlets[last_lane_ - 1];
+    Feedlet& f = find_lane(uuid);
+    last_lane_uuid_ = uuid, last_lane_ = f.id;
+    return f;
+  }
+  uint64_t last_lane_uuid_ = 0;
+  uint32_t last_lane_ = 0;
+  Feedlet& find_lane(uint64_t uuid) {
     auto it = tracks_.find(uuid);
     if (it == tracks_.end()) {
       if (uuid != 0) unread("events on tracks no descriptor names (each a lane \"track UUID\")");
@@ -659,7 +670,9 @@ class PerfettoReader {
     uint64_t track = s.track;
     bool has_counter = false;
     double value = 0;
-    args_.reset();
+    uint32_t categories = 0;
+    uint64_t one_category = 0;
+    args_.cat.clear(), args_.arg_count = 0;  // (all keep_args reads of it that this reader sets)
     std::string& cat = args_.cat;
     std::vector<uint64_t>* extra_tracks = nullptr;
     std::vector<uint64_t>* extra_double_tracks = nullptr;
@@ -679,6 +692,7 @@ class PerfettoReader {
         case 23: name = m_.intern(std::string(f.bytes)); break;
         case 3:
           protowire::each_number(f, [&](uint64_t iid) {
+            ++categories, one_category = iid;
             const std::string* c = s.categories.find(iid);
             if (!c) unread("event categories never interned");
             if (!cat.empty()) cat += ',';
@@ -688,6 +702,7 @@ class PerfettoReader {
         case 22:
           if (!cat.empty()) cat += ',';
           cat += f.bytes;
+          categories += 2;  // (not one interned)
           break;
         case 11: track = f.value; break;
         case 30: value = double(f.as_int()), has_counter = true; break;
@@ -721,7 +736,18 @@ class PerfettoReader {
       flows(lane(track), ts, name);  // a tinescope export's message: the message alone
       return;
     }
-    const uint32_t args = (type == 1 || type == 2 || type == 3) ? m_.keep_args(args_) : 0;
+    uint32_t args = 0;
+    if (type == 1 || type == 2 || type == 3) {
+      // An interned category alone (most events): its fields were kept once on this sequence.
+      if (categories == 1 && args_.arg_count == 0 && one_category < kDenseCategories) {
+        if (one_category >= s.category_args.size()) s.category_args.resize(one_category + 1);
+        uint32_t& kept = s.category_args[one_category];
+        if (kept) args = kept, ++m_.r.events_with_args;
+        else args = kept = m_.keep_args(args_);
+      } else {
+        args = m_.keep_args(args_);
+      }
+    }
     switch (type) {
       case 1:
       case 2: {
@@ -871,7 +897,8 @@ class PerfettoReader {
   }
 
   void replay_kernel() {
-    std::stable_sort(kernel_.begin(), kernel_.end(), [](const KernelEvent& x, const KernelEvent& y) { return x.ts < y.ts; });
+    std::sort(kernel_.begin(), kernel_.end(),
+              [](const KernelEvent& x, const KernelEvent& y) { return x.ts != y.ts ? x.ts < y.ts : x.seq < y.seq; });
     for (const KernelEvent& k : kernel_) {
       ++m_.r.events_read;
       const std::string& s1 = kernel_texts_[k.s1];
@@ -984,7 +1011,7 @@ class PerfettoReader {
   // it, as Perfetto's importer reads flow_ids. A flow of one event links
   // nothing: counted.
   void pair_flows() {
-    std::stable_sort(flows_.begin(), flows_.end(), [](const PerfettoFlow& a, const PerfettoFlow& b) {
+    std::sort(flows_.begin(), flows_.end(), [](const PerfettoFlow& a, const PerfettoFlow& b) {
       return a.id != b.id ? a.id < b.id : a.ts != b.ts ? a.ts < b.ts : a.seq < b.seq;
     });
     for (size_t i = 0; i < flows_.size();) {

@@ -6,17 +6,19 @@
 // once more and touched twice its size in fresh 4 KB pages, a fault each:
 // ~75 000 faults and a third of the import of a 200 MB JSON on this VM.
 //
-// Under a SpillTo guard, the arrays of that thread map a file instead (an
-// unlinked temporary file in the guard's directory, one an array): their
-// pages are the page cache's, which the kernel writes back and drops under
-// pressure, so an import holds traces larger than its memory and its
-// anonymous memory stays flat whatever the trace's size.
+// Under a SpillTo guard, once the arrays of that thread hold its budget of
+// memory, the ones that grow map a file instead (an unlinked temporary file
+// in the guard's directory, one an array): their pages are the page
+// cache's, which the kernel writes back and drops under pressure, so an
+// import holds traces larger than its memory and its anonymous memory
+// stays flat whatever the trace's size.
 #pragma once
 
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -25,12 +27,17 @@
 
 namespace tinescope::import {
 
-// While one lives, BulkArrays that this thread grows past 4 MB map files in
-// `dir` (where none can be made there, anonymous memory as before).
+// While one lives, BulkArrays that this thread grows past its budget map
+// files in `dir` (where none can be made there, memory as before).
 class SpillTo {
  public:
-  explicit SpillTo(std::string dir) : previous_(dir_()) { dir_() = std::move(dir); }
-  ~SpillTo() { dir_() = std::move(previous_); }
+  // Arrays take memory up to `budget` bytes (all of this thread's mapped
+  // ones together); past it, files.
+  explicit SpillTo(std::string dir, size_t budget = size_t(256) << 20)
+      : previous_(dir_()), previous_budget_(budget_()) {
+    dir_() = std::move(dir), budget_() = budget;
+  }
+  ~SpillTo() { dir_() = std::move(previous_), budget_() = previous_budget_; }
   SpillTo(const SpillTo&) = delete;
   SpillTo& operator=(const SpillTo&) = delete;
   // A new unlinked file in the current directory, or -1.
@@ -45,12 +52,25 @@ class SpillTo {
     return fd;
   }
 
+ public:
+  // Bytes of this thread's arrays mapped in memory (not files), and the budget.
+  static size_t& anon_bytes() {
+    thread_local size_t bytes = 0;
+    return bytes;
+  }
+  static size_t budget() { return dir_().empty() ? SIZE_MAX : budget_(); }
+
  private:
   static std::string& dir_() {
     thread_local std::string dir;
     return dir;
   }
+  static size_t& budget_() {
+    thread_local size_t b = SIZE_MAX;
+    return b;
+  }
   std::string previous_;
+  size_t previous_budget_;
 };
 
 template <class T>
@@ -81,10 +101,14 @@ class BulkArray {
   void reserve(size_t n) {
     if (n > cap_) grow(n);
   }
+  // n records whose bytes are whatever they were (to be written over whole).
+  void resize_for_overwrite(size_t n) {
+    reserve(n);
+    n_ = n;
+  }
   // Empty, its memory given back.
   void release() {
-    if (mapped_) ::munmap(p_, mapped_);
-    else std::free(p_);
+    free_memory();
     if (fd_ >= 0) ::close(fd_);
     p_ = nullptr, n_ = cap_ = mapped_ = 0, fd_ = -1;
   }
@@ -120,30 +144,63 @@ class BulkArray {
       return;
     }
     bytes = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-    if (!mapped_) fd_ = SpillTo::file();
-    // The file's blocks taken now: a page of a sparse file that the disk has
-    // no room for is a SIGBUS when it is written. No room: memory, as without.
-    bool moved = false;
-    if (fd_ >= 0 && ::posix_fallocate(fd_, 0, off_t(bytes)) != 0) {
-      void* anon = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (anon == MAP_FAILED) throw std::bad_alloc();
-      if (n_) std::memcpy(anon, p_, n_ * sizeof(T));
-      if (mapped_) ::munmap(p_, mapped_);
-      else std::free(p_);
-      ::close(fd_);
-      fd_ = -1, p_ = static_cast<T*>(anon), mapped_ = bytes, moved = true;
+    size_t& anon = SpillTo::anon_bytes();
+    // Past the budget, memory moves to a file (once: it grows there after).
+    if (fd_ < 0 && anon - (mapped_ ? mapped_ : 0) + bytes > SpillTo::budget() && to_file(bytes)) return;
+    if (fd_ >= 0) {
+      // The file's blocks taken now: a page of a sparse file that the disk
+      // has no room for is a SIGBUS when it is written. No room: memory.
+      if (::posix_fallocate(fd_, 0, off_t(bytes)) == 0) {
+        void* p = ::mremap(p_, mapped_, bytes, MREMAP_MAYMOVE);
+        if (p == MAP_FAILED) throw std::bad_alloc();
+        p_ = static_cast<T*>(p), cap_ = bytes / sizeof(T), mapped_ = bytes;
+        return;
+      }
+      to_memory(bytes);
+      return;
     }
-    void* p = moved     ? p_
-            : mapped_   ? ::mremap(p_, mapped_, bytes, MREMAP_MAYMOVE)
-            : fd_ >= 0  ? ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0)
-                        : ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = mapped_ ? ::mremap(p_, mapped_, bytes, MREMAP_MAYMOVE)
+                      : ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
     ::madvise(p, bytes, MADV_HUGEPAGE);  // a hint: without it, 4 KB pages
     if (!mapped_) {
       if (n_) std::memcpy(p, p_, n_ * sizeof(T));
       std::free(p_);
     }
+    anon += bytes - mapped_;
     p_ = static_cast<T*>(p), cap_ = bytes / sizeof(T), mapped_ = bytes;
+  }
+  // The records into a file mapping of `bytes` (SpillTo's directory); false
+  // where none can be made, and nothing changed.
+  bool to_file(size_t bytes) {
+    const int fd = SpillTo::file();
+    if (fd < 0) return false;
+    void* p = ::posix_fallocate(fd, 0, off_t(bytes)) == 0
+                  ? ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                  : MAP_FAILED;
+    if (p == MAP_FAILED) {
+      ::close(fd);
+      return false;
+    }
+    if (n_) std::memcpy(p, p_, n_ * sizeof(T));
+    free_memory();
+    p_ = static_cast<T*>(p), cap_ = bytes / sizeof(T), mapped_ = bytes, fd_ = fd;
+    return true;
+  }
+  // A file's records back into memory (its disk is full).
+  void to_memory(size_t bytes) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    if (n_) std::memcpy(p, p_, n_ * sizeof(T));
+    ::munmap(p_, mapped_);
+    ::close(fd_);
+    SpillTo::anon_bytes() += bytes;
+    p_ = static_cast<T*>(p), cap_ = bytes / sizeof(T), mapped_ = bytes, fd_ = -1;
+  }
+  void free_memory() {
+    if (mapped_) ::munmap(p_, mapped_);
+    else std::free(p_);
+    if (mapped_ && fd_ < 0) SpillTo::anon_bytes() -= mapped_;
   }
 };
 

@@ -23,11 +23,18 @@ namespace tinescope::protowire {
 enum WireType : uint8_t { kVarint = 0, kFixed64 = 1, kBytes = 2, kFixed32 = 5 };
 
 // A varint at p (before end): false where it runs past end or past 10 bytes.
-inline bool read_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
-  if (p < end && *p < 0x80) {  // most are one byte
+bool read_long_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v);
+
+// (Inlined where it is read: most varints are one byte, tags nearly all.)
+[[gnu::always_inline]] inline bool read_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
+  if (p < end && *p < 0x80) [[likely]] {
     v = *p++;
     return true;
   }
+  return read_long_varint(p, end, v);
+}
+
+inline bool read_long_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
   v = 0;
   for (int shift = 0; shift < 64 && p < end; shift += 7) {
     const uint8_t b = *p++;
@@ -61,7 +68,7 @@ class Reader {
   explicit Reader(std::string_view m)
       : p_(reinterpret_cast<const uint8_t*>(m.data())), end_(p_ + m.size()) {}
 
-  bool next(Field& f) {
+  [[gnu::always_inline]] bool next(Field& f) {
     if (p_ >= end_) return false;
     uint64_t tag;
     if (!read_varint(p_, end_, tag) || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) return fail();
