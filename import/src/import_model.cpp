@@ -16,13 +16,19 @@ using namespace format;
 
 namespace {
 
+bool before(const Point& a, const Point& b) { return a.ts != b.ts ? a.ts < b.ts : a.seq < b.seq; }
+
+// A lane's points in time order, after its intervals' events at a time.
+void sort_points(Feedlet& f) {
+  for (Point& p : f.points) p.seq += kAfterIntervals;
+  if (!std::is_sorted(f.points.begin(), f.points.end(), before))  // (flows' ends come in by flow)
+    std::sort(f.points.begin(), f.points.end(), before);
+}
+
 // The lane's points merged in time into its intervals' events (`out`, in
 // order but for completes, with room for the points).
 BulkArray<Point> merge_points(BulkArray<Point>& out, Feedlet& f) {
-  for (Point& p : f.points) p.seq += kAfterIntervals;  // after intervals at the same time
-  auto before = [](const Point& a, const Point& b) { return a.ts != b.ts ? a.ts < b.ts : a.seq < b.seq; };
-  if (!std::is_sorted(f.points.begin(), f.points.end(), before))  // (flows' ends come in by flow)
-    std::sort(f.points.begin(), f.points.end(), before);
+  sort_points(f);
   size_t i = out.size(), j = f.points.size();
   if (!std::is_sorted(out.begin(), out.end(), before)) {
     // Completes out of place: all sorted (in place: (ts, seq) is unique,
@@ -42,34 +48,39 @@ BulkArray<Point> merge_points(BulkArray<Point>& out, Feedlet& f) {
 
 // Turns a feedlet's spans and begin/end pairs into properly nested begins and
 // ends (parents before children), plus completes for intervals that overlap
-// without nesting, merged in time with the feedlet's other events.
-BulkArray<Point> nest(Feedlet& f, uint64_t& unmatched) {
+// without nesting, merged in time with the feedlet's other events: each
+// given to emit(const Point&) in order.
+template <class Emit>
+void nest(Feedlet& f, uint64_t& unmatched, Emit&& emit) {
   // Pair begins with ends in time order (file order breaks ties). Most
   // lanes come in time order already: then no sort.
   // (Sorted in place: a stable sort's buffer is memory the size of the lane.)
   auto by_time = [](const BeginEnd& a, const BeginEnd& b) { return a.ts != b.ts ? a.ts < b.ts : a.seq < b.seq; };
   if (!std::is_sorted(f.be.begin(), f.be.end(), by_time)) std::sort(f.be.begin(), f.be.end(), by_time);
-  BulkArray<Point> out;
   if (f.spans.empty()) {
     // Begins and ends alone (most lanes of a trace made of them): paired in
     // this order they nest already; what never ends is outermost and stays
-    // open. Written as they are, no spans between.
-    out.reserve(f.be.size() + f.points.size());
+    // open. Given out as they are, merged with the points: no copy of the lane.
+    sort_points(f);
     std::vector<uint32_t> open;  // the names of the intervals open
     uint64_t seq = 0;
+    size_t j = 0;
     for (const BeginEnd& x : f.be) {
+      while (j < f.points.size() && f.points[j].ts < x.ts) emit(f.points[j++]);  // (intervals first at a time)
       if (x.begin) {
         open.push_back(x.name);
-        out.push_back(Point{x.ts, seq++, kIntervalBegin, x.name, x.args, 0});
+        emit(Point{x.ts, seq++, kIntervalBegin, x.name, x.args, 0});
       } else if (open.empty()) {
         ++unmatched;
       } else {
-        out.push_back(Point{x.ts, seq++, kIntervalEnd, open.back(), x.args, 0});
+        emit(Point{x.ts, seq++, kIntervalEnd, open.back(), x.args, 0});
         open.pop_back();
       }
     }
-    return merge_points(out, f);
+    while (j < f.points.size()) emit(f.points[j++]);
+    return;
   }
+  BulkArray<Point> out;
   std::vector<BeginEnd> open;
   for (const BeginEnd& x : f.be) {
     if (x.begin) {
@@ -119,7 +130,7 @@ BulkArray<Point> nest(Feedlet& f, uint64_t& unmatched) {
     stack.push_back(&s), begun_at.push_back(out.size() - 1);
   }
   while (!stack.empty()) pop();
-  return merge_points(out, f);
+  for (const Point& p : merge_points(out, f)) emit(p);
 }
 
 }  // namespace
@@ -761,18 +772,15 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
     ++r.events_written;
   };
   for (Feedlet& f : feedlets) {
-    BulkArray<Point> events = nest(f, r.unmatched_ends);
-    f.spans.release(), f.be.release(), f.points.release();  // in `events` now: memory goes down lane by lane
-    if (events.empty()) {
-      named_only.push_back(&f);
-      continue;
-    }
-    first_event = std::min(first_event, events[0].ts);
     ChunkBuilder cb;
-    name_lane(cb, f, events[0].ts);
-    uint8_t* p;
-    for (const Point& e : events) {
-      p = cb.begin(e.type, e.ts);
+    bool named = false;
+    nest(f, r.unmatched_ends, [&](const Point& e) {
+      if (!named) {
+        first_event = std::min(first_event, e.ts);
+        name_lane(cb, f, e.ts);
+        named = true;
+      }
+      uint8_t* p = cb.begin(e.type, e.ts);
       switch (e.type) {
         case kIntervalComplete: p = ChunkBuilder::put_u64(p, e.name), p = ChunkBuilder::put_u64(p, e.a); break;
         case kCounterFloat: {
@@ -792,8 +800,10 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
       ++r.events_written;
       if (e.args) put_args(cb, e.args, e.ts), ++r.argument_events;
       if (cb.full()) flush(cb);
-    }
-    flush(cb);
+    });
+    f.spans.release(), f.be.release(), f.points.release();  // written: memory goes down lane by lane
+    if (!named) named_only.push_back(&f);
+    else flush(cb);
   }
   for (const Feedlet* f : named_only) {
     ChunkBuilder cb;

@@ -33,7 +33,7 @@ class SpillTo {
  public:
   // Arrays take memory up to `budget` bytes (all of this thread's mapped
   // ones together); past it, files.
-  explicit SpillTo(std::string dir, size_t budget = size_t(256) << 20)
+  explicit SpillTo(std::string dir, size_t budget = size_t(384) << 20)
       : previous_(dir_()), previous_budget_(budget_()) {
     dir_() = std::move(dir), budget_() = budget;
   }

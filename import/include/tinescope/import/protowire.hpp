@@ -35,6 +35,20 @@ bool read_long_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v);
 }
 
 inline bool read_long_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
+  if (end - p >= 10) {
+    // Room for the longest: no bounds check a byte (timestamps take 5 to 9).
+    const uint8_t* q = p;
+    uint64_t r = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+      const uint8_t b = *q++;
+      r |= uint64_t(b & 0x7f) << shift;
+      if (b < 0x80) {
+        p = q, v = r;
+        return true;
+      }
+    }
+    return false;
+  }
   v = 0;
   for (int shift = 0; shift < 64 && p < end; shift += 7) {
     const uint8_t b = *p++;
