@@ -258,10 +258,10 @@ uint32_t ImportModel::keep_args(const RawEvent& e) {
   }
   if (type != kTextArgsType) last_shape_ = shape_, last_type_ = type;
   ++r.events_with_args;
-  // Small fields that events repeat (a category alone, a flag) are kept
-  // once: events may share their argument event, written after each.
+  // A category alone (with thread times at most), as most events have, is
+  // kept once: events may share their argument event, written after each.
   std::string* repeated = nullptr;
-  if (body_.size() <= kSharedBody) {
+  if (e.arg_count == 0 && body_.size() <= kSharedBody) {
     if (shared_.size() >= kMostShared) shared_.clear();
     repeated = &shared_key_;
     repeated->assign(reinterpret_cast<const char*>(&type), 2);
