@@ -875,14 +875,14 @@ TEST(ChromeImport, BadInputGetsAClearError) {
   r = {};
   EXPECT_FALSE(import::import_trace(prose, none, r, error));
   EXPECT_NE(error.find(prose), std::string::npos) << error;
-  EXPECT_NE(error.find("neither JSON, ftrace text nor a Grasp trace"), std::string::npos) << error;
+  EXPECT_NE(error.find("neither Perfetto, JSON, ftrace text nor a Grasp trace"), std::string::npos) << error;
   EXPECT_NE(error.find("Dear diary"), std::string::npos) << error;
   // Binary bytes: the message shows the first line's start escaped, so it
   // cannot garble the terminal it is printed on.
   std::string binary = dir + "/binary.dat";
   write_file(binary, std::string("\x01\x9b[2J\xff\xfe ok\x7f") + std::string(200, '\xc3') + "\n");
   EXPECT_FALSE(import::import_trace(binary, none, r, error));
-  EXPECT_NE(error.find("neither JSON, ftrace text nor a Grasp trace"), std::string::npos) << error;
+  EXPECT_NE(error.find("neither Perfetto, JSON, ftrace text nor a Grasp trace"), std::string::npos) << error;
   EXPECT_NE(error.find("\\x01\\x9b[2J\\xff\\xfe ok\\x7f\\xc3"), std::string::npos) << error;
   for (char c : error) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << "a byte " << int(static_cast<unsigned char>(c));
   EXPECT_LT(error.size(), binary.size() + 200) << "the line's start only: " << error;

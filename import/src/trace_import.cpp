@@ -137,7 +137,7 @@ bool read_text(std::istream& in, const std::string& name, ImportModel& m, std::s
   ftrace.finish();
   recorder = "tinescope import (ftrace text)";
   if (ftrace.events() == 0) {
-    error = name + ": not a trace tinescope can import: neither JSON, ftrace text nor a Grasp trace" +
+    error = name + ": not a trace tinescope can import: neither Perfetto, JSON, ftrace text nor a Grasp trace" +
             (first.empty() ? std::string(" (no events)") : " (first line: \"" + first + "\")");
     return false;
   }
