@@ -305,6 +305,51 @@ TEST(PerfettoImport, ClockSnapshotsAndASequencesOwnIncrementalClock) {
   EXPECT_EQ(im.result.unsupported["perfetto: track events on a clock no snapshot relates to the trace clock"], 1u);
 }
 
+// Sequences interleave in any order: thread a's sequence is written first
+// with later times, thread b's after it with earlier ones; a flow sent on b
+// (earlier in time, later in the file) is received on a. Process stats are
+// counters of the process.
+TEST(PerfettoImport, SequencesOutOfOrderAndProcessStats) {
+  pp::Trace t;
+  {
+    auto* d = t.add_packet()->mutable_track_descriptor();
+    d->set_uuid(1);
+    d->mutable_process()->set_pid(kPid);
+    d->mutable_process()->set_process_name("app");
+  }
+  describe_thread(t, 2, kPid, 11, "a");
+  describe_thread(t, 3, kPid, 12, "b");
+  start_sequence(t, 1);
+  TE* e = event(t, 1, 500, 2, TE::TYPE_SLICE_BEGIN);
+  e->set_name("late"), e->add_terminating_flow_ids(5);
+  event(t, 1, 600, 2, TE::TYPE_SLICE_END);
+  start_sequence(t, 2);
+  e = event(t, 2, 100, 3, TE::TYPE_SLICE_BEGIN);
+  e->set_name("early"), e->add_flow_ids(5);
+  event(t, 2, 200, 3, TE::TYPE_SLICE_END);
+  {
+    auto* ps = packet(t, 9, 300)->mutable_process_stats()->add_processes();
+    ps->set_pid(kPid), ps->set_vm_rss_kb(2048), ps->set_rss_anon_kb(1024), ps->set_oom_score_adj(-100);
+  }
+
+  Imported im(AtPath{write_trace(t, "perfetto_order.pftrace")}, "perfetto_order");
+  ASSERT_TRUE(im.ix);
+  EXPECT_TRUE(im.result.unsupported.empty()) << im.result.unsupported.begin()->first;
+  auto flows = im.ix->flows(0, UINT64_MAX);
+  ASSERT_EQ(flows.size(), 1u);
+  EXPECT_TRUE(flows[0].matched());
+  EXPECT_EQ(flows[0].send_ts, 100u);
+  EXPECT_EQ(flows[0].recv_ts, 500u);
+  EXPECT_EQ(flows[0].dst, im.lane.at("a"));
+  for (auto [name, value] : {std::pair<const char*, double>{"mem.rss_kb", 2048}, {"mem.rss.anon_kb", 1024},
+                             {"oom_score_adj", -100}}) {
+    auto c = im.items(StreamKind::Counter, "app counters", name);
+    ASSERT_EQ(c.size(), 1u) << name;
+    EXPECT_EQ(c[0].end, 300u) << name;
+    EXPECT_EQ(c[0].value, value) << name;
+  }
+}
+
 pp::FtraceEvent* kernel_event(pp::FtraceEventBundle* b, uint64_t ts, int pid) {
   pp::FtraceEvent* e = b->add_event();
   e->set_timestamp(ts);
@@ -349,6 +394,8 @@ TEST(PerfettoImport, KernelBundlesOutOfOrderBecomeCpuLanesStatesAndMarkers) {
   switch_to(cpu0, 6000, "server", 100, 256, "swapper/0", 0);  // preempted (TASK_REPORT_MAX)
   auto* f = kernel_event(cpu0, 6500, 0)->mutable_cpu_frequency();
   f->set_state(1800000), f->set_cpu_id(0);
+  auto* idle = kernel_event(cpu0, 6550, 0)->mutable_cpu_idle();
+  idle->set_state(4294967295u), idle->set_cpu_id(0);  // leaves idle: -1
   kernel_event(cpu0, 6600, 0)->mutable_task_rename()->set_newcomm("x");  // read, names nothing drawn here
   switch_to(cpu0, 8000, "swapper/0", 0, 0, "server", 100);                 // runs again
   auto* w2 = kernel_event(cpu0, 8500, 100)->mutable_sched_wakeup();         // woken, never runs in the trace
@@ -389,6 +436,9 @@ TEST(PerfettoImport, KernelBundlesOutOfOrderBecomeCpuLanesStatesAndMarkers) {
   auto freq = im.items(StreamKind::Counter, "CPU 0", "frequency kHz");
   ASSERT_EQ(freq.size(), 1u);
   EXPECT_EQ(freq[0].value, 1800000.0);
+  auto idle_state = im.items(StreamKind::Counter, "CPU 0", "idle state");
+  ASSERT_EQ(idle_state.size(), 1u);
+  EXPECT_EQ(idle_state[0].value, -1.0);
   // The atrace marker, on the thread the process tree names.
   auto marker = im.items(StreamKind::Interval, "server", "handle request");
   ASSERT_EQ(marker.size(), 1u);
