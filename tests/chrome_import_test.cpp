@@ -929,7 +929,9 @@ TEST(ChromeImport, TheCommandSaysWhatItReadMadeAndLeftOut) {
   ASSERT_EQ(run(bin("app/tinescope") + " info " + out + " 2>&1", &said), 0) << said;
   for (const std::string& want : {std::string("process   Browser: Rihanna\n"),
                                   "command   tinescope import " + sample("webview.json.gz") + "\n",
-                                  std::string("metadata  1\n  num_cpus               6\n")})
+                                  std::string("metadata  15\n"), std::string("  num_cpus               6\n"),
+                                  // (a flow's name is its messages' channel: named as channels are)
+                                  std::string("  channel.65             WebURLLoaderImpl::loadAsynchronously\n")})
     EXPECT_NE(said.find(want), std::string::npos) << "\"" << want << "\" missing from:\n" << said;
   EXPECT_EQ(said.find("feedlet."), std::string::npos) << said;
   ::unlink(out.c_str());

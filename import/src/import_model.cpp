@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <set>
 
 #include "tinescope/trace_writer.hpp"
 
@@ -637,8 +638,10 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
   // an arrow from a send that was already received.
   uint64_t link = 1;
   bool open = false;
+  std::set<uint32_t> channels;  // a message's channel is its flow's name (string id): named in the metadata
   for (size_t i = 0; i < flows.size(); ++i) {
     const Flow& x = flows[i];
+    channels.insert(x.name);
     if (i == 0 || flows[i - 1].id_hash != x.id_hash) open = false;
     Feedlet& f = feedlets[x.feedlet - 1];
     if (x.ph != 's') {
@@ -728,6 +731,8 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
   for (auto& [pid, idx] : process_sort) metadata.push_back(meta_pair("process." + std::to_string(pid) + ".sort_index", std::to_string(idx)));
   if (!r.display_time_unit.empty()) metadata.push_back(meta_pair("displayTimeUnit", r.display_time_unit));
   if (!num_cpus.empty()) metadata.push_back(meta_pair("num_cpus", num_cpus));
+  for (uint32_t c : channels)
+    if (c) metadata.push_back(meta_pair("channel." + std::to_string(c), std::string(strings_[c])));
   for (uint32_t id = 1; id < strings_.size(); ++id) meta_string(id, strings_[id]);
   // The argument types, where any event has arguments.
   if (kept_.size() > 1) {
