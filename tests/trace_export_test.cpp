@@ -294,6 +294,45 @@ void recorded_round_trip(const std::string& ext) {
 TEST(Export, ARecordedTraceRoundTripsThroughJson) { recorded_round_trip(".json"); }
 TEST(Export, ARecordedTraceRoundTripsThroughPerfetto) { recorded_round_trip(".pftrace"); }
 
+// Events of other types (a lock's, a program's own ts_user_event) go out
+// as instants named by their type with their fields, in both formats, and
+// an import reads them back so; an unnamed channel keeps its number.
+TEST(Export, OtherTypesGoOutAsInstantsWithTheirFields) {
+  const std::string a = scratch("typed.tine");
+  ::unlink(a.c_str());
+  ts_config cfg{};
+  cfg.file_path = a.c_str();
+  ASSERT_EQ(ts_start(&cfg), 0) << ts_last_error();
+  const ts_field fields[] = {{"id", TS_FIELD_U64}, {"latency_ms", TS_FIELD_F64}, {"kind", TS_FIELD_STRING}};
+  const uint32_t transaction = ts_define_event_type("transaction", fields, 3);
+  ASSERT_NE(transaction, 0u);
+  ts_thread_name("main");
+  ts_begin("work");
+  ts_lock(TS_LOCK_CONTEND, "queue.mutex", 7);
+  const uint64_t slots[] = {42, ts_f64_slot(0.25), ts_str_slot("request")};
+  ts_user_event(transaction, slots);
+  const uint64_t id = ts_message_id();
+  ts_message_send(id, 5, 0, nullptr, 0);
+  ts_message_recv(id, 5, 0, nullptr, 0);
+  ts_end("work");
+  ts_stop();
+  for (const std::string ext : {".json", ".pftrace"}) {
+    const std::string out = scratch("typed_out" + ext);
+    import::ExportResult r;
+    ASSERT_TRUE(do_export(a, out, {}, &r));
+    EXPECT_TRUE(r.not_exported.empty()) << ext << ": " << r.not_exported.begin()->first;
+    const Digest d = digest(reimport(out), true);
+    ASSERT_TRUE(d.lanes.count("main")) << ext;
+    const auto& main = d.lanes.at("main");
+    ASSERT_EQ(main.size(), 4u) << ext;  // work, lock_contend, transaction, the end of work
+    EXPECT_EQ(main[1].substr(0, 2), "i ") << ext;
+    EXPECT_NE(main[1].find(" lock_contend id=7 lock=queue.mutex"), std::string::npos) << ext << ": " << main[1];
+    EXPECT_NE(main[2].find(" transaction id=42 kind=request latency_ms=0.25"), std::string::npos) << ext << ": " << main[2];
+    ASSERT_EQ(d.messages.size(), 1u) << ext;
+    EXPECT_EQ(d.messages.begin()->rfind("channel 5: main ", 0), 0u) << ext << ": " << *d.messages.begin();
+  }
+}
+
 // Perfetto: the packets decoded here, with the schema's field numbers.
 struct Track {
   std::string name;

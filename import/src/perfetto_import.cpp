@@ -1008,8 +1008,7 @@ class PerfettoReader {
 
   // Flows by id in time order: the earliest event of an id starts the flow,
   // each later one steps it on, the last (or one that terminates it) ends
-  // it, as Perfetto's importer reads flow_ids. A flow of one event links
-  // nothing: counted.
+  // it, as Perfetto's importer reads flow_ids.
   void pair_flows() {
     std::sort(flows_.begin(), flows_.end(), [](const PerfettoFlow& a, const PerfettoFlow& b) {
       return a.id != b.id ? a.id < b.id : a.ts != b.ts ? a.ts < b.ts : a.seq < b.seq;
@@ -1017,15 +1016,13 @@ class PerfettoReader {
     for (size_t i = 0; i < flows_.size();) {
       size_t j = i + 1;  // [i, j): one flow, up to the event that terminates it or the id's last
       while (j < flows_.size() && flows_[j].id == flows_[i].id && !flows_[j - 1].terminating) ++j;
-      if (j - i == 1) {
-        unread(flows_[i].terminating ? "flows terminated with no event before them" : "flows of one event");
-      } else {
-        const uint64_t key = flows_[i].id * 0x9e3779b97f4a7c15ull ^ (uint64_t(0x70) << 56);  // apart from the kernel's
-        for (size_t k = i; k < j; ++k) {
-          const PerfettoFlow& x = flows_[k];
-          const char ph = k == i ? 's' : k + 1 == j ? 'f' : 't';
-          m_.flows.push_back(Flow{key, x.ts, x.seq, ph, false, x.feedlet, x.name});
-        }
+      // A flow of one event is a message never received (sent, no other
+      // end) or, terminating, one received but never sent (an unmatched end).
+      const uint64_t key = flows_[i].id * 0x9e3779b97f4a7c15ull ^ (uint64_t(0x70) << 56);  // apart from the kernel's
+      for (size_t k = i; k < j; ++k) {
+        const PerfettoFlow& x = flows_[k];
+        const char ph = j - i == 1 ? (x.terminating ? 'f' : 's') : k == i ? 's' : k + 1 == j ? 'f' : 't';
+        m_.flows.push_back(Flow{key, x.ts, x.seq, ph, false, x.feedlet, x.name});
       }
       i = j;
     }

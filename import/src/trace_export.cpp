@@ -48,9 +48,10 @@ enum class Kind : uint8_t { None, Begin, End, Complete, Instant, CounterInt, Cou
 struct Pending {
   Kind kind = Kind::None;
   int64_t ns = 0, start_ns = 0;  // start_ns: a complete slice's (cut at the window)
-  uint32_t name = 0;             // string id (a message: its name is in `text`)
+  uint32_t name = 0;             // string id (a message, an event of another type: its name is in `text`)
   uint64_t value = 0;            // counter value bits, message id
-  std::string text;              // a message's name
+  std::string text;              // a message's name, another type's name
+  bool named_by_text = false;    // an instant of another type, named by it
   std::string cat;               // the 'cat' field of its arguments
   std::string args;              // the other fields, in the output's own encoding
 };
@@ -151,7 +152,7 @@ class Exporter : public trace::Visitor {
     enter(lane);
     Pending& p = lane.pending;
     p.ns = ns, p.name = uint32_t(e.u[0]);
-    p.cat.clear(), p.args.clear();
+    p.cat.clear(), p.args.clear(), p.named_by_text = false;
     if (begin) {
       lane.open.push_back(p.name);
       p.kind = Kind::Begin;
@@ -192,7 +193,15 @@ class Exporter : public trace::Visitor {
         case kProcessName:
         case kCpuName:
         case kMetadata: break;  // (names are in the tracks and "M" events)
-        default: ++r_.not_exported[std::string(cat.type_name(e.type))];
+        default:
+          // Any other type (scheduling, locks, a program's own): an instant
+          // named by its type, with its own fields as the instant's.
+          if (!def || e.type == kClockSyncSend || e.type == kClockSyncRecv || e.type == kPadding) {
+            ++r_.not_exported[std::string(cat.type_name(e.type))];
+            break;
+          }
+          p.kind = Kind::Instant, p.named_by_text = true, p.text = def->name;
+          add_args(p, *def, e, cat);
       }
     }
   }
@@ -258,7 +267,7 @@ class Exporter : public trace::Visitor {
     if (!n.empty()) return n;
     if (header_.recorder.starts_with("tinescope import") && channel && channel < cat.strings.size())
       return std::string(cat.string(channel));
-    return "message";
+    return "channel " + std::to_string(channel);  // (an unnamed channel stays apart from the others)
   }
 
   // The lane's first event in the window: slices open at --from begin there.
@@ -462,7 +471,8 @@ class Exporter : public trace::Visitor {
       case Kind::None: break;
     }
     buf_ += "\",\"name\":";
-    json_string(buf_, p.kind == Kind::Send || p.kind == Kind::Recv ? std::string_view(p.text) : cat.string(p.name));
+    json_string(buf_, p.kind == Kind::Send || p.kind == Kind::Recv || p.named_by_text ? std::string_view(p.text)
+                                                                                       : cat.string(p.name));
     if (!p.cat.empty()) buf_ += ",\"cat\":", json_string(buf_, p.cat);
     buf_ += ",\"pid\":";
     put_number(buf_, lane.pid);
@@ -536,7 +546,7 @@ class Exporter : public trace::Visitor {
       }
       case Kind::Instant: {
         auto m = packet(p.ns, 3);
-        named(cat.string(p.name));
+        named(p.named_by_text ? std::string_view(p.text) : cat.string(p.name));
         done(m);
         break;
       }

@@ -16,7 +16,9 @@
 //                                     kMessageCategory, that carries flow_ids /
 //                                     terminating_flow_ids; "s" / "f" ("bp":"e")
 //   argument events (".cat", ...)  -> categories + debug_annotations; "cat" + "args"
-// Other event types (scheduling, locks, clock syncs) are counted, not exported.
+//   any other type (scheduling, locks,  -> an instant named by its type, its fields as
+//   a program's own)                      arguments
+// Clock syncs are counted, not exported.
 #pragma once
 
 #include <cstdint>
