@@ -119,7 +119,7 @@ void FtraceReader::line(std::string_view s) {
     int64_t exiting = -1;
     if (to_number(arg(args, "pid="), exiting) && exiting > 0) {
       ++m_.r.events_read;
-      states_.exited(int32_t(exiting), ts);
+      exited(exiting, ts);
       return;
     }
   }

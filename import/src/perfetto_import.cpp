@@ -731,7 +731,7 @@ class PerfettoReader {
       }
     }
     if (r.malformed()) return malformed(offset, "malformed track event");
-    ++m_.r.events_read;
+    if (type != 4) ++m_.r.events_read;  // (a counter's value counts where it is taken)
     if (type == 3 && cat == kMessageCategory && (!flow_ids_.empty() || !terminating_.empty())) {
       flows(lane(track), ts, name);  // a tinescope export's message: the message alone
       return;
@@ -763,7 +763,6 @@ class PerfettoReader {
         break;
       }
       case 4:
-        --m_.r.events_read;  // (counted as its value)
         if (has_counter) counter(track, ts, value);
         else unread("counter events without a value");
         break;
@@ -900,7 +899,7 @@ class PerfettoReader {
     std::sort(kernel_.begin(), kernel_.end(),
               [](const KernelEvent& x, const KernelEvent& y) { return x.ts != y.ts ? x.ts < y.ts : x.seq < y.seq; });
     for (const KernelEvent& k : kernel_) {
-      ++m_.r.events_read;
+      if (k.field != 3) ++m_.r.events_read;  // (atrace counts the markers it takes)
       const std::string& s1 = kernel_texts_[k.s1];
       switch (k.field) {
         case 4: {
@@ -930,7 +929,6 @@ class PerfettoReader {
           auto c = comm_.find(k.a);
           std::string_view text = s1;
           while (!text.empty() && (text.back() == '\n' || text.back() == '\0')) text.remove_suffix(1);
-          --m_.r.events_read;  // (atrace counts what it takes)
           if (!ftrace_.atrace(k.a, c == comm_.end() ? std::string_view() : std::string_view(c->second), double(k.ts) / 1000.0,
                               text)) {
             ++m_.r.events_read;
@@ -957,13 +955,12 @@ class PerfettoReader {
       if (f.type != protowire::kBytes) continue;
       Reader p(f.bytes);
       Field g;
-      int64_t id = 0, tgid = 0;
+      int64_t id = 0;
       std::string name;
       while (p.next(g)) {
         if (g.number == 1) id = int32_t(g.value);
         if (f.number == 1 && g.number == 3 && name.empty()) name = std::string(g.bytes);  // cmdline[0]
         if (f.number == 2 && g.number == 2) name = std::string(g.bytes);
-        if (f.number == 2 && g.number == 3) tgid = int32_t(g.value);
       }
       if (name.empty()) continue;
       if (f.number == 1) {
@@ -972,7 +969,6 @@ class PerfettoReader {
       } else if (f.number == 2) {
         comm_[id] = name;
         if (!m_.tid_names.count(id)) m_.tid_names[id] = name;
-        (void)tgid;
       }
     }
     if (r.malformed()) malformed(offset, "malformed process tree");
