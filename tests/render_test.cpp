@@ -1245,3 +1245,177 @@ TEST(Render, FixedViewsMatchTheReferencePictures) {
 
 }  // namespace
 }  // namespace tinescope::test
+
+namespace tinescope::test {
+namespace {
+
+// Fold max and min against a brute force over every (strip, period,
+// column): a column is lit in max mode where an outermost interval overlaps
+// it in any folded period, in min mode where one does in every period.
+// Random intervals, some touching (the union must not count a period
+// twice), some nested (depth 1 does not count), some spanning many periods.
+TEST(Render, FoldMaxAndMinEqualABruteForceOverEveryPeriod) {
+  std::mt19937_64 rng(56);
+  for (int trial = 0; trial < 12; ++trial) {
+    const double period = 1000.37 + trial * 77.3;
+    const uint32_t fold = 1 + trial % 5, strips = 6, columns = 37;
+    std::vector<std::tuple<uint64_t, uint64_t, uint32_t>> iv;
+    std::vector<std::pair<uint64_t, uint64_t>> outer;
+    uint64_t t = 5'000;
+    const uint64_t stop = 5'000 + uint64_t(period * fold * strips) + 3'000;
+    while (t < stop) {
+      const uint64_t len = rng() % 6 == 0 ? 1 + rng() % uint64_t(period * 3) : 1 + rng() % 400;
+      iv.push_back({t, t + len, 0});
+      outer.push_back({t, t + len});
+      if (len > 20 && rng() % 3 == 0) iv.push_back({t + 5, t + len - 5, 1});  // nested: depth 1
+      t += len + (rng() % 4 == 0 ? 0 : rng() % uint64_t(period * (trial % 3 == 0 ? 0.3 : 2)));  // (0: touching)
+    }
+    std::sort(iv.begin(), iv.end(), [](auto& a, auto& b) { return std::get<0>(a) < std::get<0>(b); });
+    // (write_intervals writes begin, end in turn: nest the children by hand.)
+    TraceBytes trace = named_trace({"outer", "inner"});
+    ChunkBuilder cb;
+    cb.feedlet = 1;
+    for (size_t i = 0; i < iv.size(); ++i) {
+      auto [b, e, n] = iv[i];
+      if (n == 1) continue;
+      auto put = [&](uint16_t type, uint64_t ts, uint64_t name) {
+        uint8_t* p = cb.begin(type, ts);
+        p = ChunkBuilder::put_u64(p, name);
+        cb.end(p);
+        if (cb.full()) trace.flush(cb);
+      };
+      put(kIntervalBegin, b, 0);
+      if (i + 1 < iv.size() && std::get<2>(iv[i + 1]) == 1) {
+        put(kIntervalBegin, std::get<0>(iv[i + 1]), 1);
+        put(kIntervalEnd, std::get<1>(iv[i + 1]), 1);
+      }
+      put(kIntervalEnd, e, 0);
+    }
+    trace.flush(cb);
+    render::Scene scene;
+    std::string error;
+    ASSERT_TRUE(scene.add_trace(save(trace, "fold-modes.tine"), error)) << error;
+    for (render::FoldMode mode : {render::FoldMode::Max, render::FoldMode::Min}) {
+      render::ScopeRequest req;
+      req.start = 5'000 + int64_t(trial * 31);
+      req.period_ns = period, req.fold = fold, req.strips = strips, req.columns = columns, req.mode = mode;
+      req.lanes = {0};
+      const render::ScopePicture P = render::build_scope(scene, req);
+      uint64_t wrong = 0;
+      for (uint32_t s = 0; s < strips; ++s)
+        for (uint32_t c = 0; c < columns; ++c) {
+          uint32_t busy = 0;
+          for (uint32_t p = 0; p < fold; ++p) {
+            const double c0 = double(req.start) + (double(s * fold + p) + double(c) / columns) * period;
+            const double c1 = c0 + period / columns;
+            busy += std::any_of(outer.begin(), outer.end(), [&](auto& o) { return double(o.second) > c0 && double(o.first) < c1; });
+          }
+          const bool want = mode == render::FoldMode::Max ? busy > 0 : busy == fold;
+          const bool lit = (P.rgba[size_t(s) * columns + c] >> 24) == 255;
+          if (want != lit && ++wrong <= 3)
+            ADD_FAILURE() << "trial " << trial << " " << render::fold_mode_name(mode) << " strip " << s << " column " << c
+                          << ": " << busy << " of " << fold << " periods busy, lit " << lit;
+        }
+      EXPECT_EQ(wrong, 0u) << "trial " << trial;
+    }
+  }
+}
+
+// The seed's audio task and its interruption, folded at 1024: in mean mode
+// the 300 us interruption every 50 ms covers under 1 % of the periods and
+// hides; in max mode every strip that holds one is lit across, in its colour.
+TEST(Render, FoldMaxMarksARareInterruptionInEveryStrip) {
+  const double period = 1e9 / 22050;
+  std::vector<std::tuple<uint64_t, uint64_t, uint32_t>> iv;
+  std::vector<uint64_t> interrupts;
+  const uint64_t base = 1'000'000;
+  uint64_t next_interrupt = base + 20'000'000;
+  for (uint64_t n = 0; n < 1024 * 12; ++n) {
+    const uint64_t s = base + uint64_t(std::llround(double(n) * period));
+    if (s >= next_interrupt) {  // 300 us from a sample's phase, the samples it covers skipped
+      iv.push_back({s, s + 300'000, 2});  // (string 1 is the first name)
+      interrupts.push_back(s);
+      next_interrupt += 50'000'000;
+      n += 6;
+      continue;
+    }
+    iv.push_back({s, s + 4'000, 1});
+  }
+  const std::string trace = write_intervals("interrupted.tine", iv, {"audio.sample", "interrupt"});
+  render::Scene scene;
+  std::string error;
+  ASSERT_TRUE(scene.add_trace(trace, error)) << error;
+  FigureParams f;
+  f.type = FigureParams::Scope;
+  f.t0 = int64_t(base), f.t1 = scene.last_ns();
+  const std::vector<analysis::PeriodCandidate> found = render::find_scope_periods(scene, f);
+  ASSERT_FALSE(found.empty());
+  EXPECT_NEAR(found[0].period_ns, period, period * 1e-4) << found[0].source;
+  render::ScopeRequest req;
+  req.start = int64_t(base), req.period_ns = found[0].period_ns, req.fold = 1024, req.strips = 12, req.columns = 512;
+  req.lanes = {0};
+  const double strip_ns = period * 1024;
+  const uint32_t irq = render::name_colour("interrupt") & 0xffffff;
+  const uint32_t sample_columns = uint32_t(4'000 / period * req.columns) + 2;  // the samples' 4 us at phase 0, and the next
+  for (render::FoldMode mode : {render::FoldMode::Mean, render::FoldMode::Max, render::FoldMode::Min}) {
+    req.mode = mode;
+    const render::ScopePicture P = render::build_scope(scene, req);
+    for (uint32_t s = 0; s < req.strips; ++s) {
+      const bool has = std::any_of(interrupts.begin(), interrupts.end(), [&](uint64_t t) {
+        return double(t - base) >= s * strip_ns && double(t - base) < (s + 1) * strip_ns;
+      });
+      uint32_t lit = 0, irq_coloured = 0, column = 0;
+      for (uint32_t c = 0; c < req.columns; ++c) {
+        const uint32_t px = P.rgba[size_t(s) * req.columns + c];
+        // (and the last: a start rounded to the ns may fall a fraction before its period)
+        const bool on_column = c < sample_columns || c + 1 == req.columns;
+        if (on_column) column += px >> 24 == 255;
+        if (on_column || (px >> 24) < 255) continue;
+        ++lit;
+        bool near = true;  // (the colour is a weighted mean, rounded)
+        for (int k = 0; k < 24; k += 8) near &= std::abs(int(px >> k & 255) - int(irq >> k & 255)) <= 2;
+        irq_coloured += near;
+      }
+      const uint32_t off = req.columns - sample_columns - 1;
+      if (mode == render::FoldMode::Max) {
+        EXPECT_EQ(lit, has ? off : 0u) << "max: strip " << s << (has ? " holds an interruption" : " holds none");
+        EXPECT_EQ(irq_coloured, lit) << "max: strip " << s << " is the interruption's colour ";
+      } else {
+        EXPECT_EQ(lit, 0u) << render::fold_mode_name(mode) << ": strip " << s;
+      }
+      if (mode == render::FoldMode::Min) {
+        EXPECT_GT(column, 0u) << "min: the samples' column, busy in every period";
+      }
+    }
+    if (mode == render::FoldMode::Max) {
+      EXPECT_GE(std::count_if(interrupts.begin(), interrupts.end(), [&](uint64_t t) { return double(t - base) < 12 * strip_ns; }), 10);
+    }
+  }
+}
+
+// Stepping to a bookmark moves the cursor: the scope scrolls by whole strips
+// so that the cursor's strip is on screen, its phase kept.
+TEST(Render, TheScopeFollowsTheCursorByWholeStrips) {
+  FigureParams f;
+  f.type = FigureParams::Scope;
+  f.t0 = 1'000'000, f.t1 = 2'000'000;
+  f.fold = 4;
+  const double period = 1000.5;
+  EXPECT_EQ(render::scope_start(f, period, 10), f.t0) << "no cursor";
+  f.follow = f.t0 + 20'000;  // strip 4 of 10 (4 002 ns a strip): on screen
+  EXPECT_EQ(render::scope_start(f, period, 10), f.t0);
+  f.follow = f.t0 + 1'000'000;  // strip 249
+  const int64_t start = render::scope_start(f, period, 10);
+  const double strips_on = double(start - f.t0) / (period * 4);
+  EXPECT_NEAR(strips_on, std::round(strips_on), 1.0 / 4002) << "whole strips";
+  EXPECT_LE(start, f.follow);
+  EXPECT_GT(double(start) + 10 * period * 4, double(f.follow));
+  EXPECT_NEAR(double(f.follow - start) / (period * 4), 5.5, 1.0) << "in the middle";
+  f.follow = f.t0 - 50'000;  // before: back
+  const int64_t back = render::scope_start(f, period, 10);
+  EXPECT_LE(back, f.follow);
+  EXPECT_GT(double(back) + 10 * period * 4, double(f.follow));
+}
+
+}  // namespace
+}  // namespace tinescope::test

@@ -1800,3 +1800,58 @@ TEST_F(ThreadViewsGui, TheOverviewsWindowMarkersMoveWithTheTimeline) {
 
 }  // namespace
 }  // namespace tinescope::test
+
+namespace tinescope::test {
+namespace {
+
+// "Find period" (issue 56): the scope folded at a wrong period is a smear;
+// one click finds 45.3515 us from the audio lane's starts and the column
+// snaps into focus; the 50 ms of the interruptions is offered beside it,
+// and choosing it folds at that. Max mode then marks every interruption.
+TEST_F(ViewerGui, FindPeriodSnapsTheAudioColumnIntoFocus) {
+  FigureParams f;
+  f.type = FigureParams::Scope;
+  f.period_ns = 45'400;  // 0.1 % off: a smear at fold 1024
+  f.fold = 1024;
+  f.strip_px = 8;
+  ASSERT_NO_FATAL_FAILURE(open(f, g_audio_trace));
+  const uint32_t audio = lane("audio");
+  const_cast<FigureParams&>(v_->figure_params(1)).lanes = {audio};
+  ASSERT_TRUE(v_->settle(400));
+  const render::Rect plot = v_->plot_rect(1);
+  const uint32_t strip = v_->figure_params(1).strip_px;
+  const int strips = int(plot.h) / int(strip);
+  ASSERT_GE(strips, 10);
+  // Per strip: its strongest colour, and how many columns reach half of it.
+  auto profile = [&](std::vector<int>& best, std::vector<int>& half) {
+    best.assign(size_t(strips), 0), half.assign(size_t(strips), 0);
+    for (int s = 1; s < strips - 1; ++s) {
+      const int y = int(plot.y) + s * int(strip) + 3;
+      for (int x = int(plot.x); x < int(plot.x + plot.w); ++x) best[size_t(s)] = std::max(best[size_t(s)], ink(px(x, y)));
+      for (int x = int(plot.x); x < int(plot.x + plot.w); ++x) half[size_t(s)] += ink(px(x, y)) * 2 > best[size_t(s)];
+    }
+  };
+  const int full = ink(render::name_colour("audio.sample") & 0xffffff);
+  const int sample_px = int(plot.w * 4'000 / 45'351.474f);
+  std::vector<int> best, half;
+  profile(best, half);
+  for (int s = 1; s < strips - 1; ++s) EXPECT_LE(best[size_t(s)], full / 3) << "strip " << s << ": 0.1 % off, a smear";
+
+  press("find_period");
+  ASSERT_TRUE(v_->settle(400));
+  EXPECT_NEAR(v_->figure_params(1).period_ns, 1e9 / 22050, 1e9 / 22050 * 1e-4) << "45.3515 us within 0.01 %";
+  profile(best, half);
+  for (int s = 1; s < strips - 1; ++s) {
+    EXPECT_GE(best[size_t(s)], full * 9 / 10) << "strip " << s << ": the column snapped into focus...";
+    EXPECT_LE(half[size_t(s)], sample_px * 5 / 4) << "strip " << s << ": ...a sample wide";
+    EXPECT_GE(half[size_t(s)], sample_px * 3 / 4) << "strip " << s;
+  }
+  // The interruptions' period is offered beside it.
+  ASSERT_GT(v_->control("period_candidate_1").w, 0) << "a second candidate";
+  press("period_candidate_1");
+  ASSERT_TRUE(v_->settle(400));
+  EXPECT_NEAR(v_->figure_params(1).period_ns, 50e6, 50e6 * 0.01) << "the interruptions' 50 ms within 1 %";
+}
+
+}  // namespace
+}  // namespace tinescope::test

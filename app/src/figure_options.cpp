@@ -17,7 +17,12 @@ void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::
   cmd.add_option("--figure", o.figure, help)->check(CLI::IsMember(figures));
   cmd.add_option("--from", o.from, "start of the view, from the start of the trace (e.g. 1.5s, 300us)");
   cmd.add_option("--to", o.to, "end of the view (default: the end of the trace)");
-  cmd.add_option("--period", o.period, "scope: strip duration (e.g. 45.3515us)");
+  cmd.add_option("--period", o.period,
+                 "scope: strip duration (e.g. 45.3515us), or auto: found from the folded lanes' starts (the default)");
+  cmd.add_option("--fold-mode", o.fold_mode,
+                 "scope: how folded periods combine: mean (the share of periods busy; the default), max (busy in any "
+                 "period: rare events show) or min (busy in every period)")
+      ->check(CLI::IsMember({"mean", "max", "min"}));
   cmd.add_option("--fold", o.fold, "scope: periods overlaid in each strip (1..65536)")->check(CLI::Range(1, 65536));
   cmd.add_option("--strip", o.strip_px, "scope: strip height in pixels (>= 1)")->check(CLI::Range(1, 1000));
   cmd.add_option("--theta", o.theta, "log-time warp: 0 is linear; larger opens up bursts (per microsecond)");
@@ -92,11 +97,12 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
     error = "--to must come after --from";
     return false;
   }
-  if (!o.period.empty() && (!parse_duration(o.period, f.period_ns) || f.period_ns <= 0)) {
+  if (!o.period.empty() && o.period != "auto" && (!parse_duration(o.period, f.period_ns) || f.period_ns <= 0)) {
     error = "not a period: '" + o.period + "'";
     return false;
   }
   f.fold = o.fold;
+  if (!o.fold_mode.empty()) render::parse_fold_mode(o.fold_mode, f.fold_mode);
   f.strip_px = o.strip_px;
   f.names_px = o.names_px;
   f.theta = o.theta / 1e3;
@@ -198,6 +204,13 @@ bool figure_params(const FigureOptions& o, const render::Scene& scene, render::F
       return false;
     }
     if (!at(o.select.substr(0, colon), 0, marks.sel0) || !at(o.select.substr(colon + 1), 0, marks.sel1)) return false;
+  }
+  if (f.type == render::FigureParams::Scope) {
+    if (f.period_ns <= 0) {
+      f.period_candidates = render::find_scope_periods(scene, f);
+      f.period_ns = f.period_candidates.empty() ? render::default_period_ns(scene, f) : f.period_candidates[0].period_ns;
+    }
+    f.follow = marks.cursor;  // (the scope keeps the cursor's strip on screen)
   }
   return true;
 }

@@ -15,7 +15,7 @@ namespace tinescope::app {
 struct FigureOptions {
   std::string figure = "timeline";
   std::string from, to, period, lanes, lane_order, cursor, select, hide_categories, rules, messages, spacing,
-      lifelines, collapse, active;
+      lifelines, collapse, active, fold_mode;
   std::vector<std::string> clocks;  // --clock TRACE=auto|none|+OFFSET
   uint32_t fold = 1, strip_px = 8;
   double theta = 0;  // per microsecond on the command line

@@ -150,6 +150,13 @@ int run_render(const RenderArgs& a) {
   std::printf("%s: %dx%d %s (build %.1f ms, draw %.1f ms, %llu primitives, %s)\n", a.out.c_str(), w, h,
               a.figure.figure.c_str(), t.build_ms, t.draw_ms, (unsigned long long)t.primitives,
               r->context().renderer().c_str());
+  if (f.type == render::FigureParams::Scope) {
+    std::printf("  period %s, fold %u %s%s\n", analysis::format_period(f.period_ns).c_str(), f.fold,
+                render::fold_mode_name(f.fold_mode), f.period_candidates.empty() ? "" : " (found)");
+    for (const analysis::PeriodCandidate& c : f.period_candidates)
+      std::printf("  period candidate %-14s sharpness %.3f  %s (%llu starts)\n", analysis::format_period(c.period_ns).c_str(),
+                  c.sharpness, c.source.c_str(), (unsigned long long)c.starts);
+  }
   if (f.type == render::FigureParams::Sequence)
     std::printf("  %llu lifeline%s (%s), %s spacing: %llu arrows%s%s%s\n", (unsigned long long)t.lifelines,
                 t.lifelines == 1 ? "" : "s", render::lifelines_name(f.lifelines), render::spacing_name(f.spacing),

@@ -80,6 +80,7 @@ std::unique_ptr<Viewer> Viewer::create(std::shared_ptr<render::Scene> scene, con
     std::snprintf(v->message_filter_text_, sizeof v->message_filter_text_, "%s", first.message_filter->text.c_str());
   if (first.type == FigureParams::Scope && first.period_ns <= 0)
     v->figures_.back()->params.period_ns = render::default_period_ns(*v->scene_, v->figures_.back()->params);
+  v->period_candidates_ = first.period_candidates;  // (--period auto: offered beside "Find period")
   v->overview_width_ = float(options.width);
   // Built once, so at the budget of a picture at rest (a live overview is
   // rebuilt as data arrives, at the interactive one).

@@ -108,10 +108,45 @@ void Viewer::controls() {
     if (ImGui::ArrowButton("##more", ImGuiDir_Right)) p.period_ns += 0.1;
     record_control("period_more");
     ImGui::SameLine();
+    // The periods of the folded lanes, found from the index (analysis/period.hpp):
+    // the best is taken at once, the others offered beside it.
+    if (ImGui::Button("Find period")) {
+      period_candidates_ = render::find_scope_periods(*scene_, p);
+      if (!period_candidates_.empty()) p.period_ns = period_candidates_[0].period_ns;
+      period_found_ = period_candidates_.empty() ? "no period found in these lanes" : "";
+    }
+    record_control("find_period");
+    for (size_t i = 0; i < period_candidates_.size(); ++i) {
+      const analysis::PeriodCandidate& c = period_candidates_[i];
+      ImGui::SameLine();
+      const std::string label = analysis::format_period(c.period_ns) + "##candidate" + std::to_string(i);
+      const bool current = std::fabs(p.period_ns - c.period_ns) <= 1e-9 * c.period_ns;
+      if (current) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
+      if (ImGui::SmallButton(label.c_str())) p.period_ns = c.period_ns;
+      if (current) ImGui::PopStyleColor();
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("%s repeats every %s (sharpness %.3f over %llu starts)", c.source.c_str(),
+                          analysis::format_period(c.period_ns).c_str(), c.sharpness, (unsigned long long)c.starts);
+      record_control(("period_candidate_" + std::to_string(i)).c_str());
+    }
+    if (!period_found_.empty()) {
+      ImGui::SameLine();
+      ImGui::TextDisabled("%s", period_found_.c_str());
+    }
+    ImGui::SameLine();
     int fold = int(p.fold);
     ImGui::SetNextItemWidth(160);
     if (ImGui::SliderInt("fold", &fold, 1, 4096, "%d", ImGuiSliderFlags_Logarithmic)) p.fold = uint32_t(std::max(1, fold));
     record_control("fold");
+    ImGui::SameLine();
+    // Mean: how often busy; max: ever busy (a rare event shows); min: always busy.
+    ImGui::SetNextItemWidth(70);
+    if (ImGui::BeginCombo("##fold_mode", render::fold_mode_name(p.fold_mode))) {
+      for (render::FoldMode m : {render::FoldMode::Mean, render::FoldMode::Max, render::FoldMode::Min})
+        if (ImGui::Selectable(render::fold_mode_name(m), m == p.fold_mode)) p.fold_mode = m;
+      ImGui::EndCombo();
+    }
+    record_control("fold_mode");
     ImGui::SameLine();
     int strip = int(p.strip_px);
     ImGui::SetNextItemWidth(100);
@@ -129,7 +164,8 @@ void Viewer::controls() {
     record_control("lane");
     for (auto& f : figures_)
       if (f->params.type == FigureParams::Scope && f.get() != scope)
-        f->params.period_ns = p.period_ns, f->params.fold = p.fold, f->params.strip_px = p.strip_px;
+        f->params.period_ns = p.period_ns, f->params.fold = p.fold, f->params.strip_px = p.strip_px,
+        f->params.fold_mode = p.fold_mode;
   }
   const float bottom = ImGui::GetWindowPos().y + ImGui::GetWindowSize().y;
   ImGui::End();

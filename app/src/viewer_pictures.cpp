@@ -24,6 +24,9 @@ std::string state_key(const FigureParams& p, Rect r) {
                 (long long)p.t1, p.theta, p.period_ns, p.fold, p.strip_px, r.w, r.h, p.lanes.size(),
                 p.collapsed.size(), int(p.spacing) | int(p.lifelines) << 4);
   std::string key = buf;
+  if (p.type == FigureParams::Scope)  // (where it starts, following the cursor; how it folds)
+    key += " start " + std::to_string(render::scope_start(p, p.period_ns, render::ScopeGeometry::of(r, p.strip_px).strips())) +
+           " " + render::fold_mode_name(p.fold_mode);
   for (uint32_t l : p.lanes) key.append(1, ' ').append(std::to_string(l));
   for (const std::string& c : p.collapsed) key.append(1, ' ').append(c);
   // (Each change of the hidden categories makes new hidden names.)
@@ -191,6 +194,7 @@ void Viewer::request_pictures() {
   for (size_t i = 0; i < figures_.size(); ++i) {
     Figure& f = *figures_[i];
     f.params.t0 = t0_, f.params.t1 = t1_, f.params.theta = theta_us_ / 1e3;
+    f.params.follow = marks_.cursor;
     const std::string key = state_key(f.params, f.rect) + live_key;
     if (key == f.requested || f.rect.w < 8 || f.rect.h < 8) continue;
     f.requested = key;

@@ -1,6 +1,7 @@
 #include "tinescope/render/figure_params.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tinescope::render {
 
@@ -92,46 +93,42 @@ bool bookmark_window(const Scene& scene, const Marks& marks, int64_t t0, int64_t
   return true;
 }
 
-double default_period_ns(const Scene& scene, const FigureParams& f) {
-  const double fallback = std::max(1.0, double(f.t1 - f.t0) / 100);
+std::vector<analysis::PeriodCandidate> find_scope_periods(const Scene& scene, const FigureParams& f) {
   const std::vector<uint32_t> lanes = scope_lanes(scene, f);
-  if (lanes.empty() || lanes[0] >= scene.lanes().size()) return fallback;
-  const Lane& lane = scene.lanes()[lanes[0]];
-  const index::TraceIndex& ix = *scene.sources()[lane.source].index;
-  const std::vector<index::StreamInfo> streams = ix.streams();
-  // Its busiest stream of intervals or job segments.
-  int best = -1;
-  for (size_t id = 0; id < streams.size(); ++id) {
-    const index::StreamInfo& st = streams[id];
-    if (st.feedlet != lane.feedlet || (st.kind != index::StreamKind::Interval && st.kind != index::StreamKind::Sched))
-      continue;
-    if (best < 0 || st.items > streams[size_t(best)].items) best = int(id);
-  }
-  if (best < 0 || streams[size_t(best)].items < 3) return fallback;
-  // A stretch that holds about 2 000 of its items at their mean spacing.
-  const trace::ClockMap& clock = scene.sources()[lane.source].catalog->clock;
-  const uint64_t first = ix.first_ts(), last = ix.last_ts();
-  const uint64_t from = std::max(first, clock.to_ticks(f.t0));
-  // (In integers: a double of 2^64 - 1 rounds up to 2^64, which no uint64_t holds.)
-  const uint64_t spacing = (last - first) / streams[size_t(best)].items;
-  const uint64_t stretch = spacing > (UINT64_MAX - 1) / 2000 ? UINT64_MAX : spacing * 2000 + 1;
-  const uint64_t to = from + std::min(stretch, UINT64_MAX - from);
-  std::vector<index::Item> items = ix.items(best, from, to);
-  std::sort(items.begin(), items.end(), [](const index::Item& a, const index::Item& b) { return a.start < b.start; });
-  std::vector<int64_t> gaps;
-  for (size_t i = 1; i < items.size(); ++i)
-    if (items[i].start > items[i - 1].start) gaps.push_back(clock.to_ns(items[i].start) - clock.to_ns(items[i - 1].start));
-  if (gaps.size() < 2) return fallback;
-  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
-  return double(std::max<int64_t>(1, gaps[gaps.size() / 2]));
+  if (lanes.empty() || lanes[0] >= scene.lanes().size()) return {};
+  // The lanes of the first one's trace (a period is a fact of one clock).
+  const uint32_t source = scene.lanes()[lanes[0]].source;
+  std::vector<uint32_t> feedlets;
+  for (uint32_t id : lanes)
+    if (id < scene.lanes().size() && scene.lanes()[id].source == source) feedlets.push_back(scene.lanes()[id].feedlet);
+  analysis::PeriodOptions o;
+  if (f.t1 > f.t0) o.from_ns = f.t0;
+  return analysis::find_periods(*scene.sources()[source].index, feedlets, o);
+}
+
+double default_period_ns(const Scene& scene, const FigureParams& f) {
+  const std::vector<analysis::PeriodCandidate> found = find_scope_periods(scene, f);
+  return found.empty() ? std::max(1.0, double(f.t1 - f.t0) / 100) : found.front().period_ns;
+}
+
+int64_t scope_start(const FigureParams& f, double period_ns, uint32_t strips) {
+  const double strip = period_ns * double(std::clamp(f.fold, 1u, 65536u));
+  if (f.follow == Marks::kNone || !(strip > 0)) return f.t0;
+  const double k = std::floor(double(f.follow - f.t0) / strip);  // the strip it is in
+  const double shown = double(std::max(1u, strips));
+  if (k >= 0 && k < shown) return f.t0;
+  // Whole strips, so the phase stays what it was.
+  const double start = double(f.t0) + (k - std::floor(shown / 2)) * strip;
+  return int64_t(std::clamp(start, -9.2e18, 9.2e18));
 }
 
 ScopeRequest scope_request(const Scene& scene, const FigureParams& f, const ScopeGeometry& g) {
   ScopeRequest r;
-  r.start = f.t0;
   r.period_ns = f.period_ns > 0 ? f.period_ns : default_period_ns(scene, f);
   r.fold = std::clamp(f.fold, 1u, 65536u);
+  r.mode = f.fold_mode;
   r.strips = std::max(1u, g.strips());
+  r.start = scope_start(f, r.period_ns, r.strips);
   r.columns = uint32_t(std::max(1.f, g.plot.w));
   r.lanes = scope_lanes(scene, f);
   return r;

@@ -221,8 +221,8 @@ void scope_overlay(ImDrawList* dl, const Scene& scene, const ScopePicture& p, co
                    const Marks& marks) {
   const ScopeRequest& q = p.request;
   char info[256];
-  std::snprintf(info, sizeof info, "period %.4f us   fold %u   %u strips of %u px   from %s   %s%s", q.period_ns / 1e3,
-                q.fold, q.strips, g.strip_px, format_time(q.start - scene.first_ns(), 1000).c_str(),
+  std::snprintf(info, sizeof info, "period %.4f us   fold %u%s%s   %u strips of %u px   from %s   %s%s", q.period_ns / 1e3,
+                q.fold, q.mode == FoldMode::Mean ? "" : " ", q.mode == FoldMode::Mean ? "" : fold_mode_name(q.mode), q.strips, g.strip_px, format_time(q.start - scene.first_ns(), 1000).c_str(),
                 q.lanes.size() == 1 && q.lanes[0] < scene.lanes().size() ? scene.lanes()[q.lanes[0]].name.c_str() : "",
                 p.truncated ? "   (too many events: partial)" : "");
   dl->AddText({g.info.x + 4, g.info.y + 3}, kText, info);

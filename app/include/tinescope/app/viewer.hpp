@@ -211,6 +211,8 @@ class Viewer {
   int fb_w_ = 0, fb_h_ = 0;
   std::vector<uint8_t> pixels_;
   std::vector<std::pair<std::string, render::Rect>> controls_;
+  std::vector<analysis::PeriodCandidate> period_candidates_;  // the scope's, from "Find period"
+  std::string period_found_;                                  // what it found, where it found nothing
   char message_filter_text_[256] = {};
   std::string message_filter_error_;
   AnalysisPanel analysis_;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tinescope/analysis/period.hpp"
 #include "tinescope/render/figure.hpp"
 #include "tinescope/render/lane_order.hpp"
 #include "tinescope/render/picture.hpp"
@@ -21,7 +22,15 @@ struct FigureParams {
   double theta = 0;         // log-time warp (per ns), 0 linear
   double period_ns = 0;     // scope strip duration; 0: default_period_ns()
   uint32_t fold = 1;
+  FoldMode fold_mode = FoldMode::Mean;
   uint32_t strip_px = 8;
+  // Scope: the periods found for its lanes, where it was asked to find them
+  // (find_scope_periods), the chosen one first.
+  std::vector<analysis::PeriodCandidate> period_candidates;
+  // Scope: a time kept on screen (the cursor, a bookmark gone to): where it
+  // lies past the strips that start at t0, they scroll by whole strips so
+  // that its strip is in the middle. Marks::kNone: none.
+  int64_t follow = Marks::kNone;
   // Timeline: lanes shown (all if empty); scope: lanes folded; sequence:
   // the lanes of its lifelines (message_lanes() picks those with messages).
   std::vector<uint32_t> lanes;
@@ -48,12 +57,16 @@ struct FigureParams {
 LayoutOptions layout_options(const FigureParams& f);
 TimelineRequest timeline_request(const Scene& scene, const FigureParams& f, const TimelineGeometry& g);
 SequenceRequest sequence_request(const Scene& scene, const FigureParams& f, const SequenceGeometry& g);
+// The scope's first strip's start: f.t0, unless f.follow lies outside its
+// `strips` strips; then whole strips on, with f.follow's in the middle.
+int64_t scope_start(const FigureParams& f, double period_ns, uint32_t strips);
 ScopeRequest scope_request(const Scene& scene, const FigureParams& f, const ScopeGeometry& g);
-// A scope's period until one is chosen: the typical period of the lane it
-// folds (the first of f.lanes, else the first with intervals or jobs), the
-// median time from one start to the next of its busiest stream (intervals of
-// one name, or a CPU's job segments) over a stretch of ~2 000 of them from
-// f.t0; (t1 - t0) / 100 where a lane has too few.
+// The periods of the lanes a scope folds (f.lanes, else the first with
+// intervals or jobs; those of the first one's trace), from f.t0 on
+// (analysis/period.hpp): the sharpest first.
+std::vector<analysis::PeriodCandidate> find_scope_periods(const Scene& scene, const FigureParams& f);
+// A scope's period until one is chosen: the best of find_scope_periods(),
+// (t1 - t0) / 100 where the lanes show none.
 double default_period_ns(const Scene& scene, const FigureParams& f);
 // The window to show a message [send, recv] in (a search hit, a bookmark):
 // `span` wide, centred on it, narrowed (halved) until the window holds at

@@ -189,10 +189,20 @@ TimelinePicture build_timeline(const Scene& scene, const TimelineRequest& reques
 // The oscilloscope: time in strips of `period_ns`, left to right, top to
 // bottom; with fold F, each strip overlays F consecutive periods and a
 // pixel's intensity is the fraction of them its interval covers.
+// How a scope strip combines its folded periods at each column.
+enum class FoldMode : uint8_t {
+  Mean,  // the share of the periods busy there (weighted by the time covered)
+  Max,   // busy in any period: a rare event shows at full strength
+  Min,   // busy in every period of the strip
+};
+const char* fold_mode_name(FoldMode m);
+bool parse_fold_mode(const std::string& text, FoldMode& m);
+
 struct ScopeRequest {
   int64_t start = 0;         // ns: the left edge of the first strip
   double period_ns = 1e6;    // strip duration (fractions of a ns allowed)
   uint32_t fold = 1;
+  FoldMode mode = FoldMode::Mean;
   uint32_t strips = 1;
   uint32_t columns = 1;
   std::vector<uint32_t> lanes;
