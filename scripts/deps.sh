@@ -10,7 +10,7 @@ TINESCOPE_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   strace
   libglfw3-dev libimgui-dev libepoxy-dev libegl-dev libegl1-mesa-dev libgl1-mesa-dri libstb-dev
-  libcairo2-dev fonts-dejavu-core
+  libcairo2-dev fonts-dejavu-core poppler-utils libxml2-utils
   libtracefs-dev libtraceevent-dev libtracecmd-dev trace-cmd
   libelf-dev libdw-dev
   libprotobuf-dev protobuf-compiler

@@ -9,12 +9,22 @@
 
 namespace tinescope::app {
 
-void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::string>& more_figures) {
+void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::string>& more_figures, bool several) {
   std::vector<std::string> figures = {"timeline", "scope", "sequence"};
   figures.insert(figures.end(), more_figures.begin(), more_figures.end());
   std::string help;
   for (const std::string& f : figures) help += (help.empty() ? "" : f == figures.back() ? " or " : ", ") + f;
-  cmd.add_option("--figure", o.figure, help)->check(CLI::IsMember(figures));
+  if (!several) {
+    cmd.add_option("--figure", o.figure, help)->check(CLI::IsMember(figures));
+  } else {
+    // Several, comma separated: stacked top to bottom in one picture.
+    cmd.add_option("--figure", o.figure, help + "; several, comma separated, are stacked in one picture")
+        ->check([figures](const std::string& list) {
+          for (const std::string& f : analysis::split_categories(list))
+            if (std::find(figures.begin(), figures.end(), f) == figures.end()) return "not a figure: '" + f + "'";
+          return std::string();
+        });
+  }
   cmd.add_option("--from", o.from, "start of the view, from the start of the trace (e.g. 1.5s, 300us)");
   cmd.add_option("--to", o.to, "end of the view (default: the end of the trace)");
   cmd.add_option("--period", o.period,

@@ -26,7 +26,9 @@ struct FigureOptions {
 // (open_aligned, commands.hpp).
 void add_clock_option(CLI::App& cmd, std::vector<std::string>& clocks);
 // `more_figures`: figures this command draws besides the timeline and scope.
-void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::string>& more_figures = {});
+// `several`: --figure takes a comma-separated list (render's stacked figures).
+void add_figure_options(CLI::App& cmd, FigureOptions& o, const std::vector<std::string>& more_figures = {},
+                        bool several = false);
 // "1.5s", "300us", "45.3515us", "12ns", "7" (ns): nanoseconds (fractions kept).
 bool parse_duration(const std::string& text, double& ns);
 // FigureParams for the scene; false with a message for a bad value.

@@ -1,13 +1,18 @@
-// `tinescope render TRACE... -o out.png`: a figure drawn headless through
-// EGL, exactly as the viewer draws it at the same size; the charts of
-// streams (a time series, a histogram) drawn with cairo as PNG, SVG or PDF.
+// `tinescope render TRACE... -o out.png|svg|pdf`: figures drawn headless,
+// exactly as the viewer draws them at the same size: the timeline, scope
+// and sequence diagram through EGL, the charts (time series, stream,
+// histogram, pie) with cairo; several, comma separated, stacked top to
+// bottom in one picture (render/chart.hpp's Sheet).
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <memory>
+#include <unistd.h>
 
 #include "commands.hpp"
 #include "figure_options.hpp"
 #include "tinescope/analysis/stream_expr.hpp"
+#include "tinescope/analysis/time_share.hpp"
 #include "tinescope/render/chart.hpp"
 #include "tinescope/render/headless.hpp"
 
@@ -21,41 +26,46 @@ struct RenderArgs {
   FigureOptions figure;
   std::vector<std::string> streams;  // the charts' streams
   bool linear_bins = false;
+  std::string pie_by = "name";
 };
 
-// The stream and histogram charts: each stream evaluated over the window
-// (from the first trace), then drawn with cairo.
-int run_chart(const RenderArgs& a, int w, int h) {
-  render::ChartFormat format;
-  if (!render::chart_format(a.out, format)) {
-    std::fprintf(stderr, "tinescope render: %s: a chart is written as .png, .svg or .pdf; name the output so\n",
-                 a.out.c_str());
-    return 2;
-  }
-  render::Scene scene;
-  render::FigureParams f;
-  render::Marks marks;
-  if (int status = open_figure("render", a.traces, a.figure, scene, f, marks)) return status;
-  if (a.streams.empty()) {
-    std::fprintf(stderr, "tinescope render: --figure %s draws streams: give one with --stream, e.g. "
-                         "--stream 'field(name=\"transaction\", \"latency_ms\")'\n", a.figure.figure.c_str());
-    return 2;
-  }
-  if (a.traces.size() != 1) {
-    std::fprintf(stderr, "tinescope render: --figure %s draws the streams of one trace, not %zu\n",
-                 a.figure.figure.c_str(), a.traces.size());
-    return 2;
-  }
-  const bool histogram = a.figure.figure == "histogram";
-  if (histogram && a.streams.size() != 1) {
-    std::fprintf(stderr, "tinescope render: --figure histogram bins one stream, not %zu\n", a.streams.size());
-    return 2;
-  }
+bool is_chart(const std::string& figure) {
+  return figure == "stream" || figure == "series" || figure == "histogram" || figure == "pie";
+}
+
+// The streams of a stream, series or histogram chart, each evaluated over
+// the window of the first trace. A series with no --stream draws the
+// counters of its lanes. Returns 0, or the exit status after saying why.
+int evaluate_streams(const RenderArgs& a, const std::string& figure, const render::Scene& scene,
+                     const render::FigureParams& f, std::vector<std::unique_ptr<analysis::DerivedStream>>& evaluated,
+                     render::StreamChart& chart, std::string& quantity) {
   const render::Source& src = scene.sources().front();
-  std::vector<std::unique_ptr<analysis::DerivedStream>> evaluated;
-  render::StreamChart chart;
-  std::string quantity;  // a field stream's field, named on the histogram's axis
-  for (const std::string& text : a.streams) {
+  std::vector<std::string> texts = a.streams;
+  if (texts.empty() && figure == "series") {
+    for (uint32_t id = 0; id < scene.lanes().size() && texts.size() < 8; ++id) {
+      const render::Lane& lane = scene.lanes()[id];
+      if (lane.source != 0 || (!f.lanes.empty() && std::find(f.lanes.begin(), f.lanes.end(), id) == f.lanes.end()))
+        continue;
+      for (const std::string& name : lane.counter_names)
+        if (texts.size() < 8 && std::find(texts.begin(), texts.end(), "samples(name=\"" + name + "\")") == texts.end())
+          texts.push_back("samples(name=\"" + name + "\")");
+    }
+    if (texts.empty()) {
+      std::fprintf(stderr, "tinescope render: --figure series: the lanes have no counters; name a sample stream with --stream\n");
+      return 2;
+    }
+  }
+  if (texts.empty()) {
+    std::fprintf(stderr, "tinescope render: --figure %s draws streams: give one with --stream, e.g. "
+                         "--stream 'field(name=\"transaction\", \"latency_ms\")'\n", figure.c_str());
+    return 2;
+  }
+  const bool histogram = figure == "histogram";
+  if (histogram && texts.size() != 1) {
+    std::fprintf(stderr, "tinescope render: --figure histogram bins one stream, not %zu\n", texts.size());
+    return 2;
+  }
+  for (const std::string& text : texts) {
     analysis::Expr e;
     std::string error;
     if (!analysis::parse_stream(text, e, error)) {
@@ -82,10 +92,69 @@ int run_chart(const RenderArgs& a, int w, int h) {
     chart.streams.push_back({analysis::format_stream(e), s.get(), count});
     evaluated.push_back(std::move(s));
   }
+  return 0;
+}
+
+// The pie: where the time of the figure's lanes (of the first trace) went
+// over the window, or up to the cursor (the play head) where it is in it.
+render::PieChart pie_chart(const render::Scene& scene, const render::FigureParams& f, const render::Marks& marks,
+                           analysis::ShareBy by) {
+  const render::Source& src = scene.sources().front();
+  std::vector<uint32_t> feedlets;
+  std::vector<std::string> labels;
+  for (uint32_t id = 0; id < scene.lanes().size(); ++id) {
+    const render::Lane& lane = scene.lanes()[id];
+    if (lane.source != 0 || (!f.lanes.empty() && std::find(f.lanes.begin(), f.lanes.end(), id) == f.lanes.end()))
+      continue;
+    if (std::find(feedlets.begin(), feedlets.end(), lane.feedlet) != feedlets.end()) continue;
+    feedlets.push_back(lane.feedlet);
+    labels.push_back(lane.shares_name ? lane.name + " (" + std::to_string(lane.tid) + ")" : lane.name);
+  }
+  const int64_t end = marks.cursor != render::Marks::kNone && marks.cursor > f.t0 && marks.cursor < f.t1 ? marks.cursor : f.t1;
+  const trace::ClockMap& clock = src.catalog->clock;
+  const std::vector<analysis::Share> shares =
+      analysis::time_share(*src.index, feedlets, labels, clock.to_ticks(f.t0), clock.to_ticks(end), by);
+  render::PieChart pie;
+  pie.title = std::string("time by ") + analysis::share_by_name(by) + ": " + src.path;
+  uint64_t busy = 0;
+  for (const analysis::Share& s : shares) {
+    const int64_t ns = int64_t(double(s.ticks) / clock.ticks_per_ns());
+    pie.slices.push_back({s.label, s.ticks, s.items, render::format_duration(ns, scene.time_unit())});
+    busy += s.ticks;
+  }
+  pie.subtitle = (by == analysis::ShareBy::Name ? "each name's own time (less what nests in it)"
+                  : by == analysis::ShareBy::Thread ? "each thread's time in outermost intervals"
+                                                    : "each task's job segments, on every CPU") +
+                 std::string(", from ") + render::format_time(f.t0 - scene.first_ns(), 1, scene.time_unit()) + " to " +
+                 render::format_time(end - scene.first_ns(), 1, scene.time_unit()) + " in " +
+                 std::to_string(feedlets.size()) + " lanes: " +
+                 render::format_duration(int64_t(double(busy) / clock.ticks_per_ns()), scene.time_unit());
+  return pie;
+}
+
+// One chart in its slot of the sheet. Returns 0, or the exit status.
+int draw_chart(const RenderArgs& a, const std::string& figure, const render::Scene& scene, const render::FigureParams& f,
+               const render::Marks& marks, render::Sheet& sheet, int y, int h, uint64_t& shown) {
   std::string error;
+  const render::Source& src = scene.sources().front();
+  if (figure == "pie") {
+    analysis::ShareBy by = analysis::ShareBy::Name;
+    analysis::parse_share_by(a.pie_by, by);
+    const render::PieChart pie = pie_chart(scene, f, marks, by);
+    for (const render::PieSlice& s : pie.slices) shown += s.items;
+    if (!sheet.pie_chart(y, h, pie, error)) return std::fprintf(stderr, "tinescope render: %s: %s\n", a.out.c_str(), error.c_str()), 1;
+    std::printf("  pie by %s: %zu slices", a.pie_by.c_str(), pie.slices.size());
+    for (size_t i = 0; i < pie.slices.size() && i < 5; ++i)
+      std::printf("%s %s %s", i ? "," : "", pie.slices[i].label.c_str(), pie.slices[i].time.c_str());
+    std::printf("%s\n", pie.slices.size() > 5 ? ", ..." : "");
+    return 0;
+  }
+  std::vector<std::unique_ptr<analysis::DerivedStream>> evaluated;
+  render::StreamChart chart;
+  std::string quantity;  // a field stream's field, named on the histogram's axis
+  if (int status = evaluate_streams(a, figure, scene, f, evaluated, chart, quantity)) return status;
   bool ok;
-  uint64_t shown = 0;
-  if (histogram) {
+  if (figure == "histogram") {
     const analysis::DerivedStream& s = *evaluated.front();
     const auto hist = render::PlayableHistogram::build(s, src.catalog->clock, !a.linear_bins);
     // Played up to the cursor, where one is given (the viewer's play head).
@@ -93,63 +162,27 @@ int run_chart(const RenderArgs& a, int w, int h) {
     std::string title = chart.streams.front().label;
     if (!a.figure.from.empty() || !a.figure.to.empty())  // (the records whose key, an interval's end, is in the window)
       title += "   from " + render::format_time(f.t0 - scene.first_ns()) + " to " + render::format_time(f.t1 - scene.first_ns());
-    render::HistogramChart hc{title, &hist, hist.up_to(s, src.catalog->clock, key, shown), quantity};
-    ok = render::write_histogram_chart(a.out, w, h, hc, error);
+    uint64_t played = 0;
+    render::HistogramChart hc{title, &hist, hist.up_to(s, src.catalog->clock, key, played), quantity};
+    shown += played;
+    ok = sheet.histogram_chart(y, h, hc, error);
   } else {
     chart.title = src.path;
     chart.clock = &src.catalog->clock;
     chart.t0 = f.t0, chart.t1 = f.t1, chart.origin = scene.first_ns(), chart.unit = scene.time_unit();
     for (const render::ChartStream& s : chart.streams) shown += s.count;
-    ok = render::write_stream_chart(a.out, w, h, chart, error);
+    ok = sheet.stream_chart(y, h, chart, error);
   }
   if (!ok) {
-    std::fprintf(stderr, "tinescope render: %s\n", error.c_str());
+    std::fprintf(stderr, "tinescope render: %s: %s\n", a.out.c_str(), error.c_str());
     return 1;
   }
-  std::printf("%s: %dx%d %s of %zu stream%s, %llu records\n", a.out.c_str(), w, h, a.figure.figure.c_str(),
-              a.streams.size(), a.streams.size() == 1 ? "" : "s", (unsigned long long)shown);
+  std::printf("  %s of %zu stream%s\n", figure.c_str(), chart.streams.size(), chart.streams.size() == 1 ? "" : "s");
   return 0;
 }
 
-int run_render(const RenderArgs& a) {
-  int w = 0, h = 0;
-  if (std::sscanf(a.size.c_str(), "%dx%d", &w, &h) != 2 || w < 64 || h < 64 || w > 16384 || h > 16384) {
-    std::fprintf(stderr, "tinescope render: --size wants WxH (64..16384), not '%s'\n", a.size.c_str());
-    return 2;
-  }
-  if (a.figure.figure == "stream" || a.figure.figure == "histogram") return run_chart(a, w, h);
-  if (!a.streams.empty()) {
-    std::fprintf(stderr, "tinescope render: --stream draws with --figure stream or histogram\n");
-    return 2;
-  }
-  // The timeline, scope and sequence diagram are PNG only, so far: a name that asks for
-  // another format is refused, not answered with a PNG under that name.
-  const size_t dot = a.out.rfind('.');
-  std::string ext = dot == std::string::npos || a.out.find('/', dot) != std::string::npos ? "" : a.out.substr(dot + 1);
-  for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
-  if (ext != "png") {
-    std::fprintf(stderr, "tinescope render: %s: the %s is drawn as PNG only; name the output .png\n", a.out.c_str(),
-                 a.figure.figure.c_str());
-    return 2;
-  }
-  render::Scene scene;
-  render::FigureParams f;
-  render::Marks marks;
-  if (int status = open_figure("render", a.traces, a.figure, scene, f, marks)) return status;
-  std::string error;
-  auto r = render::HeadlessRenderer::create(w, h, error);
-  if (!r) {
-    std::fprintf(stderr, "tinescope render: %s\n", error.c_str());
-    return 1;
-  }
-  const auto t = r->draw(scene, f, marks);
-  if (!render::write_png(a.out, w, h, r->context().read_rgba(), error)) {
-    std::fprintf(stderr, "tinescope render: %s\n", error.c_str());
-    return 1;
-  }
-  std::printf("%s: %dx%d %s (build %.1f ms, draw %.1f ms, %llu primitives, %s)\n", a.out.c_str(), w, h,
-              a.figure.figure.c_str(), t.build_ms, t.draw_ms, (unsigned long long)t.primitives,
-              r->context().renderer().c_str());
+// What a drawn GL figure says beside its picture.
+void describe(const render::FigureParams& f, const render::HeadlessRenderer::Timing& t) {
   if (f.type == render::FigureParams::Scope) {
     std::printf("  period %s, fold %u %s%s\n", analysis::format_period(f.period_ns).c_str(), f.fold,
                 render::fold_mode_name(f.fold_mode), f.period_candidates.empty() ? "" : " (found)");
@@ -182,6 +215,96 @@ int run_render(const RenderArgs& a) {
     std::printf("  not drawn: the intervals and instants of %s (%llu names; a name also in a shown category stays)\n",
                 list.c_str(), (unsigned long long)names);
   }
+}
+
+int run_render(const RenderArgs& a) {
+  int w = 0, h = 0;
+  if (std::sscanf(a.size.c_str(), "%dx%d", &w, &h) != 2 || w < 64 || h < 64 || w > 16384 || h > 16384) {
+    std::fprintf(stderr, "tinescope render: --size wants WxH (64..16384), not '%s'\n", a.size.c_str());
+    return 2;
+  }
+  const std::vector<std::string> figures = analysis::split_categories(a.figure.figure);
+  if (figures.empty()) return std::fprintf(stderr, "tinescope render: --figure names no figure\n"), 2;
+  render::ChartFormat format;
+  if (!render::chart_format(a.out, format)) {
+    std::fprintf(stderr, "tinescope render: %s: a picture is written as .png, .svg or .pdf; name the output so\n",
+                 a.out.c_str());
+    return 2;
+  }
+  const bool charts = std::any_of(figures.begin(), figures.end(), is_chart);
+  if (!a.streams.empty() && std::none_of(figures.begin(), figures.end(), [](const std::string& f) {
+        return f == "stream" || f == "series" || f == "histogram";
+      })) {
+    std::fprintf(stderr, "tinescope render: --stream draws with --figure stream, series or histogram\n");
+    return 2;
+  }
+  if (charts && a.traces.size() != 1) {
+    std::fprintf(stderr, "tinescope render: --figure %s draws the streams of one trace, not %zu\n", a.figure.figure.c_str(),
+                 a.traces.size());
+    return 2;
+  }
+  if (analysis::ShareBy by; !analysis::parse_share_by(a.pie_by, by))
+    return std::fprintf(stderr, "tinescope render: --pie-by: name, thread or task, not '%s'\n", a.pie_by.c_str()), 2;
+  // The trace once, then each figure's settings against it (a chart's as a timeline's: window, lanes, cursor).
+  render::Scene scene;
+  std::vector<render::FigureParams> params(figures.size());
+  std::vector<render::Marks> marks(figures.size());
+  for (size_t i = 0; i < figures.size(); ++i) {
+    FigureOptions o = a.figure;
+    o.figure = is_chart(figures[i]) ? "timeline" : figures[i];
+    std::string error;
+    if (i == 0) {
+      if (int status = open_figure("render", a.traces, o, scene, params[0], marks[0])) return status;
+    } else if (!figure_params(o, scene, params[i], marks[i], error)) {
+      std::fprintf(stderr, "tinescope render: %s\n", error.c_str());
+      return 2;
+    }
+  }
+  // A single GL figure as PNG: its framebuffer, byte for byte.
+  const bool one_picture = figures.size() == 1 && !charts && format == render::ChartFormat::Png;
+  const int slot = h / int(figures.size());
+  if (slot < 64) return std::fprintf(stderr, "tinescope render: %d figures need a taller picture than %d\n", int(figures.size()), h), 2;
+  std::string error;
+  std::unique_ptr<render::Sheet> sheet;
+  if (!one_picture) {
+    // A chart that cannot be drawn leaves no file: the slots are checked as they are drawn, so sizes first.
+    if (charts && (w < 200 || slot < 120)) {
+      std::fprintf(stderr, "tinescope render: %s: too small for a chart (200x120 points a figure at least)\n", a.out.c_str());
+      return 1;
+    }
+    sheet = std::make_unique<render::Sheet>(a.out, w, h, error);
+    if (!sheet->ok()) return std::fprintf(stderr, "tinescope render: %s\n", error.c_str()), 1;
+  }
+  std::printf("%s: %dx%d %s\n", a.out.c_str(), w, h, a.figure.figure.c_str());
+  std::unique_ptr<render::HeadlessRenderer> r;
+  uint64_t records = 0;
+  for (size_t i = 0; i < figures.size(); ++i) {
+    const int y = int(i) * slot, fh = i + 1 == figures.size() ? h - y : slot;
+    if (is_chart(figures[i])) {
+      if (int status = draw_chart(a, figures[i], scene, params[i], marks[i], *sheet, y, fh, records)) {
+        sheet.reset();
+        ::unlink(a.out.c_str());  // (a half-drawn page is no picture)
+        return status;
+      }
+      continue;
+    }
+    if (!r || r->context().width() != w || r->context().height() != fh) {
+      r = render::HeadlessRenderer::create(w, fh, error);
+      if (!r) return std::fprintf(stderr, "tinescope render: %s\n", error.c_str()), 1;
+    }
+    const auto t = r->draw(scene, params[i], marks[i]);
+    std::printf("  %s (build %.1f ms, draw %.1f ms, %llu primitives, %s)\n", figures[i].c_str(), t.build_ms, t.draw_ms,
+                (unsigned long long)t.primitives, r->context().renderer().c_str());
+    describe(params[i], t);
+    if (one_picture) {
+      if (!render::write_png(a.out, w, h, r->context().read_rgba(), error))
+        return std::fprintf(stderr, "tinescope render: %s\n", error.c_str()), 1;
+    } else {
+      sheet->pixels(y, w, fh, r->context().read_rgba());
+    }
+  }
+  if (sheet && !sheet->finish(error)) return std::fprintf(stderr, "tinescope render: %s\n", error.c_str()), 1;
+  if (charts) std::printf("  %llu records\n", (unsigned long long)records);
   return 0;
 }
 
@@ -189,14 +312,17 @@ int run_render(const RenderArgs& a) {
 
 void add_render_command(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<RenderArgs>();
-  CLI::App* cmd = app.add_subcommand("render", "draw a figure to a PNG, with no window (EGL)");
+  CLI::App* cmd = app.add_subcommand("render", "draw figures to a PNG, SVG or PDF, with no window (EGL, cairo)");
   cmd->add_option("traces", args->traces, "trace files (indexed if needed)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("-o,--output", args->out, "the picture to write: .png; the charts also .svg or .pdf")->required();
+  cmd->add_option("-o,--output", args->out, "the picture to write: .png, .svg or .pdf")->required();
   cmd->add_option("--size", args->size, "WxH in pixels (points in SVG and PDF)");
-  add_figure_options(*cmd, args->figure, {"stream", "histogram"});
+  add_figure_options(*cmd, args->figure, {"series", "stream", "histogram", "pie"}, true);
   cmd->add_option("--stream", args->streams,
-                  "stream and histogram: a stream to draw (docs/ANALYSIS.md); repeatable for the stream chart");
+                  "series, stream and histogram: a stream to draw (docs/ANALYSIS.md); repeatable for the series and "
+                  "stream charts (a series with none draws its lanes' counters)");
   cmd->add_flag("--linear-bins", args->linear_bins, "histogram: linear bins (default: logarithmic where values allow)");
+  cmd->add_option("--pie-by", args->pie_by, "pie: name (each name's own time; the default), thread or task")
+      ->check(CLI::IsMember({"name", "thread", "task"}));
   cmd->callback([args, exit_code] { *exit_code = run_render(*args); });
 }
 

@@ -8,6 +8,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <utility>
 
 #include "tinescope/render/stream_picture.hpp"
@@ -17,7 +19,8 @@ namespace tinescope::render {
 namespace {
 
 // A drawing surface of the asked format: PNG is drawn in memory and written
-// at the end; SVG and PDF stream to their file as they are drawn.
+// at the end; SVG and PDF stream to their file as they are drawn. Charts
+// draw at the origin; a sheet moves the origin to each figure's slot.
 class Canvas {
  public:
   Canvas(const std::string& path, int width, int height, std::string& error) : path_(path) {
@@ -161,15 +164,16 @@ std::pair<double, double> value_range(const analysis::DerivedStream& s) {
 
 }  // namespace
 
-bool write_stream_chart(const std::string& path, int width, int height, const StreamChart& chart, std::string& error) {
-  // (Checked before the file is made: a chart that cannot be drawn leaves none.)
+namespace {
+
+std::string stream_chart_problem(int width, int height, const StreamChart& chart) {
   const ChartPlot p = stream_chart_plot(width, height, chart.streams.size());
-  if (p.w() < 16 || p.h() < 16) {
-    error = path + ": too small for " + std::to_string(chart.streams.size()) + " streams and their axes";
-    return false;
-  }
-  Canvas c(path, width, height, error);
-  if (!c.ok()) return false;
+  if (p.w() < 16 || p.h() < 16) return "too small for " + std::to_string(chart.streams.size()) + " streams and their axes";
+  return "";
+}
+
+void draw_stream_chart(Canvas& c, int width, int height, const StreamChart& chart) {
+  const ChartPlot p = stream_chart_plot(width, height, chart.streams.size());
   const TimeAxis axis(chart.t0, chart.t1, p.w());
   const uint32_t columns = uint32_t(std::max(1.0, p.w()));
   std::vector<StreamPicture> pictures;
@@ -258,19 +262,18 @@ bool write_stream_chart(const std::string& path, int width, int height, const St
   }
   cairo_restore(c.cr());
   frame(c, p);
-  return c.finish(error);
 }
 
-bool write_histogram_chart(const std::string& path, int width, int height, const HistogramChart& chart,
-                           std::string& error) {
+std::string histogram_chart_problem(int width, int height, const HistogramChart& chart) {
+  const ChartPlot p = histogram_chart_plot(width, height);
+  if (chart.counts.size() != chart.histogram->bins) return "the counts do not match the bins";
+  if (p.w() < 16 || p.h() < 16) return "too small for a histogram";
+  return "";
+}
+
+void draw_histogram_chart(Canvas& c, int width, int height, const HistogramChart& chart) {
   const PlayableHistogram& h = *chart.histogram;
   const ChartPlot p = histogram_chart_plot(width, height);
-  if (p.w() < 16 || p.h() < 16 || chart.counts.size() != h.bins) {
-    error = path + (chart.counts.size() != h.bins ? ": the counts do not match the bins" : ": too small for a histogram");
-    return false;
-  }
-  Canvas c(path, width, height, error);
-  if (!c.ok()) return false;
   uint64_t total = 0, top = 1;
   for (uint64_t n : chart.counts) total += n, top = std::max(top, n);
   c.grey(0.1);
@@ -311,7 +314,164 @@ bool write_histogram_chart(const std::string& path, int width, int height, const
   c.grey(0.4);
   c.text(!chart.quantity.empty() ? chart.quantity : h.durations ? "duration" : "value", (p.x0 + p.x1) / 2, p.y1 + 32, 0.5);
   frame(c, p);
-  return c.finish(error);
+}
+
+std::string pie_chart_problem(int width, int height, const PieChart&) {
+  if (width < 200 || height < 120) return "too small for a pie chart (200x120 at least)";
+  return "";
+}
+
+// The pie on the left, its legend on the right: each slice's label, time
+// and share. Slices past the eleventh are one grey slice, "N others".
+void draw_pie_chart(Canvas& c, int width, int height, const PieChart& chart) {
+  c.grey(0.1);
+  cairo_set_font_size(c.cr(), 13);
+  c.text(chart.title, 16, 18);
+  cairo_set_font_size(c.cr(), 11);
+  uint64_t total = 0;
+  for (const PieSlice& s : chart.slices) total += s.ticks;
+  std::vector<PieSlice> shown(chart.slices.begin(), chart.slices.begin() + long(std::min<size_t>(chart.slices.size(), 11)));
+  if (chart.slices.size() > 11) {
+    PieSlice others{std::to_string(chart.slices.size() - 11) + " others", 0, 0};
+    for (size_t i = 11; i < chart.slices.size(); ++i) others.ticks += chart.slices[i].ticks, others.items += chart.slices[i].items;
+    shown.push_back(others);
+  }
+  c.grey(0.25);
+  c.text(chart.subtitle, 16, 36);
+  const double top = 48, radius = std::max(10.0, std::min((height - top - 12) / 2, width * 0.45 / 2));
+  const double cx = 16 + radius, cy = top + radius;
+  if (total == 0) {
+    c.grey(0.85);
+    cairo_arc(c.cr(), cx, cy, radius, 0, 2 * M_PI);
+    cairo_fill(c.cr());
+    c.grey(0.3);
+    c.text("nothing ran in the window", cx, cy + 4, 0.5);
+    return;
+  }
+  double angle = -M_PI / 2;  // from twelve o'clock, clockwise
+  const double lx = cx + radius + 24;
+  for (size_t i = 0; i < shown.size(); ++i) {
+    const double share = double(shown[i].ticks) / double(total);
+    const uint32_t colour = i == 11 ? 0xffb0b0b0u : series_colour(i);
+    c.colour(colour);
+    cairo_move_to(c.cr(), cx, cy);
+    cairo_arc(c.cr(), cx, cy, radius, angle, angle + share * 2 * M_PI);
+    cairo_close_path(c.cr());
+    cairo_fill_preserve(c.cr());
+    c.grey(1);
+    cairo_set_line_width(c.cr(), shown.size() > 1 ? 1 : 0);
+    cairo_stroke(c.cr());
+    angle += share * 2 * M_PI;
+    const double y = top + 6 + 18.0 * double(i);
+    if (y + 12 > height) continue;
+    c.colour(colour);
+    c.rect(lx, y, lx + 12, y + 12);
+    c.grey(0.1);
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%5.1f %%", share * 100);
+    c.text(pct, lx + 18, y + 10);
+    c.text(shown[i].time, lx + 78, y + 10);
+    c.text(shown[i].label, lx + 170, y + 10);
+  }
+}
+
+}  // namespace
+
+struct Sheet::Impl {
+  Canvas canvas;
+  int width;
+  Impl(const std::string& path, int w, int h, std::string& error) : canvas(path, w, h, error), width(w) {}
+};
+
+Sheet::Sheet(const std::string& path, int width, int height, std::string& error)
+    : impl_(std::make_unique<Impl>(path, width, height, error)) {}
+Sheet::~Sheet() = default;
+bool Sheet::ok() const { return impl_->canvas.ok(); }
+
+namespace {
+
+// Draws into the slot [y, y + height) of the page: the origin moved there,
+// nothing drawn past it.
+template <class Draw>
+void in_slot(Canvas& c, int width, int y, int height, Draw draw) {
+  cairo_save(c.cr());
+  cairo_translate(c.cr(), 0, y);
+  cairo_rectangle(c.cr(), 0, 0, width, height);
+  cairo_clip(c.cr());
+  draw();
+  cairo_restore(c.cr());
+}
+
+}  // namespace
+
+bool Sheet::stream_chart(int y, int height, const StreamChart& chart, std::string& error) {
+  if (std::string why = stream_chart_problem(impl_->width, height, chart); !why.empty()) return error = why, false;
+  in_slot(impl_->canvas, impl_->width, y, height, [&] { draw_stream_chart(impl_->canvas, impl_->width, height, chart); });
+  return true;
+}
+
+bool Sheet::histogram_chart(int y, int height, const HistogramChart& chart, std::string& error) {
+  if (std::string why = histogram_chart_problem(impl_->width, height, chart); !why.empty()) return error = why, false;
+  in_slot(impl_->canvas, impl_->width, y, height, [&] { draw_histogram_chart(impl_->canvas, impl_->width, height, chart); });
+  return true;
+}
+
+bool Sheet::pie_chart(int y, int height, const PieChart& chart, std::string& error) {
+  if (std::string why = pie_chart_problem(impl_->width, height, chart); !why.empty()) return error = why, false;
+  in_slot(impl_->canvas, impl_->width, y, height, [&] { draw_pie_chart(impl_->canvas, impl_->width, height, chart); });
+  return true;
+}
+
+void Sheet::pixels(int y, int width, int height, const std::vector<uint8_t>& rgba) {
+  // RGBA8 rows, top first, to cairo's premultiplied native-endian ARGB32.
+  cairo_surface_t* img = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width, height);
+  unsigned char* dst = cairo_image_surface_get_data(img);
+  const int stride = cairo_image_surface_get_stride(img);
+  cairo_surface_flush(img);
+  for (int row = 0; row < height; ++row)
+    for (int x = 0; x < width; ++x) {
+      const uint8_t* p = &rgba[(size_t(row) * width + x) * 4];
+      const uint32_t a = p[3], px = a << 24 | (p[0] * a / 255) << 16 | (p[1] * a / 255) << 8 | (p[2] * a / 255);
+      std::memcpy(dst + size_t(row) * stride + size_t(x) * 4, &px, 4);
+    }
+  cairo_surface_mark_dirty(img);
+  cairo_t* cr = impl_->canvas.cr();
+  cairo_save(cr);
+  cairo_set_source_surface(cr, img, 0, y);
+  // Pixels stay pixels when a PDF or SVG is zoomed: no smoothing between them.
+  cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
+  cairo_rectangle(cr, 0, y, width, height);
+  cairo_fill(cr);
+  cairo_restore(cr);
+  cairo_surface_destroy(img);
+}
+
+bool Sheet::finish(std::string& error) { return impl_->canvas.finish(error); }
+
+namespace {
+
+template <class Chart>
+bool write_one(const std::string& path, int width, int height, const Chart& chart, std::string& error,
+               std::string (*problem)(int, int, const Chart&), bool (Sheet::*draw)(int, int, const Chart&, std::string&)) {
+  // (Checked before the file is made: a chart that cannot be drawn leaves none.)
+  if (std::string why = problem(width, height, chart); !why.empty()) return error = path + ": " + why, false;
+  Sheet sheet(path, width, height, error);
+  return sheet.ok() && (sheet.*draw)(0, height, chart, error) && sheet.finish(error);
+}
+
+}  // namespace
+
+bool write_stream_chart(const std::string& path, int width, int height, const StreamChart& chart, std::string& error) {
+  return write_one(path, width, height, chart, error, stream_chart_problem, &Sheet::stream_chart);
+}
+
+bool write_histogram_chart(const std::string& path, int width, int height, const HistogramChart& chart,
+                           std::string& error) {
+  return write_one(path, width, height, chart, error, histogram_chart_problem, &Sheet::histogram_chart);
+}
+
+bool write_pie_chart(const std::string& path, int width, int height, const PieChart& chart, std::string& error) {
+  return write_one(path, width, height, chart, error, pie_chart_problem, &Sheet::pie_chart);
 }
 
 }  // namespace tinescope::render

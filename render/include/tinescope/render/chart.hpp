@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,11 +46,48 @@ struct HistogramChart {
   std::string quantity;          // what was binned, for the axis ("" : duration or value)
 };
 
+// The pie chart: where the time went (analysis/time_share.hpp), by name,
+// thread or task, over the window or up to the play head.
+struct PieSlice {
+  std::string label;
+  uint64_t ticks = 0;  // its share of the time
+  uint64_t items = 0;
+  std::string time;    // the time as the chart prints it ("12.5 ms")
+};
+struct PieChart {
+  std::string title, subtitle;
+  std::vector<PieSlice> slices;  // largest first
+};
+
+// A page of figures stacked top to bottom, as the viewer shows them
+// (`render --figure A --figure B`), written as PNG, SVG or PDF by the
+// name's extension. The charts are drawn as vectors; a GL figure
+// (timeline, scope, sequence diagram) is placed as its pixels, exactly
+// what the viewer shows, unsmoothed when a PDF or SVG is zoomed.
+class Sheet {
+ public:
+  Sheet(const std::string& path, int width, int height, std::string& error);  // !ok(): error names why
+  ~Sheet();
+  bool ok() const;
+  // Each draws a figure in the slot [y, y + height) of the page's width;
+  // false (and why) where the chart does not fit.
+  bool stream_chart(int y, int height, const StreamChart& chart, std::string& error);
+  bool histogram_chart(int y, int height, const HistogramChart& chart, std::string& error);
+  bool pie_chart(int y, int height, const PieChart& chart, std::string& error);
+  void pixels(int y, int width, int height, const std::vector<uint8_t>& rgba);  // RGBA8, top row first
+  bool finish(std::string& error);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // Each writes `path` (width × height points; pixels in a PNG), or returns
 // false with the reason naming the file.
 bool write_stream_chart(const std::string& path, int width, int height, const StreamChart& chart, std::string& error);
 bool write_histogram_chart(const std::string& path, int width, int height, const HistogramChart& chart,
                            std::string& error);
+bool write_pie_chart(const std::string& path, int width, int height, const PieChart& chart, std::string& error);
 
 // Where each chart puts its plot (points from the top left): what tests
 // read pictures against.
