@@ -14,6 +14,7 @@
 #include <cmath>
 #include <fstream>
 #include <random>
+#include <set>
 
 #include "tinescope/analysis/stream_expr.hpp"
 #include "tinescope/import/trace_import.hpp"
@@ -53,6 +54,9 @@ ChartTrace chart_trace(const std::string& name) {
   for (auto [b, e] : t.busy)
     json += R"({"ph":"X","name":"busy","pid":1,"tid":2,"ts":)" + std::to_string(b) + R"(,"dur":)" + std::to_string(e - b) +
             "},\n";
+  // A message from thread 1 to 2 (the sequence diagram's).
+  json += R"({"ph":"s","id":1,"cat":"m","name":"req","pid":1,"tid":1,"ts":100},)" "\n";
+  json += R"({"ph":"f","bp":"e","id":1,"cat":"m","name":"req","pid":1,"tid":2,"ts":1100},)" "\n";
   json.resize(json.size() - 2);
   json += "]";
   const std::string src = scratch_dir() + "/" + name + ".json";
@@ -251,9 +255,93 @@ TEST(Chart, PlayedToTheCursorAndWrittenAsSvgAndPdf) {
   EXPECT_EQ(run(tool + "--figure stream --size 64x64 -o " + scratch_dir() + "/small.svg 2>&1", &out), 1);
   EXPECT_NE(::access((scratch_dir() + "/small.svg").c_str(), F_OK), 0) << "a chart that cannot be drawn leaves no file";
   EXPECT_EQ(run(tool + "--figure timeline -o " + scratch_dir() + "/x.png 2>&1", &out), 2);
-  EXPECT_NE(out.find("--figure stream or histogram"), std::string::npos) << out;
+  EXPECT_NE(out.find("--figure stream, series or histogram"), std::string::npos) << out;
   EXPECT_EQ(run(bin("app/tinescope") + " render " + t.path + " --figure stream --stream 'field(name=\"tick\"' -o " +
                     scratch_dir() + "/x.png 2>&1", &out), 2);
+}
+
+// Issue 56, headless parity: every figure, alone and stacked, in each
+// format. The SVG parses as XML; the PDF, rendered back by poppler
+// (pdftocairo, 72 dpi: a point a pixel), is the PNG's picture: a GL
+// figure exactly (its pixels are placed unsmoothed), a chart within the
+// text's antialiasing. Any other extension is refused and writes nothing.
+TEST(Chart, EveryFigureIsWrittenAsPngSvgAndPdfAloneAndStacked) {
+  const ChartTrace t = chart_trace("chart_every");
+  const std::string tool = bin("app/tinescope") + " render " + t.path + " ";
+  const std::string stream = " --stream 'field(name=\"tick\", \"v\")'";
+  const std::string dir = scratch_dir();
+  std::string out;
+  for (const std::string figure : {"timeline", "scope", "sequence", "series", "stream", "histogram", "pie",
+                                   "timeline,scope,series,histogram,pie,stream"}) {
+    const bool streams = figure.find("stream") != std::string::npos || figure.find("series") != std::string::npos ||
+                         figure.find("histogram") != std::string::npos;
+    const std::string base = dir + "/every-" + std::to_string(std::hash<std::string>()(figure) % 100000);
+    const bool six = figure.find(',') != std::string::npos;
+    const std::string cmd = tool + (six ? "--size 640x1200" : "--size 640x400") + " --figure " + figure + (streams ? stream : "") + " -o " + base;
+    ASSERT_EQ(run(cmd + ".png 2>&1", &out), 0) << figure << ": " << out;
+    const Png png = load_png(base + ".png");
+    EXPECT_EQ(png.w, 640) << figure;
+    EXPECT_EQ(png.h, six ? 1200 : 400) << figure;
+    ASSERT_EQ(run(cmd + ".svg 2>&1", &out), 0) << figure << ": " << out;
+    EXPECT_EQ(run("xmllint --noout " + base + ".svg 2>&1", &out), 0) << figure << ": not well-formed XML: " << out;
+    EXPECT_NE(slurp(base + ".svg").find("<svg"), std::string::npos) << figure;
+    ASSERT_EQ(run(cmd + ".pdf 2>&1", &out), 0) << figure << ": " << out;
+    EXPECT_EQ(slurp(base + ".pdf").substr(0, 5), "%PDF-") << figure;
+    ASSERT_EQ(run("pdftocairo -png -r 72 -singlefile " + base + ".pdf " + base + "-pdf 2>&1", &out), 0) << figure << ": " << out;
+    // A GL figure is its pixels; text drawn by cairo into a PDF and back may
+    // differ from cairo's PNG at glyph edges, never in what is drawn.
+    const bool gl_only = figure == "timeline" || figure == "scope" || figure == "sequence";
+    const std::string limits = gl_only ? "" : " --tolerance 96 --max-differing 1";
+    EXPECT_EQ(run(bin("app/tinescope") + " compare-png " + base + ".png " + base + "-pdf.png" + limits + " 2>&1", &out), 0)
+        << figure << ": the PDF is not the PNG's picture: " << out;
+  }
+  // Stacked: each figure in its slot, none of them blank.
+  const Png stacked = load_png(dir + "/every-" + std::to_string(std::hash<std::string>()("timeline,scope,series,histogram,pie,stream") % 100000) + ".png");
+  ASSERT_EQ(stacked.h, 1200);
+  for (int slot = 0; slot < 6; ++slot) {
+    std::set<int> colours;
+    for (int y = slot * 200 + 2; y < slot * 200 + 198; y += 3)
+      for (int x = 0; x < stacked.w; x += 3) colours.insert(stacked.r(x, y) << 8 | stacked.b(x, y));
+    EXPECT_GT(colours.size(), 3u) << "slot " << slot << " is blank";
+  }
+  // Refused, and nothing written.
+  for (const char* bad : {"x.jpg", "x.tiff", "x"}) {
+    EXPECT_EQ(run(tool + "--figure timeline -o " + dir + "/" + bad + " 2>&1", &out), 2) << bad << ": " << out;
+    EXPECT_NE(out.find(".png, .svg or .pdf"), std::string::npos) << out;
+    EXPECT_NE(::access((dir + "/" + bad).c_str(), F_OK), 0) << bad;
+  }
+  EXPECT_EQ(run(tool + "--figure timeline,nothing -o " + dir + "/y.png 2>&1", &out), 105) << out;  // (CLI11's validation error)
+  EXPECT_NE(out.find("not a figure: 'nothing'"), std::string::npos) << out;
+}
+
+// compare-png, for regression tests of pictures: 0 for the same picture, 1
+// and a picture of the differences for a changed one (or another size), 2
+// for a file that is no picture.
+TEST(Chart, ComparePngTellsAChangedPictureAndShowsWhere) {
+  const ChartTrace t = chart_trace("chart_compare");
+  const std::string tool = bin("app/tinescope"), dir = scratch_dir();
+  const std::string render = tool + " render " + t.path + " --figure timeline --size 400x300 -o ";
+  std::string out;
+  ASSERT_EQ(run(render + dir + "/a.png 2>&1", &out), 0) << out;
+  ASSERT_EQ(run(render + dir + "/b.png 2>&1", &out), 0) << out;
+  ASSERT_EQ(run(render + dir + "/c.png --from 1ms 2>&1", &out), 0) << out;
+  EXPECT_EQ(run(tool + " compare-png " + dir + "/a.png " + dir + "/b.png 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find(" 0 pixels"), std::string::npos) << out;
+  EXPECT_NE(::access((dir + "/b.diff.png").c_str(), F_OK), 0) << "no differences, no picture of them";
+  EXPECT_EQ(run(tool + " compare-png " + dir + "/a.png " + dir + "/c.png 2>&1", &out), 1) << out;
+  const Png diff = load_png(dir + "/c.diff.png");
+  ASSERT_EQ(diff.w, 400);
+  int red = 0;
+  for (int y = 0; y < diff.h; ++y)
+    for (int x = 0; x < diff.w; ++x) red += diff.r(x, y) >= 128 && diff.b(x, y) == 0;
+  EXPECT_GT(red, 100) << "the changed pixels are red";
+  // A tolerance as loose as the change passes it.
+  EXPECT_EQ(run(tool + " compare-png " + dir + "/a.png " + dir + "/c.png --tolerance 255 2>&1", &out), 0) << out;
+  EXPECT_EQ(run(tool + " render " + t.path + " --figure timeline --size 300x300 -o " + dir + "/d.png 2>&1", &out), 0) << out;
+  EXPECT_EQ(run(tool + " compare-png " + dir + "/a.png " + dir + "/d.png 2>&1", &out), 1) << out;
+  EXPECT_NE(out.find("not the same size"), std::string::npos) << out;
+  EXPECT_EQ(run(tool + " compare-png " + dir + "/a.png " + t.path + " 2>&1", &out), 2) << out;
+  EXPECT_NE(out.find(t.path), std::string::npos) << out;
 }
 
 }  // namespace

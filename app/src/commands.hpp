@@ -35,8 +35,10 @@ void add_align_command(CLI::App& app, int* exit_code);
 void add_dump_command(CLI::App& app, int* exit_code);
 // `index`, `info` and `stats`.
 void add_index_commands(CLI::App& app, int* exit_code);
-// `render`: a figure to a PNG, headless.
+// `render`: figures to a PNG, SVG or PDF, headless.
 void add_render_command(CLI::App& app, int* exit_code);
+// `compare-png`: two pictures pixel by pixel (exit 1 and a picture where they differ).
+void add_compare_png_command(CLI::App& app, int* exit_code);
 // `find`, `stream` and `compare`: analysis for scripts and CI; and the
 // duration table of `stats`.
 void add_analysis_commands(CLI::App& app, int* exit_code);

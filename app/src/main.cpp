@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   tinescope::app::add_check_command(app, &exit_code);
   tinescope::app::add_align_command(app, &exit_code);
   tinescope::app::add_render_command(app, &exit_code);
+  tinescope::app::add_compare_png_command(app, &exit_code);
   tinescope::app::add_view_command(app, &exit_code);
   tinescope::app::add_record_command(app, &exit_code);
   CLI11_PARSE(app, argc, argv);

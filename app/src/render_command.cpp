@@ -115,6 +115,7 @@ render::PieChart pie_chart(const render::Scene& scene, const render::FigureParam
   const std::vector<analysis::Share> shares =
       analysis::time_share(*src.index, feedlets, labels, clock.to_ticks(f.t0), clock.to_ticks(end), by);
   render::PieChart pie;
+  pie.by = analysis::share_by_name(by);
   pie.title = std::string("time by ") + analysis::share_by_name(by) + ": " + src.path;
   uint64_t busy = 0;
   for (const analysis::Share& s : shares) {
@@ -132,53 +133,65 @@ render::PieChart pie_chart(const render::Scene& scene, const render::FigureParam
   return pie;
 }
 
-// One chart in its slot of the sheet. Returns 0, or the exit status.
-int draw_chart(const RenderArgs& a, const std::string& figure, const render::Scene& scene, const render::FigureParams& f,
-               const render::Marks& marks, render::Sheet& sheet, int y, int h, uint64_t& shown) {
-  std::string error;
+// A chart's data, made before the picture's file is: a chart that cannot be
+// made leaves no file (and never a user's file half written over).
+struct Chart {
+  std::string figure;
+  std::vector<std::unique_ptr<analysis::DerivedStream>> evaluated;
+  render::StreamChart streams;
+  std::unique_ptr<render::PlayableHistogram> histogram;
+  render::HistogramChart binned;
+  render::PieChart pie;
+  uint64_t records = 0;
+};
+
+// Returns 0, or the exit status after saying why.
+int prepare_chart(const RenderArgs& a, const std::string& figure, const render::Scene& scene,
+                  const render::FigureParams& f, const render::Marks& marks, Chart& c) {
+  c.figure = figure;
   const render::Source& src = scene.sources().front();
   if (figure == "pie") {
     analysis::ShareBy by = analysis::ShareBy::Name;
     analysis::parse_share_by(a.pie_by, by);
-    const render::PieChart pie = pie_chart(scene, f, marks, by);
-    for (const render::PieSlice& s : pie.slices) shown += s.items;
-    if (!sheet.pie_chart(y, h, pie, error)) return std::fprintf(stderr, "tinescope render: %s: %s\n", a.out.c_str(), error.c_str()), 1;
-    std::printf("  pie by %s: %zu slices", a.pie_by.c_str(), pie.slices.size());
-    for (size_t i = 0; i < pie.slices.size() && i < 5; ++i)
-      std::printf("%s %s %s", i ? "," : "", pie.slices[i].label.c_str(), pie.slices[i].time.c_str());
-    std::printf("%s\n", pie.slices.size() > 5 ? ", ..." : "");
+    c.pie = pie_chart(scene, f, marks, by);
+    for (const render::PieSlice& s : c.pie.slices) c.records += s.items;
     return 0;
   }
-  std::vector<std::unique_ptr<analysis::DerivedStream>> evaluated;
-  render::StreamChart chart;
   std::string quantity;  // a field stream's field, named on the histogram's axis
-  if (int status = evaluate_streams(a, figure, scene, f, evaluated, chart, quantity)) return status;
-  bool ok;
+  if (int status = evaluate_streams(a, figure, scene, f, c.evaluated, c.streams, quantity)) return status;
   if (figure == "histogram") {
-    const analysis::DerivedStream& s = *evaluated.front();
-    const auto hist = render::PlayableHistogram::build(s, src.catalog->clock, !a.linear_bins);
+    const analysis::DerivedStream& s = *c.evaluated.front();
+    c.histogram = std::make_unique<render::PlayableHistogram>(render::PlayableHistogram::build(s, src.catalog->clock, !a.linear_bins));
     // Played up to the cursor, where one is given (the viewer's play head).
     const uint64_t key = marks.cursor == render::Marks::kNone ? UINT64_MAX : src.catalog->clock.to_ticks(marks.cursor);
-    std::string title = chart.streams.front().label;
+    std::string title = c.streams.streams.front().label;
     if (!a.figure.from.empty() || !a.figure.to.empty())  // (the records whose key, an interval's end, is in the window)
       title += "   from " + render::format_time(f.t0 - scene.first_ns()) + " to " + render::format_time(f.t1 - scene.first_ns());
-    uint64_t played = 0;
-    render::HistogramChart hc{title, &hist, hist.up_to(s, src.catalog->clock, key, played), quantity};
-    shown += played;
-    ok = sheet.histogram_chart(y, h, hc, error);
-  } else {
-    chart.title = src.path;
-    chart.clock = &src.catalog->clock;
-    chart.t0 = f.t0, chart.t1 = f.t1, chart.origin = scene.first_ns(), chart.unit = scene.time_unit();
-    for (const render::ChartStream& s : chart.streams) shown += s.count;
-    ok = sheet.stream_chart(y, h, chart, error);
+    c.binned = {title, c.histogram.get(), c.histogram->up_to(s, src.catalog->clock, key, c.records), quantity};
+    return 0;
   }
-  if (!ok) {
-    std::fprintf(stderr, "tinescope render: %s: %s\n", a.out.c_str(), error.c_str());
-    return 1;
-  }
-  std::printf("  %s of %zu stream%s\n", figure.c_str(), chart.streams.size(), chart.streams.size() == 1 ? "" : "s");
+  c.streams.title = src.path;
+  c.streams.clock = &src.catalog->clock;
+  c.streams.t0 = f.t0, c.streams.t1 = f.t1, c.streams.origin = scene.first_ns(), c.streams.unit = scene.time_unit();
+  for (const render::ChartStream& s : c.streams.streams) c.records += s.count;
   return 0;
+}
+
+// One chart in its slot of the sheet.
+bool draw_chart(const Chart& c, render::Sheet& sheet, int y, int h, std::string& error) {
+  if (c.figure == "pie") {
+    if (!sheet.pie_chart(y, h, c.pie, error)) return false;
+    std::printf("  pie by %s: %zu slices", c.pie.by.c_str(), c.pie.slices.size());
+    for (size_t i = 0; i < c.pie.slices.size() && i < 5; ++i)
+      std::printf("%s %s %s", i ? "," : "", c.pie.slices[i].label.c_str(), c.pie.slices[i].time.c_str());
+    std::printf("%s\n", c.pie.slices.size() > 5 ? ", ..." : "");
+    return true;
+  }
+  if (!(c.figure == "histogram" ? sheet.histogram_chart(y, h, c.binned, error) : sheet.stream_chart(y, h, c.streams, error)))
+    return false;
+  std::printf("  %s of %zu stream%s, %llu records\n", c.figure.c_str(), c.streams.streams.size(),
+              c.streams.streams.size() == 1 ? "" : "s", (unsigned long long)c.records);
+  return true;
 }
 
 // What a drawn GL figure says beside its picture.
@@ -264,10 +277,13 @@ int run_render(const RenderArgs& a) {
   const bool one_picture = figures.size() == 1 && !charts && format == render::ChartFormat::Png;
   const int slot = h / int(figures.size());
   if (slot < 64) return std::fprintf(stderr, "tinescope render: %d figures need a taller picture than %d\n", int(figures.size()), h), 2;
+  std::vector<Chart> prepared(figures.size());
+  for (size_t i = 0; i < figures.size(); ++i)
+    if (is_chart(figures[i]))
+      if (int status = prepare_chart(a, figures[i], scene, params[i], marks[i], prepared[i])) return status;
   std::string error;
   std::unique_ptr<render::Sheet> sheet;
   if (!one_picture) {
-    // A chart that cannot be drawn leaves no file: the slots are checked as they are drawn, so sizes first.
     if (charts && (w < 200 || slot < 120)) {
       std::fprintf(stderr, "tinescope render: %s: too small for a chart (200x120 points a figure at least)\n", a.out.c_str());
       return 1;
@@ -281,11 +297,13 @@ int run_render(const RenderArgs& a) {
   for (size_t i = 0; i < figures.size(); ++i) {
     const int y = int(i) * slot, fh = i + 1 == figures.size() ? h - y : slot;
     if (is_chart(figures[i])) {
-      if (int status = draw_chart(a, figures[i], scene, params[i], marks[i], *sheet, y, fh, records)) {
+      if (!draw_chart(prepared[i], *sheet, y, fh, error)) {
+        std::fprintf(stderr, "tinescope render: %s: %s\n", a.out.c_str(), error.c_str());
         sheet.reset();
-        ::unlink(a.out.c_str());  // (a half-drawn page is no picture)
-        return status;
+        ::unlink(a.out.c_str());  // (a half-drawn page is no picture; ours, made above)
+        return 1;
       }
+      records += prepared[i].records;
       continue;
     }
     if (!r || r->context().width() != w || r->context().height() != fh) {

@@ -55,7 +55,7 @@ struct PieSlice {
   std::string time;    // the time as the chart prints it ("12.5 ms")
 };
 struct PieChart {
-  std::string title, subtitle;
+  std::string title, subtitle, by;
   std::vector<PieSlice> slices;  // largest first
 };
 
