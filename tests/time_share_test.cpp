@@ -84,7 +84,7 @@ TEST(TimeShare, OwnTimeByNameAndBusyTimeByThreadEqualABruteForce) {
     for (const analysis::Share& s : analysis::time_share(*ix, feedlets, labels, k0, k1, analysis::ShareBy::Thread))
       threads[s.label] = int64_t(std::llround(double(s.ticks) / clock.ticks_per_ns()));
     for (auto [tid, d] : by_tid)
-      if (d) want_threads["t" + std::to_string(tid)] = d;  // (feedlets in tid order: the importer's)
+      if (d) want_threads[labels[size_t(tid - 1)]] = d;  // (feedlets in tid order: the importer's)
     EXPECT_EQ(threads, want_threads) << "by thread, window " << w0 << ".." << w1;
   }
   EXPECT_TRUE(analysis::time_share(*ix, feedlets, {}, 10, 10, analysis::ShareBy::Name).empty()) << "an empty window";
