@@ -10,6 +10,7 @@
 
 #include "tinescope/app/analysis_panel.hpp"
 #include "imgui_colour.hpp"
+#include "tinescope/render/figure_lists.hpp"
 
 namespace tinescope::app {
 
@@ -58,15 +59,9 @@ void AnalysisPanel::histogram_tab(SharedView& v) {
   v.record_control("hist_plot");
   ImDrawList* dl = ImGui::GetWindowDrawList();
   dl->AddRectFilled(at, {at.x + w, at.y + h}, colour(render::kBackground));
-  const uint64_t top = std::max<uint64_t>(1, *std::max_element(hist_counts_.begin(), hist_counts_.end()));
   const float bw = w / float(hist_->bins);
   const uint32_t rgba = render::name_colour(stream_text_);
-  for (uint32_t b = 0; b < hist_->bins; ++b) {
-    if (!hist_counts_[b]) continue;
-    // Heights on a square-root scale: one needle still shows beside thousands.
-    const float bh = std::max(2.f, (h - 4) * float(std::sqrt(double(hist_counts_[b]) / double(top))));
-    dl->AddRectFilled({at.x + bw * float(b) + 1, at.y + h - bh}, {at.x + bw * float(b + 1) - 1, at.y + h}, colour(rgba));
-  }
+  render::histogram_list(dl, {at.x, at.y, w, h}, hist_counts_, rgba);
   const ImVec2 m = ImGui::GetIO().MousePos;
   if (ImGui::IsItemHovered()) {
     const uint32_t b = uint32_t(std::clamp((m.x - at.x) / bw, 0.f, float(hist_->bins - 1)));

@@ -87,6 +87,7 @@ void AnalysisPanel::poll(SharedView& v) {
       if (c && !c->error.empty()) categories_status_ = "a part of the trace could not be read: " + c->error;
   }
   if (ready(overviews_job_)) overviews_ = overviews_job_.get();  // (the Threads tab asks for them)
+  if (ready(pie_job_)) pie_ = pie_job_.get();
   if (ready(search_job_)) {
     auto [hits, note] = search_job_.get();
     hits_ = std::move(hits);
@@ -96,7 +97,7 @@ void AnalysisPanel::poll(SharedView& v) {
 }
 
 namespace {
-constexpr const char* kTabs[] = {"Streams", "Statistics", "Histogram", "Search", "Categories", "Threads"};
+constexpr const char* kTabs[] = {"Streams", "Statistics", "Histogram", "Pie", "Search", "Categories", "Threads"};
 }  // namespace
 
 bool AnalysisPanel::show_tab(const std::string& name) {
@@ -135,9 +136,10 @@ void AnalysisPanel::draw(SharedView& v, Rect area) {
         case 0: streams_tab(v); break;
         case 1: stats_tab(v); break;
         case 2: histogram_tab(v); break;
-        case 3: search_tab(v); break;
-        case 4: categories_tab(v); break;
-        case 5: threads_tab(v); break;
+        case 3: pie_tab(v); break;
+        case 4: search_tab(v); break;
+        case 5: categories_tab(v); break;
+        case 6: threads_tab(v); break;
       }
       ImGui::EndTabItem();
     }

@@ -10,6 +10,7 @@
 
 #include "tinescope/app/analysis_panel.hpp"
 #include "imgui_colour.hpp"
+#include "tinescope/render/figure_lists.hpp"
 #include "tinescope/analysis/stream_expr.hpp"
 #include "tinescope/render/stream_picture.hpp"
 
@@ -181,21 +182,7 @@ void AnalysisPanel::draw_figure(ImDrawList* dl, const SharedView& v, Rect rect, 
     std::snprintf(label, sizeof label, "%llu intervals", (unsigned long long)stream_->size());
   }
   dl->AddText({rect.x + 4, rect.y + 20}, IM_COL32(160, 160, 160, 255), label);
-  dl->PushClipRect({plot.x, plot.y}, {plot.x + plot.w, plot.y + plot.h}, true);
-  for (const render::StreamPicture::Bar& bar : p.bars) {
-    const float x0 = plot.x + float(std::max(bar.x0, -1.0)), x1 = plot.x + float(std::min(bar.x1, double(plot.w) + 1));
-    dl->AddRectFilled({x0, plot.y + 2}, {std::max(x1, x0 + 1), plot.y + plot.h - 2},
-                      colour(rgba, std::max(0.35f, bar.cover)));
-  }
-  auto y = [&](double val) { return plot.y + plot.h - 2 - float((val - p.lo) / (p.hi - p.lo)) * (plot.h - 4); };
-  float last_x = -1, last_y = 0;
-  for (const render::StreamPicture::Range& r : p.ranges) {
-    const float x0 = plot.x + float(r.x0), x1 = std::max(plot.x + float(r.x1), x0 + 1);
-    dl->AddRectFilled({x0, y(r.max)}, {x1, y(r.min) + 1}, colour(rgba));
-    if (last_x >= 0) dl->AddLine({last_x, last_y}, {x0, y(r.first)}, colour(rgba, 0.6f));
-    last_x = x1, last_y = y(r.last);
-  }
-  dl->PopClipRect();
+  render::stream_list(dl, plot, p, rgba);
 }
 
 }  // namespace tinescope::app

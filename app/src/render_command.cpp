@@ -95,44 +95,6 @@ int evaluate_streams(const RenderArgs& a, const std::string& figure, const rende
   return 0;
 }
 
-// The pie: where the time of the figure's lanes (of the first trace) went
-// over the window, or up to the cursor (the play head) where it is in it.
-render::PieChart pie_chart(const render::Scene& scene, const render::FigureParams& f, const render::Marks& marks,
-                           analysis::ShareBy by) {
-  const render::Source& src = scene.sources().front();
-  std::vector<uint32_t> feedlets;
-  std::vector<std::string> labels;
-  for (uint32_t id = 0; id < scene.lanes().size(); ++id) {
-    const render::Lane& lane = scene.lanes()[id];
-    if (lane.source != 0 || (!f.lanes.empty() && std::find(f.lanes.begin(), f.lanes.end(), id) == f.lanes.end()))
-      continue;
-    if (std::find(feedlets.begin(), feedlets.end(), lane.feedlet) != feedlets.end()) continue;
-    feedlets.push_back(lane.feedlet);
-    labels.push_back(lane.shares_name ? lane.name + " (" + std::to_string(lane.tid) + ")" : lane.name);
-  }
-  const int64_t end = marks.cursor != render::Marks::kNone && marks.cursor > f.t0 && marks.cursor < f.t1 ? marks.cursor : f.t1;
-  const trace::ClockMap& clock = src.catalog->clock;
-  const std::vector<analysis::Share> shares =
-      analysis::time_share(*src.index, feedlets, labels, clock.to_ticks(f.t0), clock.to_ticks(end), by);
-  render::PieChart pie;
-  pie.by = analysis::share_by_name(by);
-  pie.title = std::string("time by ") + analysis::share_by_name(by) + ": " + src.path;
-  uint64_t busy = 0;
-  for (const analysis::Share& s : shares) {
-    const int64_t ns = int64_t(double(s.ticks) / clock.ticks_per_ns());
-    pie.slices.push_back({s.label, s.ticks, s.items, render::format_duration(ns, scene.time_unit())});
-    busy += s.ticks;
-  }
-  pie.subtitle = (by == analysis::ShareBy::Name ? "each name's own time (less what nests in it)"
-                  : by == analysis::ShareBy::Thread ? "each thread's time in outermost intervals"
-                                                    : "each task's job segments, on every CPU") +
-                 std::string(", from ") + render::format_time(f.t0 - scene.first_ns(), 1, scene.time_unit()) + " to " +
-                 render::format_time(end - scene.first_ns(), 1, scene.time_unit()) + " in " +
-                 std::to_string(feedlets.size()) + " lanes: " +
-                 render::format_duration(int64_t(double(busy) / clock.ticks_per_ns()), scene.time_unit());
-  return pie;
-}
-
 // A chart's data, made before the picture's file is: a chart that cannot be
 // made leaves no file (and never a user's file half written over).
 struct Chart {
@@ -153,7 +115,9 @@ int prepare_chart(const RenderArgs& a, const std::string& figure, const render::
   if (figure == "pie") {
     analysis::ShareBy by = analysis::ShareBy::Name;
     analysis::parse_share_by(a.pie_by, by);
-    c.pie = pie_chart(scene, f, marks, by);
+    // Up to the cursor (the play head) where it is in the window.
+    const int64_t end = marks.cursor != render::Marks::kNone && marks.cursor > f.t0 && marks.cursor < f.t1 ? marks.cursor : f.t1;
+    c.pie = render::build_pie(scene, 0, f.lanes, f.t0, end, by);
     for (const render::PieSlice& s : c.pie.slices) c.records += s.items;
     return 0;
   }

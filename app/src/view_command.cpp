@@ -109,7 +109,7 @@ void add_view_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--frames", args->frames, "close after this many frames (for scripts)");
   cmd->add_option("--stream", args->stream, "open the analysis panel on this stream (docs/ANALYSIS.md)");
   cmd->add_option("--panel", args->panel, "open the analysis panel on this tab")
-      ->check(CLI::IsMember({"streams", "statistics", "histogram", "search", "categories", "threads"}));
+      ->check(CLI::IsMember({"streams", "statistics", "histogram", "pie", "search", "categories", "threads"}));
   cmd->add_option("--bookmark", args->bookmark, "bookmark the intervals of this stream, e.g. 'longer(\"gc.quantum\", 1ms)'");
   add_figure_options(*cmd, args->figure);
   cmd->callback([args, exit_code] { *exit_code = run_view(*args); });

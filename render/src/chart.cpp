@@ -377,6 +377,41 @@ void draw_pie_chart(Canvas& c, int width, int height, const PieChart& chart) {
 
 }  // namespace
 
+PieChart build_pie(const Scene& scene, uint32_t source, const std::vector<uint32_t>& lanes, int64_t t0, int64_t t1,
+                   analysis::ShareBy by) {
+  const Source& src = scene.sources()[source];
+  bool named = false;  // (does `lanes` name a lane of this source?)
+  for (uint32_t id : lanes) named |= id < scene.lanes().size() && scene.lanes()[id].source == source;
+  std::vector<uint32_t> feedlets;
+  std::vector<std::string> labels;
+  for (uint32_t id = 0; id < scene.lanes().size(); ++id) {
+    const Lane& lane = scene.lanes()[id];
+    if (lane.source != source || (named && std::find(lanes.begin(), lanes.end(), id) == lanes.end())) continue;
+    if (std::find(feedlets.begin(), feedlets.end(), lane.feedlet) != feedlets.end()) continue;
+    feedlets.push_back(lane.feedlet);
+    labels.push_back(lane.shares_name ? lane.name + " (" + std::to_string(lane.tid) + ")" : lane.name);
+  }
+  const trace::ClockMap& clock = src.catalog->clock;
+  const std::vector<analysis::Share> shares =
+      analysis::time_share(*src.index, feedlets, labels, clock.to_ticks(t0), clock.to_ticks(std::max(t0, t1)), by);
+  PieChart pie;
+  pie.by = analysis::share_by_name(by);
+  pie.title = std::string("time by ") + pie.by + ": " + src.path;
+  uint64_t busy = 0;
+  for (const analysis::Share& s : shares) {
+    const int64_t ns = int64_t(double(s.ticks) / clock.ticks_per_ns());
+    pie.slices.push_back({s.label, s.ticks, s.items, format_duration(ns, scene.time_unit())});
+    busy += s.ticks;
+  }
+  pie.subtitle = (by == analysis::ShareBy::Name     ? "each name's own time (less what nests in it)"
+                  : by == analysis::ShareBy::Thread ? "each thread's time in outermost intervals"
+                                                    : "each task's job segments, on every CPU") +
+                 std::string(", from ") + format_time(t0 - scene.first_ns(), 1, scene.time_unit()) + " to " +
+                 format_time(t1 - scene.first_ns(), 1, scene.time_unit()) + " in " + std::to_string(feedlets.size()) +
+                 " lanes: " + format_duration(int64_t(double(busy) / clock.ticks_per_ns()), scene.time_unit());
+  return pie;
+}
+
 struct Sheet::Impl {
   Canvas canvas;
   int width;

@@ -135,7 +135,7 @@ std::unique_ptr<HeadlessRenderer> HeadlessRenderer::create(int width, int height
 }
 
 HeadlessRenderer::~HeadlessRenderer() {
-  gl_.release(slot_);
+  for (auto& slot : slots_) gl_.release(*slot);
   if (imgui_) {
     ImGuiContext* previous = ImGui::GetCurrentContext();
     ImGui::SetCurrentContext(static_cast<ImGuiContext*>(imgui_));
@@ -146,61 +146,91 @@ HeadlessRenderer::~HeadlessRenderer() {
 }
 
 HeadlessRenderer::Timing HeadlessRenderer::draw(const Scene& scene, const FigureParams& f, const Marks& marks) {
+  const Rect area{0, 0, float(context_->width()), float(context_->height())};
+  return draw_figures(scene, {{&f, area}}, marks);
+}
+
+HeadlessRenderer::Timing HeadlessRenderer::draw_figures(const Scene& scene,
+                                                        const std::vector<std::pair<const FigureParams*, Rect>>& figures,
+                                                        const Marks& marks, const std::function<void(ImDrawList*)>& more) {
   using clock = std::chrono::steady_clock;
   Timing t;
-  const Rect area{0, 0, float(context_->width()), float(context_->height())};
   ImGui::SetCurrentContext(static_cast<ImGuiContext*>(imgui_));
   ImGuiIO& io = ImGui::GetIO();
-  io.DisplaySize = {area.w, area.h};
+  io.DisplaySize = {float(context_->width()), float(context_->height())};
   io.DeltaTime = 1.f / 60;
+  while (slots_.size() < figures.size()) slots_.push_back(std::make_unique<TextureSlot>());
 
+  // Every picture first (what the viewer's worker does), then one frame.
+  struct Built {
+    TimelinePicture timeline;
+    ScopePicture scope;
+    SequencePicture sequence;
+    TimelineGeometry tg;
+    ScopeGeometry sg;
+    SequenceGeometry qg;
+  };
+  std::vector<Built> built(figures.size());
   auto start = clock::now();
-  TimelinePicture timeline;
-  ScopePicture scope;
-  const TimelineGeometry tg = TimelineGeometry::of(area, f.names_px);
-  const ScopeGeometry sg = ScopeGeometry::of(area, f.strip_px);
-  const SequenceGeometry qg = SequenceGeometry::of(area);
-  SequencePicture sequence;
-  if (f.type == FigureParams::Timeline) {
-    TimelineRequest request = timeline_request(scene, f, tg);
-    request.decode_per_column = decode_per_column;
-    timeline = build_timeline(scene, request);
-    for (const Arrow& a : timeline.arrows) t.arrows += a.orphan != 3;  // (not the clock sync messages)
-    t.bundles = timeline.bundles.size();
-  } else if (f.type == FigureParams::Sequence) {
-    sequence = build_sequence(scene, sequence_request(scene, f, qg));
-    t.arrows = sequence.arrows.size(), t.bundles = sequence.bundles.size(), t.lifelines = sequence.lifelines.size();
-    if (sequence.order_events) t.note = std::to_string(sequence.order_events) + " sends and receives: too many for event order, drawn in real time";
-  } else {
-    scope = build_scope(scene, scope_request(scene, f, sg));
+  for (size_t i = 0; i < figures.size(); ++i) {
+    const FigureParams& f = *figures[i].first;
+    const Rect area = figures[i].second;
+    Built& b = built[i];
+    b.tg = TimelineGeometry::of(area, f.names_px);
+    b.sg = ScopeGeometry::of(area, f.strip_px);
+    b.qg = SequenceGeometry::of(area);
+    if (f.type == FigureParams::Timeline) {
+      TimelineRequest request = timeline_request(scene, f, b.tg);
+      request.decode_per_column = decode_per_column;
+      b.timeline = build_timeline(scene, request);
+      for (const Arrow& a : b.timeline.arrows) t.arrows += a.orphan != 3;  // (not the clock sync messages)
+      t.bundles += b.timeline.bundles.size();
+    } else if (f.type == FigureParams::Sequence) {
+      b.sequence = build_sequence(scene, sequence_request(scene, f, b.qg));
+      t.arrows += b.sequence.arrows.size(), t.bundles += b.sequence.bundles.size(), t.lifelines += b.sequence.lifelines.size();
+      if (b.sequence.order_events)
+        t.note = std::to_string(b.sequence.order_events) + " sends and receives: too many for event order, drawn in real time";
+    } else {
+      b.scope = build_scope(scene, scope_request(scene, f, b.sg));
+    }
   }
-  auto built = clock::now();
-  t.build_ms = std::chrono::duration<double, std::milli>(built - start).count();
+  auto pictures = clock::now();
+  t.build_ms = std::chrono::duration<double, std::milli>(pictures - start).count();
 
   ImGui_ImplOpenGL3_NewFrame();
   ImGui::NewFrame();
   ImDrawList* dl = ImGui::GetBackgroundDrawList();
-  if (f.type == FigureParams::Timeline && !marks.active.empty() && marks.active_spans.empty()) {
-    Marks active = marks;  // (--active: where the function runs, as the viewer finds it)
-    active.active_spans = activity_spans(scene, f.lanes, marks.active, f.t0, f.t1, uint32_t(tg.plot.w), decode_per_column);
-    timeline_overlay(dl, scene, timeline, tg, timeline.axis, f.scroll_y, active, f.collapsed);
-  } else if (f.type == FigureParams::Timeline)
-    timeline_overlay(dl, scene, timeline, tg, timeline.axis, f.scroll_y, marks, f.collapsed);
-  else if (f.type == FigureParams::Sequence)
-    sequence_overlay(dl, scene, sequence, qg, marks);
-  else
-    scope_overlay(dl, scene, scope, sg, marks);
+  for (size_t i = 0; i < figures.size(); ++i) {
+    const FigureParams& f = *figures[i].first;
+    Built& b = built[i];
+    if (f.type == FigureParams::Timeline && !marks.active.empty() && marks.active_spans.empty()) {
+      Marks active = marks;  // (--active: where the function runs, as the viewer finds it)
+      active.active_spans = activity_spans(scene, f.lanes, marks.active, f.t0, f.t1, uint32_t(b.tg.plot.w), decode_per_column);
+      timeline_overlay(dl, scene, b.timeline, b.tg, b.timeline.axis, f.scroll_y, active, f.collapsed);
+    } else if (f.type == FigureParams::Timeline) {
+      timeline_overlay(dl, scene, b.timeline, b.tg, b.timeline.axis, f.scroll_y, marks, f.collapsed);
+    } else if (f.type == FigureParams::Sequence) {
+      sequence_overlay(dl, scene, b.sequence, b.qg, marks);
+    } else {
+      scope_overlay(dl, scene, b.scope, b.sg, marks);
+    }
+  }
+  if (more) more(dl);
   ImGui::Render();
   context_->bind();
   gl_.begin_frame(context_->width(), context_->height());
-  if (f.type == FigureParams::Timeline)
-    gl_.draw_timeline(timeline, slot_, tg, timeline.axis, f.scroll_y, marks);
-  else if (f.type == FigureParams::Scope)
-    gl_.draw_scope(scope, slot_, sg, marks);  // (a sequence diagram is all draw list)
+  for (size_t i = 0; i < figures.size(); ++i) {
+    const FigureParams& f = *figures[i].first;
+    Built& b = built[i];
+    if (f.type == FigureParams::Timeline)
+      gl_.draw_timeline(b.timeline, *slots_[i], b.tg, b.timeline.axis, f.scroll_y, marks);
+    else if (f.type == FigureParams::Scope)
+      gl_.draw_scope(b.scope, *slots_[i], b.sg, marks);  // (a sequence diagram is all draw list)
+  }
   ImDrawData* dd = ImGui::GetDrawData();
   ImGui_ImplOpenGL3_RenderDrawData(dd);
   glFinish();
-  t.draw_ms = std::chrono::duration<double, std::milli>(clock::now() - built).count();
+  t.draw_ms = std::chrono::duration<double, std::milli>(clock::now() - pictures).count();
   t.primitives = gl_.primitives() + uint64_t(dd->TotalIdxCount / 3);
   return t;
 }

@@ -22,6 +22,7 @@
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/duration_stats.hpp"
 #include "tinescope/render/figure.hpp"
+#include "tinescope/render/chart.hpp"
 #include "tinescope/render/histogram.hpp"
 #include "tinescope/render/scene.hpp"
 #include "tinescope/render/thread_overview.hpp"
@@ -111,7 +112,7 @@ class AnalysisPanel {
   // ---- for tests and tools
   bool busy() const {
     return job_.valid() || stats_job_.valid() || search_job_.valid() || hist_job_.valid() || categories_job_.valid() ||
-           overviews_job_.valid();
+           overviews_job_.valid() || pie_job_.valid();
   }
   // Each source's categories, once read (null before, or for a source with none).
   const std::vector<std::shared_ptr<const analysis::Categories>>& categories() const { return categories_; }
@@ -120,6 +121,7 @@ class AnalysisPanel {
   const std::vector<analysis::DurationStats>& stats() const { return stats_; }  // in the table's order
   const std::vector<uint64_t>& histogram() const { return hist_counts_; }
   uint64_t histogram_shown() const { return hist_shown_; }
+  const render::PieChart& pie() const { return pie_; }
   int64_t play_head() const { return play_head_; }
   const std::vector<SearchHit>& hits() const { return hits_; }
   int tab() const { return tab_; }
@@ -141,6 +143,7 @@ class AnalysisPanel {
   void search_tab(SharedView& v);
   void categories_tab(SharedView& v);
   void threads_tab(SharedView& v);
+  void pie_tab(SharedView& v);
   void thread_row(SharedView& v, uint32_t lane, bool shown, const std::vector<uint32_t>& order);
   // The lanes every timeline shows, in order (none: refused, and said).
   void show_lanes(SharedView& v, std::vector<uint32_t> lanes);
@@ -178,6 +181,13 @@ class AnalysisPanel {
   std::vector<uint64_t> hist_counts_;
   uint64_t hist_shown_ = 0;
   int64_t play_head_ = render::Marks::kNone;
+
+  // Pie: where the window's time went (render::build_pie), off the UI thread.
+  int pie_by_ = 0;  // analysis::ShareBy
+  bool pie_play_ = true;
+  std::future<render::PieChart> pie_job_;
+  render::PieChart pie_;
+  std::string pie_key_;  // what pie_ (or the job) is for
 
   // Search
   char pattern_[256] = "";

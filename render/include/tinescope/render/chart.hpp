@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "tinescope/analysis/derived_stream.hpp"
+#include "tinescope/analysis/time_share.hpp"
+#include "tinescope/render/scene.hpp"
 #include "tinescope/render/histogram.hpp"
 #include "tinescope/render/time_axis.hpp"
 
@@ -58,6 +60,10 @@ struct PieChart {
   std::string title, subtitle, by;
   std::vector<PieSlice> slices;  // largest first
 };
+// Where the time of a trace's lanes went over [t0, t1) ns (every lane of
+// the source where `lanes` names none of it).
+PieChart build_pie(const Scene& scene, uint32_t source, const std::vector<uint32_t>& lanes, int64_t t0, int64_t t1,
+                   analysis::ShareBy by);
 
 // A page of figures stacked top to bottom, as the viewer shows them
 // (`render --figure A --figure B`), written as PNG, SVG or PDF by the

@@ -5,12 +5,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "tinescope/render/figure_params.hpp"
 #include "tinescope/render/gl_renderer.hpp"
+
+struct ImDrawList;
 
 namespace tinescope::render {
 
@@ -50,6 +53,11 @@ class HeadlessRenderer {
     std::string note;                  // what the figure says it left out (sequence)
   };
   Timing draw(const Scene& scene, const FigureParams& f, const Marks& marks);
+  // Several figures in one frame, each in its rectangle (the viewer's
+  // layout); `more` adds to the frame's draw list (other figures' geometry)
+  // before it is drawn.
+  Timing draw_figures(const Scene& scene, const std::vector<std::pair<const FigureParams*, Rect>>& figures,
+                      const Marks& marks, const std::function<void(ImDrawList*)>& more = {});
   HeadlessContext& context() { return *context_; }
   // Timelines decode a lane's window while it holds at most this many events
   // a column (TimelineRequest::decode_per_column): by default what the viewer
@@ -61,7 +69,7 @@ class HeadlessRenderer {
   HeadlessRenderer() = default;
   std::unique_ptr<HeadlessContext> context_;
   GlRenderer gl_;
-  TextureSlot slot_;
+  std::vector<std::unique_ptr<TextureSlot>> slots_;  // a figure's textures each
   void* imgui_ = nullptr;
 };
 
