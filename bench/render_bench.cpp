@@ -19,7 +19,9 @@
 #include <CLI/CLI.hpp>
 
 #include "synthetic_trace.hpp"
+#include "tinescope/analysis/stream_expr.hpp"
 #include "tinescope/render/activity.hpp"
+#include "tinescope/render/figure_lists.hpp"
 #include "tinescope/render/lane_order.hpp"
 #include "tinescope/render/headless.hpp"
 
@@ -193,6 +195,82 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Six figures in one 1280x800 frame (issue 56; TuningFork §2): the
+  // timeline of 32 lanes and the scope folded 1024 (GL), a time series, the
+  // histogram, the pie and a stream figure (draw lists), all playing at 1x:
+  // each frame the window (1 s) ends 1/24 s later, the histogram and pie are
+  // played up to it. The streams are evaluated once, as the viewer holds
+  // them; the pictures and chart data of a frame are built (off the UI
+  // thread in the viewer), then the frame is drawn.
+  std::vector<double> six_frame, six_build;
+  double find_period_ms = 0;
+  std::vector<analysis::PeriodCandidate> periods;
+  {
+    r->decode_per_column = index::kDecodeEventsPerColumn;
+    const index::TraceIndex& ix = *scene.sources()[0].index;
+    const trace::ClockMap& clock = ix.catalog().clock;
+    std::string counter;
+    for (const index::StreamInfo& st : ix.streams())
+      if (st.kind == index::StreamKind::Counter && counter.empty()) counter = std::string(scene.string(0, st.key));
+    const int64_t window = std::min<int64_t>(span / 2, 1'000'000'000), step = 1'000'000'000 / 24;
+    const int frames = quick ? 24 : 96;
+    const int64_t play0 = first + window;
+    analysis::EvalOptions o;
+    o.t0 = clock.to_ticks(play0 - window), o.t1 = clock.to_ticks(play0 + frames * step + 1);
+    auto evaluate = [&](const std::string& text) {
+      analysis::Expr e;
+      std::unique_ptr<analysis::DerivedStream> d;
+      if (analysis::parse_stream(text, e, error)) d = analysis::DerivedStream::evaluate(ix, e, error, o);
+      if (!d) std::fprintf(stderr, "render_bench: %s: %s\n", text.c_str(), error.c_str());
+      return d;
+    };
+    auto intervals = evaluate("intervals(name=\"" + busiest + "\")");
+    auto samples = counter.empty() ? nullptr : evaluate("samples(name=\"" + counter + "\")");
+    if (!intervals) return 1;
+    const render::PlayableHistogram hist = render::PlayableHistogram::build(*intervals, clock, true);
+    render::FigureParams tl = f, sc;
+    sc.type = render::FigureParams::Scope;
+    sc.lanes = {0};
+    sc.fold = 1024;
+    sc.strip_px = 8;
+    sc.t0 = play0 - window, sc.t1 = play0;
+    const auto p0 = std::chrono::steady_clock::now();
+    periods = render::find_scope_periods(scene, sc);
+    find_period_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - p0).count();
+    sc.period_ns = periods.empty() ? 100'000 : periods[0].period_ns;
+    const render::Rect series_rect{640, 400, 640, 100}, hist_rect{640, 500, 640, 100}, pie_rect{640, 600, 640, 100},
+        stream_rect{640, 700, 640, 100};
+    for (int k = 0; k < frames; ++k) {
+      const int64_t play = play0 + k * step;
+      tl.t0 = play - window, tl.t1 = play;
+      sc.t0 = tl.t0, sc.t1 = tl.t1;
+      render::Marks marks;
+      marks.cursor = play;
+      const auto b0 = std::chrono::steady_clock::now();
+      const render::TimeAxis axis(tl.t0, tl.t1, 640);
+      render::StreamPicture series, stream;
+      if (samples) series = render::build_stream_picture(*samples, clock, axis, tl.t0, tl.t1, 640);
+      stream = render::build_stream_picture(*intervals, clock, axis, tl.t0, tl.t1, 640);
+      uint64_t shown = 0;
+      const std::vector<uint64_t> counts = hist.up_to(*intervals, clock, clock.to_ticks(play), shown);
+      const render::PieChart pie = render::build_pie(scene, 0, tl.lanes, tl.t0, play, analysis::ShareBy::Name);
+      const double charts_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0).count();
+      const auto t = r->draw_figures(scene, {{&tl, {0, 0, 1280, 400}}, {&sc, {0, 400, 640, 400}}}, marks,
+                                     [&](ImDrawList* dl) {
+                                       render::stream_list(dl, series_rect, series, render::series_colour(0));
+                                       render::histogram_list(dl, hist_rect, counts, render::series_colour(1));
+                                       render::pie_list(dl, pie_rect, pie.slices);
+                                       render::stream_list(dl, stream_rect, stream, render::series_colour(2));
+                                     });
+      six_frame.push_back(t.draw_ms);
+      six_build.push_back(t.build_ms + charts_ms);
+      if (verbose)
+        std::printf("  six figures at %s: build %.2f ms (charts %.2f), frame %.2f ms, %zu slices, %llu in the histogram\n",
+                    render::format_time(play - first).c_str(), t.build_ms + charts_ms, charts_ms, t.draw_ms,
+                    pie.slices.size(), (unsigned long long)shown);
+    }
+  }
+
   const double p50 = pct(frame, 0.5), p95 = pct(frame, 0.95);
   std::printf("figure: render.frame_ms.p50 %.2f ms (UI thread + glFinish, %dx%d, %zu lanes)\n", p50, W, H, f.lanes.size());
   std::printf("figure: render.frame_ms.p95 %.2f ms (goal <= 33 ms on llvmpipe, <= 4 ms on a GPU: %.2fx of 33)\n", p95,
@@ -219,6 +297,15 @@ int main(int argc, char** argv) {
               "%.0f ms)\n",
               lane_ratio, lane_count, (unsigned long long)lane_lengths.chosen, (unsigned long long)lane_lengths.first,
               lane_ratio / 0.5, lane_order_ms);
+  const double six_p95 = pct(six_frame, 0.95);
+  std::printf("figure: render.six_figures_frame_ms.p95 %.2f ms (timeline 32 lanes, scope fold 1024, series, histogram, pie, "
+              "stream at 1280x800 playing at 1x; goal <= 41 ms on llvmpipe (24 fps), <= 7 ms on a GPU: %.2fx of 41)\n",
+              six_p95, six_p95 / 41);
+  std::printf("figure: render.six_figures_build_ms.p95 %.2f ms (their pictures and chart data for each frame, off the UI thread)\n",
+              pct(six_build, 0.95));
+  std::printf("figure: render.find_period_ms %.2f ms (lane 0's period candidates: %s; goal well under 1 s: %.4fx of 1000)\n",
+              find_period_ms, periods.empty() ? "none" : analysis::format_period(periods[0].period_ns).c_str(),
+              find_period_ms / 1000);
   std::printf("figure: render.prims_per_frame.max %llu primitives (vs %llu events in the trace: one per event would be %.0fx)\n",
               (unsigned long long)prims, (unsigned long long)total_events, double(total_events) / double(std::max<uint64_t>(1, prims)));
   if (generated && !keep) {
