@@ -1853,5 +1853,38 @@ TEST_F(ViewerGui, FindPeriodSnapsTheAudioColumnIntoFocus) {
   EXPECT_NEAR(v_->figure_params(1).period_ns, 50e6, 50e6 * 0.01) << "the interruptions' 50 ms within 1 %";
 }
 
+// Stepping to a bookmark (issue 56): the timeline centres on it and the
+// scope, whose strips start at the window's start and cover far less than
+// the window, scrolls by whole strips so that the bookmark's strip is on
+// screen, its phase kept.
+TEST_F(ViewerGui, TheScopeScrollsToTheBookmarkSteppedTo) {
+  FigureParams f;
+  f.type = FigureParams::Scope;
+  f.period_ns = 1e9 / 22050;
+  f.fold = 1;
+  f.strip_px = 8;
+  ASSERT_NO_FATAL_FAILURE(open(f, g_audio_trace));
+  const_cast<FigureParams&>(v_->figure_params(1)).lanes = {lane("audio")};
+  v_->evaluate_stream("intervals(name=\"interrupt\")", true);
+  for (int i = 0; i < 2000 && v_->analysis().busy(); ++i) pump(1);
+  ASSERT_GE(v_->marks().bookmarks.size(), 20u) << v_->analysis().status();
+  for (int step = 0; step < 3; ++step) {
+    press("bookmark_next");
+    ASSERT_TRUE(v_->settle(400));
+    const int64_t at = v_->marks().cursor;
+    ASSERT_NE(at, render::Marks::kNone);
+    const render::ScopePicture* p = v_->figure_scope(1);
+    ASSERT_NE(p, nullptr);
+    uint32_t strip = 0;
+    double column = 0;
+    EXPECT_TRUE(p->locate(at, strip, column)) << "bookmark " << step << " at " << at << " is off the scope's strips "
+                                             << p->request.start << ".." << p->end();
+    EXPECT_LT(strip, p->request.strips);
+    // Whole strips from the window's start: the phase is the window's.
+    const double strips_on = double(p->request.start - v_->figure_params(1).t0) / p->request.period_ns;
+    EXPECT_NEAR(strips_on, std::round(strips_on), 1e-3) << "whole periods";
+  }
+}
+
 }  // namespace
 }  // namespace tinescope::test

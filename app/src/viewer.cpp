@@ -259,6 +259,10 @@ const render::TimelinePicture* Viewer::figure_timeline(size_t i) const {
   return figures_[i]->params.type == FigureParams::Timeline ? figures_[i]->timeline.get() : nullptr;
 }
 
+const render::ScopePicture* Viewer::figure_scope(size_t i) const {
+  return figures_[i]->params.type == FigureParams::Scope ? figures_[i]->scope.get() : nullptr;
+}
+
 const render::SequencePicture* Viewer::figure_sequence(size_t i) const {
   return figures_[i]->params.type == FigureParams::Sequence ? figures_[i]->sequence.get() : nullptr;
 }

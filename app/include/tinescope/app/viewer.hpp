@@ -107,6 +107,8 @@ class Viewer {
   const render::TimeAxis& figure_axis(size_t i) const;  // timeline: the mapping on screen
   // The timeline picture figure i shows (null for a scope or none yet).
   const render::TimelinePicture* figure_timeline(size_t i) const;
+  // The scope picture figure i shows (null for another figure or none yet).
+  const render::ScopePicture* figure_scope(size_t i) const;
   // The sequence diagram figure i shows (null for another figure or none yet).
   const render::SequencePicture* figure_sequence(size_t i) const;
   // Adds a figure below the others (the "+ Timeline", "+ Scope" and "+ Sequence" buttons).
