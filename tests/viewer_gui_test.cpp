@@ -1886,5 +1886,57 @@ TEST_F(ViewerGui, TheScopeScrollsToTheBookmarkSteppedTo) {
   }
 }
 
+// The Pie tab (issue 56): where the window's time went, each name's own
+// time over every lane, equal to the library's shares; a click in the
+// timeline puts the cursor (the play head) in the window, and the pie is
+// played up to it; by thread, each lane's busy time.
+TEST_F(AnalysisGui, ThePieTabSharesTheWindowsTimeUpToThePlayHead) {
+  ASSERT_NO_FATAL_FAILURE(open_panel());
+  ASSERT_NO_FATAL_FAILURE(press("tab_Pie"));
+  auto settle_pie = [&] {
+    for (int i = 0; i < 200; ++i) {
+      pump(2);
+      if (!v_->analysis().busy() && !v_->analysis().pie().slices.empty()) break;
+    }
+    pump(3);
+  };
+  auto want = [&](int64_t t0, int64_t t1, analysis::ShareBy by) {
+    std::vector<uint32_t> feedlets;
+    std::vector<std::string> labels;
+    for (const render::Lane& l : scene_->lanes())
+      if (l.source == 0 && std::find(feedlets.begin(), feedlets.end(), l.feedlet) == feedlets.end())
+        feedlets.push_back(l.feedlet), labels.push_back(l.shares_name ? l.name + " (" + std::to_string(l.tid) + ")" : l.name);
+    const trace::ClockMap& clock = ix().catalog().clock;
+    std::vector<std::pair<std::string, uint64_t>> out;
+    for (const analysis::Share& sh : analysis::time_share(ix(), feedlets, labels, clock.to_ticks(t0), clock.to_ticks(t1), by))
+      out.emplace_back(sh.label, sh.ticks);
+    return out;
+  };
+  auto got = [&] {
+    std::vector<std::pair<std::string, uint64_t>> out;
+    for (const render::PieSlice& sl : v_->analysis().pie().slices) out.emplace_back(sl.label, sl.ticks);
+    return out;
+  };
+  settle_pie();
+  const FigureParams& tl = v_->figure_params(0);
+  EXPECT_EQ(got(), want(tl.t0, tl.t1, analysis::ShareBy::Name)) << "the whole window";
+  ASSERT_GE(got().size(), 5u) << "the demo's gc, audio and worker names";
+  // Ink of the largest slice's colour in the plot.
+  const render::Rect pp = v_->control("pie_plot");
+  ASSERT_GT(pp.w, 0);
+  const uint32_t first = render::series_colour(0) & 0xffffff;
+  int ink0 = 0;
+  for (int y = int(pp.y); y < int(pp.y + pp.h); ++y)
+    for (int x = int(pp.x); x < int(pp.x + pp.w / 2); ++x) ink0 += (px(x, y) & 0xffffff) == first;
+  EXPECT_GT(ink0, 500) << "the largest slice, drawn";
+  // The play head: a cursor a third of the way in.
+  const render::Rect plot = v_->plot_rect(0);
+  click(plot.x + plot.w / 3, plot.y + 40);
+  move(5, float(v_->fb_height() - 5));
+  ASSERT_NE(v_->marks().cursor, render::Marks::kNone);
+  settle_pie();
+  EXPECT_EQ(got(), want(tl.t0, v_->marks().cursor, analysis::ShareBy::Name)) << "up to the play head";
+}
+
 }  // namespace
 }  // namespace tinescope::test
