@@ -39,7 +39,6 @@ bool is_chart(const std::string& figure) {
 int evaluate_streams(const RenderArgs& a, const std::string& figure, const render::Scene& scene,
                      const render::FigureParams& f, std::vector<std::unique_ptr<analysis::DerivedStream>>& evaluated,
                      render::StreamChart& chart, std::string& quantity) {
-  const render::Source& src = scene.sources().front();
   std::vector<std::string> texts = a.streams;
   if (texts.empty() && figure == "series") {
     for (uint32_t id = 0; id < scene.lanes().size() && texts.size() < 8; ++id) {
@@ -65,6 +64,7 @@ int evaluate_streams(const RenderArgs& a, const std::string& figure, const rende
     std::fprintf(stderr, "tinescope render: --figure histogram bins one stream, not %zu\n", texts.size());
     return 2;
   }
+  const size_t traces = scene.sources().size();
   for (const std::string& text : texts) {
     analysis::Expr e;
     std::string error;
@@ -72,25 +72,42 @@ int evaluate_streams(const RenderArgs& a, const std::string& figure, const rende
       std::fprintf(stderr, "tinescope render: stream '%s': %s\n", text.c_str(), error.c_str());
       return 2;
     }
-    // Records are keyed by their end: the stream chart also needs the
-    // intervals that end after the window and start in it or before.
-    const uint64_t k0 = src.catalog->clock.to_ticks(f.t0), k1 = src.catalog->clock.to_ticks(f.t1);
-    const bool spans = !histogram && analysis::yields_intervals(e);
-    analysis::EvalOptions o;
-    o.t0 = k0, o.t1 = spans ? UINT64_MAX : k1;
-    auto s = analysis::DerivedStream::evaluate(*src.index, e, error, o);
-    if (!s) {
-      std::fprintf(stderr, "tinescope render: stream '%s': %s\n", text.c_str(), error.c_str());
-      return 2;
-    }
     if (e.op == analysis::Op::Field) quantity = e.filter.field;
-    uint64_t count = s->size();
-    if (spans) {
-      count = 0;
-      for (const analysis::Record& r : s->records()) count += r.start <= k1;
+    // On every trace (several: each on the first's clock), drawn from those
+    // where it has records in the window (the first, where none has).
+    const size_t before = chart.streams.size();
+    for (size_t t = 0; t < traces; ++t) {
+      const render::Source& src = scene.sources()[t];
+      // Records are keyed by their end: the stream chart also needs the
+      // intervals that end after the window and start in it or before.
+      const uint64_t k0 = src.catalog->clock.to_ticks(f.t0), k1 = src.catalog->clock.to_ticks(f.t1);
+      const bool spans = !histogram && analysis::yields_intervals(e);
+      analysis::EvalOptions o;
+      o.t0 = k0, o.t1 = spans ? UINT64_MAX : k1;
+      auto s = analysis::DerivedStream::evaluate(*src.index, e, error, o);
+      if (!s) {
+        std::fprintf(stderr, "tinescope render: stream '%s' on %s: %s\n", text.c_str(), src.path.c_str(), error.c_str());
+        return 2;
+      }
+      uint64_t count = s->size();
+      if (spans) {
+        count = 0;
+        for (const analysis::Record& r : s->records()) count += r.start <= k1;
+      }
+      if (count == 0 && (t > 0 || traces > 1)) continue;
+      std::string label = analysis::format_stream(e);
+      if (traces > 1) label += "  @ " + src.path.substr(src.path.rfind('/') + 1);
+      chart.streams.push_back({label, s.get(), count, &src.catalog->clock});
+      evaluated.push_back(std::move(s));
+      if (histogram) break;  // (one stream binned: the first trace that has it)
     }
-    chart.streams.push_back({analysis::format_stream(e), s.get(), count});
-    evaluated.push_back(std::move(s));
+    if (chart.streams.size() == before) {  // nowhere: said in the legend
+      const render::Source& src = scene.sources().front();
+      auto s = analysis::DerivedStream::evaluate(*src.index, e, error, {});
+      if (!s) return std::fprintf(stderr, "tinescope render: stream '%s': %s\n", text.c_str(), error.c_str()), 2;
+      chart.streams.push_back({analysis::format_stream(e), s.get(), 0, &src.catalog->clock});
+      evaluated.push_back(std::move(s));
+    }
   }
   return 0;
 }
@@ -125,16 +142,18 @@ int prepare_chart(const RenderArgs& a, const std::string& figure, const render::
   if (int status = evaluate_streams(a, figure, scene, f, c.evaluated, c.streams, quantity)) return status;
   if (figure == "histogram") {
     const analysis::DerivedStream& s = *c.evaluated.front();
-    c.histogram = std::make_unique<render::PlayableHistogram>(render::PlayableHistogram::build(s, src.catalog->clock, !a.linear_bins));
+    const trace::ClockMap& clock = *c.streams.streams.front().clock;
+    c.histogram = std::make_unique<render::PlayableHistogram>(render::PlayableHistogram::build(s, clock, !a.linear_bins));
     // Played up to the cursor, where one is given (the viewer's play head).
-    const uint64_t key = marks.cursor == render::Marks::kNone ? UINT64_MAX : src.catalog->clock.to_ticks(marks.cursor);
+    const uint64_t key = marks.cursor == render::Marks::kNone ? UINT64_MAX : clock.to_ticks(marks.cursor);
     std::string title = c.streams.streams.front().label;
     if (!a.figure.from.empty() || !a.figure.to.empty())  // (the records whose key, an interval's end, is in the window)
       title += "   from " + render::format_time(f.t0 - scene.first_ns()) + " to " + render::format_time(f.t1 - scene.first_ns());
-    c.binned = {title, c.histogram.get(), c.histogram->up_to(s, src.catalog->clock, key, c.records), quantity};
+    c.binned = {title, c.histogram.get(), c.histogram->up_to(s, clock, key, c.records), quantity};
     return 0;
   }
   c.streams.title = src.path;
+  for (size_t t = 1; t < scene.sources().size(); ++t) c.streams.title += " + " + scene.sources()[t].path;
   c.streams.clock = &src.catalog->clock;
   c.streams.t0 = f.t0, c.streams.t1 = f.t1, c.streams.origin = scene.first_ns(), c.streams.unit = scene.time_unit();
   for (const render::ChartStream& s : c.streams.streams) c.records += s.count;
@@ -215,11 +234,10 @@ int run_render(const RenderArgs& a) {
     std::fprintf(stderr, "tinescope render: --stream draws with --figure stream, series or histogram\n");
     return 2;
   }
-  if (charts && a.traces.size() != 1) {
-    std::fprintf(stderr, "tinescope render: --figure %s draws the streams of one trace, not %zu\n", a.figure.figure.c_str(),
-                 a.traces.size());
-    return 2;
-  }
+  if (a.traces.size() > 1 && std::any_of(figures.begin(), figures.end(), [](const std::string& f) {
+        return f == "histogram" || f == "pie";
+      }))
+    std::printf("(the histogram and the pie are of the first trace that has their stream, or of the first trace)\n");
   if (analysis::ShareBy by; !analysis::parse_share_by(a.pie_by, by))
     return std::fprintf(stderr, "tinescope render: --pie-by: name, thread or task, not '%s'\n", a.pie_by.c_str()), 2;
   // The trace once, then each figure's settings against it (a chart's as a timeline's: window, lanes, cursor).

@@ -180,7 +180,7 @@ void draw_stream_chart(Canvas& c, int width, int height, const StreamChart& char
   std::vector<std::pair<double, double>> ranges;  // each sample stream's own
   double lo = INFINITY, hi = -INFINITY;          // the sample streams' one value axis
   for (const ChartStream& s : chart.streams) {
-    pictures.push_back(build_stream_picture(*s.stream, *chart.clock, axis, chart.t0, chart.t1, columns));
+    pictures.push_back(build_stream_picture(*s.stream, s.clock ? *s.clock : *chart.clock, axis, chart.t0, chart.t1, columns));
     ranges.push_back(pictures.back().intervals ? std::pair{0.0, 0.0} : value_range(*s.stream));
     if (!pictures.back().intervals) lo = std::min(lo, ranges.back().first), hi = std::max(hi, ranges.back().second);
   }

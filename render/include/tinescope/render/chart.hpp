@@ -28,8 +28,9 @@ bool chart_format(const std::string& path, ChartFormat& format);
 
 struct ChartStream {
   std::string label;                                 // the stream's text
-  const analysis::DerivedStream* stream = nullptr;  // its clock: StreamChart::clock
+  const analysis::DerivedStream* stream = nullptr;
   uint64_t count = 0;                                // its records in the window, for the legend
+  const trace::ClockMap* clock = nullptr;            // its trace's (on the chart's time axis); null: StreamChart::clock
 };
 
 struct StreamChart {
