@@ -59,16 +59,22 @@ TEST(Cli, DumpAndFindCountTimeFromTheSameZero) {
 }
 
 // Trust, fault 18: `render -o x.svg` wrote a PNG under that name, and a
-// window past the trace's end was "--to must come after --from".
+// window past the trace's end was "--to must come after --from". Now SVG
+// and PDF are written as such (issue 56); another name is refused.
 TEST(Cli, RenderRefusesWhatItCannotDrawAndSaysWhereTheTraceIs) {
   const std::string trace = temp_path("render_refusals");
   import_ten_seconds(trace);
   std::string said;
-  for (const std::string out : {"x.svg", "x.pdf", "x", "x.png.txt"}) {
+  for (const std::string out : {"x.jpg", "x", "x.png.txt"}) {
     const std::string path = scratch_dir() + "/" + out;
     EXPECT_EQ(run(tinescope("render " + trace + " -o " + path), &said), 2) << out << ": " << said;
-    EXPECT_NE(said.find("is drawn as PNG only; name the output .png"), std::string::npos) << said;
+    EXPECT_NE(said.find("a picture is written as .png, .svg or .pdf; name the output so"), std::string::npos) << said;
     EXPECT_NE(::access(path.c_str(), F_OK), 0) << out << " was written";
+  }
+  for (const std::string out : {"x.svg", "x.pdf"}) {
+    const std::string path = scratch_dir() + "/" + out;
+    EXPECT_EQ(run(tinescope("render " + trace + " -o " + path), &said), 0) << out << ": " << said;
+    EXPECT_EQ(slurp(path).substr(0, 5), out == "x.svg" ? "<?xml" : "%PDF-") << out;
   }
   const std::string png = scratch_dir() + "/x.PNG";
   EXPECT_EQ(run(tinescope("render " + trace + " -o " + png + " --size 200x100"), &said), 0) << said;

@@ -1155,7 +1155,7 @@ TEST_F(AnalysisGui, StatisticsSortByAClickAndARowsHistogramPlaysUpToTheCursor) {
   ASSERT_NO_FATAL_FAILURE(press("stats_row_" + std::to_string(row)));
   ASSERT_NO_FATAL_FAILURE(finish());
   ASSERT_NO_FATAL_FAILURE(finish());  // the stream, then its bins
-  EXPECT_EQ(v_->analysis().tab(), 2) << "the histogram shows";
+  EXPECT_EQ(v_->analysis().tab_name(), "histogram") << "the histogram shows";
   ASSERT_TRUE(v_->analysis().stream());
   EXPECT_EQ(v_->analysis().stream()->size(), count);
   pump(3);
@@ -1302,7 +1302,7 @@ TEST_F(AnalysisGui, NeedlesOfAStreamAreListedLongestFirstAndBookmarkable) {
   ASSERT_NO_FATAL_FAILURE(finish());
   ASSERT_NO_FATAL_FAILURE(press("needles_longest"));
   ASSERT_NO_FATAL_FAILURE(finish());
-  EXPECT_EQ(v_->analysis().tab(), 3) << "the needles are the hit list";
+  EXPECT_EQ(v_->analysis().tab_name(), "search") << "the needles are the hit list";
   analysis::Expr e;
   std::string error;
   ASSERT_TRUE(analysis::parse_stream(text, e, error));
@@ -1454,7 +1454,7 @@ TEST_F(AnalysisGui, MeasuringFromMarkToSweepGivesOneResponseTimePerCycle) {
   const auto cycles = eval("\"gc.cycle\"");
   ASSERT_GE(want.size(), 3u);
   EXPECT_EQ(v_->analysis().stream()->size(), want.size());
-  EXPECT_EQ(v_->analysis().tab(), 2) << "the histogram of the response times shows";
+  EXPECT_EQ(v_->analysis().tab_name(), "histogram") << "the histogram of the response times shows";
   // Each measurement runs from a mark's start to its sweep's end: inside one cycle.
   for (const auto& m : want) {
     const bool inside = std::any_of(cycles.begin(), cycles.end(),

@@ -100,6 +100,12 @@ namespace {
 constexpr const char* kTabs[] = {"Streams", "Statistics", "Histogram", "Pie", "Search", "Categories", "Threads"};
 }  // namespace
 
+std::string AnalysisPanel::tab_name() const {
+  std::string lower = tab_ >= 0 && tab_ < int(std::size(kTabs)) ? kTabs[tab_] : "";
+  for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return lower;
+}
+
 bool AnalysisPanel::show_tab(const std::string& name) {
   for (int i = 0; i < int(std::size(kTabs)); ++i) {
     std::string lower = kTabs[i];

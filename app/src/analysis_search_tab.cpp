@@ -192,7 +192,7 @@ void AnalysisPanel::find_needles(const SharedView& v, const std::string& text, b
     }
     return std::make_pair(hits, error);
   });
-  want_tab_ = 3;
+  show_tab("search");
 }
 
 void AnalysisPanel::find_orphans(const SharedView& v) {

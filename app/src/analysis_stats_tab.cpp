@@ -143,7 +143,7 @@ void AnalysisPanel::stats_tab(SharedView& v) {
     const std::string label = label_of(s);
     const float room = ImGui::GetContentRegionAvail().x;  // the name column's
     if (ImGui::Selectable(label.c_str(), false, ImGuiSelectableFlags_SpanAllColumns)) {
-      want_tab_ = 2;
+      show_tab("histogram");
       evaluate(v, base_stream(analysis::Op::Intervals, exact_name_filter(s.name),
                               s.thread.empty() ? std::string() : exact_name_filter(s.thread)));
     }

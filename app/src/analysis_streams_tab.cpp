@@ -130,7 +130,7 @@ void AnalysisPanel::streams_tab(SharedView& v) {
   field("to", "measure_to", measure_to_, sizeof measure_to_, 140);
   if (ImGui::Button("Measure (histogram)")) {
     evaluate(v, std::string("span(") + measure_from_ + ", " + measure_to_ + ")");
-    want_tab_ = 2;
+    show_tab("histogram");
   }
   v.record_control("measure");
   ImGui::EndDisabled();
@@ -155,7 +155,7 @@ void AnalysisPanel::streams_tab(SharedView& v) {
   ImGui::TextWrapped("%s", status_.c_str());
   if (stream_) {
     ImGui::TextDisabled("shown under the figures: %s", stream_text_.c_str());
-    if (stream_->intervals() && ImGui::Button("Histogram of its durations")) want_tab_ = 2;
+    if (stream_->intervals() && ImGui::Button("Histogram of its durations")) show_tab("histogram");
   }
 }
 

@@ -125,6 +125,7 @@ class AnalysisPanel {
   int64_t play_head() const { return play_head_; }
   const std::vector<SearchHit>& hits() const { return hits_; }
   int tab() const { return tab_; }
+  std::string tab_name() const;  // the open tab's name, lower case ("search")
   // Opens a tab by its name, lower case ("threads"); false if there is none.
   bool show_tab(const std::string& name);
   // The Threads tab's overviews, a lane each (empty until built).
