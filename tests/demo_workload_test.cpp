@@ -137,23 +137,33 @@ TEST_F(DemoWorkload, GcSweepQuantaLengthenFrom500To1500us) {
   EXPECT_GT(max_sweep, 1400e3) << "the sweep bug lengthens quanta to ~1500 us";
 }
 
-// The demo's threads sleep while they wait, so on two cores nothing holds
-// the GC off its CPU for long: `longer(gc.quantum, 600us)` is the sweep
-// bug's lengthening quanta, and no quantum of a mark phase (TuningFork 4.2).
+// The demo's threads sleep while they wait, and the GC has a CPU of its own,
+// so on two cores nothing holds it off its CPU for long: `longer(gc.quantum,
+// 600us)` is the sweep bug's lengthening quanta, not the mark phases' 500 us
+// ones (TuningFork 4.2; while the demo's threads spun, a fifth of the mark
+// quanta were over 600 us). Most recordings have none at all; one in a few
+// hundred is stretched by a stall no thread of the demo can prevent (in a
+// VM, the host takes the virtual CPU for a few hundred us, real-time
+// priority or not), so up to 1% are let pass.
 TEST_F(DemoWorkload, OnlySweepQuantaLastOver600us) {
   auto sweep = intervals("gc.sweep");
   auto quanta = intervals("gc.quantum");
   ASSERT_FALSE(sweep.empty());
-  size_t long_sweep = 0;
+  size_t long_sweep = 0, mark = 0;
   std::vector<int64_t> long_mark_us;
   for (const Interval& q : quanta) {
+    const bool sweeping = inside(q, sweep);
+    mark += !sweeping;
     if (q.end - q.start <= 600'000) continue;
-    if (inside(q, sweep)) ++long_sweep;
+    if (sweeping) ++long_sweep;
     else long_mark_us.push_back((q.end - q.start) / 1000);
   }
+  ASSERT_GT(mark, 100u);
   EXPECT_GT(long_sweep, 20u) << "the sweep bug's quanta over 600 us";
+  std::printf("quanta over 600 us: %zu of the sweep phases', %zu of %zu in mark phases\n", long_sweep,
+              long_mark_us.size(), mark);
   if (!kInstrumented) {
-    EXPECT_EQ(long_mark_us, std::vector<int64_t>{}) << "mark quanta over 600 us (their lengths in us)";
+    EXPECT_LE(long_mark_us.size(), mark / 100) << "mark quanta over 600 us: " << ::testing::PrintToString(long_mark_us);
   }
 }
 
