@@ -19,9 +19,8 @@
 // slack; the audio task, whose samples must start on the exact 22.05 kHz
 // grid, sleeps to a margin before each due time and spins only that margin,
 // which follows the wake-ups' observed lateness. The audio task and the GC
-// keep to CPUs of their own, at real-time priority where the process may
-// (TuningFork's real-time system ran them so): a mark quantum is 500 us and
-// the samples keep their grid even beside another program's busy threads.
+// keep to CPUs of their own, and the GC runs at real-time priority where the
+// process may (TuningFork's real-time Java did): a mark quantum is 500 us.
 //
 // Usage: tinescope-demo [-o FILE] [--live ADDR] [--duration S] [--rate X]
 //        tinescope-demo --transactions [-o FILE] [--duration S]: the demo, and
@@ -110,13 +109,13 @@ void pin_to(int cpu) {
   pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
-// Real-time priority (SCHED_FIFO) where this process may have it (root,
-// CAP_SYS_NICE or RLIMIT_RTPRIO), for the audio task and the GC: another
-// program's busy threads then cannot take their CPU in the middle of a
-// quantum or a sample's wait. Without it, the normal priority (a busy
-// machine stretches quanta and delays samples). Neither holds its CPU for
-// long: the GC's MMU allows it 30% of any 10 ms, and the audio task sleeps
-// before each sample (the kernel's real-time throttling bounds both anyway).
+// Real-time priority (SCHED_FIFO) for the GC where this process may have it
+// (root, CAP_SYS_NICE or RLIMIT_RTPRIO): another program's busy threads then
+// cannot take its CPU in the middle of a quantum, and its MMU holds it to
+// 30% of any 10 ms. Without it, the normal priority (a busy machine can
+// stretch a quantum). Not the audio task: in a VM it is runnable most of
+// the time (a wake-up costs ~15 us of CPU), and above every other thread it
+// starved a live viewer of the demo on two cores.
 void try_realtime() {
   sched_param p{};
   p.sched_priority = 1;
@@ -128,7 +127,6 @@ void audio_thread(int cpu) {
   pthread_setname_np(pthread_self(), "audio");
   ts::thread_name("audio");
   if (cpu >= 0) pin_to(cpu);
-  try_realtime();
   const double period_ns = 1e9 / 22050.0;  // 45351.47 ns
   const uint64_t start = now_ns();
   uint64_t next_interrupt = start + 50'000'000;
@@ -368,8 +366,8 @@ void usage() {
                "  interruptions every 50 ms, a Metronome-like GC whose sweep quanta lengthen,\n"
                "  and workers passing messages (1 in 1000 never received). Its threads sleep\n"
                "  while they wait (the audio task spins only a short margin before each sample),\n"
-               "  and the audio task and the GC have CPUs of their own (at real-time priority\n"
-               "  where allowed), so on 2 cores the GC's mark quanta stay 500 us.\n"
+               "  and the audio task and the GC have CPUs of their own (the GC at real-time\n"
+               "  priority where allowed), so on 2 cores the GC's mark quanta stay 500 us.\n"
                "  --transactions: also a second process running a 1 ms transaction every 2 ms on\n"
                "  the GC's CPU (both pinned there, the demo's other threads kept off it), its\n"
                "  own trace FILE's stem + .txn.tine: transactions lengthen while the GC runs.\n"
