@@ -1,5 +1,7 @@
 // The demo workload reproduces the seed's case studies with real timing, and
 // `tinescope dump` shows them.
+#include <pthread.h>
+#include <sched.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "trace_helpers.hpp"
@@ -33,6 +36,21 @@ double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
   return v[v.size() / 2];
+}
+
+// Whether a thread of this process, and so of the demo it starts, may run at
+// real-time priority (the demo's GC does where it may).
+bool may_run_realtime() {
+  static const bool may = [] {
+    bool ok = false;
+    std::thread([&] {
+      sched_param p{};
+      p.sched_priority = 1;
+      ok = pthread_setschedparam(pthread_self(), SCHED_FIFO, &p) == 0;
+    }).join();
+    return ok;
+  }();
+  return may;
 }
 
 bool inside(const Interval& x, const std::vector<Interval>& spans) {
@@ -140,11 +158,13 @@ TEST_F(DemoWorkload, GcSweepQuantaLengthenFrom500To1500us) {
 // The demo's threads sleep while they wait, and the GC has a CPU of its own,
 // so on two cores nothing holds it off its CPU for long: `longer(gc.quantum,
 // 600us)` is the sweep bug's lengthening quanta, not the mark phases' 500 us
-// ones (TuningFork 4.2; while the demo's threads spun, a fifth of the mark
-// quanta were over 600 us). Most recordings have none at all; one in a few
-// hundred is stretched by a stall no thread of the demo can prevent (in a
-// VM, the host takes the virtual CPU for a few hundred us, real-time
-// priority or not), so up to 1% are let pass.
+// ones (TuningFork 4.2; while the demo's threads spun, 3 to 40% of the mark
+// quanta were over 600 us). Most recordings have none at all. At real-time
+// priority one in a few hundred is stretched by a stall no thread of the
+// demo can prevent (in a VM, the host takes the virtual CPU for a few
+// hundred us), so up to 1% are let pass; at normal priority (not root)
+// another program's busy threads can take the GC's CPU too (1 to 6% with
+// builds running beside it), so up to 10%.
 TEST_F(DemoWorkload, OnlySweepQuantaLastOver600us) {
   auto sweep = intervals("gc.sweep");
   auto quanta = intervals("gc.quantum");
@@ -163,7 +183,9 @@ TEST_F(DemoWorkload, OnlySweepQuantaLastOver600us) {
   std::printf("quanta over 600 us: %zu of the sweep phases', %zu of %zu in mark phases\n", long_sweep,
               long_mark_us.size(), mark);
   if (!kInstrumented) {
-    EXPECT_LE(long_mark_us.size(), mark / 100) << "mark quanta over 600 us: " << ::testing::PrintToString(long_mark_us);
+    const size_t allowed = may_run_realtime() ? mark / 100 : mark / 10;
+    EXPECT_LE(long_mark_us.size(), allowed) << "mark quanta over 600 us: " << ::testing::PrintToString(long_mark_us)
+                                            << (may_run_realtime() ? "" : " (the GC at normal priority)");
   }
 }
 
