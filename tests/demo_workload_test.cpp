@@ -158,7 +158,7 @@ TEST_F(DemoWorkload, GcSweepQuantaLengthenFrom500To1500us) {
 // The demo's threads sleep while they wait, and the GC has a CPU of its own,
 // so on two cores nothing holds it off its CPU for long: `longer(gc.quantum,
 // 600us)` is the sweep bug's lengthening quanta, not the mark phases' 500 us
-// ones (TuningFork 4.2; while the demo's threads spun, 3 to 40% of the mark
+// ones (TuningFork 4.2; while the demo's threads spun, 3 to 47% of the mark
 // quanta were over 600 us). Most recordings have none at all. At real-time
 // priority one in a few hundred is stretched by a stall no thread of the
 // demo can prevent (in a VM, the host takes the virtual CPU for a few
