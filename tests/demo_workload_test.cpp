@@ -1,12 +1,16 @@
 // The demo workload reproduces the seed's case studies with real timing, and
 // `tinescope dump` shows them.
+#include <pthread.h>
+#include <sched.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "trace_helpers.hpp"
@@ -20,6 +24,55 @@ struct Interval {
   int64_t start, end;
 };
 
+// The timing checks hold in uninstrumented builds; a sanitizer slows the
+// recorder and the demo's threads enough to stretch what they time.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kInstrumented = true;
+#else
+constexpr bool kInstrumented = false;
+#endif
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// Whether a thread of this process, and so of the demo it starts, may run at
+// real-time priority (the demo's GC does where it may).
+bool may_run_realtime() {
+  static const bool may = [] {
+    bool ok = false;
+    std::thread([&] {
+      sched_param p{};
+      p.sched_priority = 1;
+      ok = pthread_setschedparam(pthread_self(), SCHED_FIFO, &p) == 0;
+    }).join();
+    return ok;
+  }();
+  return may;
+}
+
+bool inside(const Interval& x, const std::vector<Interval>& spans) {
+  return std::any_of(spans.begin(), spans.end(), [&](const Interval& s) { return x.start >= s.start && x.end <= s.end; });
+}
+
+// Completed intervals of `name` in a trace, in ns, matched by nesting per feedlet.
+std::vector<Interval> intervals_of(const Collected& c, const std::string& name) {
+  std::map<uint32_t, std::vector<int64_t>> open;
+  std::vector<Interval> out;
+  for (const OwnedEvent& o : c.events) {
+    if (o.e.feedlet == kMetadataFeedlet || c.name(o.e.u[0]) != name) continue;
+    int64_t t = c.catalog.clock.to_ns(o.e.ts);
+    if (o.e.type == kIntervalBegin) open[o.e.feedlet].push_back(t);
+    if (o.e.type == kIntervalEnd && !open[o.e.feedlet].empty()) {
+      out.push_back({open[o.e.feedlet].back(), t});
+      open[o.e.feedlet].pop_back();
+    }
+  }
+  return out;
+}
+
 class DemoWorkload : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -32,22 +85,7 @@ class DemoWorkload : public ::testing::Test {
     delete path_;
     delete trace_;
   }
-  // Completed intervals of `name`, in ns, matched by nesting per feedlet.
-  static std::vector<Interval> intervals(const std::string& name) {
-    const Collected& c = *trace_;
-    std::map<uint32_t, std::vector<int64_t>> open;
-    std::vector<Interval> out;
-    for (const OwnedEvent& o : c.events) {
-      if (o.e.feedlet == kMetadataFeedlet || c.name(o.e.u[0]) != name) continue;
-      int64_t t = c.catalog.clock.to_ns(o.e.ts);
-      if (o.e.type == kIntervalBegin) open[o.e.feedlet].push_back(t);
-      if (o.e.type == kIntervalEnd && !open[o.e.feedlet].empty()) {
-        out.push_back({open[o.e.feedlet].back(), t});
-        open[o.e.feedlet].pop_back();
-      }
-    }
-    return out;
-  }
+  static std::vector<Interval> intervals(const std::string& name) { return intervals_of(*trace_, name); }
   static std::string* path_;
   static Collected* trace_;
 };
@@ -115,6 +153,73 @@ TEST_F(DemoWorkload, GcSweepQuantaLengthenFrom500To1500us) {
   EXPECT_NEAR(mark_durations[mark_durations.size() / 2], 500e3, 30e3) << "mark quanta are 500 us";
   EXPECT_GT(in_sweep, 30u);
   EXPECT_GT(max_sweep, 1400e3) << "the sweep bug lengthens quanta to ~1500 us";
+}
+
+// The demo's threads sleep while they wait, and the GC has a CPU of its own,
+// so on two cores nothing holds it off its CPU for long: `longer(gc.quantum,
+// 600us)` is the sweep bug's lengthening quanta, not the mark phases' 500 us
+// ones (TuningFork 4.2; while the demo's threads spun, 3 to 47% of the mark
+// quanta were over 600 us). Most recordings have none at all. At real-time
+// priority one in a few hundred is stretched by a stall no thread of the
+// demo can prevent (in a VM, the host takes the virtual CPU for a few
+// hundred us), so up to 1% are let pass; at normal priority (not root)
+// another program's busy threads can take the GC's CPU too (1 to 6% with
+// builds running beside it), so up to 10%.
+TEST_F(DemoWorkload, OnlySweepQuantaLastOver600us) {
+  auto sweep = intervals("gc.sweep");
+  auto quanta = intervals("gc.quantum");
+  ASSERT_FALSE(sweep.empty());
+  size_t long_sweep = 0, mark = 0;
+  std::vector<int64_t> long_mark_us;
+  for (const Interval& q : quanta) {
+    const bool sweeping = inside(q, sweep);
+    mark += !sweeping;
+    if (q.end - q.start <= 600'000) continue;
+    if (sweeping) ++long_sweep;
+    else long_mark_us.push_back((q.end - q.start) / 1000);
+  }
+  ASSERT_GT(mark, 100u);
+  EXPECT_GT(long_sweep, 20u) << "the sweep bug's quanta over 600 us";
+  std::printf("quanta over 600 us: %zu of the sweep phases', %zu of %zu in mark phases\n", long_sweep,
+              long_mark_us.size(), mark);
+  if (!kInstrumented) {
+    const size_t allowed = may_run_realtime() ? mark / 100 : mark / 10;
+    EXPECT_LE(long_mark_us.size(), allowed) << "mark quanta over 600 us: " << ::testing::PrintToString(long_mark_us)
+                                            << (may_run_realtime() ? "" : " (the GC at normal priority)");
+  }
+}
+
+// The audio task sleeps between samples but starts each on the 22.05 kHz
+// grid, never early (it spins the last of the wait) and now and then late
+// (a late wake-up, the interrupt, a preemption): the starts on time fit a
+// line against their sample numbers whose slope is the period, 45 351.47 ns
+// within 0.01 %.
+TEST_F(DemoWorkload, AudioStartsKeepThe22kHzGrid) {
+  auto samples = intervals("audio.sample");
+  ASSERT_GT(samples.size(), 20000u);
+  const double period = 1e9 / 22050;
+  const int64_t t0 = samples[0].start;
+  // The grid's phase: the most common phase of a start in the period (1 us
+  // bins), shared by the starts on time; the late ones scatter after it.
+  std::vector<size_t> bins(size_t(period / 1000) + 1);
+  for (const Interval& s : samples) ++bins[size_t(std::fmod(double(s.start - t0), period) / 1000)];
+  const double grid = double(std::max_element(bins.begin(), bins.end()) - bins.begin()) * 1000 - 2000;
+  std::vector<double> n, t;  // the starts within 5 us after their grid point
+  for (const Interval& s : samples) {
+    const double since = double(s.start - t0) - grid, k = std::floor(since / period);
+    if (since - k * period < 5000) n.push_back(k), t.push_back(since);
+  }
+  ASSERT_GT(n.size(), samples.size() / 4) << "starts on the grid";
+  double sn = 0, st = 0, snn = 0, snt = 0;
+  const double count = double(n.size());
+  for (size_t i = 0; i < n.size(); ++i) sn += n[i], st += t[i], snn += n[i] * n[i], snt += n[i] * t[i];
+  const double slope = (count * snt - sn * st) / (count * snn - sn * sn);
+  std::printf("audio: %zu samples, %.1f%% on the grid (within 5 us), fitted period %.3f ns\n", samples.size(),
+              100.0 * count / double(samples.size()), slope);
+  EXPECT_NEAR(slope, period, period * 1e-4) << "fitted sample period";
+  if (!kInstrumented) {
+    EXPECT_GT(count, 0.75 * double(samples.size())) << "samples starting on time";
+  }
 }
 
 TEST_F(DemoWorkload, MessagesMatchAndAFewAreNeverReceived) {
@@ -258,6 +363,45 @@ TEST_F(DemoWorkload, IndexInfoAndStatsDescribeATraceCutShort) {
   EXPECT_GT(parts["other"].get<uint64_t>(), 4096u) << parts.dump();  // the header page at least
   unlink(cut.c_str());
   unlink((cut + ".idx").c_str());
+}
+
+// --transactions: a second process of transactions on the GC's CPU, in a
+// trace of its own on the same clock; a transaction that meets a GC quantum
+// loses CPU time to it, so those are longer than the rest (TuningFork's
+// figure 5).
+TEST_F(DemoWorkload, TransactionsLengthenWhileTheGcRuns) {
+  const std::string stem = temp_path("demo-txn");  // ".../demo-txn.tine"
+  const std::string txn = stem.substr(0, stem.size() - 5) + ".txn.tine";
+  std::string out;
+  ASSERT_EQ(run(bin("recorder/tinescope-demo") + " --transactions --overwrite --duration 2 --workers 1 -o " + stem, &out), 0)
+      << out;
+  const Collected demo = read_trace(stem), t = read_trace(txn);
+  const auto quanta = intervals_of(demo, "gc.quantum");
+  const auto txns = intervals_of(t, "transaction");
+  ASSERT_GT(quanta.size(), 30u);
+  ASSERT_GT(txns.size(), 300u) << "one every 2 ms";
+  // Each transaction's event says how long it took, as its interval does.
+  size_t events = 0;
+  for (const OwnedEvent& o : t.events)
+    if (o.e.feedlet != kMetadataFeedlet && t.catalog.type_name(o.e.type) == "transaction") {
+      EXPECT_GT(o.e.f(1), 0.1) << "latency_ms";
+      EXPECT_EQ(t.name(o.e.u[2]), "transaction");
+      ++events;
+    }
+  EXPECT_EQ(events, txns.size());
+  std::vector<double> during, outside;
+  for (const Interval& x : txns) {
+    const bool meets = std::any_of(quanta.begin(), quanta.end(), [&](const Interval& q) { return q.start < x.end && x.start < q.end; });
+    (meets ? during : outside).push_back(double(x.end - x.start));
+  }
+  ASSERT_GT(during.size(), 20u);
+  ASSERT_GT(outside.size(), 100u);
+  std::printf("transactions: median %.0f us during GC quanta (%zu), %.0f us outside (%zu)\n", median(during) / 1e3,
+              during.size(), median(outside) / 1e3, outside.size());
+  if (!kInstrumented) {
+    EXPECT_GT(median(during), 1.2 * median(outside)) << "transactions during GC quanta";
+  }
+  unlink(stem.c_str()), unlink(txn.c_str());
 }
 
 }  // namespace
