@@ -346,5 +346,36 @@ TEST(Chart, ComparePngTellsAChangedPictureAndShowsWhere) {
   EXPECT_NE(out.find(t.path), std::string::npos) << out;
 }
 
+// --bookmark and --cursor headless (issue 56): a stream's records are the
+// bookmarks of every figure, as the viewer's "Bookmark all" makes them; the
+// stream chart ticks each along its top and draws the cursor across.
+TEST(Chart, BookmarksAndTheCursorAreDrawnHeadless) {
+  const ChartTrace t = chart_trace("chart_marks");
+  const std::string tool = bin("app/tinescope") + " render " + t.path + " --size 800x400 ", dir = scratch_dir();
+  std::string out;
+  ASSERT_EQ(run(tool + "--figure timeline -o " + dir + "/plain.png 2>&1", &out), 0) << out;
+  ASSERT_EQ(run(tool + "--figure timeline --bookmark 'intervals(name=\"busy\")' -o " + dir + "/marked.png 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find("3 bookmarks from intervals(name=\"busy\")"), std::string::npos) << out;
+  EXPECT_EQ(run(bin("app/tinescope") + " compare-png " + dir + "/plain.png " + dir + "/marked.png 2>&1", &out), 1)
+      << "the bookmarks are drawn: " << out;
+  const std::string chart = dir + "/marked-chart.png";
+  ASSERT_EQ(run(tool + "--figure stream --stream 'field(name=\"tick\", \"v\")' --bookmark 'intervals(name=\"busy\")' "
+                       "--cursor 2ms -o " + chart + " 2>&1", &out), 0) << out;
+  const Png png = load_png(chart);
+  const render::ChartPlot plot = render::stream_chart_plot(800, 400, 1);
+  const render::TimeAxis axis(0, 6'000'000, plot.w());  // (the trace runs 6 ms from 0)
+  for (auto [b, e] : t.busy) {
+    const int x = int(std::lround(plot.x0 + axis.x(b * 1000)));
+    bool tick = false;
+    for (int dx = -2; dx <= 2; ++dx) tick |= png.r(x + dx, int(plot.y0) + 3) > 200 && png.b(x + dx, int(plot.y0) + 3) < 120;
+    EXPECT_TRUE(tick) << "a bookmark's tick at " << b << " us";
+  }
+  const int cx = int(std::lround(plot.x0 + axis.x(2'000'000)));
+  int dark = 0;
+  for (int y = int(plot.y0) + 10; y < int(plot.y1) - 10; ++y)
+    for (int dx = -1; dx <= 1; ++dx) dark += png.r(cx + dx, y) < 90 && png.b(cx + dx, y) < 90;
+  EXPECT_GT(dark, int(plot.h()) / 2) << "the cursor's line across the plot";
+}
+
 }  // namespace
 }  // namespace tinescope::test

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <unistd.h>
 
@@ -27,6 +28,7 @@ struct RenderArgs {
   std::vector<std::string> streams;  // the charts' streams
   bool linear_bins = false;
   std::string pie_by = "name";
+  std::string bookmark;  // a stream whose records become the bookmarks
 };
 
 bool is_chart(const std::string& figure) {
@@ -112,6 +114,31 @@ int evaluate_streams(const RenderArgs& a, const std::string& figure, const rende
   return 0;
 }
 
+// --bookmark: the stream's records (their starts) become every figure's
+// bookmarks, as the viewer's "Bookmark all" makes them. 0, or the exit status.
+int bookmark_stream(const std::string& text, const render::Scene& scene, std::vector<render::Marks>& marks) {
+  analysis::Expr e;
+  std::string error;
+  if (!analysis::parse_stream(text, e, error))
+    return std::fprintf(stderr, "tinescope render: --bookmark '%s': %s\n", text.c_str(), error.c_str()), 2;
+  const render::Source& src = scene.sources().front();
+  auto s = analysis::DerivedStream::evaluate(*src.index, e, error, {});
+  if (!s) return std::fprintf(stderr, "tinescope render: --bookmark '%s': %s\n", text.c_str(), error.c_str()), 2;
+  constexpr size_t kMost = 100000;  // (the viewer's limit)
+  std::vector<int64_t> starts;
+  std::map<int64_t, int64_t> messages;  // a message's bookmark: its send, and its receive
+  for (const analysis::Record& r : s->records()) {
+    if (starts.size() == kMost) break;
+    starts.push_back(src.catalog->clock.to_ns(r.start));
+    if (e.op == analysis::Op::Messages) messages[starts.back()] = src.catalog->clock.to_ns(r.end);
+  }
+  std::sort(starts.begin(), starts.end());
+  for (render::Marks& m : marks) m.bookmarks = starts, m.bookmark_messages = messages;
+  std::printf("  %zu bookmarks from %s%s\n", starts.size(), analysis::format_stream(e).c_str(),
+              s->size() > kMost ? " (the first 100000)" : "");
+  return 0;
+}
+
 // A chart's data, made before the picture's file is: a chart that cannot be
 // made leaves no file (and never a user's file half written over).
 struct Chart {
@@ -156,6 +183,7 @@ int prepare_chart(const RenderArgs& a, const std::string& figure, const render::
   for (size_t t = 1; t < scene.sources().size(); ++t) c.streams.title += " + " + scene.sources()[t].path;
   c.streams.clock = &src.catalog->clock;
   c.streams.t0 = f.t0, c.streams.t1 = f.t1, c.streams.origin = scene.first_ns(), c.streams.unit = scene.time_unit();
+  c.streams.cursor = marks.cursor, c.streams.bookmarks = marks.bookmarks;
   for (const render::ChartStream& s : c.streams.streams) c.records += s.count;
   return 0;
 }
@@ -255,6 +283,8 @@ int run_render(const RenderArgs& a) {
       return 2;
     }
   }
+  if (!a.bookmark.empty())
+    if (int status = bookmark_stream(a.bookmark, scene, marks)) return status;
   // A single GL figure as PNG: its framebuffer, byte for byte.
   const bool one_picture = figures.size() == 1 && !charts && format == render::ChartFormat::Png;
   const int slot = h / int(figures.size());
@@ -321,6 +351,8 @@ void add_render_command(CLI::App& app, int* exit_code) {
                   "series, stream and histogram: a stream to draw (docs/ANALYSIS.md); repeatable for the series and "
                   "stream charts (a series with none draws its lanes' counters)");
   cmd->add_flag("--linear-bins", args->linear_bins, "histogram: linear bins (default: logarithmic where values allow)");
+  cmd->add_option("--bookmark", args->bookmark,
+                  "bookmark the records of this stream in every figure, e.g. 'longer(\"gc.quantum\", 600us)'");
   cmd->add_option("--pie-by", args->pie_by, "pie: name (each name's own time; the default), thread or task")
       ->check(CLI::IsMember({"name", "thread", "task"}));
   cmd->callback([args, exit_code] { *exit_code = run_render(*args); });

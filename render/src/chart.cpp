@@ -260,6 +260,14 @@ void draw_stream_chart(Canvas& c, int width, int height, const StreamChart& char
       first = false, last_x = x1, last_y = y_of(r.last);
     }
   }
+  // The bookmarks, a tick each along the top; the cursor, a line across.
+  c.colour(0xff2a8cffu);  // (orange, as the viewer's)
+  for (int64_t b : chart.bookmarks)
+    if (b >= chart.t0 && b <= chart.t1) c.rect(p.x0 + axis.x(b) - 1, p.y0, p.x0 + axis.x(b) + 1, p.y0 + 8);
+  if (chart.cursor >= chart.t0 && chart.cursor <= chart.t1) {
+    c.grey(0.1);
+    c.line(p.x0 + axis.x(chart.cursor), p.y0, p.x0 + axis.x(chart.cursor), p.y1, 1);
+  }
   cairo_restore(c.cr());
   frame(c, p);
 }

@@ -40,6 +40,8 @@ struct StreamChart {
   int64_t t0 = 0, t1 = 1;  // the window (ns)
   int64_t origin = 0;      // times are labelled from here (the trace's first event)
   TimeUnit unit = TimeUnit::Fit;
+  int64_t cursor = INT64_MIN;      // a line there, where one is given (ns)
+  std::vector<int64_t> bookmarks;  // a tick along the top at each (ns)
 };
 
 struct HistogramChart {
