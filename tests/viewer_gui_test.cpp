@@ -1938,5 +1938,32 @@ TEST_F(AnalysisGui, ThePieTabSharesTheWindowsTimeUpToThePlayHead) {
   EXPECT_EQ(got(), want(tl.t0, v_->marks().cursor, analysis::ShareBy::Name)) << "up to the play head";
 }
 
+// The time series (issue 56): a sample stream kept as a series, and a
+// second one evaluated beside it, are drawn together in the stream figure,
+// each in its colour on one value axis.
+TEST_F(AnalysisGui, TwoCountersKeptAsSeriesAreDrawnTogether) {
+  ASSERT_NO_FATAL_FAILURE(open_panel());
+  v_->evaluate_stream("samples(name=\"queue.1.depth\")", false);
+  ASSERT_NO_FATAL_FAILURE(finish());
+  ASSERT_NE(v_->analysis().stream(), nullptr) << v_->analysis().status();
+  ASSERT_NO_FATAL_FAILURE(press("pin_series"));
+  pump(2);
+  EXPECT_EQ(v_->analysis().series_count(), 1u) << v_->analysis().status();
+  v_->evaluate_stream("samples(name=\"heap.allocated_bytes\")", false);
+  ASSERT_NO_FATAL_FAILURE(finish());
+  const render::Rect sf = v_->stream_figure_rect();
+  ASSERT_GT(sf.w, 0);
+  for (size_t k = 0; k < 2; ++k) {
+    const uint32_t c = render::series_colour(k) & 0xffffff;
+    int ink_k = 0;
+    for (int y = int(sf.y) + 18; y < int(sf.y + sf.h); ++y)
+      for (int x = int(sf.x + 150); x < int(sf.x + sf.w); ++x) ink_k += (px(x, y) & 0xffffff) == c;
+    EXPECT_GT(ink_k, 30) << "series " << k << " in its colour";
+  }
+  ASSERT_NO_FATAL_FAILURE(press("clear_series"));
+  pump(2);
+  EXPECT_EQ(v_->analysis().series_count(), 0u);
+}
+
 }  // namespace
 }  // namespace tinescope::test

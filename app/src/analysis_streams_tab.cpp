@@ -156,33 +156,82 @@ void AnalysisPanel::streams_tab(SharedView& v) {
   if (stream_) {
     ImGui::TextDisabled("shown under the figures: %s", stream_text_.c_str());
     if (stream_->intervals() && ImGui::Button("Histogram of its durations")) show_tab("histogram");
+    if (!stream_->intervals() && series_.size() < 8 && ImGui::Button("Keep as a series")) pin_series();
+    v.record_control("pin_series");
+  }
+  if (!series_.empty()) {
+    ImGui::TextDisabled("%zu series kept", series_.size());
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Clear the series")) series_.clear();
+    v.record_control("clear_series");
   }
 }
 
+void AnalysisPanel::pin_series() {
+  if (!stream_ || stream_->intervals()) return;
+  if (hist_job_.valid()) hist_job_.wait();  // (it reads the stream)
+  hist_job_ = {};
+  hist_.reset(), hist_counts_.clear();
+  series_.push_back({stream_text_, std::move(stream_), catalog_, nullptr});
+  figure_.reset();
+  status_ = "kept as a series: " + series_.back().text + "; evaluate another to draw beside it";
+}
+
 void AnalysisPanel::draw_figure(ImDrawList* dl, const SharedView& v, Rect rect, const render::TimeAxis& axis) {
-  if (!stream_ || !catalog_) return;
+  if (!has_figure()) return;
   const render::TimelineGeometry g = render::TimelineGeometry::of(rect);
   const Rect plot = {g.plot.x, rect.y + 18, g.plot.w, rect.h - 20};
   dl->AddRectFilled({rect.x, rect.y}, {rect.x + rect.w, rect.y + rect.h}, colour(render::kBackground));
   dl->AddLine({rect.x, rect.y}, {rect.x + rect.w, rect.y}, IM_COL32(90, 90, 90, 255));
-  dl->AddText({rect.x + 4, rect.y + 2}, IM_COL32(220, 220, 220, 255), stream_text_.c_str());
-  if (!figure_ || figure_->t0 != v.t0 || figure_->t1 != v.t1 || figure_->width != plot.w) {
-    auto c = std::make_shared<FigureCache>();
-    c->t0 = v.t0, c->t1 = v.t1, c->width = plot.w;
-    c->picture = render::build_stream_picture(*stream_, catalog_->clock, axis, v.t0, v.t1,
-                                              uint32_t(std::max(1.f, plot.w)));
-    figure_ = c;
+  // Each stream's picture of the window, rebuilt when the window or width changes.
+  auto picture = [&](std::shared_ptr<FigureCache>& cache, const DerivedStream& s, const trace::Catalog& cat) -> const render::StreamPicture& {
+    if (!cache || cache->t0 != v.t0 || cache->t1 != v.t1 || cache->width != plot.w) {
+      auto c = std::make_shared<FigureCache>();
+      c->t0 = v.t0, c->t1 = v.t1, c->width = plot.w;
+      c->picture = render::build_stream_picture(s, cat.clock, axis, v.t0, v.t1, uint32_t(std::max(1.f, plot.w)));
+      cache = c;
+    }
+    return cache->picture;
+  };
+  struct Drawn {
+    const render::StreamPicture* picture;
+    std::string text;
+    uint32_t rgba;
+  };
+  std::vector<Drawn> drawn;
+  for (size_t i = 0; i < series_.size(); ++i)
+    drawn.push_back({&picture(series_[i].figure, *series_[i].stream, *series_[i].catalog), series_[i].text,
+                     render::series_colour(i)});
+  if (stream_ && catalog_)
+    drawn.push_back({&picture(figure_, *stream_, *catalog_), stream_text_,
+                     series_.empty() ? render::name_colour(stream_text_) : render::series_colour(series_.size())});
+  // One value axis for the sample series: the range of them all.
+  double lo = INFINITY, hi = -INFINITY;
+  for (const Drawn& d : drawn)
+    if (!d.picture->intervals) lo = std::min(lo, d.picture->lo), hi = std::max(hi, d.picture->hi);
+  float x = rect.x + 4;
+  for (const Drawn& d : drawn) {  // the legend, in each one's colour
+    dl->AddText({x, rect.y + 2}, colour(d.rgba), d.text.c_str());
+    x += ImGui::CalcTextSize(d.text.c_str()).x + 16;
   }
-  const render::StreamPicture& p = figure_->picture;
-  const uint32_t rgba = render::name_colour(stream_text_);
-  char label[96];
-  if (!p.intervals) {
-    std::snprintf(label, sizeof label, "%.6g .. %.6g", p.lo, p.hi);
-  } else {
+  if (std::isfinite(lo) && hi > lo) {
+    for (double t : render::value_ticks(lo, hi, std::max(2, int(plot.h / 28)))) {
+      const float y = plot.y + plot.h - 2 - float((t - lo) / (hi - lo)) * (plot.h - 4);
+      dl->AddLine({plot.x, y}, {plot.x + plot.w, y}, IM_COL32(60, 62, 66, 255));
+      char label[32];
+      std::snprintf(label, sizeof label, "%.6g", t);
+      dl->AddText({plot.x - 6 - ImGui::CalcTextSize(label).x, y - 7}, IM_COL32(160, 160, 160, 255), label);
+    }
+  } else if (stream_ && stream_->intervals()) {
+    char label[64];
     std::snprintf(label, sizeof label, "%llu intervals", (unsigned long long)stream_->size());
+    dl->AddText({rect.x + 4, rect.y + 20}, IM_COL32(160, 160, 160, 255), label);
   }
-  dl->AddText({rect.x + 4, rect.y + 20}, IM_COL32(160, 160, 160, 255), label);
-  render::stream_list(dl, plot, p, rgba);
+  for (const Drawn& d : drawn) {
+    render::StreamPicture scaled = *d.picture;  // (the axis's range, not its own)
+    if (!scaled.intervals && std::isfinite(lo) && hi > lo) scaled.lo = lo, scaled.hi = hi;
+    render::stream_list(dl, plot, scaled, d.rgba);
+  }
 }
 
 }  // namespace tinescope::app

@@ -84,7 +84,11 @@ class AnalysisPanel {
   // The panel's window in `area` (screen coordinates).
   void draw(SharedView& v, render::Rect area);
   // The evaluated stream as a figure in `rect`, on the figures' time axis.
-  bool has_figure() const { return stream_ != nullptr; }
+  bool has_figure() const { return stream_ != nullptr || !series_.empty(); }
+  // The stream figure's time series: sample streams pinned with "Keep as a
+  // series", drawn together on one value axis with the current stream.
+  size_t series_count() const { return series_.size(); }
+  void pin_series();
   void draw_figure(ImDrawList* dl, const SharedView& v, render::Rect rect, const render::TimeAxis& axis);
 
   // Starts evaluating a stream (as typed in the panel); with bookmark, its
@@ -166,6 +170,13 @@ class AnalysisPanel {
   std::unique_ptr<analysis::DerivedStream> stream_;
   std::string stream_text_;
   struct FigureCache;
+  struct Series {
+    std::string text;
+    std::unique_ptr<analysis::DerivedStream> stream;
+    std::shared_ptr<const trace::Catalog> catalog;
+    std::shared_ptr<FigureCache> figure;
+  };
+  std::vector<Series> series_;
   std::shared_ptr<FigureCache> figure_;
 
   // Statistics
