@@ -156,12 +156,14 @@ void audio_thread(int cpu) {
 }
 
 // cpu >= 0: the GC runs there only (with --transactions, beside the
-// transaction process).
-void gc_thread(bool sweep_bug, int cpu) {
+// transaction process). realtime: try_realtime(); not with --live, where a
+// viewer on the same CPUs draws the feed: above it, the GC's quanta starved
+// the viewer's picture builds under a sanitizer (gui.live, 1 run in 2).
+void gc_thread(bool sweep_bug, int cpu, bool realtime) {
   pthread_setname_np(pthread_self(), "gc");
   ts::thread_name("gc");
   if (cpu >= 0) pin_to(cpu);
-  try_realtime();
+  if (realtime) try_realtime();
   constexpr uint64_t kQuantum = 500'000, kWindow = 10'000'000, kMaxGcInWindow = 3'000'000;  // MMU 70%
   std::vector<std::pair<uint64_t, uint64_t>> recent;  // GC intervals in the trailing window
   int64_t allocated = 0;
@@ -470,7 +472,7 @@ int main(int argc, char** argv) {
   }
   std::vector<std::thread> threads;
   threads.emplace_back(audio_thread, audio_cpu);
-  threads.emplace_back(gc_thread, sweep_bug, gc_cpu);
+  threads.emplace_back(gc_thread, sweep_bug, gc_cpu, live == nullptr);
   for (int i = 0; i < workers; ++i) threads.emplace_back(worker_thread, i, &queues, txn_type);
   threads.emplace_back(client_thread, &queues, 2000.0 * rate);
 
