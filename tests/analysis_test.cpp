@@ -611,6 +611,19 @@ TEST_F(Demo, TheAudioPeriodsAreFoundAndFoldMaxMarksEveryInterruption) {
     if (f.name == "audio") audio = f.id;
   ASSERT_NE(audio, UINT32_MAX);
   const std::vector<PeriodCandidate> found = find_periods(*ix_, {audio});
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // What the demo recorded under a sanitizer is its timing under one: an
+  // ASan run's audio starts scattered so that no sample period was offered
+  // (the 50 ms of its interruptions was). The finder and both folds run
+  // here for the sanitizer's sake; what they find is checked in the
+  // uninstrumented builds, with the timing of a real run.
+  for (const PeriodCandidate& c : found) EXPECT_GT(c.period_ns, 0) << c.source;
+  std::string said;
+  for (const char* mode : {"max", "mean"})
+    EXPECT_EQ(run(bin("app/tinescope") + " render " + *path_ + " --figure scope --lanes audio --period auto --fold 1024 "
+                  "--size 600x200 -o " + temp_path("demo_fold") + ".png --fold-mode " + mode + " 2>&1", &said), 0) << said;
+  return;
+#endif
   auto near = [&](double want, double tolerance) {
     return std::any_of(found.begin(), found.end(), [&](const PeriodCandidate& c) { return std::fabs(c.period_ns - want) <= want * tolerance; });
   };
