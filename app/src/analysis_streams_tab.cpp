@@ -227,11 +227,7 @@ void AnalysisPanel::draw_figure(ImDrawList* dl, const SharedView& v, Rect rect, 
     std::snprintf(label, sizeof label, "%llu intervals", (unsigned long long)stream_->size());
     dl->AddText({rect.x + 4, rect.y + 20}, IM_COL32(160, 160, 160, 255), label);
   }
-  for (const Drawn& d : drawn) {
-    render::StreamPicture scaled = *d.picture;  // (the axis's range, not its own)
-    if (!scaled.intervals && std::isfinite(lo) && hi > lo) scaled.lo = lo, scaled.hi = hi;
-    render::stream_list(dl, plot, scaled, d.rgba);
-  }
+  for (const Drawn& d : drawn) render::stream_list(dl, plot, *d.picture, d.rgba, lo, hi);  // (the axis's range)
 }
 
 }  // namespace tinescope::app

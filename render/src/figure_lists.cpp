@@ -16,13 +16,14 @@ ImU32 im(uint32_t rgba, float alpha = 1) {
 
 }  // namespace
 
-void stream_list(ImDrawList* dl, Rect plot, const StreamPicture& p, uint32_t rgba) {
+void stream_list(ImDrawList* dl, Rect plot, const StreamPicture& p, uint32_t rgba, double lo, double hi) {
+  if (!(hi > lo)) lo = p.lo, hi = p.hi;
   dl->PushClipRect({plot.x, plot.y}, {plot.x + plot.w, plot.y + plot.h}, true);
   for (const StreamPicture::Bar& bar : p.bars) {
     const float x0 = plot.x + float(std::max(bar.x0, -1.0)), x1 = plot.x + float(std::min(bar.x1, double(plot.w) + 1));
     dl->AddRectFilled({x0, plot.y + 2}, {std::max(x1, x0 + 1), plot.y + plot.h - 2}, im(rgba, std::max(0.35f, bar.cover)));
   }
-  auto y = [&](double val) { return plot.y + plot.h - 2 - float((val - p.lo) / (p.hi - p.lo)) * (plot.h - 4); };
+  auto y = [&](double val) { return plot.y + plot.h - 2 - float((val - lo) / (hi - lo)) * (plot.h - 4); };
   float last_x = -1, last_y = 0;
   for (const StreamPicture::Range& r : p.ranges) {
     const float x0 = plot.x + float(r.x0), x1 = std::max(plot.x + float(r.x1), x0 + 1);

@@ -3,6 +3,7 @@
 // charts of chart.hpp, drawn on the viewer's dark background.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -16,7 +17,8 @@ namespace tinescope::render {
 
 // A stream figure in `plot`: intervals as bars shaded by the share of their
 // column covered, samples as each column's min..max joined column to column.
-void stream_list(ImDrawList* dl, Rect plot, const StreamPicture& p, uint32_t rgba);
+// Samples are scaled to [lo, hi] where given (several series on one axis), else to p's own range.
+void stream_list(ImDrawList* dl, Rect plot, const StreamPicture& p, uint32_t rgba, double lo = NAN, double hi = NAN);
 // Histogram bars, counts on a square-root scale (one needle still shows).
 void histogram_list(ImDrawList* dl, Rect plot, const std::vector<uint64_t>& counts, uint32_t rgba);
 // A pie in the left of `r`, its legend (share, time, label) on the right.
