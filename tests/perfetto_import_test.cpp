@@ -6,10 +6,12 @@
 #include <zlib.h>
 
 #include <fstream>
+#include <random>
 
 #include "import_helpers.hpp"
 #include "perfetto_trace.pb.h"
 #include "tinescope/analysis/event_details.hpp"
+#include "tinescope/import/protowire.hpp"
 
 namespace tinescope::test {
 namespace {
@@ -69,6 +71,51 @@ std::map<std::string, std::string> args_of(const Imported& im, StreamKind kind, 
   for (auto& e : ev)
     for (auto& a : e.args) out[a.name] = a.text;
   return out;
+}
+
+// The wire format's varints, every length from 1 to 10 bytes, read where
+// the message ends right after them and where more bytes follow, against
+// a plain reading a byte at a time; one cut short reads as malformed.
+TEST(PerfettoImport, VarintsOfEveryLengthReadAsTheirBytesSay) {
+  std::mt19937_64 rng(7);
+  auto reference = [](const std::string& b, size_t& used) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < b.size() && i < 10; ++i) {
+      v |= uint64_t(uint8_t(b[i]) & 0x7f) << (7 * i);
+      if (uint8_t(b[i]) < 0x80) return used = i + 1, v;
+    }
+    return used = 0, v;
+  };
+  for (int trial = 0; trial < 20000; ++trial) {
+    const int bits = int(rng() % 65);
+    const uint64_t value = bits == 0 ? 0 : bits == 64 ? rng() : rng() & ((uint64_t(1) << bits) - 1);
+    std::string b;
+    protowire::Writer(b).varint(value);
+    const size_t length = b.size();
+    const size_t tail = rng() % 12;  // bytes after it: none, or enough for a wide load
+    for (size_t i = 0; i < tail; ++i) b += char(rng());
+    size_t used = 0;
+    ASSERT_EQ(reference(b, used), value);
+    ASSERT_EQ(used, length);
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(b.data());
+    uint64_t v = 0;
+    ASSERT_TRUE(protowire::read_varint(p, p + b.size(), v)) << value;
+    EXPECT_EQ(v, value);
+    EXPECT_EQ(size_t(p - reinterpret_cast<const uint8_t*>(b.data())), length);
+    // Cut before its last byte: not a varint.
+    if (length > 1) {
+      std::string cut = b.substr(0, length - 1);
+      const uint8_t* q = reinterpret_cast<const uint8_t*>(cut.data());
+      EXPECT_FALSE(protowire::read_varint(q, q + cut.size(), v)) << value;
+    }
+  }
+  // Eleven bytes with the high bit set: no varint, wherever the buffer ends.
+  const std::string eleven(11, char(0x80));
+  for (size_t n = 1; n <= 11; ++n) {
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(eleven.data());
+    uint64_t v;
+    EXPECT_FALSE(protowire::read_varint(p, p + n, v)) << n;
+  }
 }
 
 constexpr int kPid = 10;

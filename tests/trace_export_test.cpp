@@ -80,7 +80,8 @@ std::string value_text(const Collected& c, const format::FieldDef& f, const Owne
 Digest digest(const std::string& path, bool message_names_are_strings) {
   Collected c = read_trace(path);
   Digest d;
-  std::map<uint64_t, std::string> sends;  // message id -> "name: lane ns"
+  std::map<uint64_t, std::string> sends;     // message id -> "name: lane ns"
+  std::map<uint64_t, std::string> receives;  // message id -> "lane ns"
   std::string* last = nullptr;
   std::map<uint32_t, std::string> lane_name;
   for (auto& [id, f] : c.catalog.feedlets) lane_name[id] = f.name;
@@ -124,8 +125,9 @@ Digest digest(const std::string& path, bool message_names_are_strings) {
       case format::kMessageRecv: {
         const std::string name = message_names_are_strings ? c.name(e.u[1]) : c.catalog.channel_name(e.u[1]);
         const std::string end = lane + " " + std::to_string(ns);
+        // (Paired by id, whichever lane's chunk the file holds first.)
         if (e.type == format::kMessageSend) sends[e.u[0]] = name + ": " + end;
-        else if (sends.count(e.u[0])) d.messages.insert(sends[e.u[0]] + " -> " + end), sends.erase(e.u[0]);
+        else receives[e.u[0]] = end;
         continue;
       }
       default: text = "type " + std::to_string(e.type); break;
@@ -134,7 +136,7 @@ Digest digest(const std::string& path, bool message_names_are_strings) {
     v.push_back(text);
     last = &v.back();
   }
-  for (auto& [id, s] : sends) d.messages.insert(s + " -> (none)");
+  for (auto& [id, s] : sends) d.messages.insert(s + " -> " + (receives.count(id) ? receives[id] : "(none)"));
   for (auto& [name, v] : d.lanes) d.lane_names += name + ";";
   return d;
 }

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -56,8 +59,21 @@ void nest(Feedlet& f, uint64_t& unmatched, Emit&& emit) {
   // Pair begins with ends in time order (file order breaks ties). Most
   // lanes come in time order already: then no sort.
   // (Sorted in place: a stable sort's buffer is memory the size of the lane.)
-  auto by_time = [](const BeginEnd& a, const BeginEnd& b) { return a.ts != b.ts ? a.ts < b.ts : a.seq < b.seq; };
-  if (!std::is_sorted(f.be.begin(), f.be.end(), by_time)) std::sort(f.be.begin(), f.be.end(), by_time);
+  BulkArray<BeginEnd> sorted;  // a lane that came out of order (the rest are read as they are packed)
+  if (!f.be.in_order()) {
+    sorted.reserve(f.be.size());
+    f.be.each([&](const BeginEnd& x) { sorted.push_back(x); });
+    f.be.release();
+    std::sort(sorted.begin(), sorted.end(),
+              [](const BeginEnd& a, const BeginEnd& b) { return a.ts != b.ts ? a.ts < b.ts : a.seq < b.seq; });
+  }
+  auto each_be = [&](auto&& take) {
+    if (!sorted.empty()) {
+      for (const BeginEnd& x : sorted) take(x);
+    } else {
+      f.be.each(take);
+    }
+  };
   if (f.spans.empty()) {
     // Begins and ends alone (most lanes of a trace made of them): paired in
     // this order they nest already; what never ends is outermost and stays
@@ -66,7 +82,7 @@ void nest(Feedlet& f, uint64_t& unmatched, Emit&& emit) {
     std::vector<uint32_t> open;  // the names of the intervals open
     uint64_t seq = 0;
     size_t j = 0;
-    for (const BeginEnd& x : f.be) {
+    each_be([&](const BeginEnd& x) {
       while (j < f.points.size() && f.points[j].ts < x.ts) emit(f.points[j++]);  // (intervals first at a time)
       if (x.begin) {
         open.push_back(x.name);
@@ -77,13 +93,13 @@ void nest(Feedlet& f, uint64_t& unmatched, Emit&& emit) {
         emit(Point{x.ts, seq++, kIntervalEnd, open.back(), x.args, 0});
         open.pop_back();
       }
-    }
+    });
     while (j < f.points.size()) emit(f.points[j++]);
     return;
   }
   BulkArray<Point> out;
   std::vector<BeginEnd> open;
-  for (const BeginEnd& x : f.be) {
+  each_be([&](const BeginEnd& x) {
     if (x.begin) {
       open.push_back(x);
     } else if (open.empty()) {
@@ -92,7 +108,7 @@ void nest(Feedlet& f, uint64_t& unmatched, Emit&& emit) {
       f.spans.push_back(Span{open.back().ts, x.ts, open.back().name, open.back().seq, open.back().args, x.args});
       open.pop_back();
     }
-  }
+  });
   for (const BeginEnd& b : open) f.spans.push_back(Span{b.ts, UINT64_MAX, b.name, b.seq, b.args});  // never ended
   std::sort(f.spans.begin(), f.spans.end(), [](const Span& a, const Span& b) {
     if (a.start != b.start) return a.start < b.start;
@@ -622,8 +638,9 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
     const Feedlet& f = feedlets[flows[ends[i]].feedlet - 1];
     starts.clear();
     for (const Span& s : f.spans) starts.push_back(s.start);
-    for (const BeginEnd& b : f.be)
+    f.be.each([&](const BeginEnd& b) {
       if (b.begin) starts.push_back(b.ts);
+    });
     std::sort(starts.begin(), starts.end());
     for (; i < ends.size() && flows[ends[i]].feedlet == f.id; ++i) {
       Flow& x = flows[ends[i]];
@@ -767,52 +784,96 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
   // A lane's name goes at its first event. A lane with none (a thread named
   // by metadata that did nothing) is named at the trace's first event once
   // every lane is written: at 0, its name alone would start the trace there.
-  uint64_t first_event = UINT64_MAX;
-  std::vector<const Feedlet*> named_only;
+  std::vector<uint32_t> lane_names;
+  for (const Feedlet& f : feedlets) lane_names.push_back(intern(f.name));
   auto name_lane = [&](ChunkBuilder& cb, const Feedlet& f, uint64_t ts) {
     cb.feedlet = f.id;
     uint8_t* p = cb.begin(kThreadName, ts);
-    p = ChunkBuilder::put_u64(p, intern(f.name));
+    p = ChunkBuilder::put_u64(p, lane_names[f.id - 1]);
     cb.end(p);
-    ++r.events_written;
   };
-  for (Feedlet& f : feedlets) {
-    ChunkBuilder cb;
-    bool named = false;
-    nest(f, r.unmatched_ends, [&](const Point& e) {
-      if (!named) {
-        first_event = std::min(first_event, e.ts);
-        name_lane(cb, f, e.ts);
-        named = true;
-      }
-      uint8_t* p = cb.begin(e.type, e.ts);
-      switch (e.type) {
-        case kIntervalComplete: p = ChunkBuilder::put_u64(p, e.name), p = ChunkBuilder::put_u64(p, e.a); break;
-        case kCounterFloat: {
-          double d;
-          std::memcpy(&d, &e.a, 8);
-          p = ChunkBuilder::put_u64(p, e.name), p = ChunkBuilder::put_f64(p, d);
-          break;
+  // Lanes are independent: two threads nest, encode and compress them, the
+  // largest first, each lane's chunks in its order (the file interleaves
+  // lanes' chunks, as a recording does). What a lane counts is its thread's
+  // until both are done.
+  struct Tally {
+    uint64_t unmatched = 0, written = 0, with_args = 0, first_event = UINT64_MAX;
+    std::vector<uint8_t> frame;
+  };
+  std::vector<Feedlet*> order;
+  for (Feedlet& f : feedlets) order.push_back(&f);
+  auto events_of = [](const Feedlet* f) { return 2 * f->spans.size() + f->be.size() + f->points.size(); };
+  std::stable_sort(order.begin(), order.end(), [&](const Feedlet* a, const Feedlet* b) { return events_of(a) > events_of(b); });
+  std::vector<char> named(feedlets.size(), 0);
+  std::atomic<size_t> next_lane{0};
+  std::mutex out_mutex;  // the file, `ok` and `error`
+  auto lanes = [&](Tally& t) {
+    for (size_t i; (i = next_lane.fetch_add(1)) < order.size();) {
+      Feedlet& f = *order[i];
+      ChunkBuilder cb;
+      auto lane_flush = [&] {
+        cb.finish(0, t.frame);
+        std::lock_guard lock(out_mutex);
+        write(t.frame.data(), t.frame.size());
+      };
+      bool has_events = false;
+      nest(f, t.unmatched, [&](const Point& e) {
+        if (!has_events) {
+          t.first_event = std::min(t.first_event, e.ts);
+          name_lane(cb, f, e.ts);
+          ++t.written;
+          has_events = true;
         }
-        case kMessageSend:
-        case kMessageRecv:
-          p = cb.put_delta(p, e.a), p = ChunkBuilder::put_u64(p, e.name), p = ChunkBuilder::put_u64(p, 0);
-          p = ChunkBuilder::put_bytes(p, nullptr, 0);
-          break;
-        default: p = ChunkBuilder::put_u64(p, e.name); break;
-      }
-      cb.end(p);
-      ++r.events_written;
-      if (e.args) put_args(cb, e.args, e.ts), ++r.argument_events;
-      if (cb.full()) flush(cb);
-    });
-    f.spans.release(), f.be.release(), f.points.release();  // written: memory goes down lane by lane
-    if (!named) named_only.push_back(&f);
-    else flush(cb);
+        uint8_t* p = cb.begin(e.type, e.ts);
+        switch (e.type) {
+          case kIntervalComplete: p = ChunkBuilder::put_u64(p, e.name), p = ChunkBuilder::put_u64(p, e.a); break;
+          case kCounterFloat: {
+            double d;
+            std::memcpy(&d, &e.a, 8);
+            p = ChunkBuilder::put_u64(p, e.name), p = ChunkBuilder::put_f64(p, d);
+            break;
+          }
+          case kMessageSend:
+          case kMessageRecv:
+            p = cb.put_delta(p, e.a), p = ChunkBuilder::put_u64(p, e.name), p = ChunkBuilder::put_u64(p, 0);
+            p = ChunkBuilder::put_bytes(p, nullptr, 0);
+            break;
+          default: p = ChunkBuilder::put_u64(p, e.name); break;
+        }
+        cb.end(p);
+        ++t.written;
+        if (e.args) put_args(cb, e.args, e.ts), ++t.with_args;
+        if (cb.full()) lane_flush();
+      });
+      f.spans.release(), f.be.release(), f.points.release();  // written: memory goes down lane by lane
+      named[f.id - 1] = has_events;
+      if (has_events && !cb.empty()) lane_flush();
+    }
+  };
+  Tally mine, its;
+  {
+    // The second thread's arrays (a lane's nesting) spill as this one's do,
+    // within a quarter of the budget: the import's memory stays flat.
+    const std::string spill_dir = SpillTo::directory();
+    const size_t spill_budget = SpillTo::budget() / 4;
+    std::thread second;
+    if (std::thread::hardware_concurrency() > 1 && order.size() > 1)
+      second = std::thread([&] {
+        SpillTo spill(spill_dir, spill_budget);
+        lanes(its);
+      });
+    lanes(mine);
+    if (second.joinable()) second.join();
   }
-  for (const Feedlet* f : named_only) {
+  const uint64_t first_event = std::min(mine.first_event, its.first_event);
+  r.unmatched_ends += mine.unmatched + its.unmatched;
+  r.events_written += mine.written + its.written;
+  r.argument_events += mine.with_args + its.with_args;
+  for (const Feedlet& f : feedlets) {
+    if (named[f.id - 1]) continue;
     ChunkBuilder cb;
-    name_lane(cb, *f, first_event == UINT64_MAX ? 0 : first_event);
+    name_lane(cb, f, first_event == UINT64_MAX ? 0 : first_event);
+    ++r.events_written;
     flush(cb);
   }
   r.feedlets = feedlets.size();

@@ -692,14 +692,14 @@ class PerfettoReader {
         case 23: name = m_.intern(std::string(f.bytes)); break;
         case 3:
           protowire::each_number(f, [&](uint64_t iid) {
-            ++categories, one_category = iid;
-            const std::string* c = s.categories.find(iid);
-            if (!c) unread("event categories never interned");
-            if (!cat.empty()) cat += ',';
-            cat += c ? *c : "(category iid " + std::to_string(iid) + ")";
+            if (!s.categories.find(iid)) unread("event categories never interned");
+            if (categories == 1) add_category(s, cat, one_category);  // (the first waits: see below)
+            if (categories++ == 0) one_category = iid;
+            else add_category(s, cat, iid);
           });
           break;
         case 22:
+          if (categories == 1) add_category(s, cat, one_category);
           if (!cat.empty()) cat += ',';
           cat += f.bytes;
           categories += 2;  // (not one interned)
@@ -731,6 +731,12 @@ class PerfettoReader {
       }
     }
     if (r.malformed()) return malformed(offset, "malformed track event");
+    // An interned category alone (most events) is written out only where
+    // its text is read: not where this sequence kept its fields already.
+    const bool category_alone = categories == 1 && args_.arg_count == 0 && one_category < kDenseCategories;
+    if (categories == 1 &&
+        (type == 3 || !category_alone || one_category >= s.category_args.size() || !s.category_args[one_category]))
+      add_category(s, cat, one_category);
     if (type != 4) ++m_.r.events_read;  // (a counter's value counts where it is taken)
     if (type == 3 && cat == kMessageCategory && (!flow_ids_.empty() || !terminating_.empty())) {
       flows(lane(track), ts, name);  // a tinescope export's message: the message alone
@@ -739,7 +745,7 @@ class PerfettoReader {
     uint32_t args = 0;
     if (type == 1 || type == 2 || type == 3) {
       // An interned category alone (most events): its fields were kept once on this sequence.
-      if (categories == 1 && args_.arg_count == 0 && one_category < kDenseCategories) {
+      if (category_alone) {
         if (one_category >= s.category_args.size()) s.category_args.resize(one_category + 1);
         uint32_t& kept = s.category_args[one_category];
         if (kept) args = kept, ++m_.r.events_with_args;
@@ -775,6 +781,11 @@ class PerfettoReader {
       counter((*extra_tracks)[i], ts, extra_values_[i]);
     for (size_t i = 0; i < extra_double_values_.size() && i < extra_double_tracks->size(); ++i)
       counter((*extra_double_tracks)[i], ts, extra_double_values_[i]);
+  }
+  void add_category(Sequence& s, std::string& cat, uint64_t iid) {
+    const std::string* c = s.categories.find(iid);
+    if (!cat.empty()) cat += ',';
+    cat += c ? *c : "(category iid " + std::to_string(iid) + ")";
   }
   std::vector<uint64_t> flow_ids_, terminating_;  // of the event being read (their memory kept)
   std::vector<double> extra_values_, extra_double_values_;

@@ -59,6 +59,8 @@ class SpillTo {
     return bytes;
   }
   static size_t budget() { return dir_().empty() ? SIZE_MAX : budget_(); }
+  // This thread's directory ("": none, arrays stay in memory).
+  static const std::string& directory() { return dir_(); }
 
  private:
   static std::string& dir_() {
@@ -101,6 +103,15 @@ class BulkArray {
   void reserve(size_t n) {
     if (n > cap_) grow(n);
   }
+  // Room for n more records at the end, whose bytes are whatever they
+  // were: the caller writes them, then gives back what it did not use.
+  T* grow_by(size_t n) {
+    if (n_ + n > cap_) grow(n_ + n);
+    T* p = p_ + n_;
+    n_ += n;
+    return p;
+  }
+  void shrink_by(size_t n) { n_ -= n; }
   // n records whose bytes are whatever they were (to be written over whole).
   void resize_for_overwrite(size_t n) {
     reserve(n);
