@@ -448,6 +448,8 @@ class GraspReader {
 // bytes (up to its first packet) are one, and the reader.
 bool looks_like_perfetto(std::string_view head);
 bool read_perfetto(std::istream& in, const std::string& name, ImportModel& m, std::string& error);
+// The same over a file in memory (mapped): no byte of it copied.
+bool read_perfetto(const char* data, size_t size, const std::string& name, ImportModel& m, std::string& error);
 
 // The trace viewer's HTML (systrace): the ftrace text in a JavaScript
 // string (`var linuxPerfData = "..."`, older) or in <script

@@ -146,18 +146,23 @@ struct PerfettoFlow {
 };
 
 // The file as a run of packets: reads it in blocks and gives each packet
-// as a view into the block that holds it whole.
+// as a view into the block that holds it whole; or, for a file mapped in
+// memory, a view into the file.
 class PacketStream {
  public:
-  explicit PacketStream(std::streambuf& in) : in_(in) { buf_.resize(kBlock); }
+  explicit PacketStream(std::streambuf& in) : in_(&in) {
+    buf_.resize(kBlock);
+    data_ = buf_.data();
+  }
+  PacketStream(const char* data, size_t size) : data_(data), len_(size), eof_(true) {}
   enum Result { Packet, Other, End, Truncated, Malformed };
   // The next field of the Trace: a packet (field 1), another field (skipped), or why it stops.
   Result next(std::string_view& packet, uint64_t& offset, uint32_t& number) {
     if (ensure(16) == 0) return End;
     offset = consumed_ + uint64_t(at_);
-    const uint8_t* start = reinterpret_cast<const uint8_t*>(buf_.data() + at_);
+    const uint8_t* start = reinterpret_cast<const uint8_t*>(data_ + at_);
     const uint8_t* p = start;
-    const uint8_t* end = reinterpret_cast<const uint8_t*>(buf_.data() + len_);
+    const uint8_t* end = reinterpret_cast<const uint8_t*>(data_ + len_);
     uint64_t tag, n = 0;
     if (!protowire::read_varint(p, end, tag)) return p == end ? Truncated : Malformed;
     number = uint32_t(tag >> 3);
@@ -178,7 +183,7 @@ class PacketStream {
     if (n > kLargestPacket) return Malformed;
     const size_t head = size_t(p - start);
     if (ensure(head + size_t(n)) < head + n) return Truncated;
-    packet = std::string_view(buf_.data() + at_ + head, size_t(n));
+    packet = std::string_view(data_ + at_ + head, size_t(n));
     at_ += head + size_t(n);
     return type == protowire::kBytes && number == 1 ? Packet : Other;
   }
@@ -186,8 +191,9 @@ class PacketStream {
 
  private:
   static constexpr size_t kBlock = size_t(4) << 20;
-  std::streambuf& in_;
+  std::streambuf* in_ = nullptr;
   std::vector<char> buf_;
+  const char* data_;  // buf_'s, or the mapped file's
   size_t at_ = 0, len_ = 0;
   uint64_t consumed_ = 0;  // bytes of the file before buf_[0]
   bool eof_ = false;
@@ -196,9 +202,9 @@ class PacketStream {
     if (len_ - at_ >= need || eof_) return len_ - at_;
     std::memmove(buf_.data(), buf_.data() + at_, len_ - at_);
     consumed_ += at_, len_ -= at_, at_ = 0;
-    if (buf_.size() < need) buf_.resize(need);
+    if (buf_.size() < need) buf_.resize(need), data_ = buf_.data();
     while (len_ < buf_.size() && !eof_) {
-      const std::streamsize got = in_.sgetn(buf_.data() + len_, std::streamsize(buf_.size() - len_));
+      const std::streamsize got = in_->sgetn(buf_.data() + len_, std::streamsize(buf_.size() - len_));
       if (got <= 0) eof_ = true;
       else len_ += size_t(got);
     }
@@ -210,8 +216,7 @@ class PerfettoReader {
  public:
   PerfettoReader(ImportModel& m, const std::string& name) : m_(m), file_(name), ftrace_(m) {}
 
-  bool read(std::streambuf& in, std::string& error) {
-    PacketStream s(in);
+  bool read(PacketStream& s, std::string& error) {
     std::string_view packet;
     uint64_t offset = 0;
     uint32_t number = 0;
@@ -1067,7 +1072,14 @@ bool looks_like_perfetto(std::string_view head) {
 
 bool read_perfetto(std::istream& in, const std::string& name, ImportModel& m, std::string& error) {
   PerfettoReader reader(m, name);
-  return reader.read(*in.rdbuf(), error);
+  PacketStream packets(*in.rdbuf());
+  return reader.read(packets, error);
+}
+
+bool read_perfetto(const char* data, size_t size, const std::string& name, ImportModel& m, std::string& error) {
+  PerfettoReader reader(m, name);
+  PacketStream packets(data, size);
+  return reader.read(packets, error);
 }
 
 }  // namespace tinescope::import
