@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <random>
 
 #include "tinescope/analysis/derived_stream.hpp"
 #include "tinescope/analysis/event_details.hpp"
@@ -446,6 +447,102 @@ TEST(ChromeImport, ALaneOfHundredsOfThousandsOfEventsComesThroughWhole) {
     ASSERT_EQ(v[i].end, (i * 10 + 3) * us + 750) << i;
     ASSERT_EQ(v[i].value, double(i)) << i;
   }
+}
+
+// Begins and ends (held packed per lane, import_model.hpp's BeginEndLog)
+// against a plain pairing: random nesting on several threads, ties at one
+// time, gaps of days and of nanoseconds, arguments on some, and one lane
+// whose events come in a shuffled order (sorted at the write). Every
+// interval must come back with its times, name, depth and arguments; the
+// arguments also where intervals of one name begin or end at one time
+// nested (item_events tells their events apart by depth).
+TEST(ChromeImport, BeginsAndEndsPairAsAPlainStackSaysOnRandomLanes) {
+  std::mt19937_64 rng(11);
+  struct Want {
+    uint64_t start, end;  // ns
+    uint32_t depth;
+    std::string arg;  // its begin's argument "k", or ""
+  };
+  std::map<std::pair<std::string, std::string>, std::vector<Want>> want;  // (lane, name) -> intervals
+  std::vector<std::string> events;
+  for (int tid = 1; tid <= 4; ++tid) {
+    const bool shuffled = tid == 4;
+    std::string lane = "tid ";
+    lane += std::to_string(tid);
+    uint64_t t = 4'000'000'000'000 + uint64_t(tid) * 1000;  // µs: some 46 days in
+    struct Open {
+      uint64_t start;
+      std::string name, arg;
+    };
+    std::vector<Open> stack;
+    std::vector<std::string> lane_events;
+    bool last_begin = false;
+    for (int i = 0; i < 3000 || !stack.empty(); ++i) {
+      const bool begin = i < 3000 && (stack.empty() || (stack.size() < 40 && rng() % 2));
+      // Ties at one time (begins after begins, ends after ends) only where
+      // the file order is the events' order.
+      uint64_t gap = rng() % 50 == 0 ? rng() % (uint64_t(1) << 30) : rng() % 3;
+      if (shuffled || begin != last_begin) gap = std::max<uint64_t>(gap, 1);
+      t += gap, last_begin = begin;
+      char line[200];
+      if (begin) {
+        const std::string name(1, char('a' + rng() % 5));
+        const std::string arg = rng() % 3 == 0 ? std::to_string(rng() % 100000) : "";
+        std::snprintf(line, sizeof line, R"({"name":"%s","ph":"B","ts":%)" PRIu64 R"(,"pid":1,"tid":%d%s%s%s})",
+                      name.c_str(), t, tid, arg.empty() ? "" : R"(,"args":{"k":)", arg.c_str(), arg.empty() ? "" : "}");
+        stack.push_back(Open{t * us, name, arg});
+      } else {
+        std::snprintf(line, sizeof line, R"({"ph":"E","ts":%)" PRIu64 R"(,"pid":1,"tid":%d})", t, tid);
+        const Open o = stack.back();
+        stack.pop_back();
+        want[{lane, o.name}].push_back(Want{o.start, t * us, uint32_t(stack.size()), o.arg});
+      }
+      lane_events.push_back(line);
+    }
+    if (shuffled) std::shuffle(lane_events.begin(), lane_events.end(), rng);
+    events.insert(events.end(), lane_events.begin(), lane_events.end());
+  }
+  const std::string json = temp_path("import_random_pairs.json");
+  {
+    std::ofstream f(json);
+    f << "[\n";
+    for (size_t i = 0; i < events.size(); ++i) f << events[i] << (i + 1 < events.size() ? ",\n" : "\n");
+    f << "]\n";
+  }
+  Imported im(AtPath{json}, "random_pairs");
+  ::unlink(json.c_str());
+  ASSERT_TRUE(im.ix);
+  EXPECT_EQ(im.result.unmatched_ends, 0u);
+  size_t checked = 0, total = 0, with_args = 0;
+  for (auto& [key, intervals] : want) total += intervals.size();
+  ASSERT_GT(total, 4000u);
+  for (auto& [key, intervals] : want) {
+    auto got = im.items(StreamKind::Interval, key.first, key.second);
+    auto order = [](const Want& a, const Want& b) { return a.start != b.start ? a.start < b.start : a.depth < b.depth; };
+    std::sort(intervals.begin(), intervals.end(), order);
+    std::sort(got.begin(), got.end(), [](const Item& a, const Item& b) {
+      return a.start != b.start ? a.start < b.start : a.depth < b.depth;
+    });
+    ASSERT_EQ(got.size(), intervals.size()) << key.first << " " << key.second;
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].start, intervals[i].start) << key.first << " " << key.second << " #" << i;
+      ASSERT_EQ(got[i].end, intervals[i].end) << key.first << " " << key.second << " #" << i;
+      ASSERT_EQ(got[i].depth, intervals[i].depth) << key.first << " " << key.second << " #" << i;
+      ++checked;
+      if (intervals[i].arg.empty() || i % 4) continue;  // (a quarter of those with arguments, read back)
+      std::vector<analysis::EventView> ev;
+      std::string why;
+      ASSERT_TRUE(analysis::item_events(*im.ix, im.lane.at(key.first), got[i], ev, why)) << why;
+      std::string k;
+      for (auto& e : ev)
+        for (auto& a : e.args)
+          if (a.name == "k") k = a.text;
+      EXPECT_EQ(k, intervals[i].arg) << key.first << " " << key.second << " #" << i;
+      ++with_args;
+    }
+  }
+  EXPECT_EQ(checked, total);
+  EXPECT_GT(with_args, 100u);
 }
 
 // ---- ftrace text and the trace viewer's HTML

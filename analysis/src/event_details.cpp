@@ -142,21 +142,23 @@ size_t pick(const std::vector<index::EventData>& events, std::initializer_list<u
 }
 
 // The event at ts (within slack: the nearest) of one of `types` whose field
-// `field` is `value`, with its arguments, appended to out.
+// `field` is `value`, with its arguments, appended to out. Of several such
+// at that time, the one `rank` more in file order (the last if fewer).
 bool add_at(const index::TraceIndex& ix, const trace::Catalog& c, uint32_t feedlet, uint64_t ts, uint64_t slack,
             std::initializer_list<uint16_t> types, int field, uint64_t value, std::vector<EventView>& out,
-            std::string& why, uint64_t duration = UINT64_MAX) {
+            std::string& why, uint64_t duration = UINT64_MAX, size_t rank = 0) {
   std::vector<index::EventData> events;
   if (!ix.events_at(feedlet, ts > slack ? ts - slack : 0, ts + std::min(slack, UINT64_MAX - ts), events, why))
     return false;
-  size_t best = SIZE_MAX;
+  size_t best = SIZE_MAX, passed = 0;
   uint64_t best_off = UINT64_MAX;
   for (size_t i = pick(events, types, field, value); i != SIZE_MAX; i = pick(events, types, field, value, i + 1)) {
     // A complete event names its duration: of two at one end, the one of this item.
     if (duration != UINT64_MAX && slack == 0 && (events[i].values.size() < 2 || events[i].values[1] != duration))
       continue;
     const uint64_t off = events[i].ts > ts ? events[i].ts - ts : ts - events[i].ts;
-    if (off < best_off) best = i, best_off = off;
+    if (off < best_off) best = i, best_off = off, passed = 0;
+    else if (off == best_off && passed < rank) best = i, ++passed;
   }
   if (best == SIZE_MAX) return true;
   EventView v = describe(c, events[best]);
@@ -181,8 +183,22 @@ bool item_events(const index::TraceIndex& ix, uint32_t feedlet, const index::Ite
         ok = add_at(ix, *cat, feedlet, it.end, slack, {kIntervalComplete}, 0, it.name, out, why, it.end - it.start);
         break;
       }
-      ok = add_at(ix, *cat, feedlet, it.start, slack, {kIntervalBegin, kFuncEnter}, 0, it.name, out, why);
-      if (ok && !it.truncated) ok = add_at(ix, *cat, feedlet, it.end, slack, {kIntervalEnd, kFuncExit}, 0, it.name, out, why);
+      {
+        // Intervals of one name begun (or ended) at one time nest: their
+        // begins come outermost first in the file, their ends innermost
+        // first. This item's are the ones its depth ranks it.
+        size_t begin_rank = 0, end_rank = 0;
+        for (const index::OpenInterval& o : ix.open_at(feedlet, it.start))
+          begin_rank += o.start == it.start && o.name == it.name && o.depth < it.depth;
+        if (const int s = ix.find_stream(index::StreamKind::Interval, feedlet, it.name); s >= 0 && !it.truncated)
+          for (const index::Item& o : ix.items(s, it.end, it.end))
+            end_rank += !o.complete && o.end == it.end && o.depth > it.depth;
+        ok = add_at(ix, *cat, feedlet, it.start, slack, {kIntervalBegin, kFuncEnter}, 0, it.name, out, why, UINT64_MAX,
+                    begin_rank);
+        if (ok && !it.truncated)
+          ok = add_at(ix, *cat, feedlet, it.end, slack, {kIntervalEnd, kFuncExit}, 0, it.name, out, why, UINT64_MAX,
+                      end_rank);
+      }
       if (ok && out.size() == before)  // a complete event after all
         ok = add_at(ix, *cat, feedlet, it.end, slack, {kIntervalComplete}, 0, it.name, out, why, it.end - it.start);
       if (ok && out.size() == before) {  // a wait for a lock: its contend and acquire
