@@ -114,7 +114,7 @@ struct BeginEnd {
 // << 1 | begin, name, args.
 class BeginEndLog {
  public:
-  void push_back(const BeginEnd& e) {
+  [[gnu::always_inline]] void push_back(const BeginEnd& e) {
     uint8_t* p = bytes_.grow_by(kLongest);
     uint8_t* const start = p;
     p = put(p, zigzag(int64_t(e.ts - ts_)));
