@@ -1539,7 +1539,15 @@ TEST_F(AnalysisGui, ShortestArrowsOrdersTheLanesAndAFilterKeepsItsMessages) {
   const uint64_t first = render::arrow_length(g, before), shortest = render::arrow_length(g, after);
   EXPECT_EQ(v_->figure_params(0).arrow_lengths.first, first);
   EXPECT_EQ(v_->figure_params(0).arrow_lengths.chosen, shortest);
-  EXPECT_LE(double(shortest), 0.5 * double(first)) << shortest << " against " << first;
+  // The first-appearance order is itself a random draw (how the threads
+  // happened to start): against it the ratio was 0.37-0.51 over eleven
+  // recordings here (0.42-0.44 against the mean below). Against the mean of every order (an arrow spans
+  // (n + 1) / 3 lanes on average between two of n lanes placed at random),
+  // "shortest arrows" must be at most half, and shorter than first appearance.
+  double random_order = 0;
+  for (const render::LaneGraph::Edge& e : g.edges) random_order += double(e.messages) * double(g.lanes.size() + 1) / 3;
+  EXPECT_LE(double(shortest), 0.5 * random_order) << shortest << " against " << random_order;
+  EXPECT_LT(shortest, first) << shortest << " against " << first;
   ASSERT_NO_FATAL_FAILURE(press("lane_order"));
   ASSERT_NO_FATAL_FAILURE(press("lane_order_first"));
   ASSERT_TRUE(v_->settle());

@@ -853,9 +853,10 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
   Tally mine, its;
   {
     // The second thread's arrays (a lane's nesting) spill as this one's do,
-    // within a quarter of the budget: the import's memory stays flat.
+    // within an eighth of the budget: the import's memory stays flat
+    // (this thread's arrays may hold the whole budget when writing starts).
     const std::string spill_dir = SpillTo::directory();
-    const size_t spill_budget = SpillTo::budget() / 4;
+    const size_t spill_budget = SpillTo::budget() / 8;
     std::thread second;
     if (std::thread::hardware_concurrency() > 1 && order.size() > 1)
       second = std::thread([&] {
