@@ -940,6 +940,44 @@ TEST(ChromeImport, ABeginNeverEndedInsideASpanStaysOpen) {
   ::unlink(in.c_str());
 }
 
+// Two intervals of one name that begin and end at one nanosecond, nested
+// (zero-length), and two that begin together and end apart: each item's
+// details are its own begin's arguments, found exactly and with slack.
+TEST(ChromeImport, IntervalsOfOneNameAtOneTimeShowTheirOwnArguments) {
+  const std::string in = temp_path("same_time.json");
+  write_file(in, R"([{"ph":"B","name":"a","pid":1,"tid":1,"ts":10,"args":{"k":1}},
+    {"ph":"B","name":"a","pid":1,"tid":1,"ts":10,"args":{"k":2}},
+    {"ph":"E","pid":1,"tid":1,"ts":10},
+    {"ph":"E","pid":1,"tid":1,"ts":10},
+    {"ph":"B","name":"b","pid":1,"tid":1,"ts":20,"args":{"k":3}},
+    {"ph":"B","name":"b","pid":1,"tid":1,"ts":20,"args":{"k":4}},
+    {"ph":"E","pid":1,"tid":1,"ts":25},
+    {"ph":"E","pid":1,"tid":1,"ts":30}])");
+  Imported im(AtPath{in}, "same_time");
+  ::unlink(in.c_str());
+  ASSERT_TRUE(im.ix);
+  const uint32_t lane = im.lane.at("tid 1");
+  for (const char* name : {"a", "b"}) {
+    auto items = im.items(StreamKind::Interval, "tid 1", name);
+    ASSERT_EQ(items.size(), 2u) << name;
+    for (const Item& it : items)
+      for (uint64_t slack : {uint64_t(0), uint64_t(500)}) {
+        std::vector<analysis::EventView> ev;
+        std::string why;
+        Item asked = it;  // with slack, a tick off (as the viewer's times from pixels may be)
+        if (slack) asked.start += 1, asked.end += 1;
+        ASSERT_TRUE(analysis::item_events(*im.ix, lane, asked, ev, why, slack)) << why;
+        ASSERT_FALSE(ev.empty());
+        std::string k;
+        for (auto& a : ev[0].args)
+          if (a.name == "k") k = a.text;
+        // Outer first in the file: depth 0 holds the first begin's argument.
+        const int want = (name[0] == 'a' ? 1 : 3) + int(it.depth);
+        EXPECT_EQ(k, std::to_string(want)) << name << " depth " << it.depth << " slack " << slack;
+      }
+  }
+}
+
 TEST(ChromeImport, BadInputGetsAClearError) {
   std::string dir = ::testing::TempDir();
   std::string out = temp_path("import_bad");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 
 namespace tinescope::analysis {
 
@@ -143,24 +144,34 @@ size_t pick(const std::vector<index::EventData>& events, std::initializer_list<u
 
 // The event at ts (within slack: the nearest) of one of `types` whose field
 // `field` is `value`, with its arguments, appended to out. Of several such
-// at that time, the one `rank` more in file order (the last if fewer).
+// at the time found, the one rank_at(that time) more in file order (the
+// last if fewer).
 bool add_at(const index::TraceIndex& ix, const trace::Catalog& c, uint32_t feedlet, uint64_t ts, uint64_t slack,
             std::initializer_list<uint16_t> types, int field, uint64_t value, std::vector<EventView>& out,
-            std::string& why, uint64_t duration = UINT64_MAX, size_t rank = 0) {
+            std::string& why, uint64_t duration = UINT64_MAX,
+            const std::function<size_t(uint64_t)>& rank_at = nullptr) {
   std::vector<index::EventData> events;
   if (!ix.events_at(feedlet, ts > slack ? ts - slack : 0, ts + std::min(slack, UINT64_MAX - ts), events, why))
     return false;
-  size_t best = SIZE_MAX, passed = 0;
+  auto fits = [&](size_t i) {
+    // A complete event names its duration: of two at one end, the one of this item.
+    return duration == UINT64_MAX || slack != 0 || (events[i].values.size() >= 2 && events[i].values[1] == duration);
+  };
+  size_t best = SIZE_MAX;
   uint64_t best_off = UINT64_MAX;
   for (size_t i = pick(events, types, field, value); i != SIZE_MAX; i = pick(events, types, field, value, i + 1)) {
-    // A complete event names its duration: of two at one end, the one of this item.
-    if (duration != UINT64_MAX && slack == 0 && (events[i].values.size() < 2 || events[i].values[1] != duration))
-      continue;
+    if (!fits(i)) continue;
     const uint64_t off = events[i].ts > ts ? events[i].ts - ts : ts - events[i].ts;
-    if (off < best_off) best = i, best_off = off, passed = 0;
-    else if (off == best_off && passed < rank) best = i, ++passed;
+    if (off < best_off) best = i, best_off = off;
   }
   if (best == SIZE_MAX) return true;
+  if (rank_at) {
+    const uint64_t at = events[best].ts;
+    size_t rank = rank_at(at);
+    for (size_t i = pick(events, types, field, value, best + 1); i != SIZE_MAX && rank > 0;
+         i = pick(events, types, field, value, i + 1))
+      if (events[i].ts == at && fits(i)) best = i, --rank;
+  }
   EventView v = describe(c, events[best]);
   attach_arguments(c, events, best, v);
   out.push_back(std::move(v));
@@ -186,13 +197,27 @@ bool item_events(const index::TraceIndex& ix, uint32_t feedlet, const index::Ite
       {
         // Intervals of one name begun (or ended) at one time nest: their
         // begins come outermost first in the file, their ends innermost
-        // first. This item's are the ones its depth ranks it.
-        size_t begin_rank = 0, end_rank = 0;
-        for (const index::OpenInterval& o : ix.open_at(feedlet, it.start))
-          begin_rank += o.start == it.start && o.name == it.name && o.depth < it.depth;
-        if (const int s = ix.find_stream(index::StreamKind::Interval, feedlet, it.name); s >= 0 && !it.truncated)
-          for (const index::Item& o : ix.items(s, it.end, it.end))
-            end_rank += !o.complete && o.end == it.end && o.depth > it.depth;
+        // first. This item's are the ones its depth ranks it at the time
+        // found (a tick from the item's where the viewer asks with slack).
+        const int s = ix.find_stream(index::StreamKind::Interval, feedlet, it.name);
+        auto begin_rank = [&](uint64_t at) {
+          size_t rank = 0;
+          for (const index::OpenInterval& o : ix.open_at(feedlet, at))
+            rank += o.start == at && o.name == it.name && o.depth < it.depth;
+          if (s >= 0)  // (open_at leaves out those that ended then too: zero-length)
+            for (const index::Item& o : ix.items(s, at, at))
+              rank += !o.complete && o.start == at && o.end == at && o.depth < it.depth;
+          return rank;
+        };
+        // (A deeper one that begins and ends there after this one ended is
+        // counted too: a zero-length interval inside a later one at one time.)
+        auto end_rank = [&](uint64_t at) {
+          size_t rank = 0;
+          if (s >= 0)
+            for (const index::Item& o : ix.items(s, at, at))
+              rank += !o.complete && !o.truncated && o.end == at && o.depth > it.depth;
+          return rank;
+        };
         ok = add_at(ix, *cat, feedlet, it.start, slack, {kIntervalBegin, kFuncEnter}, 0, it.name, out, why, UINT64_MAX,
                     begin_rank);
         if (ok && !it.truncated)

@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <cerrno>
 #include <cstring>
 #include <set>
+#include <system_error>
 
 #include "tinescope/trace_writer.hpp"
 
@@ -851,20 +853,38 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
     }
   };
   Tally mine, its;
+  std::exception_ptr failed;  // (under out_mutex) what one thread threw: the other stops, then it is thrown here
+  auto lanes_or_stop = [&](Tally& t) {
+    try {
+      lanes(t);
+    } catch (...) {
+      std::lock_guard lock(out_mutex);
+      if (!failed) failed = std::current_exception();
+      next_lane = order.size();
+    }
+  };
   {
     // The second thread's arrays (a lane's nesting) spill as this one's do,
-    // within an eighth of the budget: the import's memory stays flat
-    // (this thread's arrays may hold the whole budget when writing starts).
+    // within the same budget of all arrays' memory: the import's memory
+    // stays flat.
     const std::string spill_dir = SpillTo::directory();
-    const size_t spill_budget = SpillTo::budget() / 8;
+    const size_t spill_budget = SpillTo::budget();
     std::thread second;
-    if (std::thread::hardware_concurrency() > 1 && order.size() > 1)
-      second = std::thread([&] {
-        SpillTo spill(spill_dir, spill_budget);
-        lanes(its);
-      });
-    lanes(mine);
+    if (std::thread::hardware_concurrency() > 1 && order.size() > 1) {
+      try {
+        second = std::thread([&] {
+          SpillTo spill(spill_dir, spill_budget);
+          lanes_or_stop(its);
+        });
+      } catch (const std::system_error&) {  // no thread to be had: this one writes every lane
+      }
+    }
+    lanes_or_stop(mine);
     if (second.joinable()) second.join();
+  }
+  if (failed) {
+    ::close(fd);
+    std::rethrow_exception(failed);
   }
   const uint64_t first_event = std::min(mine.first_event, its.first_event);
   r.unmatched_ends += mine.unmatched + its.unmatched;

@@ -6,8 +6,8 @@
 // once more and touched twice its size in fresh 4 KB pages, a fault each:
 // ~75 000 faults and a third of the import of a 200 MB JSON on this VM.
 //
-// Under a SpillTo guard, once the arrays of that thread hold its budget of
-// memory, the ones that grow map a file instead (an unlinked temporary file
+// Under a SpillTo guard, once the process's arrays hold the guard's budget
+// of memory, the ones its thread grows map a file instead (an unlinked temporary file
 // in the guard's directory, one an array): their pages are the page
 // cache's, which the kernel writes back and drops under pressure, so an
 // import holds traces larger than its memory and its anonymous memory
@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -28,11 +29,13 @@
 namespace tinescope::import {
 
 // While one lives, BulkArrays that this thread grows past its budget map
-// files in `dir` (where none can be made there, memory as before).
+// files in `dir` (where none can be made there, memory as before). The
+// memory counted is every thread's arrays': an array grown on one thread
+// may be given back on another (an import writes its lanes on two).
 class SpillTo {
  public:
-  // Arrays take memory up to `budget` bytes (all of this thread's mapped
-  // ones together); past it, files.
+  // Arrays take memory up to `budget` bytes (all mapped ones together);
+  // past it, files.
   explicit SpillTo(std::string dir, size_t budget = size_t(384) << 20)
       : previous_(dir_()), previous_budget_(budget_()) {
     dir_() = std::move(dir), budget_() = budget;
@@ -53,9 +56,9 @@ class SpillTo {
   }
 
  public:
-  // Bytes of this thread's arrays mapped in memory (not files), and the budget.
-  static size_t& anon_bytes() {
-    thread_local size_t bytes = 0;
+  // Bytes of the process's arrays mapped in memory (not files), and this thread's budget.
+  static std::atomic<size_t>& anon_bytes() {
+    static std::atomic<size_t> bytes{0};
     return bytes;
   }
   static size_t budget() { return dir_().empty() ? SIZE_MAX : budget_(); }
@@ -155,9 +158,9 @@ class BulkArray {
       return;
     }
     bytes = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-    size_t& anon = SpillTo::anon_bytes();
+    std::atomic<size_t>& anon = SpillTo::anon_bytes();
     // Past the budget, memory moves to a file (once: it grows there after).
-    if (fd_ < 0 && anon - (mapped_ ? mapped_ : 0) + bytes > SpillTo::budget() && to_file(bytes)) return;
+    if (fd_ < 0 && anon.load(std::memory_order_relaxed) - mapped_ + bytes > SpillTo::budget() && to_file(bytes)) return;
     if (fd_ >= 0) {
       // The file's blocks taken now: a page of a sparse file that the disk
       // has no room for is a SIGBUS when it is written. No room: memory.
@@ -178,7 +181,7 @@ class BulkArray {
       if (n_) std::memcpy(p, p_, n_ * sizeof(T));
       std::free(p_);
     }
-    anon += bytes - mapped_;
+    anon.fetch_add(bytes - mapped_, std::memory_order_relaxed);
     p_ = static_cast<T*>(p), cap_ = bytes / sizeof(T), mapped_ = bytes;
   }
   // The records into a file mapping of `bytes` (SpillTo's directory); false
@@ -205,13 +208,13 @@ class BulkArray {
     if (n_) std::memcpy(p, p_, n_ * sizeof(T));
     ::munmap(p_, mapped_);
     ::close(fd_);
-    SpillTo::anon_bytes() += bytes;
+    SpillTo::anon_bytes().fetch_add(bytes, std::memory_order_relaxed);
     p_ = static_cast<T*>(p), cap_ = bytes / sizeof(T), mapped_ = bytes, fd_ = -1;
   }
   void free_memory() {
     if (mapped_) ::munmap(p_, mapped_);
     else std::free(p_);
-    if (mapped_ && fd_ < 0) SpillTo::anon_bytes() -= mapped_;
+    if (mapped_ && fd_ < 0) SpillTo::anon_bytes().fetch_sub(mapped_, std::memory_order_relaxed);
   }
 };
 

@@ -13,6 +13,7 @@
 // both speeds.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -21,6 +22,8 @@
 namespace tinescope::protowire {
 
 enum WireType : uint8_t { kVarint = 0, kFixed64 = 1, kBytes = 2, kFixed32 = 5 };
+
+static_assert(std::endian::native == std::endian::little, "read_varint's wide load reads bytes in little-endian order");
 
 // A varint at p (before end): false where it runs past end or past 10 bytes.
 bool read_long_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v);
