@@ -6,13 +6,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
-#include <mutex>
-#include <thread>
 #include <cerrno>
 #include <cstring>
+#include <exception>
+#include <mutex>
 #include <set>
 #include <system_error>
+#include <thread>
 
 #include "tinescope/trace_writer.hpp"
 
@@ -717,19 +717,21 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
   write(header.data(), header.size());
 
   // Ticks are nanoseconds of the JSON's own clock, as they were.
-  std::vector<uint8_t> frame;
+  std::vector<uint8_t> frame;  // (each writing thread has its own)
+  std::mutex out_mutex;         // the file, `ok` and `error`
   ChunkBuilder meta;
-  auto flush = [&](ChunkBuilder& cb) {
+  auto flush = [&](ChunkBuilder& cb, std::vector<uint8_t>& buf) {
     if (cb.empty()) return;
-    cb.finish(0, frame);
-    write(frame.data(), frame.size());
+    cb.finish(0, buf);
+    std::lock_guard lock(out_mutex);
+    write(buf.data(), buf.size());
   };
   auto meta_string = [&](uint32_t id, const std::string& s) {
     uint8_t* p = meta.begin(kStringDef, 0, s.size());
     p = ChunkBuilder::put_u64(p, id);
     p = ChunkBuilder::put_bytes(p, s.data(), s.size());
     meta.end(p);
-    if (meta.full()) flush(meta);
+    if (meta.full()) flush(meta, frame);
   };
   auto meta_pair = [&](const std::string& k, const std::string& v) {
     uint32_t ki = intern(k), vi = intern(v);
@@ -765,7 +767,7 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
       p = ChunkBuilder::put_u64(p, d->code);
       p = ChunkBuilder::put_bytes(p, entry.data(), entry.size());
       meta.end(p);
-      if (meta.full()) flush(meta);
+      if (meta.full()) flush(meta, frame);
     }
   }
   for (Feedlet& f : feedlets) {
@@ -781,7 +783,7 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
     p = ChunkBuilder::put_u64(p, v);
     meta.end(p);
   }
-  flush(meta);
+  flush(meta, frame);
 
   // A lane's name goes at its first event. A lane with none (a thread named
   // by metadata that did nothing) is named at the trace's first event once
@@ -808,16 +810,10 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
   std::stable_sort(order.begin(), order.end(), [&](const Feedlet* a, const Feedlet* b) { return events_of(a) > events_of(b); });
   std::vector<char> named(feedlets.size(), 0);
   std::atomic<size_t> next_lane{0};
-  std::mutex out_mutex;  // the file, `ok` and `error`
   auto lanes = [&](Tally& t) {
     for (size_t i; (i = next_lane.fetch_add(1)) < order.size();) {
       Feedlet& f = *order[i];
       ChunkBuilder cb;
-      auto lane_flush = [&] {
-        cb.finish(0, t.frame);
-        std::lock_guard lock(out_mutex);
-        write(t.frame.data(), t.frame.size());
-      };
       bool has_events = false;
       nest(f, t.unmatched, [&](const Point& e) {
         if (!has_events) {
@@ -845,11 +841,11 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
         cb.end(p);
         ++t.written;
         if (e.args) put_args(cb, e.args, e.ts), ++t.with_args;
-        if (cb.full()) lane_flush();
+        if (cb.full()) flush(cb, t.frame);
       });
       f.spans.release(), f.be.release(), f.points.release();  // written: memory goes down lane by lane
       named[f.id - 1] = has_events;
-      if (has_events && !cb.empty()) lane_flush();
+      if (has_events) flush(cb, t.frame);
     }
   };
   Tally mine, its;
@@ -895,7 +891,7 @@ bool ImportModel::write(const std::string& in, const std::string& out, const cha
     ChunkBuilder cb;
     name_lane(cb, f, first_event == UINT64_MAX ? 0 : first_event);
     ++r.events_written;
-    flush(cb);
+    flush(cb, frame);
   }
   r.feedlets = feedlets.size();
   if (::fsync(fd) != 0 && ok) ok = false, error = out + ": " + std::strerror(errno);

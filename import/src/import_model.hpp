@@ -115,12 +115,13 @@ struct BeginEnd {
 class BeginEndLog {
  public:
   [[gnu::always_inline]] void push_back(const BeginEnd& e) {
+    using format::put_varint, format::zigzag;
     uint8_t* p = bytes_.grow_by(kLongest);
     uint8_t* const start = p;
-    p = put(p, zigzag(int64_t(e.ts - ts_)));
-    p = put(p, zigzag(int64_t(uint64_t(e.seq) - seq_)) << 1 | e.begin);
-    p = put(p, e.name);
-    p = put(p, e.args);
+    p = put_varint(p, zigzag(int64_t(e.ts - ts_)));
+    p = put_varint(p, zigzag(int64_t(uint64_t(e.seq) - seq_)) << 1 | e.begin);
+    p = put_varint(p, e.name);
+    p = put_varint(p, e.args);
     bytes_.shrink_by(kLongest - size_t(p - start));
     if (n_ && (e.ts < ts_ || (e.ts == ts_ && e.seq <= seq_))) in_order_ = false;
     ts_ = e.ts, seq_ = e.seq, ++n_;
@@ -134,39 +135,25 @@ class BeginEndLog {
   template <class F>
   void each(F&& f) const {
     const uint8_t* p = bytes_.begin();
+    const uint8_t* const end = bytes_.end();
     BeginEnd e{0, 0, 0, 0, 0};
-    uint64_t ts = 0, seq = 0;
+    uint64_t ts = 0, seq = 0, v[4];
     for (size_t i = 0; i < n_; ++i) {
-      ts += uint64_t(unzigzag(get(p)));
-      const uint64_t s = get(p);
-      seq += uint64_t(unzigzag(s >> 1));
-      e.ts = ts, e.seq = seq & (~uint64_t(0) >> 1), e.begin = s & 1;
-      e.name = uint32_t(get(p)), e.args = uint32_t(get(p));
+      for (uint64_t& x : v) format::get_varint(p, end, x);  // (written by push_back: whole)
+      ts += uint64_t(format::unzigzag(v[0]));
+      seq += uint64_t(format::unzigzag(v[1] >> 1));
+      e.ts = ts, e.seq = seq & (~uint64_t(0) >> 1), e.begin = v[1] & 1;
+      e.name = uint32_t(v[2]), e.args = uint32_t(v[3]);
       f(static_cast<const BeginEnd&>(e));
     }
   }
 
  private:
-  static constexpr size_t kLongest = 10 + 10 + 5 + 5;
+  static constexpr size_t kLongest = 2 * format::kMaxVarint + 2 * 5;
   BulkArray<uint8_t> bytes_;
   size_t n_ = 0;
   uint64_t ts_ = 0, seq_ = 0;  // the last's
   bool in_order_ = true;
-  static uint64_t zigzag(int64_t v) { return uint64_t(v) << 1 ^ uint64_t(v >> 63); }
-  static int64_t unzigzag(uint64_t v) { return int64_t(v >> 1) ^ -int64_t(v & 1); }
-  static uint8_t* put(uint8_t* p, uint64_t v) {
-    while (v >= 0x80) *p++ = uint8_t(v | 0x80), v >>= 7;
-    *p++ = uint8_t(v);
-    return p;
-  }
-  static uint64_t get(const uint8_t*& p) {
-    uint64_t v = 0;
-    for (int shift = 0;; shift += 7) {
-      const uint8_t b = *p++;
-      v |= uint64_t(b & 0x7f) << shift;
-      if (b < 0x80) return v;
-    }
-  }
 };
 
 // An async event (b/e/n, S/T/p/F): paired by its key (category and id,

@@ -13,45 +13,27 @@
 // both speeds.
 #pragma once
 
-#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
 
+#include "tinescope/trace_decode.hpp"
+
 namespace tinescope::protowire {
 
 enum WireType : uint8_t { kVarint = 0, kFixed64 = 1, kBytes = 2, kFixed32 = 5 };
-
-static_assert(std::endian::native == std::endian::little, "read_varint's wide load reads bytes in little-endian order");
 
 // A varint at p (before end): false where it runs past end or past 10 bytes.
 bool read_long_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v);
 
 // (Inlined where it is read: most varints are one byte, tags nearly all;
-// one of two to eight bytes with eight to read is taken from one load.)
+// one of two to eight bytes with eight to read comes from one load, the
+// trace reader's get_varint_wide. Where that fails, the loop below says how
+// far it got: a reader tells a message cut short by p == end.)
 [[gnu::always_inline]] inline bool read_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
-  if (p < end && *p < 0x80) [[likely]] {
-    v = *p++;
+  if (trace::get_varint_wide(p, end, v)) [[likely]]
     return true;
-  }
-  if (end - p >= 8) {
-    uint64_t x;
-    std::memcpy(&x, p, 8);
-    // The first byte without its high bit ends it: no branch a byte (a
-    // timestamp's five to nine bytes would mispredict where it stops).
-    const uint64_t stops = ~x & 0x8080808080808080ull;
-    if (stops) {
-      const int bits = __builtin_ctzll(stops) + 1;  // 8 a byte read
-      if (bits < 64) x &= (uint64_t(1) << bits) - 1;
-      x &= 0x7f7f7f7f7f7f7f7full;  // seven bits a byte, packed together:
-      x = ((x & 0x7f007f007f007f00ull) >> 1) | (x & 0x007f007f007f007full);
-      x = ((x & 0x3fff00003fff0000ull) >> 2) | (x & 0x00003fff00003fffull);
-      x = ((x & 0x0fffffff00000000ull) >> 4) | (x & 0x000000000fffffffull);
-      p += bits >> 3, v = x;
-      return true;
-    }
-  }
   return read_long_varint(p, end, v);
 }
 
