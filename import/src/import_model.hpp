@@ -137,13 +137,17 @@ class BeginEndLog {
     const uint8_t* p = bytes_.begin();
     const uint8_t* const end = bytes_.end();
     BeginEnd e{0, 0, 0, 0, 0};
-    uint64_t ts = 0, seq = 0, v[4];
+    uint64_t ts = 0, seq = 0;
     for (size_t i = 0; i < n_; ++i) {
-      for (uint64_t& x : v) format::get_varint(p, end, x);  // (written by push_back: whole)
-      ts += uint64_t(format::unzigzag(v[0]));
-      seq += uint64_t(format::unzigzag(v[1] >> 1));
-      e.ts = ts, e.seq = seq & (~uint64_t(0) >> 1), e.begin = v[1] & 1;
-      e.name = uint32_t(v[2]), e.args = uint32_t(v[3]);
+      // (Written by push_back: whole. Four variables, not an array: one
+      // stored a field at a time and read whole waits for the stores.)
+      uint64_t dt = 0, ds = 0, name = 0, args = 0;
+      format::get_varint(p, end, dt), format::get_varint(p, end, ds);
+      format::get_varint(p, end, name), format::get_varint(p, end, args);
+      ts += uint64_t(format::unzigzag(dt));
+      seq += uint64_t(format::unzigzag(ds >> 1));
+      e.ts = ts, e.seq = seq & (~uint64_t(0) >> 1), e.begin = ds & 1;
+      e.name = uint32_t(name), e.args = uint32_t(args);
       f(static_cast<const BeginEnd&>(e));
     }
   }
