@@ -12,6 +12,7 @@
 
 #include "../bench/synthetic_trace.hpp"
 #include "tinescope/analysis/derived_stream.hpp"
+#include "tinescope/index/item_pyramid.hpp"
 #include "tinescope/analysis/duration_stats.hpp"
 #include "tinescope/analysis/locks.hpp"
 #include "tinescope/analysis/needles.hpp"
@@ -463,6 +464,100 @@ TEST_F(Synthetic, DerivedPyramidsEqualTheirRecords) {
   }
   // At most about two buckets a column.
   EXPECT_LE(s->query(lo, hi, 300).nodes.size(), 602u);
+}
+
+// Records from a vector, with or without an estimate of how many come.
+class VectorCursor : public Cursor {
+ public:
+  VectorCursor(const std::vector<Record>& r, bool estimate, uint64_t count, uint64_t span)
+      : r_(r), estimate_(estimate), count_(count), span_(span) {}
+  bool next(Record& out) override { return at_ < r_.size() ? (out = r_[at_++], true) : false; }
+  uint64_t max_duration() const override { return UINT64_MAX; }
+  uint64_t events_read() const override { return at_; }
+  bool estimate(uint64_t& count, uint64_t& key_span) const override {
+    count = count_, key_span = span_;
+    return estimate_;
+  }
+
+ private:
+  const std::vector<Record>& r_;
+  size_t at_ = 0;
+  bool estimate_;
+  uint64_t count_, span_;
+};
+
+// A stored stream is its records however it was stored: its pyramid built
+// after them or as they passed (with an estimate right, ten times over or
+// under), written around the page cache or through it (tmpfs), across the
+// writer's buffers and not a multiple of a disk block.
+TEST(DerivedStore, EveryWayOfStoringGivesTheRecordsAndTheirBuckets) {
+  std::mt19937_64 rng(test_seed(31));
+  for (size_t n : {size_t(0), size_t(1), size_t(1000), size_t(131072), size_t(300007)}) {
+    for (bool intervals : {true, false}) {
+      std::vector<Record> rs(n);
+      uint64_t t = rng() % (uint64_t(1) << 40);
+      for (Record& r : rs) {
+        t += rng() % 3 == 0 ? 0 : rng() % 5000;  // ties too
+        const uint64_t d = intervals ? rng() % 20000 : 0;
+        r = Record{t >= d ? t - d : 0, t, intervals ? 0.0 : double(int64_t(rng() % 2000) - 1000), uint32_t(rng() % 7), 3};
+      }
+      const uint64_t span = n ? rs.back().end - rs.front().end : 0;
+      struct Way {
+        const char* what;
+        bool estimate;
+        uint64_t count;
+        const char* dir;
+      };
+      for (const Way& w : {Way{"after", false, 0, "/tmp"}, Way{"as they pass", true, n, "/tmp"},
+                           Way{"estimate x10", true, n * 10, "/tmp"}, Way{"estimate /10", true, n / 10, "/tmp"},
+                           Way{"tmpfs, as they pass", true, n, "/dev/shm"}, Way{"tmpfs, after", false, 0, "/dev/shm"}}) {
+        if (::access(w.dir, W_OK) != 0) continue;
+        SCOPED_TRACE(std::string(w.what) + ", " + std::to_string(n) + (intervals ? " intervals" : " samples"));
+        VectorCursor c(rs, w.estimate, w.count, span);
+        std::string error;
+        auto s = DerivedStream::store(c, intervals, error, w.dir);
+        ASSERT_TRUE(s) << error;
+        ASSERT_EQ(s->size(), n);
+        ASSERT_TRUE(std::equal(rs.begin(), rs.end(), s->records().begin(), s->records().end(), [](const Record& a, const Record& b) {
+          return a.start == b.start && a.end == b.end && a.value == b.value && a.name == b.name && a.feedlet == b.feedlet;
+        }));
+        if (!n) continue;
+        for (int round = 0; round < 40; ++round) {
+          const uint64_t t0 = rs.front().end + (span ? rng() % span : 0), t1 = t0 + (span >> (rng() % 12));
+          const uint32_t shift = uint32_t(rng() % 40);
+          const index::Buckets got = s->query_shift(t0, t1, shift);
+          // Every record of the buckets folded one by one.
+          std::vector<Node> want;
+          index::Item it;
+          it.kind = s->kind();
+          for (const Record& x : rs)
+            if ((x.end >> got.shift) >= (t0 >> got.shift) && (x.end >> got.shift) <= (t1 >> got.shift)) {
+              it.start = x.start, it.end = x.end, it.value = x.value, it.name = x.name;
+              index::ItemPyramid::fold_item(want, it, got.shift);
+            }
+          ASSERT_EQ(got.nodes.size(), want.size()) << "round " << round << " shift " << got.shift;
+          for (size_t i = 0; i < want.size(); ++i) {
+            ASSERT_EQ(got.nodes[i].bucket, want[i].bucket);
+            ASSERT_EQ(got.nodes[i].count, want[i].count);
+            const Node &g = got.nodes[i], &x = want[i];
+            if (intervals) {
+              ASSERT_EQ(g.iv.busy, x.iv.busy);
+              ASSERT_EQ(g.iv.min_dur, x.iv.min_dur);
+              ASSERT_EQ(g.iv.max_dur, x.iv.max_dur);
+              ASSERT_EQ(g.iv.min_start, x.iv.min_start);
+              ASSERT_EQ(g.iv.max_end, x.iv.max_end);
+            } else {  // (sums of whole numbers: exact in any order)
+              ASSERT_EQ(g.s.min, x.s.min);
+              ASSERT_EQ(g.s.max, x.s.max);
+              ASSERT_EQ(g.s.first, x.s.first);
+              ASSERT_EQ(g.s.last, x.s.last);
+              ASSERT_EQ(g.s.sum, x.s.sum);
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST_F(Synthetic, OutliersAreTheInjectedAnomalies) {

@@ -502,7 +502,7 @@ class QueueCursor : public Cursor {
 class JobCursor : public Cursor {
  public:
   JobCursor(const TraceIndex& ix, const Expr& e, const EvalOptions& opt)
-      : ix_(ix), scan_(ix, opt.t1), task_(e.filter.task), values_(e.filter.values), t0_(opt.t0),
+      : ix_(ix), scan_(ix, opt.t1), task_(e.filter.task), values_(e.filter.values), t0_(opt.t0), t1_(opt.t1),
         response_(e.op == Op::Response), catalog_(ix.catalog_snapshot()) {}
   bool next(Record& r) override {
     Job j;
@@ -534,6 +534,20 @@ class JobCursor : public Cursor {
     const auto& bad = scan_.counts().unreadable;
     return bad.empty() ? std::string() : "jobs: " + bad.front();
   }
+  // A job a completion (or an arrival, where more arrived), spread evenly
+  // over the trace's time: every task's, the filter not known until read.
+  bool estimate(uint64_t& count, uint64_t& key_span) const override {
+    const std::vector<uint64_t> n = ix_.events_per_type();
+    auto of = [&n](uint16_t t) { return t < n.size() ? n[t] : 0; };
+    using format::kJobArrive, format::kJobComplete;
+    const uint64_t jobs = response_ ? of(kJobComplete) : std::max(of(kJobArrive), of(kJobComplete));
+    const uint64_t lo = ix_.first_ts(), hi = ix_.last_ts();
+    const uint64_t a = std::max(lo, t0_), b = std::min(hi, t1_);
+    if (hi < lo || b < a) return false;
+    key_span = b - a;
+    count = uint64_t(double(jobs) * (double(key_span) + 1) / (double(hi - lo) + 1));
+    return true;
+  }
 
  private:
   bool task_matches(uint32_t task) {
@@ -546,7 +560,7 @@ class JobCursor : public Cursor {
   JobScan scan_;
   NameMatcher task_;
   std::vector<ValueTest> values_;
-  uint64_t t0_ = 0;
+  uint64_t t0_ = 0, t1_ = UINT64_MAX;
   bool response_ = false;
   std::shared_ptr<const trace::Catalog> catalog_;
   std::unordered_map<uint32_t, bool> task_ok_;

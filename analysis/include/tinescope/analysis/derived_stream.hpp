@@ -60,6 +60,15 @@ class Cursor {
   virtual uint64_t events_read() const = 0;
   // Non-empty if evaluation failed on the way (e.g. the temporary file).
   virtual std::string error() const { return {}; }
+  // About how many records it will give, and the span of their keys
+  // (ticks), where known before reading them: DerivedStream::store then
+  // builds the pyramid as the records pass, and writes them around the page
+  // cache. An estimate sizes the pyramid's leaves only; what is stored is
+  // the records given.
+  virtual bool estimate(uint64_t& count, uint64_t& key_span) const {
+    (void)count, (void)key_span;
+    return false;
+  }
 };
 
 struct EvalOptions {
@@ -107,10 +116,12 @@ class DerivedStream {
   DerivedStream();
   bool intervals_ = true;
   uint64_t count_ = 0, events_read_ = 0;
+  // Two temporary files, each mapped: the records, and the pyramid's pages.
+  int records_fd_ = -1, pages_fd_ = -1;
   const Record* records_ = nullptr;
-  int fd_ = -1;
-  const uint8_t* map_ = nullptr;
-  size_t map_size_ = 0;
+  size_t records_size_ = 0;  // bytes mapped
+  const uint8_t* pages_ = nullptr;
+  size_t pages_size_ = 0;
   std::unique_ptr<index::ItemPyramid> pyramid_;
 };
 
