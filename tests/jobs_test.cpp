@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "edf_sim.hpp"
 #include "index_helpers.hpp"
@@ -206,6 +207,56 @@ TEST(Jobs, EventsThatDoNotFitAreCountedNotMadeUp) {
   EXPECT_EQ(s->records()[2].start, 900u);
   EXPECT_EQ(s->records()[2].end, 1100u);
   EXPECT_TRUE(s->records()[2].truncated());
+}
+
+// Jobs with no arrival recorded, and late events of jobs completed before:
+// one of the last 4096 jobs completed is counted (after_completion), one
+// completed longer ago starts a job of its own. Against the ring's rule,
+// with the same job arriving again and completed twice close together.
+TEST(Jobs, ALateEventIsTheLast4096CompletionsOrANewJob) {
+  std::mt19937_64 rng(test_seed(5302));
+  TraceBytes trace = named_trace({"A"});
+  ChunkBuilder cb;
+  cb.feedlet = 1;
+  std::vector<uint64_t> done;  // ids in completion order
+  std::set<uint64_t> revived;  // completed ids a late event made a job again
+  uint64_t want_late = 0, want_jobs = 0, t = 1000;
+  for (uint64_t i = 0; i < 12000; ++i) {
+    // Now and then a job completed a moment before runs and completes again.
+    const uint64_t id = i % 97 == 5 && !done.empty() ? done[done.size() - 1 - rng() % std::min<size_t>(done.size(), 50)] : 1'000'000 + i;
+    if (revived.count(id)) continue;
+    if (id < 1'000'000 + i) put_job(cb, format::kJobArrive, t - 1, 1, id, 0);  // (without it, a late event)
+    put_job(cb, format::kJobStart, t, 1, id, 0);
+    put_job(cb, format::kJobComplete, t + 5, 1, id, 0);
+    t += 10, ++want_jobs;
+    done.push_back(id);
+    if (cb.full()) trace.flush(cb);
+    if (rng() % 10) continue;
+    // A late preempt-less event: a deadline of a job completed d jobs ago.
+    const uint64_t d = rng() % 6000;
+    if (d >= done.size()) continue;
+    const uint64_t late = done[done.size() - 1 - d];
+    // In the ring: one of the last 4096 completions (a job completed twice
+    // is there while either is).
+    const bool in_ring = std::find(done.end() - std::min<size_t>(done.size(), 4096), done.end(), late) != done.end();
+    if (!in_ring && (revived.count(late) || std::count(done.begin(), done.end(), late) > 1)) continue;
+    uint8_t* p = cb.begin(format::kJobDeadline, t);
+    p = ChunkBuilder::put_u64(p, 1), p = ChunkBuilder::put_u64(p, late);
+    cb.end(ChunkBuilder::put_u64(p, t + 100));
+    t += 10;
+    if (in_ring) ++want_late;
+    else revived.insert(late), ++want_jobs;  // a job of its own, never completed
+  }
+  trace.flush(cb);
+  IndexedTrace tr("late_jobs.tine", trace.out);
+  ASSERT_TRUE(tr.ix);
+  analysis::JobScan scan(*tr.ix);
+  uint64_t jobs = 0;
+  for (analysis::Job j; scan.next(j);) ++jobs;
+  EXPECT_EQ(scan.counts().after_completion, want_late);
+  EXPECT_EQ(jobs, want_jobs);
+  EXPECT_GT(want_late, 100u);
+  EXPECT_GT(revived.size(), 20u);
 }
 
 // Thousands of jobs open at once, their ids alike in their low or high

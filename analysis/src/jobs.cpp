@@ -147,7 +147,12 @@ struct JobScan::Impl {
   static constexpr size_t kRecent = 4096;       // the jobs completed last
   std::vector<JobKey> recent;
   size_t recent_at = 0;
+  // The keys in `recent`, each with how many times it is there. Kept only
+  // from the first event that asks (an event of a job not followed that is
+  // not its arrival): where every job arrives first, none does, and the
+  // table cost three lookups a job.
   JobTable recently_completed;
+  bool recent_kept = false;
   // Finished, not yet given (from ready[given]): their places in `pool`,
   // freed as they are given. (Copied out then, not as they finish: a copy
   // of a job read whole right after its last fields were stored waited for
@@ -180,6 +185,22 @@ struct JobScan::Impl {
   }
   // A finished job: no longer followed, its place kept until it is given.
   void unfollow(const JobKey& k) { jobs.erase(k); }
+  // Whether k is one of the last kRecent jobs completed.
+  bool completed_lately(const JobKey& k) {
+    if (!recent_kept) {
+      recent_kept = true;
+      for (const JobKey& r : recent) remember(r);
+    }
+    return recently_completed.find(k);
+  }
+  void remember(const JobKey& k) {
+    if (uint32_t* n = recently_completed.find(k)) ++*n;
+    else recently_completed.insert(k, 1);
+  }
+  void forget(const JobKey& k) {
+    uint32_t* n = recently_completed.find(k);
+    if (n && --*n == 0) recently_completed.erase(k);
+  }
   // A segment ends: the time it ran counts, the CPU is free.
   void stop_running(Following& f, uint64_t ts) {
     if (!f.running) return;
@@ -221,7 +242,7 @@ struct JobScan::Impl {
       // counted, not made a job; one that came after the job completed
       // (a late deadline, a second completion) is counted and left out.
       if (e.type == kJobPreempt || e.type == kJobBlock) return void(++counts.end_not_running);
-      if (recently_completed.find(k)) return void(++counts.after_completion);
+      if (completed_lately(k)) return void(++counts.after_completion);
     }
     Following& f = known ? *known : follow(k);
     f.job.last_event = e.ts;
@@ -277,10 +298,10 @@ struct JobScan::Impl {
         // Remembered a while: an event of it after this is told from a new job's.
         // (k member by member, as CpuJobs::set does.)
         if (recent.size() < kRecent) recent.emplace_back();
-        else recently_completed.erase(recent[recent_at]);
+        else if (recent_kept) forget(recent[recent_at]);
         recent[recent_at].task = k.task, recent[recent_at].id = k.id;
         recent_at = (recent_at + 1) % kRecent;
-        if (!recently_completed.find(k)) recently_completed.insert(k, 0);
+        if (recent_kept) remember(k);
         break;
       }
       default: break;
