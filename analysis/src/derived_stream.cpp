@@ -125,7 +125,7 @@ class RecordWriter {
   std::string write(const char* p, size_t left) {
     while (left) {
       const ssize_t n = ::pwrite(fd_, p, left, off_t(written_));
-      if (n < 0 && errno == EINVAL && direct_) {  // refused around the cache (or a short write left it unaligned)
+      if (n < 0 && errno != EINTR && direct_) {  // refused around the cache (EINVAL; a short write left it unaligned): through it
         direct_ = false;
         set_direct(false);
         continue;
