@@ -330,22 +330,28 @@ JobScan::JobScan(const index::TraceIndex& ix, uint64_t t1) : impl_(std::make_uni
 JobScan::~JobScan() = default;
 
 bool JobScan::next(Job& out) {
+  const Job* j = next();
+  if (j) out = *j;
+  return j != nullptr;
+}
+
+const Job* JobScan::next() {
   Impl& m = *impl_;
   m.migrations = migrations;
   m.interruptions = interruptions;
   if (m.given == m.ready.size()) m.ready.clear(), m.given = 0;
   while (m.ready.empty()) {
-    if (m.ended) return false;
+    if (m.ended) return nullptr;
     if (const SmallEvent* e = m.events.next()) {
       m.apply(*e);
     } else {
       m.end_all();
     }
   }
+  // (Its place is reused only by a job followed later: not before the next call.)
   const uint32_t at = m.ready[m.given++];
-  out = m.pool[at].job;
   m.pool_free.push_back(at);
-  return true;
+  return &m.pool[at].job;
 }
 
 const JobCounts& JobScan::counts() const { return impl_->counts; }

@@ -505,8 +505,8 @@ class JobCursor : public Cursor {
       : ix_(ix), scan_(ix, opt.t1), task_(e.filter.task), values_(e.filter.values), t0_(opt.t0), t1_(opt.t1),
         response_(e.op == Op::Response), catalog_(ix.catalog_snapshot()) {}
   bool next(Record& r) override {
-    Job j;
-    while (scan_.next(j)) {
+    while (const Job* next = scan_.next()) {
+      const Job& j = *next;
       if (!task_matches(j.task)) continue;
       if (response_) {
         if (!j.has_response()) continue;

@@ -101,6 +101,8 @@ class JobScan {
   JobScan& operator=(const JobScan&) = delete;
 
   bool next(Job& out);
+  // The next job, valid until the next call; null past the last.
+  const Job* next();
   const JobCounts& counts() const;
   // Where the scan ends: t1, or the trace's last event before it.
   uint64_t end() const;
