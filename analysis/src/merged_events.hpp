@@ -133,7 +133,7 @@ class MergedEvents {
     bool ties = false;  // events of several threads at one tick: ordered by rank
     std::future<void> done;
   };
-  static constexpr size_t kSlots = 4;  // one used, three read ahead
+  static constexpr size_t kSlots = 3;  // one used, two read ahead
   static constexpr size_t kAhead = 16;  // events prefetched ahead of the one given
 
   void launch(Slot& s) {
