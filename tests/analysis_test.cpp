@@ -1,6 +1,9 @@
 // Streams and analysis: the syntax, every operator's exact values on a trace
 // of known content, derived pyramids, needles against a full scan, and on
 // the demo workload the duration filter, statistics and compare.
+#include <linux/magic.h>
+#include <sys/mman.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -12,11 +15,11 @@
 
 #include "../bench/synthetic_trace.hpp"
 #include "tinescope/analysis/derived_stream.hpp"
-#include "tinescope/index/item_pyramid.hpp"
 #include "tinescope/analysis/duration_stats.hpp"
 #include "tinescope/analysis/locks.hpp"
 #include "tinescope/analysis/needles.hpp"
 #include "tinescope/analysis/period.hpp"
+#include "tinescope/index/item_pyramid.hpp"
 #include "tinescope/render/headless.hpp"
 #include "tinescope/render/scene.hpp"
 #include "index_helpers.hpp"
@@ -518,6 +521,22 @@ TEST(DerivedStore, EveryWayOfStoringGivesTheRecordsAndTheirBuckets) {
         auto s = DerivedStream::store(c, intervals, error, w.dir);
         ASSERT_TRUE(s) << error;
         ASSERT_EQ(s->size(), n);
+        // Around the page cache where the pyramid was built as they passed
+        // (on a disk's file system: tmpfs is the page cache), through it
+        // otherwise: which of the records' pages are in memory, before
+        // anything reads them here.
+        if (n >= 131072) {
+          struct statfs fs {};
+          const size_t page = size_t(::sysconf(_SC_PAGESIZE)), bytes = n * sizeof(Record), pages = (bytes + page - 1) / page;
+          std::vector<unsigned char> in(pages);
+          ASSERT_EQ(::mincore(const_cast<Record*>(s->records().data()), bytes, in.data()), 0) << std::strerror(errno);
+          const size_t resident = size_t(std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; }));
+          if (!w.estimate) {
+            EXPECT_GT(resident, pages * 9 / 10);
+          } else if (::statfs(w.dir, &fs) == 0 && fs.f_type != TMPFS_MAGIC) {
+            EXPECT_LT(resident, pages / 10);
+          }
+        }
         ASSERT_TRUE(std::equal(rs.begin(), rs.end(), s->records().begin(), s->records().end(), [](const Record& a, const Record& b) {
           return a.start == b.start && a.end == b.end && a.value == b.value && a.name == b.name && a.feedlet == b.feedlet;
         }));

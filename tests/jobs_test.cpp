@@ -259,6 +259,48 @@ TEST(Jobs, ALateEventIsTheLast4096CompletionsOrANewJob) {
   EXPECT_GT(revived.size(), 20u);
 }
 
+// A job completed twice (it arrived again) stays among the recent while its
+// later completion is, though its first has left the last 4096: whether
+// the table of recent jobs is kept from the start (a job with no arrival
+// asks first) or made from the ring when a late event first asks.
+TEST(Jobs, AJobCompletedTwiceStaysRecentWhileItsLaterCompletionIs) {
+  for (bool asked_early : {false, true}) {
+    SCOPED_TRACE(asked_early ? "kept from the start" : "made when first asked");
+    TraceBytes trace = named_trace({"A"});
+    ChunkBuilder cb;
+    cb.feedlet = 1;
+    uint64_t t = 1000, jobs = 0;
+    auto run = [&](uint64_t id, bool arrives) {
+      if (arrives) put_job(cb, format::kJobArrive, t, 1, id, 0);
+      put_job(cb, format::kJobStart, t + 1, 1, id, 0);
+      put_job(cb, format::kJobComplete, t + 2, 1, id, 0);
+      t += 10, ++jobs;
+      if (cb.full()) trace.flush(cb);
+    };
+    auto late_deadline = [&](uint64_t id) {
+      uint8_t* p = cb.begin(format::kJobDeadline, t);
+      p = ChunkBuilder::put_u64(p, 1), p = ChunkBuilder::put_u64(p, id);
+      cb.end(ChunkBuilder::put_u64(p, t + 5));
+      t += 10;
+    };
+    if (asked_early) run(1, false);  // no arrival: its start asks
+    run(777, true);
+    for (uint64_t j = 0; j < 100; ++j) run(10000 + j, true);
+    run(777, true);  // again, 101 completions later
+    for (uint64_t j = 0; j < 4096 - 50; ++j) run(20000 + j, true);
+    late_deadline(777);    // its second completion is among the last 4096, its first is not
+    late_deadline(10000);  // completed 4147 jobs ago: a job of its own
+    trace.flush(cb);
+    IndexedTrace tr(asked_early ? "twice_early.tine" : "twice_late.tine", trace.out);
+    ASSERT_TRUE(tr.ix);
+    analysis::JobScan scan(*tr.ix);
+    uint64_t got = 0;
+    for (analysis::Job j; scan.next(j);) ++got;
+    EXPECT_EQ(scan.counts().after_completion, 1u);
+    EXPECT_EQ(got, jobs + 1);
+  }
+}
+
 // Thousands of jobs open at once, their ids alike in their low or high
 // bits, arriving and completing in random orders on several threads: each
 // one's own response, against the times written (the scan's table of

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <future>
 #include <new>
+#include <system_error>
 
 #include "tinescope/index/item_pyramid.hpp"
 
@@ -66,8 +67,8 @@ int temp_file(const std::string& dir_option, std::string& error) {
 // nothing reads them back at once (the pyramid built as they pass), they
 // go around the page cache (O_DIRECT): every fresh page costs its first
 // touch, on a VM ten times a copy's (a quarter of a job scan's time, for
-// its 533 MB of records). Where the file system refuses that, as tmpfs
-// does, they go through the page cache.
+// its 533 MB of records). Where the file system refuses that (EINVAL, as
+// tmpfs before Linux 6.6 did), they go through the page cache.
 class RecordWriter {
  public:
   static constexpr size_t kBuffer = size_t(4) << 20;  // bytes; a multiple of 32 and of kAlign
@@ -105,14 +106,20 @@ class RecordWriter {
     return flags != -1 && ::fcntl(fd_, F_SETFL, on ? flags | O_DIRECT : flags & ~O_DIRECT) == 0;
   }
   // The buffer goes to the file on a thread of its own while the other one
-  // fills (a direct write waits for the disk).
+  // fills (a direct write waits for the disk). Only the last buffer is
+  // partly full: its padding is the only one, cut by finish().
   bool flush(std::string& error) {
     if (!written(error)) return false;
     const size_t bytes = used_ * sizeof(Record);
+    if (!bytes) return true;
     const size_t padded = direct_ ? (bytes + kAlign - 1) / kAlign * kAlign : bytes;
     char* p = reinterpret_cast<char*>(bufs_[cur_]);
     std::memset(p + bytes, 0, padded - bytes);
-    writing_ = std::async(std::launch::async, [this, p, padded] { return write(p, padded); });
+    try {
+      writing_ = std::async(std::launch::async, [this, p, padded] { return write(p, padded); });
+    } catch (const std::system_error& e) {  // no thread to be had: written here
+      if (std::string why = write(p, padded); !why.empty()) return error = why, false;
+    }
     size_ += bytes, used_ = 0, cur_ ^= 1;
     return true;
   }
@@ -125,7 +132,7 @@ class RecordWriter {
   std::string write(const char* p, size_t left) {
     while (left) {
       const ssize_t n = ::pwrite(fd_, p, left, off_t(written_));
-      if (n < 0 && errno != EINTR && direct_) {  // refused around the cache (EINVAL; a short write left it unaligned): through it
+      if (n < 0 && errno == EINVAL && direct_) {  // refused around the cache (or a short write left it unaligned): through it
         direct_ = false;
         set_direct(false);
         continue;

@@ -263,7 +263,6 @@ class MergedEvents {
     auto& out = s.order;
     s.tick.assign(out.begin() + i, out.begin() + j);
     s.taken.assign(s.tick.size(), 0);
-
     for (size_t o = i; o < j; ++o) {
       size_t best = SIZE_MAX;
       s.heads.clear();  // threads whose next event was seen
