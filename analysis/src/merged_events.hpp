@@ -61,11 +61,11 @@ class MergedEvents {
     std::sort(feedlets_.begin(), feedlets_.end());
     lo_ = ix.first_ts(), hi_ = std::min(t1, ix.last_ts());
     finished_ = feedlets_.empty() || lo_ > hi_;
-    // About a million of them a window (spread evenly over the trace's
-    // time): 40 MB of events a window read. (Each thread's chunk astride
-    // two windows is read by both: at half a million a window that was a
-    // sixth of the reading.)
-    const uint64_t windows = std::max<uint64_t>(1, total >> 20);
+    // About half a million of them a window (spread evenly over the
+    // trace's time). (Each thread's chunk astride two windows is read by
+    // both, a sixth of the reading; a million a window halved that, but
+    // the live viewer's rescans under ASan then fell behind in gui.live.)
+    const uint64_t windows = std::max<uint64_t>(1, total >> 19);
     window_ = finished_ ? 1 : std::max<uint64_t>(1, (hi_ - lo_) / windows + 1);
     next_window_ = lo_;
     for (size_t k = 1; k < kSlots; ++k) launch(slots_[k]);
