@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <set>
 #include <thread>
@@ -227,6 +228,76 @@ TEST(RecorderRoundTrip, EveryEventKindThroughAFile) {
   for (const OwnedEvent& o : c.events) data_events += o.e.feedlet != kMetadataFeedlet;
   EXPECT_EQ(st.events_dropped, 0u);
   EXPECT_GE(st.events_recorded, data_events);
+  unlink(path.c_str());
+}
+
+// The packing of each chunk of a trace file, in file order.
+std::vector<Packing> packings(const std::string& path) {
+  const std::string bytes = slurp(path);
+  std::vector<Packing> out;
+  uint32_t at;
+  std::memcpy(&at, bytes.data() + 12, 4);  // the header's size
+  while (at + sizeof(ChunkHeader) <= bytes.size()) {
+    const auto* chunk = reinterpret_cast<const uint8_t*>(bytes.data() + at);
+    ChunkHeader h;
+    std::memcpy(&h, chunk, sizeof h);
+    out.push_back(packing_of(chunk));
+    at += uint32_t(chunk_bytes(h));
+  }
+  EXPECT_EQ(at, bytes.size());
+  return out;
+}
+
+// The collector compresses as it can afford to (DensePace): a recording
+// that comes slowly is written dense after its first tenth of a second, one
+// that comes fast stays in lz4's fast mode. Both read back whole.
+TEST(RecorderRoundTrip, ASlowRecordingIsWrittenDenseAFastOneFast) {
+  const std::string path = temp_path("pace");
+  for (const bool slow : {true, false}) {
+    unlink(path.c_str());
+    ts_config cfg{};
+    cfg.file_path = path.c_str();
+    ASSERT_EQ(ts_start(&cfg), 0) << ts_last_error();
+    uint64_t sent = 0;
+    std::thread([&] {
+      std::string payload;
+      for (int i = 0; i < 40; ++i) payload += "order " + std::to_string(i) + " filled; ";
+      payload.resize(1000);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(slow ? 400 : 200);
+      // Slowly: two small messages a millisecond (~100 KB/s). Fast: a
+      // hundred of a kilobyte a millisecond (~100 MB/s, six times what
+      // allows dense chunks), each millisecond's in a burst.
+      while (std::chrono::steady_clock::now() < until) {
+        for (int k = 0; k < (slow ? 1 : 100); ++k)
+          ts::send(sent++, 1, 2, payload.data(), uint32_t(slow ? 40 : payload.size()));
+        std::this_thread::sleep_for(std::chrono::microseconds(slow ? 500 : 1000));
+      }
+    }).join();
+    ts_stop();
+    ts_stats st{};
+    ts_get_stats(&st);
+    const Collected c = read_trace(path);
+    EXPECT_TRUE(c.damage.empty()) << slow;
+    EXPECT_EQ(c.of_type(kMessageSend).size() + st.events_dropped, sent) << slow;
+    Packing all;
+    bool dense_seen = false, fast_after_dense = false;
+    for (const Packing& p : packings(path)) {
+      fast_after_dense |= dense_seen && p.fast > 0;
+      dense_seen |= p.dense > 0;
+      all.fast += p.fast, all.dense += p.dense, all.neither += p.neither;
+    }
+    EXPECT_EQ(all.neither, 0) << slow;
+    if (slow) {
+      EXPECT_EQ(st.events_dropped, 0u);
+      EXPECT_GE(all.dense, 1) << "dense once a window came slowly";
+      EXPECT_FALSE(fast_after_dense) << "and stays so";
+    } else {
+      EXPECT_GE(all.fast, 1);
+      uint64_t raw = 0;
+      for (const trace::ChunkInfo& ci : c.chunks) raw += ci.header.raw_size;
+      EXPECT_EQ(all.dense, 0) << "never dense at " << double(raw) / 0.2 / 1e6 << " MB/s (raw)";
+    }
+  }
   unlink(path.c_str());
 }
 

@@ -222,6 +222,66 @@ TEST(TraceFormat, ChunkPayloadsAreSegmentsThatDecodeOnTheirOwn) {
   EXPECT_TRUE(read_bytes(header_with_version(kMajorVersion, kMinorVersion) + two).damage.empty());
 }
 
+// Dense chunks are lz4 blocks as fast ones are: a reader tells them apart
+// by nothing but their size. (Scheduling events as the jobs figure's trace
+// holds them: the kind of trace that comes slowly enough to be written dense.)
+TEST(TraceFormat, DenseChunksReadBackAsFastOnes) {
+  std::string chunks[2];
+  for (int dense = 0; dense < 2; ++dense) {
+    ChunkBuilder b;
+    b.feedlet = 1;
+    b.dense = dense;
+    for (uint64_t i = 0; i < 9000; ++i)
+      put_job(b, uint16_t(kJobArrive + i % 6), 1000 + i * 17, 1 + i % 16, i / 6, i % 8);
+    chunks[dense] = chunk(b);
+    const Packing p = packing_of(reinterpret_cast<const uint8_t*>(chunks[dense].data()));
+    EXPECT_EQ(p.neither + p.as_is, 0) << dense;
+    EXPECT_EQ(dense ? p.fast : p.dense, 0) << "every segment as the builder was told";
+    EXPECT_GE(dense ? p.dense : p.fast, 1) << "(the two modes give different blocks for these events)";
+  }
+  ChunkHeader fast, dense;
+  std::memcpy(&fast, chunks[0].data(), sizeof fast);
+  std::memcpy(&dense, chunks[1].data(), sizeof dense);
+  EXPECT_EQ(fast.raw_size, dense.raw_size);
+  EXPECT_LT(dense.stored_size, fast.stored_size);
+  const Collected a = read_bytes(header_with_version(kMajorVersion, kMinorVersion) + chunks[0]);
+  const Collected b = read_bytes(header_with_version(kMajorVersion, kMinorVersion) + chunks[1]);
+  EXPECT_TRUE(a.damage.empty() && b.damage.empty());
+  ASSERT_EQ(a.events.size(), 9000u);
+  ASSERT_EQ(b.events.size(), a.events.size());
+  for (size_t i = 0; i < a.events.size(); ++i) {
+    const trace::Event &x = a.events[i].e, &y = b.events[i].e;
+    ASSERT_TRUE(x.type == y.type && x.ts == y.ts && x.field_count == 3 && y.field_count == 3) << i;
+    ASSERT_TRUE(x.u[0] == y.u[0] && x.u[1] == y.u[1] && x.u[2] == y.u[2]) << i;
+    ASSERT_EQ(x.u[1], i / 6) << i;
+  }
+}
+
+// The collector's choice: fast until a whole window came slowly, dense then,
+// fast again from the chunk that takes a window past its share, and for the
+// window after such a burst.
+TEST(TraceFormat, DensePaceIsFastUntilAWindowWasSlowAndAtABurst) {
+  const uint64_t ms = 1'000'000;
+  DensePace pace;
+  for (uint64_t t = 0; t < 100 * ms; t += 10 * ms) EXPECT_FALSE(pace.dense(t, 1000)) << t;  // nothing known yet
+  EXPECT_TRUE(pace.dense(100 * ms, 1000));  // 10 KB came in those 100 ms
+  // A burst in this window: 1000 + 24 chunks of 64 KiB stay within 1.6 MB, a 25th does not.
+  for (int k = 1; k <= 24; ++k) EXPECT_TRUE(pace.dense(110 * ms, 65536)) << k;
+  EXPECT_FALSE(pace.dense(110 * ms, 65536));
+  EXPECT_FALSE(pace.dense(150 * ms, 10));  // the rest of the window
+  for (uint64_t t = 200 * ms; t < 300 * ms; t += 10 * ms) EXPECT_FALSE(pace.dense(t, 1000)) << t;  // after it
+  EXPECT_TRUE(pace.dense(300 * ms, 1000));
+  // Idle for a minute, then a chunk: the idle time was slow too.
+  EXPECT_TRUE(pace.dense(60'300 * ms, 65536));
+  // Just over 16 MB/s in a window: fast from the next one.
+  DensePace edge;
+  EXPECT_FALSE(edge.dense(0, 0));
+  EXPECT_FALSE(edge.dense(50 * ms, 1'600'001));
+  EXPECT_FALSE(edge.dense(100 * ms, 0));
+  EXPECT_FALSE(edge.dense(150 * ms, 1'599'999));
+  EXPECT_TRUE(edge.dense(200 * ms, 0));
+}
+
 // A reader that reads a chunk piecemeal (a query that needs one segment):
 // the chunk's head, then the bytes that chunk_range_bytes names, are all that
 // chunk_payload_range reads for that range.

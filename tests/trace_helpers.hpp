@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <lz4.h>
+#include <lz4hc.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -233,6 +234,51 @@ inline std::string as_version_one(const std::string& trace) {
     at += bytes;
   }
   return v1;
+}
+
+// How a chunk's segments were compressed: each stored block against what
+// lz4's fast mode and dense mode (HC at kDenseLevel) make of its raw bytes.
+// Either: both make those bytes (a small segment often gives both the same).
+struct Packing {
+  int fast = 0, dense = 0, either = 0, as_is = 0, neither = 0;
+};
+inline Packing packing_of(const uint8_t* chunk) {
+  using namespace format;
+  Packing out;
+  ChunkHeader h;
+  std::memcpy(&h, chunk, sizeof h);
+  if (!(h.flags & kChunkLz4Segments)) return out.as_is += h.event_count > 0, out;
+  std::vector<uint8_t> buf;
+  const uint8_t* raw = trace::chunk_payload(chunk, buf);
+  EXPECT_NE(raw, nullptr);
+  if (!raw) return out;
+  const uint8_t* table = chunk + h.header_size;
+  const uint32_t segments = segment_count(h.event_count);
+  const uint8_t* blocks = table + segments * kSegmentEntry;
+  std::vector<char> fast, dense, state(size_t(LZ4_sizeofStateHC()) + 8);
+  uint32_t raw_from = 0, stored_from = 0;
+  for (uint32_t i = 0; i < segments; ++i) {
+    uint32_t raw_to, stored_to;
+    std::memcpy(&raw_to, table + i * kSegmentEntry, 4);
+    std::memcpy(&stored_to, table + i * kSegmentEntry + 4, 4);
+    const int n = int(raw_to - raw_from);
+    const std::string stored(reinterpret_cast<const char*>(blocks + stored_from), stored_to - stored_from);
+    if (stored.size() == size_t(n)) {
+      ++out.as_is;
+    } else {
+      fast.resize(size_t(LZ4_compressBound(n)));
+      dense.resize(fast.size());
+      const char* src = reinterpret_cast<const char*>(raw + raw_from);
+      fast.resize(size_t(LZ4_compress_default(src, fast.data(), n, int(fast.size()))));
+      void* aligned = state.data() + (8 - reinterpret_cast<uintptr_t>(state.data()) % 8) % 8;
+      dense.resize(size_t(LZ4_compress_HC_extStateHC(aligned, src, dense.data(), n, int(dense.size()), kDenseLevel)));
+      const bool is_fast = stored == std::string(fast.begin(), fast.end());
+      const bool is_dense = stored == std::string(dense.begin(), dense.end());
+      (is_fast && is_dense ? out.either : is_fast ? out.fast : is_dense ? out.dense : out.neither)++;
+    }
+    raw_from = raw_to, stored_from = stored_to;
+  }
+  return out;
 }
 
 // A program of this build (TINESCOPE_BIN, set by ctest): bin("app/tinescope").

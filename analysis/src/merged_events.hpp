@@ -82,23 +82,12 @@ class MergedEvents {
     return p != nullptr;
   }
   // The next event (valid until the next call), or null past the last.
+  // (The step within a window inlined, the next window's wait not: with it
+  // inlined this was a call with six registers saved, a tenth of a scan.)
   const SmallEvent* next() {
-    if (ended_) return nullptr;
-    while (at_ == slots_[cur_].order.size()) {
-      // The windows ahead were read on other threads while this one was
-      // used (two at once: decoding is most of a scan's cost, and the
-      // second core does half of it); this slot now reads the next.
-      launch(slots_[cur_]);
-      cur_ = (cur_ + 1) % kSlots;
-      Slot& s = slots_[cur_];
-      if (!s.done.valid()) return ended_ = true, nullptr;
-      s.done.get();
-      for (std::string& why : s.unreadable)
-        if (std::find(unreadable_.begin(), unreadable_.end(), why) == unreadable_.end()) unreadable_.push_back(std::move(why));
-      s.unreadable.clear();
-      at_ = 0;
-    }
     const Slot& s = slots_[cur_];
+    if (at_ == s.order.size()) [[unlikely]]
+      return next_window();
     // (The events were written on another core, a window too big for its
     // caches: fetched a few ahead, their misses overlap instead of one after
     // another.)
@@ -135,6 +124,25 @@ class MergedEvents {
   };
   static constexpr size_t kSlots = 3;  // one used, two read ahead
   static constexpr size_t kAhead = 16;  // events prefetched ahead of the one given
+
+  [[gnu::noinline]] const SmallEvent* next_window() {
+    if (ended_) return nullptr;
+    while (at_ == slots_[cur_].order.size()) {
+      // The windows ahead were read on other threads while this one was
+      // used (two at once: decoding is most of a scan's cost, and the
+      // second core does half of it); this slot now reads the next.
+      launch(slots_[cur_]);
+      cur_ = (cur_ + 1) % kSlots;
+      Slot& s = slots_[cur_];
+      if (!s.done.valid()) return ended_ = true, nullptr;
+      s.done.get();
+      for (std::string& why : s.unreadable)
+        if (std::find(unreadable_.begin(), unreadable_.end(), why) == unreadable_.end()) unreadable_.push_back(std::move(why));
+      s.unreadable.clear();
+      at_ = 0;
+    }
+    return next();
+  }
 
   void launch(Slot& s) {
     if (finished_) return;

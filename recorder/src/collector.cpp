@@ -458,6 +458,7 @@ void Collector::publish(ChunkBuilder& c, uint16_t flags) {
   // Names and types a data chunk uses must reach readers first.
   if (!metadata && !meta_.empty()) publish(meta_, 0);
   const uint64_t events = c.events();
+  c.dense = pace_.dense(mono_ns(), c.size());
   c.finish(flags, frame_);
   events_recorded_.fetch_add(events, std::memory_order_relaxed);
   chunks_written_.fetch_add(1, std::memory_order_relaxed);

@@ -80,6 +80,7 @@ class Collector {
   std::atomic<bool> stop_{false};
 
   format::ChunkBuilder meta_;
+  format::DensePace pace_;  // how publish() compresses
   std::vector<std::string> meta_frames_;  // replayed to live clients that join
   std::unordered_map<ThreadBuffer*, Feedlet> feedlets_;
   uint32_t next_feedlet_ = 1;

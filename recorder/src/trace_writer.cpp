@@ -1,6 +1,7 @@
 #include "tinescope/trace_writer.hpp"
 
 #include <lz4.h>
+#include <lz4hc.h>
 
 #include <algorithm>
 #include <utility>
@@ -39,6 +40,14 @@ std::string build_file_header(const HeaderInfo& info) {
   return out;
 }
 
+static int compress_dense(const uint8_t* src, uint8_t* dst, int n, int capacity) {
+  // HC's state is ~256 KiB: one per compressing thread, not per chunk builder.
+  thread_local std::vector<uint64_t> state;  // (8-byte aligned, as lz4 asks)
+  if (state.empty()) state.resize((size_t(LZ4_sizeofStateHC()) + 7) / 8);
+  return LZ4_compress_HC_extStateHC(state.data(), reinterpret_cast<const char*>(src), reinterpret_cast<char*>(dst), n,
+                                    capacity, kDenseLevel);
+}
+
 // Each segment is compressed on its own (format.hpp), so that a reader can
 // start decoding at any segment: a query that walks from a resume point in
 // the middle of a chunk decoded everything before it, on each of its two
@@ -59,8 +68,9 @@ void ChunkBuilder::finish(uint16_t flags, std::vector<uint8_t>& frame) {
   for (size_t i = 0; i < segments; ++i) {
     const auto [from, to] = segment(i);
     const int n = int(to - from);
-    int z = LZ4_compress_default(reinterpret_cast<const char*>(buf_.data() + from), reinterpret_cast<char*>(blocks + at),
-                                 n, LZ4_compressBound(n));
+    int z = dense ? compress_dense(buf_.data() + from, blocks + at, n, LZ4_compressBound(n))
+                  : LZ4_compress_default(reinterpret_cast<const char*>(buf_.data() + from),
+                                         reinterpret_cast<char*>(blocks + at), n, LZ4_compressBound(n));
     if (z <= 0 || z >= n) {  // incompressible: as is
       std::memcpy(blocks + at, buf_.data() + from, size_t(n));
       z = n;

@@ -21,6 +21,11 @@ struct HeaderInfo {
 };
 std::string build_file_header(const HeaderInfo& info);
 
+// The lz4 HC level of dense chunks (ChunkBuilder::dense): two match
+// candidates, ~190 MB/s to write here against ~500 for the fast mode; higher
+// levels cost more and shrink little more.
+constexpr int kDenseLevel = 2;
+
 // One feedlet's chunk under construction. Events are encoded straight into
 // the payload buffer:  p = begin(type, ts); p = put_...(p, field); end(p).
 class ChunkBuilder {
@@ -34,6 +39,11 @@ class ChunkBuilder {
   uint64_t sequence = 0;        // of the next chunk
   uint64_t pending_drops = 0;   // goes into the next chunk's header
   uint64_t opened_at_ns = 0;    // when its first event arrived (for the latency bound)
+  // How finish() compresses: lz4's fast mode, or (dense) lz4 HC at a low
+  // level, which takes ~2.6x the CPU to write but leaves fewer, longer
+  // matches: on scheduling events 18 % smaller and ~3x faster to decode.
+  // Readers see lz4 blocks either way.
+  bool dense = false;
 
   bool empty() const { return events_ == 0; }
   bool full() const { return size_ >= kTargetRaw; }
@@ -86,6 +96,36 @@ class ChunkBuilder {
   uint32_t events_ = 0;
   uint64_t first_ts_ = 0, last_ts_ = 0;
   uint64_t prev_delta_ = 0;
+};
+
+// Whether a writer that must keep up as events come (the recorder's
+// collector) can afford dense chunks: while the raw bytes it compresses come
+// at under kDenseBytesPerS, lz4 HC takes under a tenth of a core here, and
+// scheduling, lock and message traces mostly come that slowly. Fast mode at
+// first, until a whole window was that slow, and again as soon as a window's
+// bytes pass its share: a burst costs at most one window's share at HC.
+class DensePace {
+ public:
+  static constexpr uint64_t kWindowNs = 100'000'000;
+  static constexpr double kDenseBytesPerS = 16e6;
+  static constexpr double kWindowBytes = kDenseBytesPerS * double(kWindowNs) / 1e9;
+
+  // For a chunk of `raw_bytes` finished at `now_ns` (a clock that never falls).
+  bool dense(uint64_t now_ns, size_t raw_bytes) {
+    if (!started_) {
+      started_ = true, window_start_ = now_ns;
+    } else if (now_ns - window_start_ >= kWindowNs) {  // the window (and any idle time after it) ended
+      dense_ = double(bytes_) < kDenseBytesPerS * double(now_ns - window_start_) / 1e9;
+      window_start_ = now_ns, bytes_ = 0;
+    }
+    bytes_ += raw_bytes;
+    if (double(bytes_) > kWindowBytes) dense_ = false;
+    return dense_;
+  }
+
+ private:
+  uint64_t window_start_ = 0, bytes_ = 0;
+  bool started_ = false, dense_ = false;
 };
 
 }  // namespace tinescope::format
