@@ -258,6 +258,9 @@ int main(int argc, char** argv) {
   const double call = pair_ns(tpn, 1, Work::Calls);
   figure("recorder.func_call_ns", call, "ns");
   figure("recorder.func_call_ns.ratio_to_rdtsc", call / rdtsc, "x");
+  const double call_one = pair_ns(tpn, 1, Work::Calls, true);
+  figure("recorder.func_call_ns.one_core", call_one, "ns");
+  figure("recorder.func_call_ns.one_core.ratio_to_rdtsc", call_one / rdtsc, "x");
 
   const double rate = 2 * lossless_rate(Work::Events);
   figure("recorder.lossless_events_per_s", rate, "events/s");

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "raw_record.hpp"
@@ -21,12 +22,16 @@ namespace tinescope::rec {
 enum class BufferState : int { Active, Exited, Free };
 
 struct ThreadBuffer {
-  // --- producer-private (one cache line, touched on every event)
-  uint64_t head_local = 0;
-  uint64_t tail_cache = 0;
+  // --- set when the buffer is made, then only read, by both sides
   uint64_t capacity = 0;
   uint64_t mask = 0;
   uint8_t* data = nullptr;
+
+  // --- producer-private, touched on every event: a cache line of its own,
+  // as the collector reads the fields above at every drain (sharing one,
+  // the line went back and forth between the cores and an event cost twice).
+  alignas(64) uint64_t head_local = 0;
+  uint64_t tail_cache = 0;
   uint64_t dropped = 0;           // cumulative, this buffer's life
   uint64_t dropped_reported = 0;  // cumulative count in the last drop record
   uint64_t message_counter = 0;
@@ -85,5 +90,10 @@ struct ThreadBuffer {
     dropped_total.store(dropped, std::memory_order_relaxed);
   }
 };
+// The producer's private fields start a cache line after the read-only ones
+// (the collector reads those at every drain); head and tail have one each.
+static_assert(offsetof(ThreadBuffer, data) < offsetof(ThreadBuffer, head_local) &&
+              offsetof(ThreadBuffer, head_local) % 64 == 0 && offsetof(ThreadBuffer, head) % 64 == 0 &&
+              offsetof(ThreadBuffer, tail) % 64 == 0);
 
 }  // namespace tinescope::rec
