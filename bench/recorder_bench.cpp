@@ -5,7 +5,8 @@
 //   recorder.event_ns.1t.one_core     the same with the collector on the producer's CPU
 //   recorder.lossless_events_per_s    highest rate one thread sustains with zero drops
 //   recorder.func_call_ns             one call of a -finstrument-functions function
-//                                     (entry and exit), goal <= 2.3 x rdtsc
+//                                     (entry and exit), goal <= 2.3 x rdtsc; .one_core
+//                                     with the collector on the producer's CPU
 //   recorder.func_lossless_calls_per_s highest rate of such calls one thread
 //                                     sustains with zero drops at the default
 //                                     settings, goal >= 10 M/s
