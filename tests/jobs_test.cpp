@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "../analysis/src/merged_events.hpp"
 #include "edf_sim.hpp"
 #include "index_helpers.hpp"
 #include "tinescope/analysis/derived_stream.hpp"
@@ -354,6 +355,31 @@ TEST(Jobs, ManyJobsOpenAtOnceAreEachTheirOwn) {
 }
 
 // jobs() and response() as streams, and the per-task table, against the truth.
+// The merged events every job scan reads: each feedlet's events once, in
+// time order, in one window or several; and past the last, null at every
+// later call (it gave a window's stale events again, or read an empty one).
+TEST(MergedEvents, EveryEventOnceInTimeOrderThenNullForGood) {
+  for (const uint64_t n : {uint64_t(1000), uint64_t(1) << 20 | 4321}) {  // one window; two (2^19 events each)
+    TraceBytes trace("merged");
+    std::vector<ChunkBuilder> lanes(3);
+    for (uint32_t l = 0; l < 3; ++l) lanes[l].feedlet = l + 1;
+    for (uint64_t i = 0; i < n; ++i) {
+      ChunkBuilder& cb = lanes[(i * 7 + i / 3) % 3];
+      put_job(cb, format::kJobStart, 1000 + i * 3, 1, i, 0);  // every time its own
+      if (cb.full()) trace.flush(cb);
+    }
+    for (ChunkBuilder& cb : lanes) trace.flush(cb);
+    IndexedTrace t("merged.tine", trace.out);
+    ASSERT_TRUE(t.ix);
+    analysis::MergedEvents events(*t.ix, {format::kJobStart});
+    uint64_t i = 0;
+    for (const analysis::SmallEvent* e; (e = events.next()); ++i)
+      ASSERT_TRUE(i < n && e->u[1] == i && e->ts == 1000 + i * 3) << i << " of " << n;
+    EXPECT_EQ(i, n);
+    for (int again = 0; again < 3; ++again) EXPECT_EQ(events.next(), nullptr) << n;
+  }
+}
+
 TEST(Jobs, StreamsAndPerTaskStatisticsAreTheJobs) {
   EdfSim sim = toy_edf(true);
   IndexedTrace t("edf_streams.tine", sim.run());

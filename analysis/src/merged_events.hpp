@@ -134,7 +134,7 @@ class MergedEvents {
       launch(slots_[cur_]);
       cur_ = (cur_ + 1) % kSlots;
       Slot& s = slots_[cur_];
-      if (!s.done.valid()) return ended_ = true, nullptr;
+      if (!s.done.valid()) return at_ = s.order.size(), ended_ = true, nullptr;  // (so later calls come here)
       s.done.get();
       for (std::string& why : s.unreadable)
         if (std::find(unreadable_.begin(), unreadable_.end(), why) == unreadable_.end()) unreadable_.push_back(std::move(why));
