@@ -263,14 +263,23 @@ TEST(RecorderRoundTrip, ASlowRecordingIsWrittenDenseAFastOneFast) {
       std::string payload;
       for (int i = 0; i < 40; ++i) payload += "order " + std::to_string(i) + " filled; ";
       payload.resize(1000);
-      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(slow ? 400 : 200);
-      // Slowly: two small messages a millisecond (~100 KB/s). Fast: a
-      // hundred of a kilobyte a millisecond (~100 MB/s, six times what
-      // allows dense chunks), each millisecond's in a burst.
-      while (std::chrono::steady_clock::now() < until) {
-        for (int k = 0; k < (slow ? 1 : 100); ++k)
-          ts::send(sent++, 1, 2, payload.data(), uint32_t(slow ? 40 : payload.size()));
-        std::this_thread::sleep_for(std::chrono::microseconds(slow ? 500 : 1000));
+      const auto start = std::chrono::steady_clock::now();
+      const auto until = start + std::chrono::milliseconds(slow ? 400 : 200);
+      // Slowly: two small messages a millisecond (~100 KB/s). Fast: messages
+      // of a kilobyte at ~100 MB/s on average (six times what allows dense
+      // chunks), in bursts that catch up with however long a sleep took;
+      // what the collector cannot take is dropped, and then it is behind.
+      uint64_t bytes = 0;
+      for (auto now = start; now < until; now = std::chrono::steady_clock::now()) {
+        if (slow) {
+          ts::send(sent++, 1, 2, payload.data(), 40);
+          std::this_thread::sleep_for(std::chrono::microseconds(500));
+          continue;
+        }
+        for (const double due = 1e8 * std::chrono::duration<double>(now - start).count(); double(bytes) < due;
+             bytes += payload.size())
+          ts::send(sent++, 1, 2, payload.data(), uint32_t(payload.size()));
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
     }).join();
     ts_stop();

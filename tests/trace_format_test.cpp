@@ -273,7 +273,14 @@ TEST(TraceFormat, DensePaceIsFastUntilAWindowWasSlowAndAtABurst) {
   EXPECT_TRUE(pace.dense(300 * ms, 1000));
   // Idle for a minute, then a chunk: the idle time was slow too.
   EXPECT_TRUE(pace.dense(60'300 * ms, 65536));
-  // Just over 16 MB/s in a window: fast from the next one.
+  // Behind: fast at once, for the rest of the window and the next, however slow.
+  EXPECT_TRUE(pace.dense(60'310 * ms, 10));
+  pace.behind();
+  EXPECT_FALSE(pace.dense(60'320 * ms, 10));
+  EXPECT_FALSE(pace.dense(60'410 * ms, 10));  // the next window
+  EXPECT_FALSE(pace.dense(60'500 * ms, 10));
+  EXPECT_TRUE(pace.dense(60'510 * ms, 10));   // a whole window slow and not behind
+  // A window just over 16 MB/s: the next is fast; one just under: the next is dense.
   DensePace edge;
   EXPECT_FALSE(edge.dense(0, 0));
   EXPECT_FALSE(edge.dense(50 * ms, 1'600'001));

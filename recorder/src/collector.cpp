@@ -159,6 +159,7 @@ bool Collector::poll(bool final) {
     }
     f.waiting_since_ns = 0;
     busy |= head != f.pos;
+    if (head - f.pos > b->capacity / 2) pace_.behind();  // half full when reached: drops are near
     drain(*b, f, final || state == BufferState::Exited);
     if (f.pos != head) busy = true;  // drained only part of it this pass
 
@@ -257,6 +258,7 @@ void Collector::drain(ThreadBuffer& b, Feedlet& f, bool final) {
       // Drops happened here: cut the chunk so the count lands exactly between
       // the events before and after them.
       uint64_t cumulative = rec[2];
+      pace_.behind();
       if (!f.chunk.empty()) publish(f.chunk, 0);
       f.chunk.pending_drops += cumulative - f.drops_seen;
       events_dropped_ += cumulative - f.drops_seen;
