@@ -235,16 +235,11 @@ TEST(RecorderRoundTrip, EveryEventKindThroughAFile) {
 std::vector<Packing> packings(const std::string& path) {
   const std::string bytes = slurp(path);
   std::vector<Packing> out;
-  uint32_t at;
-  std::memcpy(&at, bytes.data() + 12, 4);  // the header's size
-  while (at + sizeof(ChunkHeader) <= bytes.size()) {
-    const auto* chunk = reinterpret_cast<const uint8_t*>(bytes.data() + at);
-    ChunkHeader h;
-    std::memcpy(&h, chunk, sizeof h);
-    out.push_back(packing_of(chunk));
-    at += uint32_t(chunk_bytes(h));
-  }
-  EXPECT_EQ(at, bytes.size());
+  EXPECT_EQ(each_chunk(bytes, [&](const uint8_t* chunk, const ChunkHeader&, size_t) {
+              out.push_back(packing_of(chunk));
+              return true;
+            }),
+            bytes.size());
   return out;
 }
 

@@ -194,6 +194,23 @@ inline void seal_chunk(std::string& c) {
   std::memcpy(c.data() + sizeof h + h.stored_size, &sum, 8);
 }
 
+// Calls fn(chunk, its header, its offset) for each chunk of an intact trace
+// file's bytes, in order, until fn returns false; the offset where the walk
+// ended (the size, where it reached the end).
+template <class Fn>
+size_t each_chunk(const std::string& trace, Fn&& fn) {
+  uint32_t at;
+  std::memcpy(&at, trace.data() + 12, 4);  // the header's size
+  while (at + sizeof(format::ChunkHeader) <= trace.size()) {
+    const auto* chunk = reinterpret_cast<const uint8_t*>(trace.data() + at);
+    format::ChunkHeader h;
+    std::memcpy(&h, chunk, sizeof h);
+    if (!fn(chunk, h, size_t(at))) break;
+    at += uint32_t(format::chunk_bytes(h));
+  }
+  return at;
+}
+
 // The same trace as version 1 wrote it: every chunk's payload one lz4 block
 // (kChunkLz4), not segments, and major version 1 in the file header. For the
 // tests that old traces still read and index as before. (Header and chunks
@@ -205,14 +222,10 @@ inline std::string as_version_one(const std::string& trace) {
   std::string v1 = trace.substr(0, header_size);
   set_header_version(v1, 1, 0);
   std::vector<uint8_t> raw_buf;
-  for (size_t at = header_size; at + sizeof(ChunkHeader) <= trace.size();) {
-    const auto* chunk = reinterpret_cast<const uint8_t*>(trace.data() + at);
-    ChunkHeader h;
-    std::memcpy(&h, chunk, sizeof h);
-    const size_t bytes = size_t(chunk_bytes(h));
+  each_chunk(trace, [&](const uint8_t* chunk, ChunkHeader h, size_t at) {
     const uint8_t* raw = trace::chunk_payload(chunk, raw_buf);
     EXPECT_NE(raw, nullptr) << "chunk at " << at;
-    if (!raw) return v1;
+    if (!raw) return false;
     std::vector<char> block(size_t(LZ4_compressBound(int(h.raw_size))));
     int stored = h.raw_size ? LZ4_compress_default(reinterpret_cast<const char*>(raw), block.data(), int(h.raw_size),
                                                   int(block.size()))
@@ -231,8 +244,8 @@ inline std::string as_version_one(const std::string& trace) {
     c.append(reinterpret_cast<const char*>(kChunkEnd), 8);
     seal_chunk(c);
     v1 += c;
-    at += bytes;
-  }
+    return true;
+  });
   return v1;
 }
 
@@ -255,7 +268,8 @@ inline Packing packing_of(const uint8_t* chunk) {
   const uint8_t* table = chunk + h.header_size;
   const uint32_t segments = segment_count(h.event_count);
   const uint8_t* blocks = table + segments * kSegmentEntry;
-  std::vector<char> fast, dense, state(size_t(LZ4_sizeofStateHC()) + 8);
+  std::vector<char> fast, dense;
+  std::vector<uint64_t> state((size_t(LZ4_sizeofStateHC()) + 7) / 8);  // (8-byte aligned, as lz4 asks)
   uint32_t raw_from = 0, stored_from = 0;
   for (uint32_t i = 0; i < segments; ++i) {
     uint32_t raw_to, stored_to;
@@ -270,8 +284,7 @@ inline Packing packing_of(const uint8_t* chunk) {
       dense.resize(fast.size());
       const char* src = reinterpret_cast<const char*>(raw + raw_from);
       fast.resize(size_t(LZ4_compress_default(src, fast.data(), n, int(fast.size()))));
-      void* aligned = state.data() + (8 - reinterpret_cast<uintptr_t>(state.data()) % 8) % 8;
-      dense.resize(size_t(LZ4_compress_HC_extStateHC(aligned, src, dense.data(), n, int(dense.size()), kDenseLevel)));
+      dense.resize(size_t(LZ4_compress_HC_extStateHC(state.data(), src, dense.data(), n, int(dense.size()), kDenseLevel)));
       const bool is_fast = stored == std::string(fast.begin(), fast.end());
       const bool is_dense = stored == std::string(dense.begin(), dense.end());
       (is_fast && is_dense ? out.either : is_fast ? out.fast : is_dense ? out.dense : out.neither)++;
